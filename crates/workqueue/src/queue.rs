@@ -1,0 +1,481 @@
+//! The basic queue: a FIFO of keys plus the *dirty* and *processing* sets.
+//!
+//! Every other layer is built on this one. Its state, all under one lock:
+//!
+//! * `queue` — keys waiting to be handed out, in order; each is dirty and not processing;
+//! * per key, two flags: *dirty* (needs processing) and *processing* (held by a worker).
+//!
+//! | operation | effect |
+//! |---|---|
+//! | [`add`](Queue::add) | already dirty: merged, nothing changes. Otherwise marked dirty; pushed on the FIFO unless a worker holds it, in which case it waits for the worker to finish |
+//! | [`get`](Queue::get) | pops the head, marks it processing and not dirty, returns an [`Item`] guard |
+//! | dropping the [`Item`] | clears processing; if the key became dirty meanwhile, it is pushed again |
+//!
+//! A single map holds both flags so that each operation hashes the key once.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::hash::Hash;
+use std::ops::ControlFlow;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use crate::metrics::{MetricsProvider, QueueMetrics};
+
+/// What a queue can hold: cheap to clone, hashable, shareable between tasks.
+///
+/// Blanket-implemented; `String`, `u64` and small structs of `Arc<str>` all qualify. Keys are compared
+/// by value, so two equal keys are the same piece of work.
+pub trait Key: Clone + Eq + Hash + Send + Sync + 'static {}
+impl<T: Clone + Eq + Hash + Send + Sync + 'static> Key for T {}
+
+/// How often the unfinished-work gauges are refreshed (client-go's `defaultUnfinishedWorkUpdatePeriod`).
+pub const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
+
+/// Optional settings shared by every queue layer.
+///
+/// Metrics are kept only when the queue has a name *and* a provider, as in client-go: the name
+/// becomes the `name` label of every metric.
+///
+/// ```
+/// use std::sync::Arc;
+/// use workqueue::{Queue, QueueConfig};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let registry = &mut prometheus_client::registry::Registry::default();
+/// let provider = Arc::new(workqueue::prometheus::PrometheusMetrics::register(registry));
+/// let queue: Queue<String> = Queue::with_config(QueueConfig::named("configmaps").metrics(provider));
+/// # }
+/// ```
+#[derive(Clone, Default)]
+pub struct QueueConfig {
+    /// The queue's name: the `name` label of its metrics.
+    pub name: Option<String>,
+    /// Where the metrics go; `None` keeps none.
+    pub metrics: Option<Arc<dyn MetricsProvider>>,
+}
+
+impl QueueConfig {
+    /// A config with a name and no metrics provider yet.
+    #[must_use]
+    pub fn named(name: impl Into<String>) -> Self {
+        Self { name: Some(name.into()), metrics: None }
+    }
+
+    /// Sets the metrics provider.
+    #[must_use]
+    pub fn metrics(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics = Some(provider);
+        self
+    }
+}
+
+impl fmt::Debug for QueueConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueConfig")
+            .field("name", &self.name)
+            .field("metrics", &self.metrics.is_some())
+            .finish()
+    }
+}
+
+/// The two flags client-go keeps in its `dirty` and `processing` sets.
+#[derive(Clone, Copy, Default)]
+struct Flags {
+    dirty: bool,
+    processing: bool,
+}
+
+struct State<T> {
+    fifo: VecDeque<T>,
+    flags: HashMap<T, Flags, foldhash::fast::RandomState>,
+    processing: usize,
+    shutting_down: bool,
+    drain: bool,
+    metrics: Option<QueueMetrics<T>>,
+}
+
+pub(crate) struct Shared<T> {
+    state: Mutex<State<T>>,
+    /// One waiter per pushed key; everyone on shutdown.
+    available: Notify,
+    /// Everyone when the last held key is released, or when a drain is cancelled.
+    idle: Notify,
+    /// Everyone once, when shutdown starts (the delaying layer's loop listens to it).
+    shutdown: Arc<Notify>,
+}
+
+/// The basic work queue: fair, stingy, with re-add-while-processing.
+///
+/// Cloning gives another handle to the same queue, so producers and workers can each hold one.
+///
+/// ```
+/// use workqueue::Queue;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let queue = Queue::new();
+/// queue.add("default/a");
+/// queue.add("default/b");
+/// queue.add("default/a"); // merged: already waiting
+/// assert_eq!(queue.len(), 2);
+///
+/// let first = queue.get().await.unwrap();
+/// assert_eq!(*first, "default/a");
+/// queue.add("default/a"); // held by a worker: deferred, not handed out twice
+/// assert_eq!(queue.len(), 1);
+/// drop(first); // done: "default/a" goes back in line
+/// assert_eq!(queue.len(), 2);
+/// # }
+/// ```
+pub struct Queue<T: Key> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T: Key> Clone for Queue<T> {
+    fn clone(&self) -> Self {
+        Self { shared: Arc::clone(&self.shared) }
+    }
+}
+
+impl<T: Key> fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.shared.state.lock();
+        f.debug_struct("Queue")
+            .field("len", &st.fifo.len())
+            .field("processing", &st.processing)
+            .field("shutting_down", &st.shutting_down)
+            .finish()
+    }
+}
+
+impl<T: Key> Default for Queue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Key> Queue<T> {
+    /// A queue without metrics. Needs no runtime.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::with_config(QueueConfig::default())
+    }
+
+    /// A queue with the given name and metrics provider.
+    ///
+    /// # Panics
+    ///
+    /// With metrics enabled (a name and a provider), this starts the task that refreshes the
+    /// unfinished-work gauges, and so must be called inside a Tokio runtime, like `tokio::spawn`.
+    #[must_use]
+    pub fn with_config(config: QueueConfig) -> Self {
+        let metrics = match (config.name, config.metrics) {
+            (Some(name), Some(provider)) => Some(QueueMetrics::new(provider.as_ref(), &name)),
+            _ => None,
+        };
+        let with_metrics = metrics.is_some();
+        let queue = Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    fifo: VecDeque::new(),
+                    flags: HashMap::default(),
+                    processing: 0,
+                    shutting_down: false,
+                    drain: false,
+                    metrics,
+                }),
+                available: Notify::new(),
+                idle: Notify::new(),
+                shutdown: Arc::new(Notify::new()),
+            }),
+        };
+        if with_metrics {
+            tokio::spawn(update_unfinished_work(Arc::downgrade(&queue.shared)));
+        }
+        queue
+    }
+
+    /// Marks `key` as needing processing.
+    ///
+    /// Returns `false` if the queue is shutting down: the key is refused (client-go drops it
+    /// silently; here the caller can tell). Otherwise returns `true`, whether the key was queued,
+    /// merged with a waiting copy, or deferred because a worker holds it.
+    pub fn add(&self, key: T) -> bool {
+        let mut st = self.shared.state.lock();
+        if st.shutting_down {
+            return false;
+        }
+        let flags = st.flags.entry(key.clone()).or_default();
+        if flags.dirty {
+            return true;
+        }
+        flags.dirty = true;
+        let processing = flags.processing;
+        if let Some(m) = st.metrics.as_mut() {
+            m.add(&key);
+        }
+        if !processing {
+            st.fifo.push_back(key);
+            drop(st);
+            self.shared.available.notify_one();
+        }
+        true
+    }
+
+    /// Waits for the next key and hands it out, held, as an [`Item`].
+    ///
+    /// Returns `None` once the queue is shutting down **and** empty: while shutting down, keys
+    /// already queued are still handed out, so workers finish the backlog before they stop.
+    ///
+    /// Cancel-safe: if the future is dropped, no key is taken.
+    pub async fn get(&self) -> Option<Item<T>> {
+        loop {
+            // Fast path: no waiter registration (it costs a lock of its own) when a key is ready.
+            if let ControlFlow::Break(got) = self.take() {
+                return got;
+            }
+            // Register, then look again, so an add between the two cannot be missed.
+            let notified = self.shared.available.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let ControlFlow::Break(got) = self.take() {
+                return got;
+            }
+            notified.await;
+        }
+    }
+
+    /// Takes the next key if one is queued, without waiting.
+    pub fn try_get(&self) -> Option<Item<T>> {
+        match self.take() {
+            ControlFlow::Break(got) => got,
+            ControlFlow::Continue(()) => None,
+        }
+    }
+
+    /// `Break(Some(item))`: a key; `Break(None)`: shut down and empty; `Continue`: wait.
+    fn take(&self) -> ControlFlow<Option<Item<T>>> {
+        match self.pop() {
+            Pop::Key(key) => ControlFlow::Break(Some(Item { key, queue: self.clone() })),
+            Pop::Closed => ControlFlow::Break(None),
+            Pop::Empty => ControlFlow::Continue(()),
+        }
+    }
+
+    /// Pops the head; emptiness and shutdown are read under the same lock, so a key added just
+    /// before the shutdown is never mistaken for "closed and empty".
+    fn pop(&self) -> Pop<T> {
+        let mut st = self.shared.state.lock();
+        let Some(key) = st.fifo.pop_front() else {
+            return if st.shutting_down { Pop::Closed } else { Pop::Empty };
+        };
+        let flags = st.flags.get_mut(&key).expect("a queued key has flags");
+        flags.dirty = false;
+        flags.processing = true;
+        st.processing += 1;
+        if let Some(m) = st.metrics.as_mut() {
+            m.get(&key);
+        }
+        Pop::Key(key)
+    }
+
+    /// Releases a held key (called by [`Item`]'s `Drop`).
+    fn done(&self, key: &T) {
+        let mut st = self.shared.state.lock();
+        let Some(flags) = st.flags.get_mut(key) else { return };
+        debug_assert!(flags.processing, "only a held key is released");
+        flags.processing = false;
+        let requeue = flags.dirty;
+        if !requeue {
+            st.flags.remove(key);
+        }
+        st.processing -= 1;
+        if let Some(m) = st.metrics.as_mut() {
+            m.done(key);
+        }
+        if requeue {
+            st.fifo.push_back(key.clone());
+            drop(st);
+            self.shared.available.notify_one();
+        } else if st.processing == 0 {
+            drop(st);
+            self.shared.idle.notify_waiters();
+        }
+    }
+
+    /// How many keys wait to be handed out.
+    ///
+    /// Keys re-added while a worker holds them are not counted until the worker releases them.
+    /// For information only: by the time you act on it, it may have changed.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.shared.state.lock().fifo.len()
+    }
+
+    /// Whether no key waits to be handed out.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many keys workers hold right now.
+    #[must_use]
+    pub fn processing(&self) -> usize {
+        self.shared.state.lock().processing
+    }
+
+    /// Starts shutting down: later adds are refused, workers drain what is queued, then
+    /// [`get`](Self::get) returns `None`. Does not wait for anything. Cancels a
+    /// [`shut_down_with_drain`](Self::shut_down_with_drain) in progress, as in client-go.
+    pub fn shut_down(&self) {
+        self.begin_shutdown(false);
+    }
+
+    /// Shuts down, then waits until **every key accepted before the shutdown has been processed**:
+    /// the FIFO is empty and no worker holds a key.
+    ///
+    /// Keys re-added while a worker held them count too: the release pushes them again and the wait
+    /// goes on until they are processed. Delayed keys that had not fired are dropped, not waited
+    /// for. A later [`shut_down`](Self::shut_down) ends the wait early.
+    ///
+    /// ## Warning
+    ///
+    /// This waits for workers: it returns only if they keep calling [`get`](Self::get) until it
+    /// returns `None`. (client-go's version checks only that no key is held, so it can return with
+    /// keys still queued; this one waits for those too, as client-go's documentation promises.)
+    pub async fn shut_down_with_drain(&self) {
+        self.begin_shutdown(true);
+        loop {
+            let idle = self.shared.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            {
+                let st = self.shared.state.lock();
+                if !st.drain || (st.processing == 0 && st.fifo.is_empty()) {
+                    return;
+                }
+            }
+            idle.await;
+        }
+    }
+
+    fn begin_shutdown(&self, drain: bool) {
+        {
+            let mut st = self.shared.state.lock();
+            st.drain = drain;
+            st.shutting_down = true;
+        }
+        self.shared.available.notify_waiters();
+        self.shared.idle.notify_waiters();
+        self.shared.shutdown.notify_waiters();
+    }
+
+    /// Whether shutdown has started.
+    #[must_use]
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.state.lock().shutting_down
+    }
+
+    /// Resolves once shutdown has started.
+    pub(crate) fn shutdown_notify(&self) -> Arc<Notify> {
+        Arc::clone(&self.shared.shutdown)
+    }
+
+    /// Counts one retry in the `retries` metric (the delaying layer calls it on every `add_after`).
+    pub(crate) fn record_retry(&self) {
+        if let Some(m) = self.shared.state.lock().metrics.as_mut() {
+            m.retry();
+        }
+    }
+}
+
+/// Refreshes the unfinished-work gauges every [`UNFINISHED_WORK_UPDATE_PERIOD`] until the queue
+/// shuts down or every handle is gone.
+async fn update_unfinished_work<T: Key>(shared: Weak<Shared<T>>) {
+    let mut tick = tokio::time::interval(UNFINISHED_WORK_UPDATE_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(shared) = shared.upgrade() else { return };
+        let mut st = shared.state.lock();
+        if st.shutting_down {
+            return;
+        }
+        if let Some(m) = st.metrics.as_mut() {
+            m.update_unfinished_work(tokio::time::Instant::now());
+        }
+    }
+}
+
+/// What one attempt to take a key found.
+enum Pop<T> {
+    Key(T),
+    Empty,
+    Closed,
+}
+
+/// A key held by one worker. Dropping it releases the key ("done").
+///
+/// While an `Item` for a key exists, no other worker can get that key. If the key was added again
+/// meanwhile, releasing it puts it back in line, so the newer change is processed too.
+///
+/// ## Warning
+///
+/// `std::mem::forget` on an `Item` (or leaking it in a cycle) holds its key forever: it is never
+/// handed out again. Keep the item in the worker's scope and let it drop.
+pub struct Item<T: Key> {
+    key: T,
+    queue: Queue<T>,
+}
+
+impl<T: Key> Item<T> {
+    /// The key this worker holds.
+    #[must_use]
+    pub fn key(&self) -> &T {
+        &self.key
+    }
+
+    /// Releases the key now; the same as dropping the item, spelled out.
+    pub fn done(self) {}
+}
+
+impl<T: Key> std::ops::Deref for Item<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.key
+    }
+}
+
+impl<T: Key + fmt::Debug> fmt::Debug for Item<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Item").field(&self.key).finish()
+    }
+}
+
+impl<T: Key> Drop for Item<T> {
+    fn drop(&mut self) {
+        self.queue.done(&self.key);
+    }
+}
+
+/// There is no way to release a key the worker does not hold:
+///
+/// ```compile_fail
+/// let queue: workqueue::Queue<&str> = workqueue::Queue::new();
+/// queue.done(&"default/web"); // no such method: release happens through `Item`
+/// ```
+///
+/// and no way to release one twice:
+///
+/// ```compile_fail
+/// # async fn f(queue: workqueue::Queue<&'static str>) {
+/// let item = queue.get().await.unwrap();
+/// item.done();
+/// item.done(); // use of moved value
+/// # }
+/// ```
+#[cfg(doctest)]
+struct DoneIsOnlyOnItem;
