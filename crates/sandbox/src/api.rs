@@ -1,0 +1,478 @@
+//! The HTTP face of the store: routes a Kubernetes API request to a verb, answers JSON (or a
+//! stream of watch events), applies fault injection and records the request.
+//!
+//! The same handler serves the in-process `tower::Service` behind `kube::Client` and, later, a
+//! real HTTP listener: it is generic over the request body.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body::{Body, Frame};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::Shared;
+use crate::patch::PatchType;
+use crate::record::RequestRecord;
+use crate::resource::{self, ResourceDef};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+use crate::store::{Change, ChangeType, DeleteOptions, ListQuery, Propagation, Subresource};
+
+/// The body of every sandbox response.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The largest request body the API server accepts (3 MiB, as kube-apiserver).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// The error type bodies must convert into.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A parsed resource path.
+#[derive(Debug)]
+struct Target {
+    def: &'static ResourceDef,
+    namespace: Option<String>,
+    name: Option<String>,
+    sub: Subresource,
+}
+
+fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(bytes)).boxed_unsync())
+        .expect("valid response")
+}
+
+/// An error as a Status response (with Retry-After for 429).
+pub fn error_response(e: &ApiError) -> Response<ResponseBody> {
+    let mut r = json_response(e.code, &e.to_status());
+    if let Some(secs) = e.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64) {
+        r.headers_mut().insert(header::RETRY_AFTER, secs.into());
+    }
+    r
+}
+
+fn parse_target(path: &str) -> Result<Target, ApiError> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Err(ApiError::no_route(path)),
+    };
+    let find = |plural: &str| resource::find(group, version, plural);
+    let sub = |s: Option<&&str>| match s.copied() {
+        None => Ok(Subresource::Main),
+        Some("status") => Ok(Subresource::Status),
+        Some("scale") => Ok(Subresource::Scale),
+        Some(_) => Err(ApiError::no_route(path)),
+    };
+    let (def, namespace, name, subres) = match rest {
+        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|d| d.namespaced) => (
+            find(plural).expect("checked"),
+            Some((*ns).to_owned()),
+            tail.first().map(|s| (*s).to_owned()),
+            tail.get(1),
+        ),
+        [plural, tail @ ..] => {
+            let def = find(plural).ok_or_else(|| ApiError::no_route(path))?;
+            if def.namespaced && !tail.is_empty() {
+                return Err(ApiError::no_route(path));
+            }
+            (def, None, tail.first().map(|s| (*s).to_owned()), tail.get(1))
+        }
+        [] => return Err(ApiError::no_route(path)),
+    };
+    if rest.len() > if namespace.is_some() { 5 } else { 3 } {
+        return Err(ApiError::no_route(path));
+    }
+    let sub = sub(subres)?;
+    if (sub == Subresource::Status && !def.status_subresource)
+        || (sub == Subresource::Scale && !def.scale_subresource)
+    {
+        return Err(ApiError::no_route(path));
+    }
+    Ok(Target { def, namespace, name, sub })
+}
+
+#[derive(Debug, Default)]
+struct Query {
+    list: ListQuery,
+    watch: bool,
+    allow_bookmarks: bool,
+    send_initial_events: bool,
+    timeout: Option<Duration>,
+    field_manager: Option<String>,
+    force: bool,
+    propagation: Option<String>,
+    dry_run: bool,
+}
+
+fn parse_query(q: Option<&str>) -> Result<Query, ApiError> {
+    let mut out = Query::default();
+    for (k, v) in form_urlencoded::parse(q.unwrap_or("").as_bytes()) {
+        let truthy = v == "true" || v == "1";
+        match k.as_ref() {
+            "labelSelector" => out.list.labels = LabelSelector::parse(&v)?,
+            "fieldSelector" => out.list.fields = FieldSelector::parse(&v)?,
+            "limit" => {
+                out.list.limit = v.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid limit {v:?}: must be a non-negative integer"))
+                })?
+            }
+            "continue" => out.list.continue_token = Some(v.into_owned()),
+            "resourceVersion" => out.list.resource_version = Some(v.into_owned()),
+            "resourceVersionMatch" => out.list.resource_version_match = Some(v.into_owned()),
+            "watch" => out.watch = truthy,
+            "allowWatchBookmarks" => out.allow_bookmarks = truthy,
+            "sendInitialEvents" => out.send_initial_events = truthy,
+            "timeoutSeconds" => {
+                let secs: u64 =
+                    v.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {v:?}")))?;
+                out.timeout = Some(Duration::from_secs(secs));
+            }
+            "fieldManager" => out.field_manager = Some(v.into_owned()),
+            "force" => out.force = truthy,
+            "propagationPolicy" => out.propagation = Some(v.into_owned()),
+            "dryRun" => out.dry_run = !v.is_empty(),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn delete_options(q: &Query, body: &Value) -> Result<DeleteOptions, ApiError> {
+    let policy = body
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| q.propagation.clone());
+    let propagation = match policy.as_deref() {
+        None | Some("Background") => Propagation::Background,
+        Some("Foreground") => Propagation::Foreground,
+        Some("Orphan") => Propagation::Orphan,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid propagationPolicy {other:?}: must be Background, Foreground or Orphan"
+            )));
+        }
+    };
+    let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true);
+    Ok(DeleteOptions {
+        propagation: if orphan { Propagation::Orphan } else { propagation },
+        uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned),
+        resource_version: body
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
+    match (method, t.name.is_some()) {
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) if watch => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, false) => "create",
+        (&Method::PUT, true) => "update",
+        (&Method::PATCH, true) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => "unsupported",
+    }
+}
+
+async fn read_body<B>(body: B, content_length: Option<usize>) -> Result<Bytes, ApiError>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    if let Some(len) = content_length.filter(|l| *l > MAX_BODY) {
+        return Err(ApiError::too_large(len, MAX_BODY));
+    }
+    match Limited::new(body, MAX_BODY).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(ApiError::too_large(MAX_BODY + 1, MAX_BODY))
+        }
+        Err(e) => Err(ApiError::bad_request(format!("reading the request body failed: {e}"))),
+    }
+}
+
+fn parse_json(bytes: &[u8], what: &str) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("the body of the {what} request is not valid JSON: {e}")))
+}
+
+/// Handles one API request.
+pub async fn handle<B>(shared: Arc<Shared>, req: Request<B>) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_owned();
+    let user_agent =
+        parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let latency = shared.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let mut record = RequestRecord {
+        verb: parts.method.as_str().to_ascii_lowercase(),
+        resource: String::new(),
+        subresource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        user_agent,
+        code: 0,
+    };
+    let response = match route(&shared, &parts, body, &path, &mut record).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    };
+    record.code = response.status().as_u16();
+    shared.requests.push(record);
+    response
+}
+
+async fn route<B>(
+    shared: &Arc<Shared>,
+    parts: &http::request::Parts,
+    body: B,
+    path: &str,
+    record: &mut RequestRecord,
+) -> Result<Response<ResponseBody>, ApiError>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let t = parse_target(path)?;
+    let q = parse_query(parts.uri.query())?;
+    let verb = verb_of(&parts.method, &t, q.watch);
+    record.verb = verb.to_owned();
+    record.resource = t.def.plural.to_owned();
+    record.subresource = match t.sub {
+        Subresource::Main => "",
+        Subresource::Status => "status",
+        Subresource::Scale => "scale",
+    }
+    .to_owned();
+    record.namespace = t.namespace.clone().unwrap_or_default();
+    record.name = t.name.clone().unwrap_or_default();
+    if verb == "unsupported" {
+        return Err(ApiError::method_not_allowed(parts.method.as_str(), path));
+    }
+    if let Some(e) = shared.faults.check(verb, t.def.plural) {
+        return Err(e);
+    }
+    if q.dry_run {
+        return Err(ApiError::bad_request("dryRun is not supported by the sandbox"));
+    }
+    let content_length =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let bytes = read_body(body, content_length).await?;
+    let store = &shared.store;
+    let def = t.def;
+    let ns = t.namespace.as_deref().unwrap_or("");
+    let name = t.name.as_deref().unwrap_or("");
+    let ok = |v: Value| Ok(json_response(200, &v));
+    match verb {
+        "get" => ok(store.get(def, ns, name, t.sub)?),
+        "list" => ok(store.list(def, t.namespace.as_deref(), &q.list)?),
+        "watch" => watch(shared, def, t.namespace.clone(), q),
+        "create" => {
+            if def.namespaced && t.namespace.is_none() {
+                return Err(ApiError::method_not_allowed("POST", path));
+            }
+            let body = parse_json(&bytes, "create")?;
+            Ok(json_response(201, &store.create(def, ns, body)?))
+        }
+        "update" => ok(store.update(def, ns, name, parse_json(&bytes, "update")?, t.sub)?),
+        "patch" => {
+            let ct = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let ptype = PatchType::from_content_type(ct)?;
+            let body = parse_json(&bytes, "patch")?;
+            let (obj, created) =
+                store.patch(def, ns, name, ptype, &body, t.sub, q.field_manager.as_deref(), q.force)?;
+            Ok(json_response(if created { 201 } else { 200 }, &obj))
+        }
+        "delete" => {
+            let opts = delete_options(&q, &parse_json(&bytes, "delete")?)?;
+            ok(store.delete(def, ns, name, &opts)?)
+        }
+        "deletecollection" => {
+            let opts = delete_options(&q, &parse_json(&bytes, "deletecollection")?)?;
+            ok(store.delete_collection(def, t.namespace.as_deref(), &q.list, &opts)?)
+        }
+        _ => Err(ApiError::method_not_allowed(parts.method.as_str(), path)),
+    }
+}
+
+/// How a change looks to one watch: ADDED / MODIFIED / DELETED, or nothing, taking selector
+/// transitions into account (an object that stops matching is DELETED for this watch).
+fn event_for(
+    def: &ResourceDef,
+    ns: Option<&str>,
+    q: &ListQuery,
+    c: &Change,
+) -> Option<(&'static str, Value)> {
+    if c.storage != def.storage {
+        return None;
+    }
+    let obj_ns = crate::object::meta_str(&c.object, "namespace");
+    if ns.is_some_and(|ns| ns != obj_ns) {
+        return None;
+    }
+    let now = q.labels.matches(&c.object) && q.fields.matches(&c.object);
+    let before = c.old.as_ref().is_some_and(|o| q.labels.matches(o) && q.fields.matches(o));
+    let kind = match (c.kind, before, now) {
+        (ChangeType::Deleted, _, true) | (ChangeType::Modified, true, false) => "DELETED",
+        (ChangeType::Added, _, true) | (ChangeType::Modified, false, true) => "ADDED",
+        (ChangeType::Modified, true, true) => "MODIFIED",
+        _ => return None,
+    };
+    Some((kind, def.present(&c.object)))
+}
+
+fn frame(kind: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
+    let mut meta = json!({ "resourceVersion": rv.to_string() });
+    if initial_end {
+        meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    frame("BOOKMARK", &json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": meta }))
+}
+
+fn watch(
+    shared: &Arc<Shared>,
+    def: &'static ResourceDef,
+    ns: Option<String>,
+    q: Query,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    if shared.faults.take_forced_expiry() {
+        let e = ApiError::expired("too old resource version: forced by the sandbox's fault injection");
+        let _ = tx.try_send(frame("ERROR", &e.to_status()));
+        return Ok(stream_response(rx));
+    }
+    let start = match shared.store.watch(def, ns.as_deref(), &q.list, q.send_initial_events) {
+        Ok(s) => s,
+        Err(e) if e.code == 410 => {
+            // The API server answers an expired watch with 200 and one ERROR event.
+            let _ = tx.try_send(frame("ERROR", &e.to_status()));
+            return Ok(stream_response(rx));
+        }
+        Err(e) => return Err(e),
+    };
+    let shared = Arc::clone(shared);
+    let cut_seen = shared.faults.cut_generation();
+    let bookmark_every = shared.bookmark_interval;
+    tokio::spawn(async move {
+        let mut feed = start.feed;
+        let mut rv = start.rv;
+        let mut last_sent = 0;
+        for c in &start.initial {
+            last_sent = last_sent.max(c.rv);
+            if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, c)
+                && tx.send(frame(kind, &obj)).await.is_err()
+            {
+                return;
+            }
+        }
+        rv = rv.max(last_sent);
+        if start.initial_events_end && tx.send(bookmark(def, rv, true)).await.is_err() {
+            return;
+        }
+        let timeout = tokio::time::sleep(q.timeout.unwrap_or(Duration::from_secs(365 * 24 * 3600)));
+        tokio::pin!(timeout);
+        let mut ticks = tokio::time::interval(bookmark_every);
+        ticks.tick().await;
+        loop {
+            tokio::select! {
+                change = feed.recv() => match change {
+                    Ok(c) if c.rv <= rv => {}
+                    Ok(c) => {
+                        rv = c.rv;
+                        if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, &c)
+                            && tx.send(frame(kind, &obj)).await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                    // Too slow to keep up, or the store is gone: end the stream; the client
+                    // resumes from the last version it saw, as with a real API server.
+                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
+                },
+                _ = ticks.tick(), if q.allow_bookmarks => {
+                    if tx.send(bookmark(def, rv, false)).await.is_err() {
+                        return;
+                    }
+                }
+                () = &mut timeout => return,
+                () = shared.faults.cut_after(cut_seen) => return,
+                () = tx.closed() => return,
+            }
+        }
+    });
+    Ok(stream_response(rx))
+}
+
+fn stream_response(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    });
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::TRANSFER_ENCODING, "chunked")
+        .body(StreamBody::new(stream).boxed_unsync())
+        .expect("valid response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        let t = parse_target("/api/v1/namespaces/default/configmaps/web").unwrap();
+        assert_eq!(
+            (t.def.plural, t.namespace.as_deref(), t.name.as_deref()),
+            ("configmaps", Some("default"), Some("web"))
+        );
+        let t = parse_target("/apis/apps/v1/namespaces/default/deployments/web/scale").unwrap();
+        assert_eq!(t.sub, Subresource::Scale);
+        let t = parse_target("/api/v1/namespaces/kube-system").unwrap();
+        assert_eq!((t.def.plural, t.name.as_deref()), ("namespaces", Some("kube-system")));
+        let t = parse_target("/apis/apps/v1/deployments").unwrap();
+        assert!(t.namespace.is_none() && t.name.is_none());
+        for bad in [
+            "/api/v1/widgets",
+            "/apis/apps/v2/deployments",
+            "/healthz",
+            "/api/v1/namespaces/default/configmaps/web/scale",
+            "/api/v1/configmaps/web",
+        ] {
+            assert_eq!(parse_target(bad).unwrap_err().code, 404, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! apps/v1 Deployments: the API server's defaults and validation, and a simulated rollout.
+//!
+//! There are no kubelets here, so the sandbox plays the Deployment controller: each rollout step
+//! moves `status.replicas`, `updatedReplicas`, `readyReplicas` and `availableReplicas` one pod
+//! towards `spec.replicas` and records `observedGeneration`, which is what `kubectl get deploy -w`
+//! shows as READY climbing from 0/3 to 3/3.
+
+use serde_json::{Map, Value, json};
+
+use crate::resource::FieldError;
+
+fn set_default(obj: &mut Map<String, Value>, key: &str, value: Value) {
+    if obj.get(key).is_none_or(Value::is_null) {
+        obj.insert(key.to_owned(), value);
+    }
+}
+
+fn object_at<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+    if !v.get(key).is_some_and(Value::is_object) {
+        v[key] = json!({});
+    }
+    v[key].as_object_mut().expect("just made an object")
+}
+
+/// The defaults `kube-apiserver` fills in for an apps/v1 Deployment.
+pub fn default(d: &mut Value) {
+    if !d.is_object() {
+        return;
+    }
+    let spec = object_at(d, "spec");
+    set_default(spec, "replicas", json!(1));
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    set_default(spec, "progressDeadlineSeconds", json!(600));
+    set_default(spec, "strategy", json!({ "type": "RollingUpdate" }));
+    if spec["strategy"]["type"] == "RollingUpdate"
+        && let Some(s) = spec["strategy"].as_object_mut()
+    {
+        set_default(s, "rollingUpdate", json!({}));
+        if let Some(ru) = s["rollingUpdate"].as_object_mut() {
+            set_default(ru, "maxUnavailable", json!("25%"));
+            set_default(ru, "maxSurge", json!("25%"));
+        }
+    }
+    object_at(&mut d["spec"], "template");
+    let pod_spec = object_at(&mut d["spec"]["template"], "spec");
+    set_default(pod_spec, "restartPolicy", json!("Always"));
+    set_default(pod_spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(pod_spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(pod_spec, "securityContext", json!({}));
+    set_default(pod_spec, "schedulerName", json!("default-scheduler"));
+    for list in ["containers", "initContainers"] {
+        let Some(containers) = pod_spec.get_mut(list).and_then(Value::as_array_mut) else { continue };
+        for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+            let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+            let tag_latest =
+                image.rsplit('/').next().is_none_or(|last| !last.contains(':') || last.ends_with(":latest"));
+            let pull = if tag_latest && !image.contains('@') { "Always" } else { "IfNotPresent" };
+            set_default(c, "imagePullPolicy", json!(pull));
+            set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+            set_default(c, "terminationMessagePolicy", json!("File"));
+            set_default(c, "resources", json!({}));
+            if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    set_default(p, "protocol", json!("TCP"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a `LabelSelector` (matchLabels + matchExpressions) selects `labels`.
+#[must_use]
+pub fn selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
+    let get = |k: &str| labels.get(k).and_then(Value::as_str);
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let labels_ok = match_labels.is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
+    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
+    let exprs_ok = exprs.is_none_or(|es| {
+        es.iter().all(|e| {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => get(key).is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => get(key).is_some(),
+                Some("DoesNotExist") => get(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
+
+fn selector_is_empty(selector: &Value) -> bool {
+    let empty = |k: &str| {
+        selector.get(k).is_none_or(|v| {
+            v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty) || v.is_null()
+        })
+    };
+    empty("matchLabels") && empty("matchExpressions")
+}
+
+/// The validation `kube-apiserver` applies to an apps/v1 Deployment.
+pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs: Vec<FieldError> = Vec::new();
+    let mut err = |f: &str, m: String| errs.push((f.to_owned(), m));
+    let spec = d.get("spec").cloned().unwrap_or(Value::Null);
+    match spec.get("replicas") {
+        Some(r) if r.as_i64().is_none_or(|n| n < 0 || n > i64::from(i32::MAX)) => {
+            err("spec.replicas", format!("Invalid value: {r}: must be greater than or equal to 0"));
+        }
+        _ => {}
+    }
+    let selector = spec.get("selector").filter(|s| !s.is_null());
+    let template_labels =
+        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    match selector {
+        None => err("spec.selector", "Required value".into()),
+        Some(s) if selector_is_empty(s) => {
+            err("spec.selector", "Invalid value: \"null\": empty selector is invalid for deployment".into())
+        }
+        Some(s) if !selector_matches(s, &template_labels) => err(
+            "spec.template.metadata.labels",
+            format!(
+                "Invalid value: {}: `selector` does not match template `labels`",
+                Value::Object(template_labels.clone())
+            ),
+        ),
+        Some(_) => {}
+    }
+    if let (Some(old), Some(new)) = (old.and_then(|o| o.pointer("/spec/selector")), selector)
+        && old != new
+    {
+        err("spec.selector", format!("Invalid value: {new}: field is immutable"));
+    }
+    let containers = spec.pointer("/template/spec/containers").and_then(Value::as_array);
+    match containers {
+        None => err("spec.template.spec.containers", "Required value".into()),
+        Some(cs) if cs.is_empty() => err("spec.template.spec.containers", "Required value".into()),
+        Some(cs) => {
+            for (i, c) in cs.iter().enumerate() {
+                if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+                    err(&format!("spec.template.spec.containers[{i}].name"), "Required value".into());
+                }
+                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+                    err(&format!("spec.template.spec.containers[{i}].image"), "Required value".into());
+                }
+            }
+        }
+    }
+    if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
+        && p != "Always"
+    {
+        err(
+            "spec.template.spec.restartPolicy",
+            format!("Unsupported value: {p:?}: supported values: \"Always\""),
+        );
+    }
+    errs
+}
+
+/// One rollout step: the status a Deployment's pods would reach one pod later.
+///
+/// Returns `None` when the status already matches the spec.
+#[must_use]
+pub fn rollout_step(d: &Value, jump: bool) -> Option<Value> {
+    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let status = d.get("status").cloned().unwrap_or_else(|| json!({}));
+    let have = |k: &str| status.get(k).and_then(Value::as_i64).unwrap_or(0);
+    let current = have("readyReplicas");
+    let observed = status.get("observedGeneration").and_then(Value::as_i64).unwrap_or(0);
+    if current == want
+        && have("replicas") == want
+        && have("availableReplicas") == want
+        && observed == generation
+    {
+        return None;
+    }
+    let next = if jump {
+        want
+    } else if current < want {
+        current + 1
+    } else if current > want {
+        current - 1
+    } else {
+        want
+    };
+    let available = next >= want;
+    let now = crate::object::now_rfc3339();
+    let mut s = json!({
+        "observedGeneration": generation,
+        "replicas": next,
+        "updatedReplicas": next,
+        "readyReplicas": next,
+        "availableReplicas": next,
+        "conditions": [
+            { "type": "Available", "status": if available { "True" } else { "False" },
+              "reason": if available { "MinimumReplicasAvailable" } else { "MinimumReplicasUnavailable" },
+              "message": if available { "Deployment has minimum availability." } else { "Deployment does not have minimum availability." },
+              "lastUpdateTime": now, "lastTransitionTime": now },
+            { "type": "Progressing", "status": "True",
+              "reason": if next == want { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
+              "message": format!("ReplicaSet \"{}\" is progressing.", crate::object::meta_str(d, "name")),
+              "lastUpdateTime": now, "lastTransitionTime": now },
+        ],
+    });
+    if next < want {
+        s["unavailableReplicas"] = json!(want - next);
+    }
+    if next == 0 {
+        for k in ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"] {
+            s.as_object_mut().expect("object").remove(k);
+        }
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn web() -> Value {
+        json!({
+            "metadata": { "name": "web" },
+            "spec": {
+                "selector": { "matchLabels": { "app": "web" } },
+                "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "web", "image": "nginx:1.27" }] } },
+            },
+        })
+    }
+
+    #[test]
+    fn defaults_fill_what_the_api_server_fills() {
+        let mut d = web();
+        default(&mut d);
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+        assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+        assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
+        assert!(validate(&d, None).is_empty());
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut d = web();
+        d["spec"]["replicas"] = json!(-1);
+        d["spec"]["template"]["metadata"]["labels"]["app"] = json!("other");
+        let errs = validate(&d, None);
+        let fields: Vec<_> = errs.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(fields, ["spec.replicas", "spec.template.metadata.labels"]);
+
+        let mut no_sel = web();
+        no_sel["spec"].as_object_mut().unwrap().remove("selector");
+        assert_eq!(validate(&no_sel, None)[0].0, "spec.selector");
+
+        let mut changed = web();
+        changed["spec"]["selector"]["matchLabels"]["tier"] = json!("x");
+        changed["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
+        assert!(validate(&changed, Some(&web()))[0].1.contains("immutable"));
+    }
+
+    #[test]
+    fn rollout_climbs_one_pod_at_a_time() {
+        let mut d = web();
+        d["spec"]["replicas"] = json!(3);
+        d["metadata"]["generation"] = json!(1);
+        let mut seen = Vec::new();
+        while let Some(s) = rollout_step(&d, false) {
+            seen.push(s["readyReplicas"].as_i64().unwrap_or(0));
+            d["status"] = s;
+        }
+        assert_eq!(seen, [1, 2, 3]);
+        assert_eq!(d["status"]["observedGeneration"], 1);
+    }
+}

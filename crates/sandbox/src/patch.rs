@@ -1,0 +1,522 @@
+//! The four patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch,
+//! and server-side apply.
+//!
+//! **Strategic merge** follows the patch-merge keys of the kinds served here: lists of containers,
+//! volumes, env vars, ports, volume mounts, owner references, conditions and image-pull secrets are
+//! merged element by element by their key; `finalizers` merge as a set; other lists are replaced.
+//! `$patch: delete` / `$patch: replace` in a map, and `$setElementOrder/` and
+//! `$deleteFromPrimitiveList/` keys, are understood.
+//!
+//! **Server-side apply (subset).** Each field manager that applies owns the leaf fields of its
+//! applied configuration, recorded in `metadata.managedFields` (`operation: Apply`, `FieldsV1`).
+//! Applying merges the configuration into the live object like a strategic merge, removes fields
+//! the manager applied before and no longer applies (unless another applier owns them), and
+//! reports a 409 Conflict naming the fields when another *applier* owns a field with a different
+//! value — unless `force=true`, which takes ownership. Plain updates and patches are not tracked as
+//! owners, so they never cause an apply conflict.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use crate::status::ApiError;
+
+/// The patch types, by content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/merge-patch+json`
+    Merge,
+    /// `application/json-patch+json`
+    Json,
+    /// `application/strategic-merge-patch+json`
+    Strategic,
+    /// `application/apply-patch+yaml` (JSON is YAML)
+    Apply,
+}
+
+impl PatchType {
+    /// The patch type of a `Content-Type` header.
+    ///
+    /// # Errors
+    ///
+    /// 415 naming the content type when it is not a patch type.
+    pub fn from_content_type(ct: &str) -> Result<Self, ApiError> {
+        match ct.split(';').next().unwrap_or("").trim() {
+            "application/merge-patch+json" => Ok(Self::Merge),
+            "application/json-patch+json" => Ok(Self::Json),
+            "application/strategic-merge-patch+json" => Ok(Self::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
+            other => Err(ApiError::unsupported_media_type(other)),
+        }
+    }
+}
+
+/// RFC 7386: objects merge, `null` deletes, everything else replaces.
+pub fn merge_patch(target: &mut Value, patch: &Value) {
+    let Some(p) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let t = target.as_object_mut().expect("object");
+    for (k, v) in p {
+        if v.is_null() {
+            t.remove(k);
+        } else {
+            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+        }
+    }
+}
+
+fn pointer_parts(path: &str) -> Result<Vec<String>, ApiError> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| ApiError::bad_request(format!("json patch: path {path:?} must start with '/'")))?;
+    Ok(rest.split('/').map(|p| p.replace("~1", "/").replace("~0", "~")).collect())
+}
+
+fn parent_and_key<'a>(doc: &'a mut Value, path: &str) -> Result<(&'a mut Value, String), ApiError> {
+    let mut parts = pointer_parts(path)?;
+    let last =
+        parts.pop().ok_or_else(|| ApiError::bad_request("json patch: the root cannot be the target"))?;
+    let mut cur = doc;
+    for p in parts {
+        cur = match cur {
+            Value::Object(m) => m.get_mut(&p),
+            Value::Array(a) => p.parse::<usize>().ok().and_then(move |i| a.get_mut(i)),
+            _ => None,
+        }
+        .ok_or_else(|| ApiError::bad_request(format!("json patch: path {path:?} does not exist")))?;
+    }
+    Ok((cur, last))
+}
+
+fn add_at(doc: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
+    let (parent, key) = parent_and_key(doc, path)?;
+    match parent {
+        Value::Object(m) => {
+            m.insert(key, value);
+            Ok(())
+        }
+        Value::Array(a) => {
+            let i = if key == "-" {
+                a.len()
+            } else {
+                key.parse()
+                    .map_err(|_| ApiError::bad_request(format!("json patch: bad array index in {path:?}")))?
+            };
+            if i > a.len() {
+                return Err(ApiError::bad_request(format!("json patch: index out of range in {path:?}")));
+            }
+            a.insert(i, value);
+            Ok(())
+        }
+        _ => Err(ApiError::bad_request(format!("json patch: parent of {path:?} is not a container"))),
+    }
+}
+
+fn remove_at(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
+    let (parent, key) = parent_and_key(doc, path)?;
+    let missing = || ApiError::bad_request(format!("json patch: path {path:?} does not exist"));
+    match parent {
+        Value::Object(m) => m.remove(&key).ok_or_else(missing),
+        Value::Array(a) => {
+            let i: usize = key.parse().map_err(|_| missing())?;
+            if i < a.len() { Ok(a.remove(i)) } else { Err(missing()) }
+        }
+        _ => Err(missing()),
+    }
+}
+
+/// RFC 6902: applies the operations in order; any failure leaves `doc` unchanged.
+///
+/// # Errors
+///
+/// 400 naming the operation that could not be applied; 422 for a failed `test`.
+pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
+    let ops = ops
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("json patch: the body must be an array of operations"))?;
+    let mut work = doc.clone();
+    for op in ops {
+        let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
+        let path = op
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ApiError::bad_request(format!("json patch: operation {op} has no path")))?;
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or_else(|| ApiError::bad_request(format!("json patch: operation {op} has no value")))
+        };
+        let from = || {
+            op.get("from")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ApiError::bad_request(format!("json patch: operation {op} has no from")))
+        };
+        match kind {
+            "add" => add_at(&mut work, path, value()?)?,
+            "remove" => {
+                remove_at(&mut work, path)?;
+            }
+            "replace" => {
+                remove_at(&mut work, path)?;
+                add_at(&mut work, path, value()?)?;
+            }
+            "move" => {
+                let v = remove_at(&mut work, from()?)?;
+                add_at(&mut work, path, v)?;
+            }
+            "copy" => {
+                let v = work.pointer(from()?).cloned().ok_or_else(|| {
+                    ApiError::bad_request(format!("json patch: from path of {op} does not exist"))
+                })?;
+                add_at(&mut work, path, v)?;
+            }
+            "test" => {
+                if work.pointer(path) != Some(&value()?) {
+                    return Err(ApiError::invalid(
+                        "",
+                        "",
+                        "",
+                        &[(path.to_owned(), format!("json patch test failed: {op}"))],
+                    ));
+                }
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "json patch: unknown operation {other:?} in {op}"
+                )));
+            }
+        }
+    }
+    *doc = work;
+    Ok(())
+}
+
+/// The patch-merge key of a list field, by field name, for the kinds served here.
+fn merge_key(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets" => {
+            "name"
+        }
+        "ports" => "containerPort",
+        "volumeMounts" => "mountPath",
+        "ownerReferences" => "uid",
+        "conditions" => "type",
+        _ => return None,
+    })
+}
+
+/// Lists merged as sets of primitives.
+fn is_primitive_set(field: &str) -> bool {
+    field == "finalizers"
+}
+
+/// Strategic merge patch for the kinds served here.
+pub fn strategic_merge(target: &mut Value, patch: &Value) {
+    let Some(p) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if p.get("$patch").and_then(Value::as_str) == Some("replace") {
+        let mut replaced = patch.clone();
+        replaced.as_object_mut().expect("object").remove("$patch");
+        *target = replaced;
+        return;
+    }
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let t = target.as_object_mut().expect("object");
+    for (k, v) in p {
+        if k.starts_with("$setElementOrder/") || k == "$patch" || k == "$retainKeys" {
+            continue;
+        }
+        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
+            if let (Some(list), Some(del)) = (t.get_mut(field).and_then(Value::as_array_mut), v.as_array()) {
+                list.retain(|x| !del.contains(x));
+            }
+            continue;
+        }
+        if v.is_null() || v.get("$patch").and_then(Value::as_str) == Some("delete") {
+            t.remove(k);
+            continue;
+        }
+        match (v, merge_key(k), is_primitive_set(k)) {
+            (Value::Array(items), Some(key), _) => {
+                let list = t.entry(k.clone()).or_insert_with(|| json!([]));
+                if !list.is_array() {
+                    *list = json!([]);
+                }
+                let list = list.as_array_mut().expect("array");
+                for item in items {
+                    let id = item.get(key);
+                    let pos = list.iter().position(|x| id.is_some() && x.get(key) == id);
+                    let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+                    match (pos, delete) {
+                        (Some(i), true) => {
+                            list.remove(i);
+                        }
+                        (Some(i), false) => strategic_merge(&mut list[i], item),
+                        (None, true) => {}
+                        (None, false) => {
+                            let mut fresh = Value::Null;
+                            strategic_merge(&mut fresh, item);
+                            list.push(fresh);
+                        }
+                    }
+                }
+            }
+            (Value::Array(items), None, true) => {
+                let list = t.entry(k.clone()).or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut() {
+                    for item in items {
+                        if !list.contains(item) {
+                            list.push(item.clone());
+                        }
+                    }
+                }
+            }
+            _ => strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v),
+        }
+    }
+}
+
+/// Separates the segments of a leaf path; label keys contain dots and slashes, so neither can.
+pub const SEP: char = '\u{1f}';
+
+/// A leaf path as people read it: `.spec.replicas`.
+#[must_use]
+pub fn display_path(path: &str) -> String {
+    path.replace(SEP, ".")
+}
+
+/// The leaf field paths of an applied configuration, e.g. `.spec.replicas` or
+/// `.spec.template.spec.containers[name=web].image` (segments joined by [`SEP`]).
+pub fn leaf_paths(v: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    collect_paths(v, "", &mut out);
+    out
+}
+
+fn collect_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                if prefix.is_empty() && matches!(k.as_str(), "apiVersion" | "kind") {
+                    continue;
+                }
+                if prefix == "\u{1f}metadata"
+                    && matches!(k.as_str(), "name" | "namespace" | "resourceVersion" | "managedFields")
+                {
+                    continue;
+                }
+                let field = format!("{prefix}{SEP}{k}");
+                match (child, merge_key(k)) {
+                    (Value::Array(items), Some(key)) if !items.is_empty() => {
+                        for item in items {
+                            let id = item
+                                .get(key)
+                                .map(|x| x.to_string().trim_matches('"').to_owned())
+                                .unwrap_or_default();
+                            collect_paths(item, &format!("{field}[{key}={id}]"), out);
+                        }
+                    }
+                    _ => collect_paths(child, &field, out),
+                }
+            }
+        }
+        _ => {
+            out.insert(prefix.to_owned());
+        }
+    }
+}
+
+/// Splits a leaf path into segments: `("spec", None)`, `("containers", Some(("name", "web")))`.
+fn segments(path: &str) -> Vec<(String, Option<(String, String)>)> {
+    let mut out = Vec::new();
+    for part in path.trim_start_matches(SEP).split(SEP) {
+        match part.split_once('[') {
+            Some((name, sel)) => {
+                let sel = sel.trim_end_matches(']');
+                let (k, v) = sel.split_once('=').unwrap_or((sel, ""));
+                out.push((name.to_owned(), Some((k.to_owned(), v.to_owned()))));
+            }
+            None => out.push((part.to_owned(), None)),
+        }
+    }
+    out
+}
+
+fn item_matches(item: &Value, key: &str, id: &str) -> bool {
+    item.get(key).is_some_and(|x| x.to_string().trim_matches('"') == id)
+}
+
+/// The value at a leaf path, if present.
+pub fn value_at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut cur = v;
+    for (name, sel) in segments(path) {
+        cur = cur.get(&name)?;
+        if let Some((k, id)) = sel {
+            cur = cur.as_array()?.iter().find(|i| item_matches(i, &k, &id))?;
+        }
+    }
+    Some(cur)
+}
+
+/// Removes the field at a leaf path (and a list element left empty by it).
+pub fn remove_path(v: &mut Value, path: &str) {
+    let segs = segments(path);
+    remove_segments(v, &segs);
+}
+
+fn remove_segments(cur: &mut Value, segs: &[(String, Option<(String, String)>)]) {
+    let Some(((name, sel), rest)) = segs.split_first() else { return };
+    let Some(obj) = cur.as_object_mut() else { return };
+    match (sel, rest.is_empty()) {
+        (None, true) => {
+            obj.remove(name);
+        }
+        (None, false) => {
+            if let Some(child) = obj.get_mut(name) {
+                remove_segments(child, rest);
+            }
+        }
+        (Some((k, id)), last) => {
+            let Some(list) = obj.get_mut(name).and_then(Value::as_array_mut) else { return };
+            if last {
+                list.retain(|i| !item_matches(i, k, id));
+            } else if let Some(item) = list.iter_mut().find(|i| item_matches(i, k, id)) {
+                remove_segments(item, rest);
+            }
+        }
+    }
+}
+
+/// Encodes a set of leaf paths as `FieldsV1` (`{"f:spec":{"f:replicas":{}}}`).
+pub fn fields_v1(paths: &BTreeSet<String>) -> Value {
+    let mut root = Map::new();
+    for p in paths {
+        let mut cur = &mut root;
+        for (name, sel) in segments(p) {
+            let node = cur.entry(format!("f:{name}")).or_insert_with(|| json!({}));
+            cur = node.as_object_mut().expect("object");
+            if let Some((k, id)) = sel {
+                let key = format!("k:{}", json!({ k: id }));
+                let node = cur.entry(key).or_insert_with(|| json!({}));
+                cur = node.as_object_mut().expect("object");
+            }
+        }
+    }
+    Value::Object(root)
+}
+
+/// Decodes `FieldsV1` back into leaf paths (inverse of [`fields_v1`]).
+pub fn paths_from_fields_v1(f: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    decode_fields(f, String::new(), &mut out);
+    out
+}
+
+fn decode_fields(f: &Value, prefix: String, out: &mut BTreeSet<String>) {
+    let Some(m) = f.as_object() else { return };
+    if m.is_empty() {
+        if !prefix.is_empty() {
+            out.insert(prefix);
+        }
+        return;
+    }
+    for (k, child) in m {
+        if let Some(name) = k.strip_prefix("f:") {
+            decode_fields(child, format!("{prefix}{SEP}{name}"), out);
+        } else if let Some(sel) = k.strip_prefix("k:")
+            && let Ok(Value::Object(sel)) = serde_json::from_str::<Value>(sel)
+            && let Some((key, id)) = sel.iter().next()
+        {
+            let id = id.to_string().trim_matches('"').to_owned();
+            decode_fields(child, format!("{prefix}[{key}={id}]"), out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_patch_rfc7386() {
+        let mut t = json!({ "a": 1, "b": { "c": 2, "d": 3 }, "l": [1, 2] });
+        merge_patch(&mut t, &json!({ "a": null, "b": { "c": 5 }, "l": [3] }));
+        assert_eq!(t, json!({ "b": { "c": 5, "d": 3 }, "l": [3] }));
+    }
+
+    #[test]
+    fn json_patch_ops_and_atomicity() {
+        let mut d = json!({ "metadata": { "labels": { "a": "1" } }, "list": [1, 2] });
+        json_patch(
+            &mut d,
+            &json!([
+                { "op": "add", "path": "/metadata/labels/b", "value": "2" },
+                { "op": "replace", "path": "/list/0", "value": 9 },
+                { "op": "add", "path": "/list/-", "value": 3 },
+                { "op": "test", "path": "/list/2", "value": 3 },
+                { "op": "remove", "path": "/metadata/labels/a" },
+            ]),
+        )
+        .unwrap();
+        assert_eq!(d, json!({ "metadata": { "labels": { "b": "2" } }, "list": [9, 2, 3] }));
+        let before = d.clone();
+        let err = json_patch(
+            &mut d,
+            &json!([{ "op": "add", "path": "/x", "value": 1 }, { "op": "remove", "path": "/nope" }]),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(d, before, "a failed patch changes nothing");
+    }
+
+    #[test]
+    fn strategic_merge_by_key() {
+        let mut d = json!({ "spec": { "containers": [{ "name": "a", "image": "x:1" }, { "name": "b", "image": "y:1" }] },
+                             "metadata": { "finalizers": ["f1"] } });
+        strategic_merge(
+            &mut d,
+            &json!({
+                "spec": { "containers": [{ "name": "b", "image": "y:2" }, { "name": "c", "image": "z:1" }, { "name": "a", "$patch": "delete" }] },
+                "metadata": { "finalizers": ["f2"] },
+            }),
+        );
+        assert_eq!(
+            d["spec"]["containers"],
+            json!([{ "name": "b", "image": "y:2" }, { "name": "c", "image": "z:1" }])
+        );
+        assert_eq!(d["metadata"]["finalizers"], json!(["f1", "f2"]));
+    }
+
+    #[test]
+    fn fields_round_trip() {
+        let applied = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web", "labels": { "app": "web" } },
+            "spec": { "replicas": 3, "template": { "spec": { "containers": [{ "name": "web", "image": "nginx" }] } } } });
+        let paths = leaf_paths(&applied);
+        let shown: Vec<String> = paths.iter().map(|p| display_path(p)).collect();
+        assert!(shown.contains(&".spec.replicas".to_string()), "{shown:?}");
+        assert!(shown.contains(&".spec.template.spec.containers[name=web].image".to_string()));
+        assert!(shown.contains(&".metadata.labels.app".to_string()));
+        assert!(!shown.iter().any(|p| p.contains("metadata.name")));
+        let p = |s: &str| s.replace('.', &SEP.to_string());
+        assert_eq!(paths_from_fields_v1(&fields_v1(&paths)), paths);
+        assert_eq!(
+            value_at(&applied, &p(".spec.template.spec.containers[name=web].image")),
+            Some(&json!("nginx"))
+        );
+        let mut live = applied.clone();
+        remove_path(&mut live, &p(".metadata.labels.app"));
+        assert_eq!(live["metadata"]["labels"], json!({}));
+    }
+}

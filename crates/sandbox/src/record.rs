@@ -1,0 +1,59 @@
+//! The record of every request, so tests can assert what a client did (client-go's fake
+//! `Actions()`).
+
+use parking_lot::Mutex;
+
+/// One request as the sandbox saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`, or the
+    /// lower-cased HTTP method for paths that are not resources.
+    pub verb: String,
+    /// Resource plural (`configmaps`); empty for non-resource paths.
+    pub resource: String,
+    /// `status` or `scale`; empty for the object itself.
+    pub subresource: String,
+    /// Namespace; empty for cluster-wide requests.
+    pub namespace: String,
+    /// Object name; empty for collections.
+    pub name: String,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+    /// The HTTP status code answered.
+    pub code: u16,
+}
+
+impl RequestRecord {
+    /// Whether this request could change state.
+    #[must_use]
+    pub fn is_write(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+    }
+}
+
+/// The request log.
+#[derive(Debug, Default)]
+pub struct Requests(Mutex<Vec<RequestRecord>>);
+
+impl Requests {
+    pub(crate) fn push(&self, r: RequestRecord) {
+        self.0.lock().push(r);
+    }
+
+    /// Every request so far.
+    #[must_use]
+    pub fn all(&self) -> Vec<RequestRecord> {
+        self.0.lock().clone()
+    }
+
+    /// Forgets the requests so far.
+    pub fn clear(&self) {
+        self.0.lock().clear();
+    }
+
+    /// Requests with this verb on this resource.
+    #[must_use]
+    pub fn count(&self, verb: &str, resource: &str) -> usize {
+        self.0.lock().iter().filter(|r| r.verb == verb && r.resource == resource).count()
+    }
+}

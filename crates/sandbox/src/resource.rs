@@ -1,0 +1,217 @@
+//! The resources the sandbox serves. Adding one is a [`ResourceDef`] entry in [`RESOURCES`],
+//! plus optional defaulting and validation hooks.
+
+use serde_json::{Value, json};
+
+use crate::deployment;
+
+/// A field error: `(path, message)`, e.g. `("spec.replicas", "must be greater than or equal to 0")`.
+pub type FieldError = (String, String);
+
+/// One API resource: where it lives in the URL space and what the server does to it.
+#[derive(Debug)]
+pub struct ResourceDef {
+    /// API group; `""` for the core group.
+    pub group: &'static str,
+    /// Version, e.g. `v1`.
+    pub version: &'static str,
+    /// Plural name, as in URLs.
+    pub plural: &'static str,
+    /// Singular name, for discovery.
+    pub singular: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Short names for kubectl, e.g. `cm`.
+    pub short_names: &'static [&'static str],
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Has a `status` subresource: the main endpoint ignores status, `/status` changes only status.
+    pub status_subresource: bool,
+    /// Has a `scale` subresource (`spec.replicas`).
+    pub scale_subresource: bool,
+    /// `metadata.generation` counts spec changes.
+    pub has_generation: bool,
+    /// Storage this resource's objects live in; two resources may share one (the two Event APIs).
+    pub storage: &'static str,
+    /// Converts an object of this resource's version into the storage form.
+    pub to_storage: fn(Value) -> Value,
+    /// Converts a stored object into this resource's version.
+    pub from_storage: fn(Value) -> Value,
+    /// Fills in the API server's defaults.
+    pub default: fn(&mut Value),
+    /// Validates `new` (and, on update, against `old`).
+    pub validate: fn(&Value, Option<&Value>) -> Vec<FieldError>,
+}
+
+impl ResourceDef {
+    /// `v1` or `apps/v1`.
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Sets `apiVersion` and `kind` on an object of this resource.
+    pub fn stamp(&self, obj: &mut Value) {
+        if let Some(o) = obj.as_object_mut() {
+            o.insert("apiVersion".into(), Value::String(self.api_version()));
+            o.insert("kind".into(), Value::String(self.kind.to_owned()));
+        }
+    }
+
+    /// A stored object as this resource presents it.
+    #[must_use]
+    pub fn present(&self, stored: &Value) -> Value {
+        let mut v = (self.from_storage)(stored.clone());
+        self.stamp(&mut v);
+        v
+    }
+}
+
+fn same(v: Value) -> Value {
+    v
+}
+fn no_defaults(_: &mut Value) {}
+fn no_validation(_: &Value, _: Option<&Value>) -> Vec<FieldError> {
+    Vec::new()
+}
+
+fn default_namespace(ns: &mut Value) {
+    if ns.pointer("/status/phase").is_none() {
+        ns["status"] = json!({ "phase": "Active" });
+    }
+    if ns.pointer("/spec/finalizers").is_none() {
+        ns["spec"] = json!({ "finalizers": ["kubernetes"] });
+    }
+}
+
+/// Core v1 Event ↔ events.k8s.io/v1 Event field names; stored in the core form.
+const EVENT_RENAMES: [(&str, &str); 7] = [
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+    ("reportingComponent", "reportingController"),
+];
+
+fn rename_fields(mut v: Value, to_new: bool) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        for (core, new) in EVENT_RENAMES {
+            let (from, to) = if to_new { (core, new) } else { (new, core) };
+            if let Some(x) = o.remove(from) {
+                o.insert(to.to_owned(), x);
+            }
+        }
+    }
+    v
+}
+
+fn event_to_core(v: Value) -> Value {
+    rename_fields(v, false)
+}
+fn event_from_core(v: Value) -> Value {
+    rename_fields(v, true)
+}
+
+macro_rules! resource {
+    ($group:literal, $version:literal, $plural:literal, $singular:literal, $kind:literal, [$($short:literal),*], namespaced: $ns:literal) => {
+        ResourceDef {
+            group: $group,
+            version: $version,
+            plural: $plural,
+            singular: $singular,
+            kind: $kind,
+            short_names: &[$($short),*],
+            namespaced: $ns,
+            status_subresource: false,
+            scale_subresource: false,
+            has_generation: false,
+            storage: concat!($plural, ".", $group),
+            to_storage: same,
+            from_storage: same,
+            default: no_defaults,
+            validate: no_validation,
+        }
+    };
+}
+
+/// Every resource the sandbox serves.
+pub static RESOURCES: &[ResourceDef] = &[
+    ResourceDef {
+        status_subresource: true,
+        default: default_namespace,
+        ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
+    },
+    resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true),
+    resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true),
+    ResourceDef {
+        storage: "events",
+        ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
+    },
+    ResourceDef {
+        status_subresource: true,
+        scale_subresource: true,
+        has_generation: true,
+        default: deployment::default,
+        validate: deployment::validate,
+        ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
+    },
+    ResourceDef {
+        storage: "events",
+        to_storage: event_to_core,
+        from_storage: event_from_core,
+        ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
+    },
+    resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true),
+];
+
+/// Finds a resource by group, version and plural.
+#[must_use]
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The canonical resource of a storage (the one whose form is stored).
+#[must_use]
+pub fn storage_owner(storage: &str) -> &'static ResourceDef {
+    RESOURCES.iter().find(|r| r.storage == storage).expect("every storage has a resource")
+}
+
+/// Every distinct storage name.
+pub fn storages() -> impl Iterator<Item = &'static str> {
+    let mut seen: Vec<&'static str> = Vec::new();
+    RESOURCES.iter().filter_map(move |r| {
+        if seen.contains(&r.storage) {
+            None
+        } else {
+            seen.push(r.storage);
+            Some(r.storage)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_between_the_two_apis() {
+        let new = json!({ "regarding": { "name": "web" }, "note": "hi", "reason": "Created", "reportingController": "c" });
+        let core = event_to_core(new.clone());
+        assert_eq!(core["involvedObject"]["name"], "web");
+        assert_eq!(core["message"], "hi");
+        assert_eq!(event_from_core(core), new);
+    }
+
+    #[test]
+    fn storages_are_distinct() {
+        let s: Vec<_> = storages().collect();
+        assert_eq!(s.iter().filter(|x| **x == "events").count(), 1);
+        assert_eq!(s.len(), RESOURCES.len() - 1);
+    }
+}

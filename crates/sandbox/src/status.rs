@@ -1,0 +1,173 @@
+//! API errors as `metav1.Status` objects, with the codes and reasons the real API server uses, so
+//! client-go's `IsNotFound` / `IsConflict` / `IsAlreadyExists` and kube's `ErrorResponse` work.
+
+use serde_json::{Value, json};
+
+/// An error the API answers with: an HTTP code, a `reason`, and a message naming what was wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// The `metav1.StatusReason`, e.g. `NotFound`.
+    pub reason: &'static str,
+    /// Human-readable message.
+    pub message: String,
+    /// `details` of the Status (name, group, kind, causes), when known.
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self { code, reason, message: message.into(), details: None }
+    }
+
+    fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
+        self.details = Some(json!({ "name": name, "group": group, "kind": kind }));
+        self
+    }
+
+    /// 404: `configmaps "web" not found`.
+    pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, plural)))
+            .with_details(group, plural, name)
+    }
+
+    /// 409: the object already exists.
+    pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
+        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, plural)))
+            .with_details(group, plural, name)
+    }
+
+    /// 409: a stale resourceVersion or failed precondition.
+    pub fn conflict(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, plural)),
+        )
+        .with_details(group, plural, name)
+    }
+
+    /// 422: the object is invalid; `causes` are `(field, message)` pairs.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: &[(String, String)]) -> Self {
+        let list: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{} \"{name}\" is invalid: {}", qualified(group, kind), list.join(", ")),
+        );
+        e.details = Some(json!({
+            "name": name, "group": group, "kind": kind,
+            "causes": causes.iter().map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f})).collect::<Vec<_>>(),
+        }));
+        e
+    }
+
+    /// 400: the request itself is malformed.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 401: no or wrong credentials.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403: forbidden, e.g. creating in a terminating namespace.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    /// 404 for a path that names no resource.
+    pub fn no_route(path: &str) -> Self {
+        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+    }
+
+    /// 405: the resource does not support the verb.
+    pub fn method_not_allowed(verb: &str, what: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource: {verb} {what}"),
+        )
+    }
+
+    /// 410: the resourceVersion is older than the retained history.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 413: the body is larger than the API server accepts.
+    pub fn too_large(size: usize, limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit} bytes, got {size}"),
+        )
+    }
+
+    /// 415: a patch content type the server does not know.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"
+            ),
+        )
+    }
+
+    /// 500, injected by a fault rule.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// 429 with a Retry-After, injected by a fault rule.
+    pub fn too_many_requests(retry_after_seconds: u64) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "the server has received too many requests and has asked us to try again later",
+        );
+        e.details = Some(json!({ "retryAfterSeconds": retry_after_seconds }));
+        e
+    }
+
+    /// 503, injected by a fault rule.
+    pub fn unavailable() -> Self {
+        Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+    }
+
+    /// 504: a resourceVersion newer than the store's.
+    pub fn too_large_resource_version(asked: u64, current: u64) -> Self {
+        Self::new(504, "Timeout", format!("Too large resource version: {asked}, current: {current}"))
+    }
+
+    /// The `metav1.Status` body.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            status["details"] = d.clone();
+        }
+        status
+    }
+}
+
+/// `configmaps` or `deployments.apps`, as the API server names a resource in messages.
+fn qualified(group: &str, plural: &str) -> String {
+    if group.is_empty() { plural.to_owned() } else { format!("{plural}.{group}") }
+}
+
+/// A success Status, as returned by some deletes.
+pub fn success() -> Value {
+    json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success" })
+}

@@ -1,0 +1,1125 @@
+//! The store: every object, one resourceVersion counter, a bounded history of changes, and the
+//! API's write rules.
+//!
+//! Like etcd, the store has a single revision counter: every write takes the next number and it
+//! becomes the object's `metadata.resourceVersion`. Each change is appended to a bounded history
+//! (for watches that resume from a version) and broadcast to open watches. Every verb runs under
+//! one lock and checks everything before it writes, so a rejected request leaves nothing changed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::deployment;
+use crate::object::{
+    check_label, check_subdomain, finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid,
+    now_rfc3339, owner_uids,
+};
+use crate::patch::{self, PatchType};
+use crate::resource::{self, RESOURCES, ResourceDef};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::status::ApiError;
+
+/// Where an object lives: storage, namespace (`""` when cluster-scoped), name.
+pub type Key = (&'static str, String, String);
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+impl ChangeType {
+    /// The watch event type.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as watches see it.
+#[derive(Debug)]
+pub struct Change {
+    /// The resourceVersion the change got.
+    pub rv: u64,
+    /// Storage of the object.
+    pub storage: &'static str,
+    /// Namespace of the object.
+    pub namespace: String,
+    /// What happened.
+    pub kind: ChangeType,
+    /// The object after the change (for deletes: its last state, with the delete's version).
+    pub object: Arc<Value>,
+    /// The object before the change, for selector transitions.
+    pub old: Option<Arc<Value>>,
+}
+
+/// Which part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself.
+    Main,
+    /// `/status`.
+    Status,
+    /// `/scale`.
+    Scale,
+}
+
+/// `propagationPolicy` of a delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Propagation {
+    /// Delete now; the garbage collector deletes dependents afterwards.
+    #[default]
+    Background,
+    /// Delete dependents first; the owner waits with the `foregroundDeletion` finalizer.
+    Foreground,
+    /// Delete the owner; dependents lose their owner reference and stay.
+    Orphan,
+}
+
+/// Options of a delete: propagation and preconditions.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// `propagationPolicy`.
+    pub propagation: Propagation,
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+}
+
+/// The list parameters the store understands.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+    /// `limit`; 0 means no limit.
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<String>,
+}
+
+impl ListQuery {
+    fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches(obj) && self.fields.matches(obj)
+    }
+}
+
+/// The start of a watch: what to send first, and the live feed after it.
+pub struct WatchStart {
+    /// Events to send before the live feed (replayed history or the initial state).
+    pub initial: Vec<Arc<Change>>,
+    /// Whether to follow the initial events with the initial-events-end bookmark.
+    pub initial_events_end: bool,
+    /// Version the initial events bring the client to.
+    pub rv: u64,
+    /// The live feed; changes with `rv` at or below [`WatchStart::rv`] are to be skipped.
+    pub feed: broadcast::Receiver<Arc<Change>>,
+}
+
+/// A consistent list snapshot, kept for `continue` tokens.
+struct Snapshot {
+    rv: u64,
+    items: Vec<Arc<Value>>,
+    made: Instant,
+}
+
+const SNAPSHOT_TTL: Duration = Duration::from_secs(300);
+const MAX_SNAPSHOTS: usize = 64;
+
+/// Settings of a [`Store`].
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// How many changes are kept for watches resuming from an older version (etcd's compaction
+    /// window). A watch from before the window gets 410 Expired.
+    pub history_limit: usize,
+    /// Whether deleting an owner deletes its dependents (the cluster's garbage collector). Off, it
+    /// behaves like an API server with no controller-manager (envtest).
+    pub garbage_collection: bool,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { history_limit: 10_000, garbage_collection: true }
+    }
+}
+
+struct State {
+    objects: BTreeMap<Key, Arc<Value>>,
+    rv: u64,
+    history: VecDeque<Arc<Change>>,
+    /// Changes at or below this version are no longer in `history`.
+    compacted: u64,
+    config: StoreConfig,
+    /// uid → where the object lives.
+    uids: HashMap<String, Key>,
+    /// owner uid → objects naming it in `ownerReferences`.
+    dependents: HashMap<String, BTreeSet<Key>>,
+    /// Deployments whose status has not caught up with their spec.
+    rolling: BTreeSet<Key>,
+    snapshots: HashMap<u64, Snapshot>,
+    next_snapshot: u64,
+    tx: broadcast::Sender<Arc<Change>>,
+}
+
+/// The sandbox's object store and API rules.
+pub struct Store {
+    state: Mutex<State>,
+}
+
+fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
+    (def.storage, if def.namespaced { ns.to_owned() } else { String::new() }, name.to_owned())
+}
+
+fn parse_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
+    rv.parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?} for {}", def.plural)))
+}
+
+/// Fields the server owns: a client's values for them are replaced by the stored ones.
+fn keep_server_fields(new: &mut Value, old: &Value) {
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let meta = meta_mut(new);
+    for f in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "namespace",
+        "name",
+    ] {
+        match old_meta.get(f) {
+            Some(v) => meta.insert(f.to_owned(), v.clone()),
+            None => meta.remove(f),
+        };
+    }
+    if !meta.contains_key("managedFields")
+        && let Some(mf) = old_meta.get("managedFields")
+    {
+        meta.insert("managedFields".into(), mf.clone());
+    }
+}
+
+fn without_rv(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    v
+}
+
+impl State {
+    fn namespace_state(&self, ns: &str) -> Option<&Arc<Value>> {
+        self.objects.get(&("namespaces.", String::new(), ns.to_owned()))
+    }
+
+    /// Records a change: next version, object map, indexes, history, broadcast.
+    fn commit(&mut self, key: Key, kind: ChangeType, mut obj: Value, old: Option<Arc<Value>>) -> Arc<Value> {
+        self.rv += 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), Value::String(self.rv.to_string()));
+        let obj = Arc::new(obj);
+        if let Some(old) = &old {
+            self.unindex(&key, old);
+        }
+        if kind == ChangeType::Deleted {
+            self.objects.remove(&key);
+        } else {
+            self.index(&key, &obj);
+            self.objects.insert(key.clone(), Arc::clone(&obj));
+        }
+        let change = Arc::new(Change {
+            rv: self.rv,
+            storage: key.0,
+            namespace: key.1,
+            kind,
+            object: Arc::clone(&obj),
+            old,
+        });
+        self.history.push_back(Arc::clone(&change));
+        while self.history.len() > self.config.history_limit {
+            if let Some(c) = self.history.pop_front() {
+                self.compacted = c.rv;
+            }
+        }
+        let _ = self.tx.send(change);
+        obj
+    }
+
+    fn index(&mut self, key: &Key, obj: &Value) {
+        let uid = meta_str(obj, "uid");
+        if !uid.is_empty() {
+            self.uids.insert(uid.to_owned(), key.clone());
+        }
+        for owner in owner_uids(obj) {
+            self.dependents.entry(owner).or_default().insert(key.clone());
+        }
+        if key.0 == "deployments.apps" && deployment::rollout_step(obj, true).is_some() && !is_deleting(obj) {
+            self.rolling.insert(key.clone());
+        } else {
+            self.rolling.remove(key);
+        }
+    }
+
+    fn unindex(&mut self, key: &Key, obj: &Value) {
+        self.uids.remove(meta_str(obj, "uid"));
+        for owner in owner_uids(obj) {
+            if let Some(set) = self.dependents.get_mut(&owner) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
+        }
+        self.rolling.remove(key);
+    }
+
+    fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
+        self.objects
+            .get(&key_of(def, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))
+    }
+
+    /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
+    /// its terminating namespace react.
+    fn remove(&mut self, key: &Key) {
+        let Some(old) = self.objects.get(key).cloned() else { return };
+        let obj = self.commit(key.clone(), ChangeType::Deleted, (*old).clone(), Some(Arc::clone(&old)));
+        let uid = meta_str(&obj, "uid").to_owned();
+        if self.config.garbage_collection {
+            self.collect_dependents(&uid);
+        }
+        // An owner waiting in foreground deletion may now be free to go.
+        for owner in owner_uids(&obj) {
+            if let Some(owner_key) = self.uids.get(&owner).cloned() {
+                self.finish_foreground(&owner_key);
+            }
+        }
+        if !key.1.is_empty() {
+            self.finish_namespace(&key.1.clone());
+        }
+    }
+
+    /// Deletes dependents none of whose owners exist any more (background cascading).
+    fn collect_dependents(&mut self, owner_uid: &str) {
+        let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
+        for dep in deps {
+            let Some(obj) = self.objects.get(&dep).cloned() else { continue };
+            if owner_uids(&obj).iter().any(|u| self.uids.contains_key(u)) {
+                continue;
+            }
+            self.delete_key(&dep, Propagation::Background);
+        }
+    }
+
+    /// The delete verb's effect on one object.
+    fn delete_key(&mut self, key: &Key, propagation: Propagation) -> Option<Arc<Value>> {
+        let old = self.objects.get(key).cloned()?;
+        let uid = meta_str(&old, "uid").to_owned();
+        let has_dependents = self.dependents.get(&uid).is_some_and(|d| !d.is_empty());
+        if propagation == Propagation::Orphan && has_dependents {
+            for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
+                let Some(d) = self.objects.get(&dep).cloned() else { continue };
+                let mut d2 = (*d).clone();
+                if let Some(refs) = d2.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
+                {
+                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&uid));
+                }
+                self.commit(dep, ChangeType::Modified, d2, Some(d));
+            }
+        }
+        let foreground = propagation == Propagation::Foreground && has_dependents;
+        if finalizers(&old).is_empty() && !foreground {
+            self.remove(key);
+            return self.objects.get(key).cloned().or(Some(old));
+        }
+        // Finalizers (or dependents to delete first): mark it and let the holders finish.
+        let mut marked = (*old).clone();
+        let meta = meta_mut(&mut marked);
+        if !is_deleting(&old) {
+            meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        if foreground {
+            let mut f = finalizers(&old);
+            if !f.iter().any(|x| x == "foregroundDeletion") {
+                f.push("foregroundDeletion".into());
+            }
+            meta.insert("finalizers".into(), json!(f));
+        }
+        let marked = self.commit(key.clone(), ChangeType::Modified, marked, Some(old));
+        if foreground {
+            for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
+                self.delete_key(&dep, Propagation::Foreground);
+            }
+            self.finish_foreground(key);
+        }
+        Some(self.objects.get(key).cloned().unwrap_or(marked))
+    }
+
+    /// Drops the `foregroundDeletion` finalizer once no dependents remain.
+    fn finish_foreground(&mut self, key: &Key) {
+        let Some(obj) = self.objects.get(key).cloned() else { return };
+        let f = finalizers(&obj);
+        if !is_deleting(&obj) || !f.iter().any(|x| x == "foregroundDeletion") {
+            return;
+        }
+        if self.dependents.get(meta_str(&obj, "uid")).is_some_and(|d| !d.is_empty()) {
+            return;
+        }
+        let rest: Vec<String> = f.into_iter().filter(|x| x != "foregroundDeletion").collect();
+        if rest.is_empty() {
+            self.remove(key);
+        } else {
+            let mut o = (*obj).clone();
+            meta_mut(&mut o).insert("finalizers".into(), json!(rest));
+            self.commit(key.clone(), ChangeType::Modified, o, Some(obj));
+        }
+    }
+
+    /// Removes a terminating namespace once it holds nothing.
+    fn finish_namespace(&mut self, ns: &str) {
+        let Some(obj) = self.namespace_state(ns).cloned() else { return };
+        if !is_deleting(&obj) || self.namespace_has_objects(ns) {
+            return;
+        }
+        self.remove(&("namespaces.", String::new(), ns.to_owned()));
+    }
+
+    fn namespace_has_objects(&self, ns: &str) -> bool {
+        resource::storages().any(|s| {
+            self.objects
+                .range((s, ns.to_owned(), String::new())..)
+                .next()
+                .is_some_and(|((st, n, _), _)| *st == s && n == ns)
+        })
+    }
+
+    fn namespace_keys(&self, ns: &str) -> Vec<Key> {
+        resource::storages()
+            .flat_map(|s| {
+                self.objects
+                    .range((s, ns.to_owned(), String::new())..)
+                    .take_while(move |((st, n, _), _)| *st == s && n == ns)
+                    .map(|(k, _)| k.clone())
+            })
+            .collect()
+    }
+
+    fn list_items(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Vec<Arc<Value>> {
+        let start: Key = (def.storage, ns.unwrap_or("").to_owned(), String::new());
+        self.objects
+            .range(start..)
+            .take_while(|((s, n, _), _)| *s == def.storage && ns.is_none_or(|ns| n == ns))
+            .filter(|(_, o)| q.matches(o))
+            .map(|(_, o)| Arc::clone(o))
+            .collect()
+    }
+}
+
+impl Store {
+    /// A store holding the namespaces `default` and `kube-system`.
+    #[must_use]
+    pub fn new(config: StoreConfig) -> Self {
+        let (tx, _) = broadcast::channel(4096);
+        let store = Self {
+            state: Mutex::new(State {
+                objects: BTreeMap::new(),
+                rv: 0,
+                history: VecDeque::new(),
+                compacted: 0,
+                config,
+                uids: HashMap::new(),
+                dependents: HashMap::new(),
+                rolling: BTreeSet::new(),
+                snapshots: HashMap::new(),
+                next_snapshot: 0,
+                tx,
+            }),
+        };
+        let ns = resource::find("", "v1", "namespaces").expect("namespaces");
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            store.create(ns, "", json!({ "metadata": { "name": name } })).expect("built-in namespace");
+        }
+        store
+    }
+
+    /// The latest resourceVersion.
+    #[must_use]
+    pub fn resource_version(&self) -> u64 {
+        self.state.lock().rv
+    }
+
+    /// A new receiver of every change from now on.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.state.lock().tx.subscribe()
+    }
+
+    /// GET one object.
+    ///
+    /// # Errors
+    ///
+    /// 404 when it does not exist.
+    pub fn get(&self, def: &ResourceDef, ns: &str, name: &str, sub: Subresource) -> Result<Value, ApiError> {
+        let obj = self.state.lock().get(def, ns, name)?;
+        Ok(match sub {
+            Subresource::Scale => scale_of(&obj),
+            _ => def.present(&obj),
+        })
+    }
+
+    /// LIST, in one namespace or (with `None`) across all, with selectors and pagination.
+    ///
+    /// # Errors
+    ///
+    /// 400 for a bad continue token or resourceVersion; 410 for an expired continue token or an
+    /// exact version no longer available; 504 for a version newer than the store's.
+    pub fn list(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let (rv, items, offset) = if let Some(token) = q.continue_token.as_deref().filter(|t| !t.is_empty()) {
+            let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
+            let (id, offset) = token.strip_prefix('c').and_then(|t| t.split_once('.')).ok_or_else(bad)?;
+            let (id, offset): (u64, usize) =
+                (id.parse().map_err(|_| bad())?, offset.parse().map_err(|_| bad())?);
+            st.snapshots.retain(|_, s| s.made.elapsed() < SNAPSHOT_TTL);
+            let snap = st.snapshots.get(&id).ok_or_else(|| {
+                ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+            })?;
+            (snap.rv, snap.items.clone(), offset)
+        } else {
+            if let Some(asked) = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0") {
+                let asked = parse_rv(def, asked)?;
+                if asked > st.rv {
+                    return Err(ApiError::too_large_resource_version(asked, st.rv));
+                }
+                if q.resource_version_match.as_deref() == Some("Exact") && asked != st.rv {
+                    return Err(ApiError::expired(format!(
+                        "too old resource version: {asked} ({}): the sandbox serves exact lists only at the latest version",
+                        st.rv
+                    )));
+                }
+            }
+            (st.rv, st.list_items(def, ns, q), 0)
+        };
+        let end = if q.limit == 0 { items.len() } else { (offset + q.limit).min(items.len()) };
+        let page: Vec<Value> =
+            items.get(offset..end).unwrap_or_default().iter().map(|o| def.present(o)).collect();
+        let mut metadata = json!({ "resourceVersion": rv.to_string() });
+        if end < items.len() {
+            let id = match q
+                .continue_token
+                .as_deref()
+                .and_then(|t| t.strip_prefix('c'))
+                .and_then(|t| t.split_once('.'))
+            {
+                Some((id, _)) => id.parse().unwrap_or(0),
+                None => {
+                    if st.snapshots.len() >= MAX_SNAPSHOTS
+                        && let Some(oldest) = st.snapshots.iter().min_by_key(|(_, s)| s.made).map(|(k, _)| *k)
+                    {
+                        st.snapshots.remove(&oldest);
+                    }
+                    st.next_snapshot += 1;
+                    let id = st.next_snapshot;
+                    st.snapshots.insert(id, Snapshot { rv, items: items.clone(), made: Instant::now() });
+                    id
+                }
+            };
+            metadata["continue"] = json!(format!("c{id}.{end}"));
+            metadata["remainingItemCount"] = json!(items.len() - end);
+        }
+        Ok(json!({
+            "kind": format!("{}List", def.kind),
+            "apiVersion": def.api_version(),
+            "metadata": metadata,
+            "items": page,
+        }))
+    }
+
+    /// Starts a WATCH: the events to send first, then the live feed.
+    ///
+    /// * no version, `"0"`, or `sendInitialEvents`: every current object as ADDED first;
+    /// * a version: the retained changes after it, or 410 Expired when it is older than the history.
+    ///
+    /// # Errors
+    ///
+    /// 410 when the version is older than the retained history; 400 for a malformed version.
+    pub fn watch(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+        send_initial_events: bool,
+    ) -> Result<WatchStart, ApiError> {
+        let st = self.state.lock();
+        let feed = st.tx.subscribe();
+        let from = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0");
+        if send_initial_events || from.is_none() {
+            let initial = st
+                .list_items(def, ns, q)
+                .into_iter()
+                .map(|o| {
+                    Arc::new(Change {
+                        rv: st.rv,
+                        storage: def.storage,
+                        namespace: String::new(),
+                        kind: ChangeType::Added,
+                        object: o,
+                        old: None,
+                    })
+                })
+                .collect();
+            return Ok(WatchStart { initial, initial_events_end: send_initial_events, rv: st.rv, feed });
+        }
+        let from = parse_rv(def, from.unwrap_or("0"))?;
+        if from < st.compacted {
+            return Err(ApiError::expired(format!(
+                "too old resource version: {from} ({})",
+                st.compacted + 1
+            )));
+        }
+        let initial = st.history.iter().filter(|c| c.rv > from).cloned().collect();
+        Ok(WatchStart { initial, initial_events_end: false, rv: st.rv, feed })
+    }
+
+    /// CREATE.
+    ///
+    /// # Errors
+    ///
+    /// 400 when the body's kind, apiVersion or namespace disagree with the URL; 404 when the
+    /// namespace does not exist; 403 when it is terminating; 409 AlreadyExists; 422 for an invalid
+    /// name or object.
+    pub fn create(&self, def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let obj = self.prepare_create(&st, def, ns, body)?;
+        let key = key_of(def, ns, meta_str(&obj, "name"));
+        let stored = st.commit(key, ChangeType::Added, (def.to_storage)(obj), None);
+        Ok(def.present(&stored))
+    }
+
+    fn prepare_create(
+        &self,
+        st: &State,
+        def: &ResourceDef,
+        ns: &str,
+        body: Value,
+    ) -> Result<Value, ApiError> {
+        let mut obj = check_body(def, ns, body)?;
+        let mut name = meta_str(&obj, "name").to_owned();
+        if name.is_empty() {
+            let generate = meta_str(&obj, "generateName").to_owned();
+            if generate.is_empty() {
+                return Err(ApiError::invalid(
+                    def.group,
+                    def.kind,
+                    "",
+                    &[("metadata.name".into(), "Required value: name or generateName is required".into())],
+                ));
+            }
+            name = loop {
+                let candidate = format!("{generate}{}", name_suffix());
+                if !st.objects.contains_key(&key_of(def, ns, &candidate)) {
+                    break candidate;
+                }
+            };
+        }
+        let bad_name = if def.plural == "namespaces" { check_label(&name) } else { check_subdomain(&name) };
+        if let Some(why) = bad_name {
+            return Err(ApiError::invalid(
+                def.group,
+                def.kind,
+                &name,
+                &[("metadata.name".into(), format!("Invalid value: {name:?}: {why}"))],
+            ));
+        }
+        if def.namespaced {
+            match st.namespace_state(ns) {
+                None => return Err(ApiError::not_found("", "namespaces", ns)),
+                Some(n) if is_deleting(n) => {
+                    return Err(ApiError::forbidden(format!(
+                        "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                        def.plural
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        if st.objects.contains_key(&key_of(def, ns, &name)) {
+            return Err(ApiError::already_exists(def.group, def.plural, &name));
+        }
+        let meta = meta_mut(&mut obj);
+        meta.insert("name".into(), json!(name));
+        if def.namespaced {
+            meta.insert("namespace".into(), json!(ns));
+        }
+        meta.insert("uid".into(), json!(new_uid()));
+        meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+            meta.remove(f);
+        }
+        if def.has_generation {
+            meta.insert("generation".into(), json!(1));
+        }
+        if def.status_subresource && def.plural != "namespaces" {
+            obj.as_object_mut().expect("object").remove("status");
+        }
+        (def.default)(&mut obj);
+        let errs = (def.validate)(&obj, None);
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(def.group, def.kind, &name, &errs));
+        }
+        def.stamp(&mut obj);
+        Ok(obj)
+    }
+
+    /// UPDATE (PUT) of the object or one of its subresources.
+    ///
+    /// # Errors
+    ///
+    /// 404 when it does not exist; 409 Conflict on a stale resourceVersion; 400 when the body
+    /// disagrees with the URL; 422 for an invalid object.
+    pub fn update(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+    ) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub)?;
+        Ok(if sub == Subresource::Scale { scale_of(&obj) } else { def.present(&obj) })
+    }
+
+    fn apply_update(
+        &self,
+        st: &mut State,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+    ) -> Result<(Arc<Value>, bool), ApiError> {
+        let key = key_of(def, ns, name);
+        let old = st.get(def, ns, name)?;
+        let body =
+            if sub == Subresource::Scale { check_scale(&body, name)? } else { check_body(def, ns, body)? };
+        let body_name = meta_str(&body, "name");
+        if !body_name.is_empty() && body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let body_rv = meta_str(&body, "resourceVersion");
+        if !body_rv.is_empty() && body_rv != meta_str(&old, "resourceVersion") {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+        let old_view = (def.from_storage)((*old).clone());
+        let mut new = match sub {
+            Subresource::Main => {
+                let mut n = body;
+                if def.status_subresource {
+                    match old_view.get("status") {
+                        Some(s) => n["status"] = s.clone(),
+                        None => {
+                            n.as_object_mut().expect("object").remove("status");
+                        }
+                    }
+                }
+                n
+            }
+            Subresource::Status => {
+                let mut n = old_view.clone();
+                match body.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        n.as_object_mut().expect("object").remove("status");
+                    }
+                }
+                n
+            }
+            Subresource::Scale => {
+                let mut n = old_view.clone();
+                n["spec"]["replicas"] = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+                n
+            }
+        };
+        keep_server_fields(&mut new, &old_view);
+        (def.default)(&mut new);
+        def.stamp(&mut new);
+        let errs = (def.validate)(&new, Some(&old_view));
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(def.group, def.kind, name, &errs));
+        }
+        if def.has_generation && new.get("spec") != old_view.get("spec") {
+            let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+            meta_mut(&mut new).insert("generation".into(), json!(g + 1));
+        }
+        if without_rv(&new) == without_rv(&def.present(&old)) {
+            return Ok((old, false)); // a no-op write does not take a new version
+        }
+        let finalized = is_deleting(&new) && finalizers(&new).is_empty();
+        let stored = st.commit(key.clone(), ChangeType::Modified, (def.to_storage)(new), Some(old));
+        if finalized {
+            st.remove(&key);
+        }
+        Ok((stored, true))
+    }
+
+    /// PATCH with any of the four patch types; apply creates the object when it is missing.
+    ///
+    /// Returns the object and whether it was created.
+    ///
+    /// # Errors
+    ///
+    /// As [`update`](Self::update), plus 400 for a patch that cannot be applied, 409 for an apply
+    /// conflict, and 422 for an apply without a field manager.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        ptype: PatchType,
+        body: &Value,
+        sub: Subresource,
+        manager: Option<&str>,
+        force: bool,
+    ) -> Result<(Value, bool), ApiError> {
+        let mut st = self.state.lock();
+        let current = st.objects.get(&key_of(def, ns, name)).cloned();
+        let present = |o: &Value| if sub == Subresource::Scale { scale_of(o) } else { def.present(o) };
+        if ptype == PatchType::Apply {
+            let manager = manager.filter(|m| !m.is_empty()).ok_or_else(|| {
+                ApiError::invalid(
+                    def.group,
+                    def.kind,
+                    name,
+                    &[("fieldManager".into(), "Required value: is required for apply patch".into())],
+                )
+            })?;
+            let Some(current) = current else {
+                let mut obj = body.clone();
+                meta_mut(&mut obj).insert("name".into(), json!(name));
+                record_apply(&mut obj, manager, &patch::leaf_paths(body), &def.api_version());
+                let obj = self.prepare_create(&st, def, ns, obj)?;
+                let stored = st.commit(key_of(def, ns, name), ChangeType::Added, (def.to_storage)(obj), None);
+                return Ok((def.present(&stored), true));
+            };
+            let live = def.present(&current);
+            let merged = server_side_apply(def, &live, body, manager, force)?;
+            let (obj, _) = self.apply_update(&mut st, def, ns, name, merged, sub)?;
+            return Ok((present(&obj), false));
+        }
+        let current = current.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
+        let mut target = present(&current);
+        match ptype {
+            PatchType::Merge => patch::merge_patch(&mut target, body),
+            PatchType::Strategic => patch::strategic_merge(&mut target, body),
+            PatchType::Json => patch::json_patch(&mut target, body)?,
+            PatchType::Apply => unreachable!("handled above"),
+        }
+        if !target.is_object() {
+            return Err(ApiError::bad_request(format!(
+                "the patch turned {} {name:?} into something that is not an object",
+                def.plural
+            )));
+        }
+        let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub)?;
+        Ok((present(&obj), false))
+    }
+
+    /// DELETE: finalizers, preconditions and propagation.
+    ///
+    /// # Errors
+    ///
+    /// 404 when it does not exist; 409 when a precondition fails.
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let key = key_of(def, ns, name);
+        let old = st.get(def, ns, name)?;
+        if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(&old, "uid")) {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&old, "uid")
+                ),
+            ));
+        }
+        if let Some(rv) =
+            opts.resource_version.as_deref().filter(|rv| *rv != meta_str(&old, "resourceVersion"))
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta_str(&old, "resourceVersion")
+                ),
+            ));
+        }
+        if def.plural == "namespaces" {
+            return Ok(def.present(&self.delete_namespace(&mut st, &key, &old)));
+        }
+        let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
+        Ok(def.present(&result))
+    }
+
+    fn delete_namespace(&self, st: &mut State, key: &Key, old: &Arc<Value>) -> Arc<Value> {
+        let mut marked = (**old).clone();
+        if !is_deleting(old) {
+            meta_mut(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
+            marked["status"] = json!({ "phase": "Terminating" });
+        }
+        let marked = st.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)));
+        for k in st.namespace_keys(&key.2) {
+            st.delete_key(&k, Propagation::Background);
+        }
+        st.finish_namespace(&key.2);
+        st.objects.get(key).cloned().unwrap_or(marked)
+    }
+
+    /// DELETECOLLECTION: deletes every object a list with the same selectors would return.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub fn delete_collection(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let items = st.list_items(def, ns, q);
+        let mut deleted = Vec::new();
+        for o in items {
+            let key = key_of(def, meta_str(&o, "namespace"), meta_str(&o, "name"));
+            if let Some(d) = st.delete_key(&key, opts.propagation) {
+                deleted.push(def.present(&d));
+            }
+        }
+        Ok(
+            json!({ "kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": { "resourceVersion": st.rv.to_string() }, "items": deleted }),
+        )
+    }
+
+    /// Advances every Deployment whose status lags its spec by one rollout step (all the way
+    /// when `jump`). Returns how many were still rolling out.
+    pub fn rollout_tick(&self, jump: bool) -> usize {
+        let mut st = self.state.lock();
+        let keys: Vec<Key> = st.rolling.iter().cloned().collect();
+        for key in &keys {
+            let Some(old) = st.objects.get(key).cloned() else { continue };
+            if let Some(status) = deployment::rollout_step(&old, jump) {
+                let mut new = (*old).clone();
+                new["status"] = status;
+                st.commit(key.clone(), ChangeType::Modified, new, Some(old));
+            }
+        }
+        st.rolling.len()
+    }
+
+    /// How many objects the store holds.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.state.lock().objects.len()
+    }
+
+    /// Whether the store holds no objects.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Checks that the body is an object whose kind, apiVersion and namespace agree with the URL.
+fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the body of a {} request must be a JSON object",
+            def.kind
+        )));
+    }
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    if !kind.is_empty() && kind != def.kind {
+        return Err(ApiError::bad_request(format!(
+            "the kind of the object ({kind}) does not match the resource {} ({})",
+            def.plural, def.kind
+        )));
+    }
+    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if !api_version.is_empty() && api_version != def.api_version() {
+        return Err(ApiError::bad_request(format!(
+            "the apiVersion of the object ({api_version}) does not match the request ({})",
+            def.api_version()
+        )));
+    }
+    let body_ns = meta_str(&body, "namespace");
+    if def.namespaced && !body_ns.is_empty() && body_ns != ns {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the provided object ({body_ns}) does not match the namespace sent on the request ({ns})"
+        )));
+    }
+    Ok(body)
+}
+
+/// The autoscaling/v1 Scale view of a Deployment.
+fn scale_of(d: &Value) -> Value {
+    let selector = d
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(",")
+        })
+        .unwrap_or_default();
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta_str(d, "name"), "namespace": meta_str(d, "namespace"), "uid": meta_str(d, "uid"),
+            "resourceVersion": meta_str(d, "resourceVersion"), "creationTimestamp": meta_str(d, "creationTimestamp"),
+        },
+        "spec": { "replicas": d.pointer("/spec/replicas").cloned().unwrap_or(json!(0)) },
+        "status": { "replicas": d.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector },
+    })
+}
+
+fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
+    match body.pointer("/spec/replicas") {
+        Some(r) if r.as_i64().is_some_and(|n| n >= 0) => Ok(body.clone()),
+        other => Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            &[(
+                "spec.replicas".into(),
+                format!(
+                    "Invalid value: {}: must be greater than or equal to 0",
+                    other.map_or("null".into(), Value::to_string)
+                ),
+            )],
+        )),
+    }
+}
+
+/// Records (replacing) `manager`'s Apply entry in `managedFields`.
+fn record_apply(obj: &mut Value, manager: &str, paths: &BTreeSet<String>, api_version: &str) {
+    let meta = meta_mut(obj);
+    let mut entries: Vec<Value> =
+        meta.get("managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    entries.retain(|e| !(e["manager"] == manager && e["operation"] == "Apply"));
+    entries.push(json!({
+        "manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now_rfc3339(),
+        "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(paths),
+    }));
+    meta.insert("managedFields".into(), Value::Array(entries));
+}
+
+/// Server-side apply of `applied` by `manager` onto `live` (see [`crate::patch`] for the subset).
+fn server_side_apply(
+    def: &ResourceDef,
+    live: &Value,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+) -> Result<Value, ApiError> {
+    let name = meta_str(live, "name");
+    let paths = patch::leaf_paths(applied);
+    let entries: Vec<Value> =
+        live.pointer("/metadata/managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    let owned_by = |e: &Value| patch::paths_from_fields_v1(&e["fieldsV1"]);
+    let mut conflicts = Vec::new();
+    let mut others: BTreeSet<String> = BTreeSet::new();
+    let mut previous: BTreeSet<String> = BTreeSet::new();
+    for e in entries.iter().filter(|e| e["operation"] == "Apply") {
+        let owned = owned_by(e);
+        if e["manager"] == manager {
+            previous = owned;
+            continue;
+        }
+        for p in &paths {
+            if owned.contains(p) && patch::value_at(live, p) != patch::value_at(applied, p) {
+                conflicts.push((patch::display_path(p), e["manager"].as_str().unwrap_or("").to_owned()));
+            }
+        }
+        others.extend(owned);
+    }
+    if !conflicts.is_empty() && !force {
+        let causes: Vec<(String, String)> =
+            conflicts.iter().map(|(p, m)| (p.clone(), format!("conflict with {m:?}"))).collect();
+        let mut e = ApiError::conflict(
+            def.group,
+            def.plural,
+            name,
+            &format!(
+                "Apply failed with {} conflict(s): {}",
+                causes.len(),
+                causes.iter().map(|(p, m)| format!("{m}: {p}")).collect::<Vec<_>>().join("; ")
+            ),
+        );
+        e.details = Some(json!({ "name": name, "group": def.group, "kind": def.plural,
+            "causes": causes.iter().map(|(f, m)| json!({ "reason": "FieldManagerConflict", "message": m, "field": f })).collect::<Vec<_>>() }));
+        return Err(e);
+    }
+    let mut merged = live.clone();
+    patch::strategic_merge(&mut merged, applied);
+    for gone in previous.difference(&paths).filter(|p| !others.contains(*p)) {
+        patch::remove_path(&mut merged, gone);
+    }
+    // Forced fields leave their previous owners.
+    let mut kept: Vec<Value> = entries;
+    if force {
+        for e in kept.iter_mut().filter(|e| e["operation"] == "Apply" && e["manager"] != manager) {
+            let remaining: BTreeSet<String> = owned_by(e).difference(&paths).cloned().collect();
+            e["fieldsV1"] = patch::fields_v1(&remaining);
+        }
+    }
+    meta_mut(&mut merged).insert("managedFields".into(), Value::Array(kept));
+    record_apply(&mut merged, manager, &paths, &def.api_version());
+    meta_mut(&mut merged).remove("resourceVersion");
+    Ok(merged)
+}
+
+/// All resource definitions, for discovery.
+#[must_use]
+pub fn resources() -> &'static [ResourceDef] {
+    RESOURCES
+}

@@ -1,0 +1,178 @@
+//! kube-runtime's `watcher()` against the sandbox: it stays consistent with `list` through
+//! creates, updates, deletes, cut streams, a forced 410 and bookmarks.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use sandbox::{Sandbox, SandboxConfig, StoreConfig};
+use serde_json::json;
+
+fn cm(name: &str, v: &str) -> ConfigMap {
+    serde_json::from_value(json!({ "metadata": { "name": name }, "data": { "v": v } })).unwrap()
+}
+
+async fn names_and_values(api: &Api<ConfigMap>) -> BTreeMap<String, String> {
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|c| (c.metadata.name.unwrap(), c.data.unwrap_or_default().get("v").cloned().unwrap_or_default()))
+        .collect()
+}
+
+fn store_state(store: &reflector::Store<ConfigMap>) -> BTreeMap<String, String> {
+    store
+        .state()
+        .iter()
+        .map(|c| {
+            (
+                c.metadata.name.clone().unwrap(),
+                c.data.clone().unwrap_or_default().get("v").cloned().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+async fn converge(api: &Api<ConfigMap>, store: &reflector::Store<ConfigMap>) {
+    let want = names_and_values(api).await;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while store_state(store) != want {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("cache never matched the list: {:?} vs {want:?}", store_state(store)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watcher_cache_matches_list_through_everything() {
+    let sb = Sandbox::with_config(SandboxConfig {
+        store: StoreConfig { history_limit: 20, ..StoreConfig::default() },
+        ..SandboxConfig::default()
+    });
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &cm("before", "0")).await.unwrap();
+
+    let (reader, writer) = reflector::store();
+    let stream = reflector(writer, watcher(api.clone(), watcher::Config::default()).default_backoff())
+        .applied_objects();
+    let task = tokio::spawn(async move { stream.for_each(|_| async {}).await });
+    reader.wait_until_ready().await.unwrap();
+    converge(&api, &reader).await;
+
+    for i in 0..5 {
+        api.create(&PostParams::default(), &cm(&format!("cm-{i}"), "1")).await.unwrap();
+    }
+    let mut c = api.get("cm-1").await.unwrap();
+    c.data = Some([("v".to_string(), "2".to_string())].into());
+    api.replace("cm-1", &PostParams::default(), &c).await.unwrap();
+    api.delete("cm-2", &DeleteParams::default()).await.unwrap();
+    converge(&api, &reader).await;
+
+    // A cut stream: the watcher resumes from its last version.
+    sb.faults().cut_watches();
+    api.create(&PostParams::default(), &cm("after-cut", "3")).await.unwrap();
+    converge(&api, &reader).await;
+
+    // A forced 410: the watcher relists.
+    sb.faults().expire_next_watch();
+    sb.faults().cut_watches();
+    api.delete("cm-3", &DeleteParams::default()).await.unwrap();
+    converge(&api, &reader).await;
+
+    // Real expiry: many writes while the stream is cut push its version out of the history.
+    sb.faults().cut_watches();
+    for i in 0..30 {
+        api.create(&PostParams::default(), &cm(&format!("burst-{i}"), "4")).await.unwrap();
+    }
+    api.delete("cm-4", &DeleteParams::default()).await.unwrap();
+    converge(&api, &reader).await;
+
+    let watches = sb.requests().count("watch", "configmaps");
+    let lists = sb.requests().count("list", "configmaps");
+    assert!(watches >= 3, "the watcher re-watched after each cut ({watches})");
+    assert!(lists >= 2, "and relisted after a 410 ({lists})");
+    task.abort();
+}
+
+#[tokio::test]
+async fn raw_watch_events_bookmarks_and_410() {
+    let sb = Sandbox::with_config(SandboxConfig {
+        bookmark_interval: Duration::from_millis(50),
+        store: StoreConfig { history_limit: 3, ..StoreConfig::default() },
+        ..SandboxConfig::default()
+    });
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let created = api.create(&PostParams::default(), &cm("a", "1")).await.unwrap();
+    let rv = created.metadata.resource_version.clone().unwrap();
+
+    let mut stream =
+        api.watch(&WatchParams { bookmarks: true, ..WatchParams::default() }, &rv).await.unwrap().boxed();
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    let mut saw_delete = false;
+    let mut saw_bookmark = false;
+    while !(saw_delete && saw_bookmark) {
+        match tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.unwrap().unwrap().unwrap()
+        {
+            WatchEvent::Deleted(o) => saw_delete = o.metadata.name.as_deref() == Some("a"),
+            WatchEvent::Bookmark(b) => saw_bookmark = !b.metadata.resource_version.is_empty(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    for i in 0..5 {
+        api.create(&PostParams::default(), &cm(&format!("b{i}"), "1")).await.unwrap();
+    }
+    let mut old = api.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    match tokio::time::timeout(Duration::from_secs(5), old.try_next()).await.unwrap().unwrap().unwrap() {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected 410, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn streaming_list_ends_with_the_initial_events_bookmark() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    for i in 0..3 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}"), "1")).await.unwrap();
+    }
+    let (reader, writer) = reflector::store();
+    let cfg = watcher::Config::default().streaming_lists();
+    let stream = reflector(writer, watcher(api.clone(), cfg).default_backoff()).applied_objects();
+    let task = tokio::spawn(async move { stream.for_each(|_| async {}).await });
+    tokio::time::timeout(Duration::from_secs(10), reader.wait_until_ready()).await.unwrap().unwrap();
+    assert_eq!(reader.state().len(), 3);
+    assert_eq!(sb.requests().count("list", "configmaps"), 0, "no list: the watch streamed the initial state");
+    task.abort();
+}
+
+#[tokio::test]
+async fn label_selected_watch_sees_objects_leave_and_enter() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let mut labelled = cm("x", "1");
+    labelled.metadata.labels = Some([("keep".to_string(), "yes".to_string())].into());
+    let made = api.create(&PostParams::default(), &labelled).await.unwrap();
+    let rv = made.metadata.resource_version.clone().unwrap();
+    let mut stream = api.watch(&WatchParams::default().labels("keep=yes"), &rv).await.unwrap().boxed();
+    let mut c = made;
+    c.metadata.labels = None;
+    let c = api.replace("x", &PostParams::default(), &c).await.unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.unwrap().unwrap().unwrap() {
+        WatchEvent::Deleted(o) => assert_eq!(o.metadata.name.as_deref(), Some("x")),
+        other => panic!("an object that stops matching is DELETED for the watch, got {other:?}"),
+    }
+    let mut back = c;
+    back.metadata.labels = Some([("keep".to_string(), "yes".to_string())].into());
+    api.replace("x", &PostParams::default(), &back).await.unwrap();
+    match tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.unwrap().unwrap().unwrap() {
+        WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("x")),
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+}
