@@ -1,0 +1,271 @@
+//! The informer: runs `kube::runtime::watcher` (list, then watch, relisting on 410, with the
+//! watcher's default backoff), keeps the cache, and tells handlers what changed.
+//!
+//! What it adds on top of kube-runtime's reflector, as client-go's shared informer does:
+//!
+//! * handlers with the old *and* new object (`on_update(old, new)`);
+//! * tombstones: after a relist, objects the cache had and the list no longer has are reported as
+//!   [`Deleted::FinalStateUnknown`] — the deletes that happened while the watch was broken;
+//! * resync: every period, `on_update(x, x)` for every cached object, without asking the server;
+//! * late handlers receive the current cache as adds, so every handler starts from a full view;
+//! * [`has_synced`](Informer::has_synced) / [`wait_for_cache_sync`](Informer::wait_for_cache_sync).
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Resource};
+use parking_lot::{Mutex, RwLock};
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use crate::cache::{CacheState, Lister};
+use crate::handler::{Deleted, EventHandler};
+use crate::key::ObjectKey;
+
+/// What an informer watches and how often it resyncs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// How often every cached object is replayed to handlers as an update. Zero disables resync.
+    pub resync: Duration,
+    /// List/watch settings: label and field selectors, page size, streaming lists.
+    pub watcher: watcher::Config,
+}
+
+impl Default for Config {
+    /// client-go's usual 30 s resync, everything selected.
+    fn default() -> Self {
+        Self { resync: Duration::from_secs(30), watcher: watcher::Config::default() }
+    }
+}
+
+impl Config {
+    /// Only objects whose labels match `selector` (e.g. `managed-by=counter-controller`).
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.watcher = self.watcher.labels(selector);
+        self
+    }
+
+    /// Sets the resync period; zero disables it.
+    #[must_use]
+    pub fn resync(mut self, period: Duration) -> Self {
+        self.resync = period;
+        self
+    }
+}
+
+/// What a resource type needs to be informed on.
+pub trait Watchable:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+}
+impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static> Watchable
+    for K
+{
+}
+
+struct Inner<K> {
+    api: Api<K>,
+    config: Config,
+    cache: Arc<RwLock<CacheState<K>>>,
+    /// Also the dispatch lock: cache changes and their notifications happen under it, so a
+    /// handler added meanwhile sees each change exactly once (in its replay or live).
+    handlers: Mutex<Vec<Arc<dyn EventHandler<K>>>>,
+    synced: AtomicBool,
+    synced_notify: Notify,
+}
+
+/// A shared informer for one resource type in one namespace (or all).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use informer::{Config, EnqueueKey, Informer};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// # async fn f(client: kube::Client) {
+/// let informer = Informer::new(kube::Api::<ConfigMap>::namespaced(client, "default"), Config::default());
+/// informer.add_handler(Arc::new(EnqueueKey::new(|key| println!("{key}"))));
+/// let lister = informer.lister();
+/// tokio::spawn({ let i = informer.clone(); async move { i.run(std::future::pending::<()>()).await } });
+/// assert!(informer.wait_for_cache_sync(tokio::time::sleep(std::time::Duration::from_secs(30))).await);
+/// println!("{} configmaps", lister.len());
+/// # }
+/// ```
+pub struct Informer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K> Clone for Informer<K> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<K: Watchable> Informer<K> {
+    /// An informer over `api` (namespaced or all namespaces) with `config`. Does nothing until
+    /// [`run`](Self::run).
+    #[must_use]
+    pub fn new(api: Api<K>, config: Config) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                api,
+                config,
+                cache: Arc::default(),
+                handlers: Mutex::new(Vec::new()),
+                synced: AtomicBool::new(false),
+                synced_notify: Notify::new(),
+            }),
+        }
+    }
+
+    /// Read access to the cache.
+    #[must_use]
+    pub fn lister(&self) -> Lister<K> {
+        Lister { state: Arc::clone(&self.inner.cache) }
+    }
+
+    /// Registers a handler. Registered after the first list, it first receives every cached
+    /// object as `on_add(obj, true)`.
+    ///
+    /// ## Warning
+    ///
+    /// Handlers run under the informer's dispatch lock: a handler must not call `add_handler`.
+    pub fn add_handler(&self, handler: Arc<dyn EventHandler<K>>) {
+        let mut handlers = self.inner.handlers.lock();
+        for obj in self.inner.cache.read().objects.values() {
+            handler.on_add(obj, true);
+        }
+        handlers.push(handler);
+    }
+
+    /// Whether the first full list has reached the cache.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.inner.synced.load(Ordering::Acquire)
+    }
+
+    /// Waits until the cache has synced; returns `false` if `cancel` resolves first.
+    pub async fn wait_for_cache_sync(&self, cancel: impl Future) -> bool {
+        tokio::pin!(cancel);
+        loop {
+            let notified = self.inner.synced_notify.notified();
+            if self.has_synced() {
+                return true;
+            }
+            tokio::select! {
+                () = notified => {}
+                _ = &mut cancel => return self.has_synced(),
+            }
+        }
+    }
+
+    /// Lists, watches and dispatches until `shutdown` resolves.
+    ///
+    /// Watch errors (an unreachable server, a 403, a dropped connection) are logged and retried
+    /// with the watcher's backoff (0.8 s doubling to 30 s), so this never spins.
+    pub async fn run(&self, shutdown: impl Future) {
+        let stream = watcher(self.inner.api.clone(), self.inner.config.watcher.clone()).default_backoff();
+        tokio::pin!(stream);
+        tokio::pin!(shutdown);
+        let resync = self.inner.config.resync;
+        let mut ticks =
+            tokio::time::interval(if resync.is_zero() { Duration::from_secs(3600) } else { resync });
+        ticks.tick().await;
+        let mut relist: Option<Vec<K>> = None;
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return,
+                event = stream.next() => match event {
+                    None => return,
+                    Some(Err(e)) => tracing::warn!(resource = K::plural(&()).as_ref(), error = %e, "watch failed; retrying with backoff"),
+                    Some(Ok(watcher::Event::Init)) => relist = Some(Vec::new()),
+                    Some(Ok(watcher::Event::InitApply(obj))) => relist.get_or_insert_with(Vec::new).push(obj),
+                    Some(Ok(watcher::Event::InitDone)) => self.replace(relist.take().unwrap_or_default()),
+                    Some(Ok(watcher::Event::Apply(obj))) => self.apply(obj),
+                    Some(Ok(watcher::Event::Delete(obj))) => self.delete(&obj),
+                },
+                _ = ticks.tick(), if !resync.is_zero() && self.has_synced() => self.resync(),
+            }
+        }
+    }
+
+    /// A full list arrived: deletions first (as tombstones), then adds and updates in list order.
+    fn replace(&self, listed: Vec<K>) {
+        let handlers = self.inner.handlers.lock();
+        let initial = !self.has_synced();
+        let listed: Vec<(ObjectKey, Arc<K>)> =
+            listed.into_iter().map(|o| (ObjectKey::of(&o), Arc::new(o))).collect();
+        let present: HashSet<&ObjectKey> = listed.iter().map(|(k, _)| k).collect();
+        let mut cache = self.inner.cache.write();
+        let gone: Vec<ObjectKey> = cache.objects.keys().filter(|k| !present.contains(k)).cloned().collect();
+        let mut notes = Vec::with_capacity(gone.len() + listed.len());
+        for key in gone {
+            if let Some(last) = cache.remove(&key) {
+                notes.push(Note::Delete(Deleted::FinalStateUnknown { key, last }));
+            }
+        }
+        for (key, obj) in listed {
+            match cache.insert(key, Arc::clone(&obj)) {
+                Some(old) => notes.push(Note::Update(old, obj)),
+                None => notes.push(Note::Add(obj)),
+            }
+        }
+        drop(cache);
+        for note in &notes {
+            for h in handlers.iter() {
+                match note {
+                    Note::Delete(d) => h.on_delete(d),
+                    Note::Update(old, new) => h.on_update(old, new),
+                    Note::Add(obj) => h.on_add(obj, initial),
+                }
+            }
+        }
+        drop(handlers);
+        if initial {
+            self.inner.synced.store(true, Ordering::Release);
+            self.inner.synced_notify.notify_waiters();
+        }
+    }
+
+    fn apply(&self, obj: K) {
+        let handlers = self.inner.handlers.lock();
+        let obj = Arc::new(obj);
+        let old = self.inner.cache.write().insert(ObjectKey::of(obj.as_ref()), Arc::clone(&obj));
+        for h in handlers.iter() {
+            match &old {
+                Some(old) => h.on_update(old, &obj),
+                None => h.on_add(&obj, false),
+            }
+        }
+    }
+
+    fn delete(&self, obj: &K) {
+        let handlers = self.inner.handlers.lock();
+        self.inner.cache.write().remove(&ObjectKey::of(obj));
+        let deleted = Deleted::Known(Arc::new(obj.clone()));
+        for h in handlers.iter() {
+            h.on_delete(&deleted);
+        }
+    }
+
+    fn resync(&self) {
+        let handlers = self.inner.handlers.lock();
+        let objects: Vec<Arc<K>> = self.inner.cache.read().objects.values().cloned().collect();
+        for obj in &objects {
+            for h in handlers.iter() {
+                h.on_update(obj, obj);
+            }
+        }
+    }
+}
+
+enum Note<K> {
+    Add(Arc<K>),
+    Update(Arc<K>, Arc<K>),
+    Delete(Deleted<K>),
+}

@@ -1,0 +1,169 @@
+//! The informer against the sandbox: adds, updates, deletes, tombstones after a broken watch,
+//! resync, late handlers, label selection and the cache-sync gate.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use informer::{Config, Deleted, EventHandler, Informer, ObjectKey};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use parking_lot::Mutex;
+use sandbox::{FaultKind, FaultRule, Sandbox};
+use serde_json::json;
+
+#[derive(Default)]
+struct Log(Mutex<Vec<String>>);
+
+impl Log {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock())
+    }
+    async fn wait_for(&self, line: &str) -> Vec<String> {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if self.0.lock().iter().any(|l| l == line) {
+                    return self.take();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("never saw {line:?}; saw {:?}", self.0.lock()))
+    }
+}
+
+fn rv(c: &ConfigMap) -> String {
+    c.metadata.resource_version.clone().unwrap_or_default()
+}
+
+impl EventHandler<ConfigMap> for Log {
+    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
+        self.0.lock().push(format!(
+            "add {} {}",
+            ObjectKey::of(obj.as_ref()),
+            if initial { "initial" } else { "live" }
+        ));
+    }
+    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        let what = if rv(old) == rv(new) { "resync" } else { "changed" };
+        self.0.lock().push(format!("update {} {what}", ObjectKey::of(new.as_ref())));
+    }
+    fn on_delete(&self, obj: &Deleted<ConfigMap>) {
+        let how = match obj {
+            Deleted::Known(_) => "known",
+            Deleted::FinalStateUnknown { .. } => "tombstone",
+        };
+        self.0.lock().push(format!("delete {} {how}", obj.key()));
+    }
+}
+
+fn cm(name: &str, labels: serde_json::Value) -> ConfigMap {
+    serde_json::from_value(json!({ "metadata": { "name": name, "labels": labels }, "data": { "app": name } }))
+        .unwrap()
+}
+
+fn start(sb: &Sandbox, config: Config) -> (Informer<ConfigMap>, Arc<Log>, tokio::task::JoinHandle<()>) {
+    let informer = Informer::new(Api::<ConfigMap>::namespaced(sb.client(), "default"), config);
+    let log = Arc::new(Log::default());
+    informer.add_handler(log.clone());
+    let task = tokio::spawn({
+        let i = informer.clone();
+        async move { i.run(std::future::pending::<()>()).await }
+    });
+    (informer, log, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_update_delete_and_the_lister() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &cm("first", json!({}))).await.unwrap();
+    let (informer, log, task) = start(&sb, Config::default().resync(Duration::ZERO));
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    assert_eq!(log.take(), ["add default/first initial"]);
+
+    api.create(&PostParams::default(), &cm("web", json!({}))).await.unwrap();
+    log.wait_for("add default/web live").await;
+    let mut c = api.get("web").await.unwrap();
+    c.data = Some([("app".to_string(), "v2".to_string())].into());
+    api.replace("web", &PostParams::default(), &c).await.unwrap();
+    log.wait_for("update default/web changed").await;
+
+    let lister = informer.lister();
+    assert_eq!(lister.get(&"default/web".parse().unwrap()).unwrap().data.as_ref().unwrap()["app"], "v2");
+    assert_eq!(lister.list_namespace("default").len(), 2);
+    assert!(lister.list_namespace("other").is_empty());
+
+    api.delete("web", &DeleteParams::default()).await.unwrap();
+    log.wait_for("delete default/web known").await;
+    assert!(lister.get(&"default/web".parse().unwrap()).is_none());
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &cm("gone", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("stays", json!({}))).await.unwrap();
+    let (informer, log, task) = start(&sb, Config::default().resync(Duration::ZERO));
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    log.take();
+
+    // Break the watch and keep it down while the object is deleted.
+    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
+    sb.faults().cut_watches();
+    api.delete("gone", &DeleteParams::default()).await.unwrap();
+    // When it comes back, its version is "expired": the informer must relist.
+    sb.faults().clear();
+    sb.faults().expire_next_watch();
+    let seen = log.wait_for("delete default/gone tombstone").await;
+    assert!(!seen.iter().any(|l| l == "delete default/gone known"), "{seen:?}");
+    assert!(informer.lister().get(&"default/gone".parse().unwrap()).is_none());
+    assert!(informer.lister().get(&"default/stays".parse().unwrap()).is_some());
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resync_replays_every_object_and_zero_disables_it() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &cm("web", json!({}))).await.unwrap();
+    let (informer, log, task) = start(&sb, Config::default().resync(Duration::from_millis(100)));
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    log.wait_for("update default/web resync").await;
+    task.abort();
+
+    let (informer, log, task) = start(&sb, Config::default().resync(Duration::ZERO));
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(log.take(), ["add default/web initial"]);
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_handler_gets_the_cache_as_adds_and_selectors_filter() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &cm("ours", json!({ "managed-by": "counter-controller" })))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("theirs", json!({}))).await.unwrap();
+    let (informer, _log, task) = start(&sb, Config::default().labels("managed-by=counter-controller"));
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    let late = Arc::new(Log::default());
+    informer.add_handler(late.clone());
+    assert_eq!(late.take(), ["add default/ours initial"]);
+    assert_eq!(informer.lister().len(), 1);
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_cache_sync_can_be_cancelled() {
+    let sb = Sandbox::new();
+    sb.faults().add_rule(FaultRule::new(Some("list"), None, 1.0, FaultKind::InternalError));
+    let (informer, _log, task) = start(&sb, Config::default());
+    assert!(!informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_millis(300))).await);
+    assert!(!informer.has_synced());
+    task.abort();
+}
