@@ -1,0 +1,428 @@
+//! The controller: Informer → Workqueue → Worker → Reconcile, assembled by hand.
+//!
+//! Reads top to bottom: constants, the type, its constructor, `run`, the worker, `sync` (decide,
+//! then execute), and the Deployment builder.
+//!
+//! * Two informers: ConfigMaps (the desired state), and Deployments labelled
+//!   `managed-by=counter-controller` (the actual state). Handlers only enqueue a ConfigMap key;
+//!   a Deployment event enqueues its owner's key, so hand-made drift is corrected at once.
+//! * One rate-limited queue (client-go's default controller limiter), `workers` workers.
+//! * `sync` reads both caches — never GET from the API server — and writes only when needed.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource, ResourceExt};
+use prometheus_client::registry::Registry;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use workqueue::prometheus::PrometheusMetrics;
+use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
+
+use crate::annotation::ANNOTATION;
+use crate::decision::{Action, MANAGED_BY, decide};
+
+/// The name this controller reports in Events, field managers and queue metrics.
+pub const CONTROLLER_NAME: &str = "counter-controller";
+/// The image of the Deployments it creates.
+pub const IMAGE: &str = "nginx:1.27";
+
+/// Which namespaces the controller watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// One namespace.
+    Namespace(String),
+    /// Every namespace.
+    All,
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Namespace(ns) => f.write_str(ns),
+            Self::All => f.write_str("*"),
+        }
+    }
+}
+
+/// Controller settings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Namespaces to watch.
+    pub scope: Scope,
+    /// Concurrent reconciles.
+    pub workers: usize,
+    /// Informer resync period; zero disables it.
+    pub resync: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { scope: Scope::Namespace("default".into()), workers: 2, resync: Duration::from_secs(30) }
+    }
+}
+
+/// A reconcile that did not converge; the key is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The annotation is not a count.
+    #[error("ConfigMap {key}: {source}")]
+    InvalidAnnotation {
+        /// The ConfigMap.
+        key: ObjectKey,
+        /// The value and what is wrong with it.
+        source: crate::annotation::InvalidCount,
+    },
+    /// A Deployment with the ConfigMap's name exists and is not managed by this controller.
+    #[error("Deployment {key} already exists and is not managed by {CONTROLLER_NAME}; leaving it alone")]
+    ResourceExists {
+        /// The Deployment.
+        key: ObjectKey,
+    },
+    /// An API call failed.
+    #[error("{action} Deployment {key}: {source}")]
+    Api {
+        /// What was being done: `create`, `scale`, `delete`.
+        action: &'static str,
+        /// The Deployment.
+        key: ObjectKey,
+        /// The API error.
+        source: kube::Error,
+    },
+}
+
+/// The counter-controller.
+pub struct Controller {
+    client: Client,
+    configmaps: Informer<ConfigMap>,
+    deployments: Informer<Deployment>,
+    cm_lister: Lister<ConfigMap>,
+    deploy_lister: Lister<Deployment>,
+    queue: RateLimitingQueue<ObjectKey>,
+    recorder: Recorder,
+    options: Options,
+}
+
+impl Controller {
+    /// Assembles the parts and registers the handlers. Nothing runs until [`run`](Self::run).
+    /// The queue's metrics go into `registry` under client-go's `workqueue_*` names.
+    #[must_use]
+    pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
+        let (cm_api, deploy_api) = match &options.scope {
+            Scope::Namespace(ns) => {
+                (Api::namespaced(client.clone(), ns), Api::namespaced(client.clone(), ns))
+            }
+            Scope::All => (Api::all(client.clone()), Api::all(client.clone())),
+        };
+        let configmaps = Informer::new(cm_api, InformerConfig::default().resync(options.resync));
+        let deployments = Informer::new(
+            deploy_api,
+            InformerConfig::default()
+                .resync(Duration::ZERO)
+                .labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1)),
+        );
+        let metrics = Arc::new(PrometheusMetrics::register(registry));
+        let queue = RateLimitingQueue::with_config(
+            default_controller_rate_limiter(),
+            QueueConfig::named(CONTROLLER_NAME).metrics(metrics),
+        );
+
+        let q = queue.clone();
+        configmaps.add_handler(Arc::new(EnqueueKey::new(move |key| {
+            q.add(key);
+        })));
+        deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone() }));
+
+        let reporter =
+            Reporter { controller: CONTROLLER_NAME.into(), instance: std::env::var("HOSTNAME").ok() };
+        Arc::new(Self {
+            cm_lister: configmaps.lister(),
+            deploy_lister: deployments.lister(),
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            configmaps,
+            deployments,
+            queue,
+            options,
+        })
+    }
+
+    /// The work queue (for tests and metrics).
+    #[must_use]
+    pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {
+        &self.queue
+    }
+
+    /// Runs until `shutdown` resolves: informers, the cache-sync gate, then the workers.
+    ///
+    /// On shutdown, workers stop taking keys, in-flight reconciles finish, and `run` returns.
+    /// Returns `false` if shutdown came before the caches synced.
+    pub async fn run(self: Arc<Self>, shutdown: impl Future) -> bool {
+        // `shutdown` may resolve at any step; a token can be awaited at every one of them.
+        let requested = CancellationToken::new();
+        let trigger = {
+            let requested = requested.clone();
+            async move {
+                shutdown.await;
+                requested.cancel();
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            synced = self.run_until(requested) => synced,
+            () = trigger => unreachable!("the trigger never completes"),
+        }
+    }
+
+    async fn run_until(self: Arc<Self>, requested: CancellationToken) -> bool {
+        let stop = CancellationToken::new();
+        let informers = [
+            tokio::spawn({
+                let (i, s) = (self.configmaps.clone(), stop.clone());
+                async move { i.run(s.cancelled_owned()).await }
+            }),
+            tokio::spawn({
+                let (i, s) = (self.deployments.clone(), stop.clone());
+                async move { i.run(s.cancelled_owned()).await }
+            }),
+        ];
+        let synced = self.configmaps.wait_for_cache_sync(requested.cancelled()).await
+            && self.deployments.wait_for_cache_sync(requested.cancelled()).await;
+        if synced {
+            tracing::info!(
+                "{CONTROLLER_NAME} started: watching ConfigMaps in namespace={} for annotation {ANNOTATION}",
+                self.options.scope
+            );
+            let workers: Vec<_> = (0..self.options.workers.max(1))
+                .map(|_| tokio::spawn(Arc::clone(&self).worker(requested.clone())))
+                .collect();
+            requested.cancelled().await;
+            tracing::info!("shutting down: finishing in-flight reconciles");
+            for w in workers {
+                let _ = w.await;
+            }
+        }
+        stop.cancel();
+        self.queue.shut_down();
+        for i in informers {
+            let _ = i.await;
+        }
+        synced
+    }
+
+    /// Takes keys until told to stop: reconcile, then `forget` on success or `add_rate_limited`
+    /// on error. The key is released (done) when `item` drops.
+    async fn worker(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = stop.cancelled() => return,
+                item = self.queue.get() => match item {
+                    Some(item) => item,
+                    None => return,
+                },
+            };
+            let key = item.key().clone();
+            match self.sync(&key).await {
+                Ok(()) => self.queue.forget(&key),
+                Err(e) => {
+                    tracing::warn!(%key, retries = self.queue.num_requeues(&key), "reconcile failed: {e}");
+                    self.queue.add_rate_limited(key);
+                }
+            }
+        }
+    }
+
+    /// Reconciles one ConfigMap key: reads the caches, decides, executes.
+    ///
+    /// # Errors
+    ///
+    /// An invalid annotation, a Deployment that is not ours, or a failed API call.
+    pub async fn sync(&self, key: &ObjectKey) -> Result<(), Error> {
+        let cm = self.cm_lister.get(key);
+        let deployment = self.deploy_lister.get(key);
+        if let Some(app) =
+            cm.as_ref().and_then(|c| c.data.as_ref()).and_then(|d| d.get("app")).filter(|a| !a.is_empty())
+        {
+            tracing::info!("ConfigMap {key} data: {app}");
+        }
+        let action = decide(cm.as_deref(), deployment.as_deref(), key.name());
+        tracing::debug!(%key, ?action, "decided");
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), key.namespace());
+        let api_err = |action| move |source| Error::Api { action, key: key.clone(), source };
+        match action {
+            Action::Nothing(_) => Ok(()),
+            Action::Invalid(source) => {
+                let cm = cm.expect("an annotation was read from it");
+                self.event(&cm.object_ref(&()), EventType::Warning, "InvalidAnnotation", source.to_string())
+                    .await;
+                Err(Error::InvalidAnnotation { key: key.clone(), source })
+            }
+            Action::NotOurs => {
+                let cm = cm.expect("the ConfigMap exists");
+                self.resource_exists(&cm, key).await
+            }
+            Action::Create { replicas } => {
+                let cm = cm.expect("the ConfigMap exists");
+                let params =
+                    PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
+                match deployments.create(&params, &new_deployment(&cm, replicas)).await {
+                    Ok(d) => {
+                        self.event(
+                            &cm.object_ref(&()),
+                            EventType::Normal,
+                            "Created",
+                            format!("Created Deployment {key} with {replicas} replicas"),
+                        )
+                        .await;
+                        tracing::info!(%key, replicas, uid = d.metadata.uid.as_deref().unwrap_or(""), "created Deployment");
+                        Ok(())
+                    }
+                    // The label-filtered cache cannot see Deployments that are not ours.
+                    Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+                        self.resource_exists(&cm, key).await
+                    }
+                    Err(e) => Err(api_err("create")(e)),
+                }
+            }
+            Action::Scale { from, to } => {
+                let d = deployment.expect("the Deployment exists");
+                // Optimistic concurrency: a stale cache gives 409 Conflict, and the key is retried.
+                let patch = json!({ "metadata": { "resourceVersion": d.resource_version() }, "spec": { "replicas": to } });
+                let params =
+                    PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
+                deployments
+                    .patch(key.name(), &params, &Patch::Merge(&patch))
+                    .await
+                    .map_err(api_err("scale"))?;
+                if let Some(cm) = &cm {
+                    self.event(
+                        &cm.object_ref(&()),
+                        EventType::Normal,
+                        "Scaled",
+                        format!("Scaled Deployment {key} from {from} to {to} replicas"),
+                    )
+                    .await;
+                }
+                tracing::info!(%key, from, to, "scaled Deployment");
+                Ok(())
+            }
+            Action::Delete => {
+                let d = deployment.expect("the Deployment exists");
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: d.metadata.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::background()
+                };
+                match deployments.delete(key.name(), &params).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(api_err("delete")(e)),
+                }
+                self.event(
+                    &d.object_ref(&()),
+                    EventType::Normal,
+                    "Deleted",
+                    format!("Deleted Deployment {key}: its ConfigMap is gone"),
+                )
+                .await;
+                tracing::info!(%key, "deleted Deployment: its ConfigMap is gone");
+                Ok(())
+            }
+        }
+    }
+
+    async fn resource_exists(&self, cm: &ConfigMap, key: &ObjectKey) -> Result<(), Error> {
+        let err = Error::ResourceExists { key: key.clone() };
+        self.event(&cm.object_ref(&()), EventType::Warning, "ResourceExists", err.to_string()).await;
+        Err(err)
+    }
+
+    /// Publishes an Event; a failure is logged, never fatal to the reconcile.
+    async fn event(
+        &self,
+        regarding: &k8s_openapi::api::core::v1::ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let action = reason.to_owned();
+        let ev = Event { type_, reason: reason.into(), note: Some(note), action, secondary: None };
+        if let Err(e) = self.recorder.publish(&ev, regarding).await {
+            tracing::warn!(reason, error = %e, "could not publish Event");
+        }
+    }
+}
+
+/// Deployment events enqueue the ConfigMap that owns the Deployment.
+struct EnqueueOwner {
+    queue: RateLimitingQueue<ObjectKey>,
+}
+
+impl EnqueueOwner {
+    fn enqueue(&self, d: &Deployment) {
+        let ns = d.metadata.namespace.as_deref().unwrap_or("");
+        let owner = d
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true) && r.kind == "ConfigMap");
+        let name = owner.map_or_else(|| d.name_any(), |r| r.name.clone());
+        self.queue.add(ObjectKey::new(ns, &name));
+    }
+}
+
+impl EventHandler<Deployment> for EnqueueOwner {
+    fn on_add(&self, obj: &Arc<Deployment>, _initial: bool) {
+        self.enqueue(obj);
+    }
+    fn on_update(&self, old: &Arc<Deployment>, new: &Arc<Deployment>) {
+        // A resync or a relist that found it unchanged carries nothing new.
+        if old.resource_version() != new.resource_version() {
+            self.enqueue(new);
+        }
+    }
+    fn on_delete(&self, obj: &Deleted<Deployment>) {
+        self.enqueue(obj.object());
+    }
+}
+
+/// The Deployment for a ConfigMap: labels `app=<name>` and `managed-by=counter-controller`,
+/// selector `app=<name>`, one `nginx:1.27` container, `replicas`, and a controller
+/// ownerReference to the ConfigMap so the cluster's garbage collector is a backstop.
+#[must_use]
+pub fn new_deployment(cm: &ConfigMap, replicas: i32) -> Deployment {
+    let name = cm.name_any();
+    let owner = cm.controller_owner_ref(&()).map(|mut r| {
+        r.block_owner_deletion = Some(true);
+        r
+    });
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": cm.namespace(),
+            "labels": { "app": name, MANAGED_BY.0: MANAGED_BY.1 },
+            "ownerReferences": owner.into_iter().collect::<Vec<_>>(),
+        },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "template": {
+                "metadata": { "labels": { "app": name, MANAGED_BY.0: MANAGED_BY.1 } },
+                "spec": { "containers": [{ "name": "nginx", "image": IMAGE }] },
+            },
+        },
+    }))
+    .expect("a well-formed Deployment")
+}

@@ -1,0 +1,19 @@
+//! counter-controller: the annotation `counter.example.com/desired` on a ConfigMap sets the
+//! replicas of the same-named Deployment, which the controller creates, scales and deletes.
+//!
+//! Built from four parts and no controller framework — **Informer → Workqueue → Worker →
+//! Reconcile**:
+//!
+//! | module | what it is |
+//! |---|---|
+//! | [`annotation`] | the desired count, parsed strictly |
+//! | [`decision`] | the decision table, a pure function |
+//! | [`controller`] | informers, queue, workers, and the executor of decisions |
+//! | [`cli`] | the command line: `run` (and the logging setup) |
+
+pub mod annotation;
+pub mod cli;
+pub mod controller;
+pub mod decision;
+
+pub use controller::{Controller, Options, Scope};

@@ -1,0 +1,442 @@
+//! The controller end to end with a real `kube::Client` on the sandbox: the seed's five tests by
+//! name, then the safety rows, drift, restarts, idempotence, conflicts, failures and shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use counter_controller::controller::Error;
+use counter_controller::{Controller, Options, Scope};
+use informer::ObjectKey;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use prometheus_client::registry::Registry;
+use sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const ANNOTATION: &str = "counter.example.com/desired";
+
+/// A sandbox without the garbage collector, so every delete seen is the controller's.
+fn sandbox() -> Sandbox {
+    Sandbox::with_config(SandboxConfig {
+        rollout: Rollout::Instant,
+        store: StoreConfig { garbage_collection: false, ..StoreConfig::default() },
+        ..SandboxConfig::default()
+    })
+}
+
+struct Running {
+    controller: Arc<Controller>,
+    registry: Registry,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<bool>,
+}
+
+impl Running {
+    async fn stop(self) -> bool {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(20), self.task).await.expect("controller stopped").unwrap()
+    }
+
+    fn metrics(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).unwrap();
+        text
+    }
+}
+
+fn controller(sb: &Sandbox, resync: Duration) -> (Arc<Controller>, Registry) {
+    let mut registry = Registry::default();
+    let options = Options { scope: Scope::Namespace("default".into()), workers: 2, resync };
+    (Controller::new(sb.client(), options, &mut registry), registry)
+}
+
+fn start(sb: &Sandbox) -> Running {
+    start_with(sb, Duration::ZERO)
+}
+
+fn start_with(sb: &Sandbox, resync: Duration) -> Running {
+    let (controller, registry) = controller(sb, resync);
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(Arc::clone(&controller).run(stop.clone().cancelled_owned()));
+    Running { controller, registry, stop, task }
+}
+
+fn cm(name: &str, desired: Option<&str>) -> ConfigMap {
+    let mut v = json!({ "metadata": { "name": name }, "data": { "app": name } });
+    if let Some(d) = desired {
+        v["metadata"]["annotations"] = json!({ ANNOTATION: d });
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn apis(sb: &Sandbox) -> (Api<ConfigMap>, Api<Deployment>) {
+    (Api::default_namespaced(sb.client()), Api::default_namespaced(sb.client()))
+}
+
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !check().await {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn replicas(deploys: &Api<Deployment>, name: &str) -> Option<i32> {
+    deploys.get_opt(name).await.unwrap().and_then(|d| d.spec.replicas)
+}
+
+async fn wait_replicas(deploys: &Api<Deployment>, name: &str, want: Option<i32>) {
+    eventually(&format!("deployment {name} replicas {want:?}"), || async {
+        replicas(deploys, name).await == want
+    })
+    .await;
+}
+
+async fn events(sb: &Sandbox) -> Vec<(String, String, String)> {
+    let api: Api<Event> = Api::default_namespaced(sb.client());
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| (e.type_.unwrap_or_default(), e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
+
+fn ours(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": { "name": name, "labels": { "app": name, "managed-by": "counter-controller" } },
+        "spec": { "replicas": replicas, "selector": { "matchLabels": { "app": name } },
+                  "template": { "metadata": { "labels": { "app": name } }, "spec": { "containers": [{ "name": "nginx", "image": "nginx:1.27" }] } } },
+    }))
+    .unwrap()
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey::new("default", name)
+}
+
+// ---- The seed's five tests ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_reconcile_create_deployment() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("3"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(3)).await;
+    assert!(run.stop().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_reconcile_scale_to_match() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    deploys.create(&PostParams::default(), &ours("web", 2)).await.unwrap();
+    cms.create(&PostParams::default(), &cm("web", Some("5"))).await.unwrap();
+    let run = start(&sb);
+    wait_replicas(&deploys, "web", Some(5)).await;
+    assert!(
+        events(&sb).await.iter().any(|(t, r, m)| t == "Normal" && r == "Scaled" && m.contains("from 2 to 5"))
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_reconcile_no_annotation_ignored() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    cms.create(&PostParams::default(), &cm("web", None)).await.unwrap();
+    let run = start(&sb);
+    eventually("the key was processed", || async {
+        sb.requests().count("list", "deployments") > 0 && run.controller.queue().is_empty()
+    })
+    .await;
+    run.controller.sync(&key("web")).await.unwrap();
+    assert!(deploys.get_opt("web").await.unwrap().is_none());
+    assert_eq!(sb.requests().count("create", "deployments"), 0);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_reconcile_delete_follows() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("3"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(3)).await;
+    cms.delete("web", &DeleteParams::default()).await.unwrap();
+    wait_replicas(&deploys, "web", None).await;
+    assert_eq!(
+        sb.requests().count("delete", "deployments"),
+        1,
+        "the controller deleted it (no garbage collector here)"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_reconcile_invalid_annotation() {
+    let sb = sandbox();
+    let (cms, _) = apis(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("not-a-number"))).await.unwrap();
+    let run = start(&sb);
+    eventually("the invalid key is retried", || async {
+        run.controller.queue().num_requeues(&key("web")) >= 2
+    })
+    .await;
+    let err = run.controller.sync(&key("web")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidAnnotation { source, .. } if source.value == "not-a-number"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("\"not-a-number\""), "{err}");
+    let evs = events(&sb).await;
+    assert!(
+        evs.iter().any(|(t, r, m)| t == "Warning" && r == "InvalidAnnotation" && m.contains("not-a-number")),
+        "{evs:?}"
+    );
+    assert_eq!(sb.requests().count("create", "deployments"), 0);
+    run.stop().await;
+}
+
+// ---- Beyond the seed ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_we_do_not_own_is_never_touched() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let mut theirs = ours("web", 1);
+    theirs.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+    deploys.create(&PostParams::default(), &theirs).await.unwrap();
+    cms.create(&PostParams::default(), &cm("web", Some("4"))).await.unwrap();
+    let run = start(&sb);
+    eventually("a ResourceExists warning", || async {
+        events(&sb).await.iter().any(|(t, r, m)| {
+            t == "Warning" && r == "ResourceExists" && m.contains("not managed by counter-controller")
+        })
+    })
+    .await;
+    cms.delete("web", &DeleteParams::default()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(replicas(&deploys, "web").await, Some(1), "never scaled, never deleted");
+    let writes: Vec<_> = sb
+        .requests()
+        .all()
+        .into_iter()
+        .filter(|r| r.resource == "deployments" && r.is_write() && r.verb != "create")
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_created_deployment_carries_labels_selector_image_and_owner() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    let made = cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    let d = deploys.get("web").await.unwrap();
+    let labels = d.metadata.labels.unwrap();
+    assert_eq!((labels["app"].as_str(), labels["managed-by"].as_str()), ("web", "counter-controller"));
+    assert_eq!(d.spec.selector.match_labels.unwrap()["app"], "web");
+    let pod = d.spec.template.spec.unwrap();
+    assert_eq!(pod.containers[0].image.as_deref(), Some("nginx:1.27"));
+    let owner = &d.metadata.owner_references.unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("ConfigMap", "web", Some(true))
+    );
+    assert_eq!(Some(&owner.uid), made.metadata.uid.as_ref());
+    assert!(events(&sb).await.iter().any(|(t, r, _)| t == "Normal" && r == "Created"));
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_bad_annotation_is_an_error_with_retry_and_no_write() {
+    let sb = sandbox();
+    let (cms, _) = apis(&sb);
+    let bad = ["-1", "3.5", "abc", "", "99999999999", " ", "1e3"];
+    for (i, v) in bad.iter().enumerate() {
+        cms.create(&PostParams::default(), &cm(&format!("bad-{i}"), Some(v))).await.unwrap();
+    }
+    let run = start(&sb);
+    for i in 0..bad.len() {
+        let k = key(&format!("bad-{i}"));
+        eventually(&format!("{k} retried"), || async { run.controller.queue().num_requeues(&k) >= 1 }).await;
+        assert!(matches!(run.controller.sync(&k).await, Err(Error::InvalidAnnotation { .. })));
+    }
+    assert_eq!(sb.requests().all().iter().filter(|r| r.resource == "deployments" && r.is_write()).count(), 0);
+    assert!(run.metrics().contains("workqueue_retries_total{name=\"counter-controller\"}"));
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_undone_without_waiting_for_resync() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start_with(&sb, Duration::ZERO); // no resync at all: only the Deployment watch can trigger
+    cms.create(&PostParams::default(), &cm("web", Some("3"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(3)).await;
+    deploys
+        .patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "replicas": 7 } })))
+        .await
+        .unwrap();
+    wait_replicas(&deploys, "web", Some(3)).await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configmap_deleted_while_down_loses_its_deployment_after_restart() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    assert!(run.stop().await);
+    cms.delete("web", &DeleteParams::default()).await.unwrap();
+    assert!(deploys.get_opt("web").await.unwrap().is_some(), "nobody deleted it yet");
+    let run = start(&sb);
+    wait_replicas(&deploys, "web", None).await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_state_makes_no_reads_and_no_writes() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start_with(&sb, Duration::from_millis(100));
+    for i in 0..5 {
+        cms.create(&PostParams::default(), &cm(&format!("web-{i}"), Some("2"))).await.unwrap();
+    }
+    for i in 0..5 {
+        wait_replicas(&deploys, &format!("web-{i}"), Some(2)).await;
+    }
+    // Let the rollouts finish and their status events settle.
+    eventually("rollouts done", || async {
+        deploys
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .all(|d| d.status.as_ref().and_then(|s| s.ready_replicas) == Some(2))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    sb.requests().clear();
+    // Several resyncs replay every key to the workers; a second direct reconcile too.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    run.controller.sync(&key("web-0")).await.unwrap();
+    run.controller.sync(&key("web-0")).await.unwrap();
+    let seen: Vec<_> =
+        sb.requests().all().into_iter().filter(|r| r.verb != "watch" && r.resource != "events").collect();
+    assert!(seen.is_empty(), "steady state must neither read nor write: {seen:?}");
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_on_update_is_retried_and_converges() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    eventually("rollout done", || async {
+        deploys.get("web").await.unwrap().status.and_then(|s| s.ready_replicas) == Some(2)
+    })
+    .await;
+
+    // Freeze the controller's view of Deployments, then change the Deployment behind its back.
+    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("deployments"), 1.0, FaultKind::InternalError));
+    sb.faults().cut_watches();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    deploys
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "annotations": { "touched": "yes" } } })),
+        )
+        .await
+        .unwrap();
+    cms.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "annotations": { ANNOTATION: "4" } } })),
+    )
+    .await
+    .unwrap();
+    eventually("a 409 on the scale", || async {
+        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
+    })
+    .await;
+    sb.faults().clear();
+    wait_replicas(&deploys, "web", Some(4)).await;
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_percent_failing_writes_still_converge_and_count_retries() {
+    let sb = sandbox();
+    sb.faults().seed(7);
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    sb.faults().add_rule(FaultRule::new(Some("write"), Some("deployments"), 0.1, FaultKind::InternalError));
+    sb.faults().add_rule(FaultRule::new(
+        Some("write"),
+        Some("deployments"),
+        0.11,
+        FaultKind::TooManyRequests { retry_after_seconds: 0 },
+    ));
+    for i in 0..20 {
+        cms.create(&PostParams::default(), &cm(&format!("web-{i}"), Some("3"))).await.unwrap();
+    }
+    for i in 0..20 {
+        wait_replicas(&deploys, &format!("web-{i}"), Some(3)).await;
+    }
+    let failed = sb
+        .requests()
+        .all()
+        .iter()
+        .filter(|r| r.resource == "deployments" && r.is_write() && r.code >= 429)
+        .count();
+    assert!(failed > 0, "some writes failed");
+    let text = run.metrics();
+    let retries: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("workqueue_retries_total{name=\"counter-controller\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        retries >= failed as f64,
+        "every failed write was retried through the queue: {retries} retries for {failed} failures"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_in_flight_reconciles() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    eventually("caches synced", || async { sb.requests().count("watch", "deployments") > 0 }).await;
+    sb.faults().set_latency(Duration::from_millis(400));
+    tokio::spawn({
+        let cms = cms.clone();
+        async move { cms.create(&PostParams::default(), &cm("web", Some("1"))).await.unwrap() }
+    });
+    eventually("a reconcile in flight", || async { run.controller.queue().processing() > 0 }).await;
+    let controller = Arc::clone(&run.controller);
+    assert!(run.stop().await, "run returned cleanly");
+    assert_eq!(controller.queue().processing(), 0, "nothing left half-done");
+    sb.faults().set_latency(Duration::ZERO);
+    assert_eq!(replicas(&deploys, "web").await, Some(1), "the in-flight create finished");
+}
