@@ -34,6 +34,8 @@ pub struct Cli {
 enum Command {
     /// Run the controller against a cluster (the default).
     Run(RunArgs),
+    /// Start the embedded API server, run the controller on it, print the walkthrough.
+    Sandbox(crate::embedded::SandboxArgs),
 }
 
 /// Flags of `run`.
@@ -219,21 +221,26 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 impl Cli {
-    /// The `run` arguments, whether given as `counter-controller run …` or `counter-controller …`.
-    #[must_use]
-    pub fn run_args(self) -> RunArgs {
-        match self.command {
-            Some(Command::Run(args)) => args,
-            None => self.run,
-        }
-    }
-
     /// The log format asked for.
     #[must_use]
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
             Some(Command::Run(args)) => args.log_format,
+            Some(Command::Sandbox(args)) => args.log_format,
             None => self.run.log_format,
+        }
+    }
+
+    /// Runs the chosen command: `run` (also with no command) or `sandbox`.
+    ///
+    /// # Errors
+    ///
+    /// The command's error, as one line.
+    pub async fn execute(self) -> anyhow::Result<()> {
+        match self.command {
+            Some(Command::Run(args)) => run(args).await,
+            Some(Command::Sandbox(args)) => crate::embedded::run(args).await,
+            None => run(self.run).await,
         }
     }
 }

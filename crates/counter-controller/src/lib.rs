@@ -9,11 +9,13 @@
 //! | [`annotation`] | the desired count, parsed strictly |
 //! | [`decision`] | the decision table, a pure function |
 //! | [`controller`] | informers, queue, workers, and the executor of decisions |
-//! | [`cli`] | the command line: `run` (and the logging setup) |
+//! | [`cli`] | the command line: `run`, flags, logging, fail-fast checks |
+//! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 
 pub mod annotation;
 pub mod cli;
 pub mod controller;
 pub mod decision;
+pub mod embedded;
 
 pub use controller::{Controller, Options, Scope};

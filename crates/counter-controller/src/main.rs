@@ -7,7 +7,7 @@ use counter_controller::cli::{self, Cli};
 async fn main() -> std::process::ExitCode {
     let args = Cli::parse();
     cli::init_logging(args.log_format());
-    match cli::run(args.run_args()).await {
+    match args.execute().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("counter-controller: {e:#}");

@@ -113,6 +113,8 @@ struct Query {
     force: bool,
     propagation: Option<String>,
     dry_run: bool,
+    /// `Accept: ...;as=Table`: answer with server-side printed Tables.
+    as_table: bool,
 }
 
 fn parse_query(q: Option<&str>) -> Result<Query, ApiError> {
@@ -261,7 +263,12 @@ where
     B::Error: Into<BoxError>,
 {
     let t = parse_target(path)?;
-    let q = parse_query(parts.uri.query())?;
+    let mut q = parse_query(parts.uri.query())?;
+    q.as_table = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=Table"));
     let verb = verb_of(&parts.method, &t, q.watch);
     record.verb = verb.to_owned();
     record.resource = t.def.plural.to_owned();
@@ -291,7 +298,24 @@ where
     let name = t.name.as_deref().unwrap_or("");
     let ok = |v: Value| Ok(json_response(200, &v));
     match verb {
+        "get" if q.as_table && t.sub == Subresource::Main => {
+            let obj = store.get(def, ns, name, t.sub)?;
+            let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
+            ok(crate::table::table(def, &[obj], &rv, true))
+        }
         "get" => ok(store.get(def, ns, name, t.sub)?),
+        "list" if q.as_table => {
+            let list = store.list(def, t.namespace.as_deref(), &q.list)?;
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            let mut table = crate::table::table(
+                def,
+                &items,
+                list["metadata"]["resourceVersion"].as_str().unwrap_or(""),
+                true,
+            );
+            table["metadata"] = list["metadata"].clone();
+            ok(table)
+        }
         "list" => ok(store.list(def, t.namespace.as_deref(), &q.list)?),
         "watch" => watch(shared, def, t.namespace.clone(), q),
         "create" => {
@@ -390,10 +414,22 @@ fn watch(
         let mut feed = start.feed;
         let mut rv = start.rv;
         let mut last_sent = 0;
+        let mut headers = true;
+        // Tables carry their column definitions in the first event only, as the API server's do.
+        let mut render = |kind: &str, obj: Value| {
+            if q.as_table {
+                let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
+                let t = crate::table::table(def, &[obj], &rv, headers);
+                headers = false;
+                frame(kind, &t)
+            } else {
+                frame(kind, &obj)
+            }
+        };
         for c in &start.initial {
             last_sent = last_sent.max(c.rv);
             if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, c)
-                && tx.send(frame(kind, &obj)).await.is_err()
+                && tx.send(render(kind, obj)).await.is_err()
             {
                 return;
             }
@@ -413,7 +449,7 @@ fn watch(
                     Ok(c) => {
                         rv = c.rv;
                         if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, &c)
-                            && tx.send(frame(kind, &obj)).await.is_err()
+                            && tx.send(render(kind, obj)).await.is_err()
                         {
                             return;
                         }

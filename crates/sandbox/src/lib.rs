@@ -14,9 +14,12 @@
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
 //! | [`selector`] | label and field selectors |
+//! | [`server`] | the same API over HTTP/1.1 with a bearer token, and kubeconfig writing |
+//! | [`discovery`] | `/version`, discovery, OpenAPI, health endpoints |
 //! | [`faults`] | fault injection |
 //! | [`record`] | the request log |
 //! | [`status`] | `metav1.Status` errors |
+//! | [`table`] | server-side printing (`as=Table`) for `kubectl get` |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -36,14 +39,17 @@
 
 pub mod api;
 pub mod deployment;
+pub mod discovery;
 pub mod faults;
 pub mod object;
 pub mod patch;
 pub mod record;
 pub mod resource;
 pub mod selector;
+pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 
 use std::convert::Infallible;
 use std::future::Future;

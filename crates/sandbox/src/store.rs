@@ -441,7 +441,7 @@ impl Store {
     /// A store holding the namespaces `default` and `kube-system`.
     #[must_use]
     pub fn new(config: StoreConfig) -> Self {
-        let (tx, _) = broadcast::channel(4096);
+        let (tx, _) = broadcast::channel(config.history_limit.clamp(1024, 65_536));
         let store = Self {
             state: Mutex::new(State {
                 objects: BTreeMap::new(),

@@ -1,0 +1,246 @@
+//! The sandbox over HTTPS (HTTP/1.1), for kubectl, Python's `kubernetes` client and any other
+//! real client.
+//!
+//! Every request must carry `Authorization: Bearer <token>`; the token is random per sandbox and
+//! written, with the server's address and its CA certificate, into a kubeconfig of mode 0600. A
+//! missing or wrong token gets a 401 Status.
+//!
+//! Why TLS on loopback: client-go (kubectl) sends bearer tokens only over TLS, so a plain-HTTP
+//! server could never authenticate it. Each sandbox generates its own CA and a server certificate
+//! for `localhost`, `127.0.0.1` and the listen address; the CA goes into the kubeconfig
+//! (`certificate-authority-data`), so clients verify the server like any cluster.
+//!
+//! Protobuf is never spoken: a client that asks for it gets JSON, as a server may answer.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::api::{self, ResponseBody};
+use crate::{Sandbox, discovery, status::ApiError};
+
+/// A random bearer token from the operating system's randomness.
+#[must_use]
+pub fn new_token() -> String {
+    let mut bytes = [0u8; 24];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| io::Read::read_exact(&mut f, &mut bytes)).is_err()
+    {
+        // No /dev/urandom (not Linux): fall back to the process RNG, seeded from the clock.
+        let mut rng = fastrand::Rng::new();
+        rng.fill(&mut bytes);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A kubeconfig for `server` (trusting `ca_pem`) with `token`, context `sandbox`, namespace
+/// `default`.
+#[must_use]
+pub fn kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: sandbox\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: sandbox\n  user:\n    token: {token}\ncontexts:\n- name: sandbox\n  context:\n    cluster: sandbox\n    user: sandbox\n    namespace: default\ncurrent-context: sandbox\npreferences: {{}}\n"
+    )
+}
+
+/// Writes [`kubeconfig`] to `path`, readable by its owner only (mode 0600).
+///
+/// # Errors
+///
+/// The file cannot be created or written.
+pub fn write_kubeconfig(path: &Path, server: &HttpServer) -> io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    f.write_all(kubeconfig(&server.url(), &server.ca_pem, &server.token).as_bytes())
+}
+
+/// A running HTTP server. Dropping it does not stop it; call [`shutdown`](Self::shutdown).
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    token: String,
+    ca_pem: String,
+    stop: watch::Sender<bool>,
+}
+
+impl HttpServer {
+    /// The address it listens on (with the real port when 0 was asked for).
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `https://<addr>`.
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The PEM certificate of the CA that signed the server's certificate.
+    #[must_use]
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The bearer token clients must send.
+    #[must_use]
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Stops accepting connections.
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Sandbox {
+    /// Serves the sandbox over HTTP on `addr` (port 0 picks a free one) with `token`.
+    ///
+    /// # Errors
+    ///
+    /// The address cannot be bound.
+    pub async fn serve(&self, addr: SocketAddr, token: String) -> io::Result<HttpServer> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let (ca_pem, tls) = tls_config(addr)
+            .map_err(|e| io::Error::other(format!("generating the sandbox's TLS certificates: {e}")))?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let (stop, mut stopped) = watch::channel(false);
+        let sandbox = self.clone();
+        let auth = Arc::new(format!("Bearer {token}"));
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = tokio::select! {
+                    accepted = listener.accept() => match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "accept failed");
+                            continue;
+                        }
+                    },
+                    _ = stopped.changed() => return,
+                };
+                let (sandbox, auth, acceptor) = (sandbox.clone(), Arc::clone(&auth), acceptor.clone());
+                tokio::spawn(async move {
+                    // A client that fails the handshake, drops or half-closes ends only this task.
+                    let Ok(stream) = acceptor.accept(stream).await else { return };
+                    let service = hyper::service::service_fn(move |req| {
+                        let (sandbox, auth) = (sandbox.clone(), Arc::clone(&auth));
+                        async move { Ok::<_, std::convert::Infallible>(respond(&sandbox, &auth, req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        Ok(HttpServer { addr, token, ca_pem, stop })
+    }
+}
+
+/// A fresh CA and a server certificate for `localhost`, `127.0.0.1`, `::1` and `addr`'s IP.
+fn tls_config(
+    addr: SocketAddr,
+) -> Result<(String, Arc<rustls::ServerConfig>), Box<dyn std::error::Error + Send + Sync>> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "counter-controller sandbox CA");
+    ca_params.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let ca_key = KeyPair::generate()?;
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
+    if !addr.ip().is_unspecified() && !names.contains(&addr.ip().to_string()) {
+        names.push(addr.ip().to_string());
+    }
+    let mut params = CertificateParams::new(names)?;
+    params.distinguished_name.push(DnType::CommonName, "sandbox");
+    let key = KeyPair::generate()?;
+    let cert = params.signed_by(&key, &issuer)?;
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok((ca_cert.pem(), Arc::new(config)))
+}
+
+fn json(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap_or_default())).boxed_unsync())
+        .expect("valid response")
+}
+
+fn text(body: &'static str) -> Response<ResponseBody> {
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from(body)).boxed_unsync())
+        .expect("valid response")
+}
+
+async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Response<ResponseBody> {
+    let authorized =
+        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).is_some_and(|v| v == auth);
+    if !authorized {
+        return api::error_response(&ApiError::unauthorized());
+    }
+    let path = req.uri().path().trim_end_matches('/').to_owned();
+    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let aggregated = accept.contains("as=APIGroupDiscoveryList");
+    const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let plain = "application/json";
+    match segs.as_slice() {
+        ["healthz"] | ["readyz"] | ["livez"] => text("ok"),
+        ["version"] => json(200, plain, &discovery::version()),
+        ["api"] if aggregated => json(200, AGGREGATED, &discovery::aggregated(true)),
+        ["api"] => json(200, plain, &discovery::core_versions()),
+        ["apis"] if aggregated => json(200, AGGREGATED, &discovery::aggregated(false)),
+        ["apis"] => json(200, plain, &discovery::group_list()),
+        ["api", v] => discovery::resource_list("", v)
+            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |l| json(200, plain, &l)),
+        ["apis", g, v] => discovery::resource_list(g, v)
+            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |l| json(200, plain, &l)),
+        ["openapi", "v2"] => json(200, plain, &discovery::openapi_v2()),
+        ["openapi", "v3"] => json(200, plain, &discovery::openapi_v3_index()),
+        ["openapi", "v3", "api", v] => discovery::openapi_v3("", v)
+            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |d| json(200, plain, &d)),
+        ["openapi", "v3", "apis", g, v] => discovery::openapi_v3(g, v)
+            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |d| json(200, plain, &d)),
+        _ => api::handle(Arc::clone(&sandbox.shared), req).await,
+    }
+}
