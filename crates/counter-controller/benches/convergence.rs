@@ -189,7 +189,8 @@ async fn child(variant: &str, n: usize) -> Value {
     let mut verbs = std::collections::BTreeMap::<String, usize>::new();
     for r in sb.requests().all() {
         if r.verb != "watch" && r.resource != "events" {
-            *verbs.entry(format!("{} {}", r.verb, r.resource)).or_default() += 1;
+            let failed = if r.code >= 300 { format!(" ({})", r.code) } else { String::new() };
+            *verbs.entry(format!("{} {}{failed}", r.verb, r.resource)).or_default() += 1;
         }
     }
     let events = sb.requests().all().iter().filter(|r| r.resource == "events").count();

@@ -13,6 +13,7 @@
 //! | [`resource`] | the served resources (one declaration each) |
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
+//! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
 //! | [`selector`] | label and field selectors |
 //! | [`server`] | the same API over HTTP/1.1 with a bearer token, and kubeconfig writing |
 //! | [`discovery`] | `/version`, discovery, OpenAPI, health endpoints |
@@ -43,6 +44,7 @@ pub mod discovery;
 pub mod faults;
 pub mod object;
 pub mod patch;
+pub mod protobuf;
 pub mod record;
 pub mod resource;
 pub mod selector;

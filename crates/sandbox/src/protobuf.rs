@@ -1,0 +1,246 @@
+//! Just enough of Kubernetes' protobuf encoding to read what kubectl sends.
+//!
+//! kubectl's `create namespace|configmap|secret` send their objects as
+//! `application/vnd.kubernetes.protobuf`: the bytes `k8s\0`, then a `runtime.Unknown` envelope
+//! (type meta + the object's own protobuf bytes). This module decodes those three kinds into the
+//! JSON the rest of the sandbox works with, from small field tables taken from the API's
+//! `generated.proto` numbering. Responses are always JSON, which kubectl accepts as well.
+//! Other kinds sent as protobuf get a 415 that says to send JSON.
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use crate::status::ApiError;
+
+/// How one protobuf field maps to JSON.
+#[derive(Clone, Copy)]
+enum Kind {
+    Str,
+    Int,
+    Bool,
+    Bytes,
+    Msg(&'static [Field]),
+    RepStr,
+    RepMsg(&'static [Field]),
+    MapStr,
+    MapBytes,
+    Time,
+}
+
+#[derive(Clone, Copy)]
+struct Field(u32, &'static str, Kind);
+
+const OWNER_REFERENCE: &[Field] = &[
+    Field(1, "kind", Kind::Str),
+    Field(3, "name", Kind::Str),
+    Field(4, "uid", Kind::Str),
+    Field(5, "apiVersion", Kind::Str),
+    Field(6, "controller", Kind::Bool),
+    Field(7, "blockOwnerDeletion", Kind::Bool),
+];
+
+const OBJECT_META: &[Field] = &[
+    Field(1, "name", Kind::Str),
+    Field(2, "generateName", Kind::Str),
+    Field(3, "namespace", Kind::Str),
+    Field(5, "uid", Kind::Str),
+    Field(6, "resourceVersion", Kind::Str),
+    Field(7, "generation", Kind::Int),
+    Field(8, "creationTimestamp", Kind::Time),
+    Field(11, "labels", Kind::MapStr),
+    Field(12, "annotations", Kind::MapStr),
+    Field(13, "ownerReferences", Kind::RepMsg(OWNER_REFERENCE)),
+    Field(14, "finalizers", Kind::RepStr),
+];
+
+const NAMESPACE: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(2, "spec", Kind::Msg(&[Field(1, "finalizers", Kind::RepStr)])),
+    Field(3, "status", Kind::Msg(&[Field(1, "phase", Kind::Str)])),
+];
+
+const CONFIG_MAP: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(2, "data", Kind::MapStr),
+    Field(3, "binaryData", Kind::MapBytes),
+    Field(4, "immutable", Kind::Bool),
+];
+
+const SECRET: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(2, "data", Kind::MapBytes),
+    Field(3, "type", Kind::Str),
+    Field(4, "stringData", Kind::MapStr),
+    Field(5, "immutable", Kind::Bool),
+];
+
+const UNKNOWN: &[Field] = &[
+    Field(1, "typeMeta", Kind::Msg(&[Field(1, "apiVersion", Kind::Str), Field(2, "kind", Kind::Str)])),
+    Field(2, "raw", Kind::Bytes),
+];
+
+/// The protobuf content type.
+pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    fn err(&self, why: &str) -> ApiError {
+        ApiError::bad_request(format!("the protobuf {} body is malformed: {why}", self.what))
+    }
+
+    fn varint(&mut self) -> Result<u64, ApiError> {
+        let mut out = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&b, rest) = self.buf.split_first().ok_or_else(|| self.err("truncated varint"))?;
+            self.buf = rest;
+            out |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(out);
+            }
+        }
+        Err(self.err("varint too long"))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], ApiError> {
+        let len = usize::try_from(self.varint()?).map_err(|_| self.err("length too large"))?;
+        if len > self.buf.len() {
+            return Err(self.err("length past the end"));
+        }
+        let (head, rest) = self.buf.split_at(len);
+        self.buf = rest;
+        Ok(head)
+    }
+
+    fn skip(&mut self, wire: u64) -> Result<(), ApiError> {
+        match wire {
+            0 => self.varint().map(drop),
+            1 => self.take(8),
+            2 => self.bytes().map(drop),
+            5 => self.take(4),
+            _ => Err(self.err(&format!("unsupported wire type {wire}"))),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<(), ApiError> {
+        if n > self.buf.len() {
+            return Err(self.err("truncated"));
+        }
+        self.buf = &self.buf[n..];
+        Ok(())
+    }
+}
+
+fn text(bytes: &[u8], r: &Reader<'_>) -> Result<String, ApiError> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| r.err("a string is not UTF-8"))
+}
+
+fn decode(buf: &[u8], schema: &[Field], what: &'static str) -> Result<Value, ApiError> {
+    let mut r = Reader { buf, what };
+    let mut obj = Map::new();
+    while !r.buf.is_empty() {
+        let tag = r.varint()?;
+        let (num, wire) = (u32::try_from(tag >> 3).unwrap_or(0), tag & 7);
+        let Some(&Field(_, name, kind)) = schema.iter().find(|f| f.0 == num) else {
+            r.skip(wire)?;
+            continue;
+        };
+        let value = match kind {
+            Kind::Int => json!(r.varint()?),
+            Kind::Bool => json!(r.varint()? != 0),
+            Kind::Str | Kind::RepStr => json!(text(r.bytes()?, &r)?),
+            Kind::Bytes => json!(base64::engine::general_purpose::STANDARD.encode(r.bytes()?)),
+            Kind::Msg(s) | Kind::RepMsg(s) => decode(r.bytes()?, s, what)?,
+            Kind::Time => {
+                let t = decode(r.bytes()?, &[Field(1, "seconds", Kind::Int)], what)?;
+                let secs = t["seconds"].as_i64().unwrap_or(0);
+                json!(jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default())
+            }
+            Kind::MapStr | Kind::MapBytes => {
+                let value_kind = if matches!(kind, Kind::MapStr) { Kind::Str } else { Kind::Bytes };
+                let entry = decode(r.bytes()?, &[Field(1, "k", Kind::Str), Field(2, "v", value_kind)], what)?;
+                let key = entry["k"].as_str().unwrap_or("").to_owned();
+                let map = obj.entry(name).or_insert_with(|| json!({}));
+                map[key] = entry.get("v").cloned().unwrap_or(json!(""));
+                continue;
+            }
+        };
+        if matches!(kind, Kind::RepStr | Kind::RepMsg(_)) {
+            obj.entry(name).or_insert_with(|| json!([])).as_array_mut().expect("array").push(value);
+        } else {
+            obj.insert(name.to_owned(), value);
+        }
+    }
+    Ok(Value::Object(obj))
+}
+
+/// Decodes a `k8s\0`-prefixed protobuf body into the object's JSON.
+///
+/// # Errors
+///
+/// 400 for a malformed body; 415 for a kind the sandbox cannot read as protobuf.
+pub fn to_json(body: &[u8]) -> Result<Value, ApiError> {
+    let inner = body
+        .strip_prefix(b"k8s\0")
+        .ok_or_else(|| ApiError::bad_request("the protobuf body does not start with the k8s\\0 magic"))?;
+    let unknown = decode(inner, UNKNOWN, "envelope")?;
+    let api_version =
+        unknown.pointer("/typeMeta/apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = unknown.pointer("/typeMeta/kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let raw = unknown.get("raw").and_then(Value::as_str).unwrap_or("");
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(raw)
+        .map_err(|_| ApiError::bad_request("protobuf envelope"))?;
+    let (schema, what) = match (api_version.as_str(), kind.as_str()) {
+        ("v1", "Namespace") => (NAMESPACE, "Namespace"),
+        ("v1", "ConfigMap") => (CONFIG_MAP, "ConfigMap"),
+        ("v1", "Secret") => (SECRET, "Secret"),
+        _ => {
+            return Err(ApiError::unsupported_media_type(&format!(
+                "{CONTENT_TYPE} for {api_version} {kind} (the sandbox reads protobuf for v1 Namespace, ConfigMap and Secret; send JSON)"
+            )));
+        }
+    };
+    let mut obj = decode(&raw, schema, what)?;
+    obj["apiVersion"] = json!(api_version);
+    obj["kind"] = json!(kind);
+    Ok(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(num: u32, bytes: &[u8]) -> Vec<u8> {
+        let mut out = vec![u8::try_from(num << 3 | 2).unwrap(), u8::try_from(bytes.len()).unwrap()];
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    #[test]
+    fn decodes_a_configmap_like_kubectl_sends() {
+        let meta = [field(1, b"x"), field(11, &[field(1, b"app"), field(2, b"web")].concat())].concat();
+        let cm = [field(1, &meta), field(2, &[field(1, b"a"), field(2, b"b")].concat())].concat();
+        let type_meta = [field(1, b"v1"), field(2, b"ConfigMap")].concat();
+        let body = [b"k8s\0".as_slice(), &field(1, &type_meta), &field(2, &cm)].concat();
+        let v = to_json(&body).unwrap();
+        assert_eq!(
+            v,
+            json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "x", "labels": { "app": "web" } }, "data": { "a": "b" } })
+        );
+    }
+
+    #[test]
+    fn malformed_and_unsupported_bodies_are_named() {
+        assert_eq!(to_json(b"nope").unwrap_err().code, 400);
+        assert_eq!(to_json(b"k8s\0\x0a\x05ab").unwrap_err().code, 400);
+        let type_meta = [field(1, b"apps/v1"), field(2, b"Deployment")].concat();
+        let body = [b"k8s\0".as_slice(), &field(1, &type_meta)].concat();
+        let e = to_json(&body).unwrap_err();
+        assert_eq!(e.code, 415);
+        assert!(e.message.contains("Deployment"), "{}", e.message);
+    }
+}
