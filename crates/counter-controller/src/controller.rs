@@ -9,9 +9,10 @@
 //! * One rate-limited queue (client-go's default controller limiter), `workers` workers.
 //! * `sync` reads both caches — never GET from the API server — and writes only when needed.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -32,6 +33,9 @@ use crate::decision::{Action, MANAGED_BY, decide};
 pub const CONTROLLER_NAME: &str = "counter-controller";
 /// The image of the Deployments it creates.
 pub const IMAGE: &str = "nginx:1.27";
+/// How long a create waits to be seen by the Deployment informer before it may be tried again
+/// (client-go's `ExpectationsTimeout`).
+pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// Which namespaces the controller watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,8 +109,30 @@ pub struct Controller {
     cm_lister: Lister<ConfigMap>,
     deploy_lister: Lister<Deployment>,
     queue: RateLimitingQueue<ObjectKey>,
+    expected: Expectations,
     recorder: Recorder,
     options: Options,
+}
+
+/// Deployments this controller created that its cache has not shown yet (client-go's
+/// "expectations"). Until the watch delivers a create, the cache still says "missing"; a second
+/// reconcile in that window must wait rather than create again (and misread its own Deployment's
+/// AlreadyExists as someone else's).
+#[derive(Clone, Default)]
+struct Expectations(Arc<parking_lot::Mutex<HashMap<ObjectKey, Instant>>>);
+
+impl Expectations {
+    fn expect_create(&self, key: &ObjectKey) {
+        self.0.lock().insert(key.clone(), Instant::now());
+    }
+
+    fn observed(&self, key: &ObjectKey) {
+        self.0.lock().remove(key);
+    }
+
+    fn pending(&self, key: &ObjectKey) -> bool {
+        self.0.lock().get(key).is_some_and(|at| at.elapsed() < EXPECTATION_TIMEOUT)
+    }
 }
 
 impl Controller {
@@ -137,7 +163,8 @@ impl Controller {
         configmaps.add_handler(Arc::new(EnqueueKey::new(move |key| {
             q.add(key);
         })));
-        deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone() }));
+        let expected = Expectations::default();
+        deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), expected: expected.clone() }));
 
         let reporter =
             Reporter { controller: CONTROLLER_NAME.into(), instance: std::env::var("HOSTNAME").ok() };
@@ -149,6 +176,7 @@ impl Controller {
             configmaps,
             deployments,
             queue,
+            expected,
             options,
         })
     }
@@ -268,12 +296,17 @@ impl Controller {
                 let cm = cm.expect("the ConfigMap exists");
                 self.resource_exists(&cm, key).await
             }
+            Action::Create { .. } if self.expected.pending(key) => {
+                tracing::debug!(%key, "waiting for the informer to see the Deployment just created");
+                Ok(())
+            }
             Action::Create { replicas } => {
                 let cm = cm.expect("the ConfigMap exists");
                 let params =
                     PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
                 match deployments.create(&params, &new_deployment(&cm, replicas)).await {
                     Ok(d) => {
+                        self.expected.expect_create(key);
                         self.event(
                             &cm.object_ref(&()),
                             EventType::Normal,
@@ -362,13 +395,15 @@ impl Controller {
     }
 }
 
-/// Deployment events enqueue the ConfigMap that owns the Deployment.
+/// Deployment events enqueue the ConfigMap that owns the Deployment, and settle expectations.
 struct EnqueueOwner {
     queue: RateLimitingQueue<ObjectKey>,
+    expected: Expectations,
 }
 
 impl EnqueueOwner {
     fn enqueue(&self, d: &Deployment) {
+        self.expected.observed(&ObjectKey::of(d));
         let ns = d.metadata.namespace.as_deref().unwrap_or("");
         let owner = d
             .metadata

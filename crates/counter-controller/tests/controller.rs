@@ -440,3 +440,37 @@ async fn shutdown_finishes_in_flight_reconciles() {
     sb.faults().set_latency(Duration::ZERO);
     assert_eq!(replicas(&deploys, "web").await, Some(1), "the in-flight create finished");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_before_the_cache_sees_our_create_does_not_create_again() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    eventually("caches synced", || async { sb.requests().count("watch", "deployments") > 0 }).await;
+    // The Deployment informer goes blind: it will not see the create for a while.
+    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("deployments"), 1.0, FaultKind::InternalError));
+    sb.faults().cut_watches();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    eventually("created", || async { deploys.get_opt("web").await.unwrap().is_some() }).await;
+    // The ConfigMap changes again while the cache still says "no Deployment".
+    cms.patch("web", &PatchParams::default(), &Patch::Merge(json!({ "data": { "app": "v2" } })))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sb.faults().clear();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    let creates: Vec<u16> = sb
+        .requests()
+        .all()
+        .iter()
+        .filter(|r| r.verb == "create" && r.resource == "deployments")
+        .map(|r| r.code)
+        .collect();
+    assert_eq!(creates, [201], "one create, no AlreadyExists from our own Deployment");
+    assert!(
+        !events(&sb).await.iter().any(|(_, r, _)| r == "ResourceExists"),
+        "no false ResourceExists warning"
+    );
+    run.stop().await;
+}
