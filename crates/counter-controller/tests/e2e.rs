@@ -285,7 +285,7 @@ async fn the_controller_binary_converges_against_the_https_sandbox() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // SIGTERM: finish in-flight work and exit 0.
-    let _ = Command::new("kill").args(["-TERM", &controller.id().to_string()]).status();
+    let _ = Command::new("sh").args(["-c", &format!("kill -TERM {}", controller.id())]).status();
     let status = controller.wait().unwrap();
     assert!(status.success(), "exit on SIGTERM: {status}");
     let log = std::fs::read_to_string(dir.join("controller.log")).unwrap();

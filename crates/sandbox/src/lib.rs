@@ -257,7 +257,7 @@ async fn rollout_loop(shared: Weak<Shared>, pace: Rollout) {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
         Rollout::Instant => (Duration::from_millis(10), true),
     };
-    let mut tick = tokio::time::interval(every);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;

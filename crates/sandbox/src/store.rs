@@ -742,28 +742,10 @@ impl Store {
         }
         let old_view = (def.from_storage)((*old).clone());
         let mut new = match sub {
-            Subresource::Main => {
-                let mut n = body;
-                if def.status_subresource {
-                    match old_view.get("status") {
-                        Some(s) => n["status"] = s.clone(),
-                        None => {
-                            n.as_object_mut().expect("object").remove("status");
-                        }
-                    }
-                }
-                n
-            }
-            Subresource::Status => {
-                let mut n = old_view.clone();
-                match body.get("status") {
-                    Some(s) => n["status"] = s.clone(),
-                    None => {
-                        n.as_object_mut().expect("object").remove("status");
-                    }
-                }
-                n
-            }
+            // The main endpoint keeps the stored status; `/status` changes nothing else.
+            Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
+            Subresource::Main => body,
+            Subresource::Status => with_status(old_view.clone(), body.get("status")),
             Subresource::Scale => {
                 let mut n = old_view.clone();
                 n["spec"]["replicas"] = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
@@ -968,6 +950,20 @@ impl Store {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// `target` with its `status` replaced by `status` (removed when `None`).
+fn with_status(mut target: Value, status: Option<&Value>) -> Value {
+    match (status, target.as_object_mut()) {
+        (Some(s), Some(o)) => {
+            o.insert("status".into(), s.clone());
+        }
+        (None, Some(o)) => {
+            o.remove("status");
+        }
+        _ => {}
+    }
+    target
 }
 
 /// Checks that the body is an object whose kind, apiVersion and namespace agree with the URL.

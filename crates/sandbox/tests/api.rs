@@ -517,3 +517,45 @@ async fn parallel_writers_lose_no_update() {
     assert_eq!(all.len(), 80, "every successful write got its own version");
     assert_eq!(api.get("counter").await.unwrap().data.unwrap()["n"], "80");
 }
+
+#[tokio::test]
+async fn delete_collection_by_selector() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    for (name, tier) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        api.create(&PostParams::default(), &cm(name, &[("tier", tier)])).await.unwrap();
+    }
+    let gone = api
+        .delete_collection(&DeleteParams::default(), &ListParams::default().labels("tier=x"))
+        .await
+        .unwrap();
+    let names: Vec<String> = gone.left().unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();
+    assert_eq!(names, ["a", "b"]);
+    let left: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(left, ["c"]);
+}
+
+#[tokio::test]
+async fn the_status_subresource_changes_only_status() {
+    // No simulated rollout writing status underneath this test.
+    let sb = Sandbox::with_config(SandboxConfig {
+        rollout: Rollout::Paced(Duration::from_secs(3600)),
+        ..SandboxConfig::default()
+    });
+    let api: Api<Deployment> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
+    let mut d = api.get("web").await.unwrap();
+    d.spec.replicas = Some(9);
+    d.status = Some(serde_json::from_value(json!({ "replicas": 2, "readyReplicas": 1 })).unwrap());
+    let after = api.replace_status("web", &PostParams::default(), &d).await.unwrap();
+    assert_eq!(after.spec.replicas, Some(2), "spec untouched through /status");
+    assert_eq!(after.status.unwrap().ready_replicas, Some(1));
+    assert_eq!(after.metadata.generation, Some(1), "a status write is not a spec change");
+}

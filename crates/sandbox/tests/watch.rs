@@ -176,3 +176,14 @@ async fn label_selected_watch_sees_objects_leave_and_enter() {
         other => panic!("expected ADDED, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn a_watch_ends_after_its_timeout() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let rv = sb.store().resource_version().to_string();
+    let mut stream = api.watch(&WatchParams::default().timeout(1), &rv).await.unwrap().boxed();
+    let ended =
+        tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.expect("ended by the server");
+    assert!(matches!(ended, Ok(None)), "{ended:?}");
+}
