@@ -115,8 +115,8 @@ async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
     sb.faults().cut_watches();
     api.delete("gone", &DeleteParams::default()).await.unwrap();
     // When it comes back, its version is "expired": the informer must relist.
-    sb.faults().clear();
     sb.faults().expire_next_watch();
+    sb.faults().clear_rules();
     let seen = log.wait_for("delete default/gone tombstone").await;
     assert!(!seen.iter().any(|l| l == "delete default/gone known"), "{seen:?}");
     assert!(informer.lister().get(&"default/gone".parse().unwrap()).is_none());

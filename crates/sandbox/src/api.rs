@@ -461,6 +461,9 @@ fn watch(
         ticks.tick().await;
         loop {
             tokio::select! {
+                // A cut comes first: nothing committed after `cut_watches` reaches this stream.
+                biased;
+                () = shared.faults.cut_after(cut_seen) => return,
                 change = feed.recv() => match change {
                     Ok(c) if c.rv <= rv => {}
                     Ok(c) => {
@@ -481,7 +484,6 @@ fn watch(
                     }
                 }
                 () = &mut timeout => return,
-                () = shared.faults.cut_after(cut_seen) => return,
                 () = tx.closed() => return,
             }
         }

@@ -91,6 +91,11 @@ impl Faults {
         st.force_expired = 0;
     }
 
+    /// Removes every rule, keeping the latency and pending forced 410s.
+    pub fn clear_rules(&self) {
+        self.state.lock().rules.clear();
+    }
+
     /// Seeds the random choice of which requests fail, for repeatable tests.
     pub fn seed(&self, seed: u64) {
         self.state.lock().rng = Some(fastrand::Rng::with_seed(seed));
