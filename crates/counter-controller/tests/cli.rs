@@ -73,6 +73,7 @@ fn bad_flags_are_named() {
         (vec!["--resync", "soon"], "\"soon\""),
         (vec!["--resync", "30"], "\"30\""),
         (vec!["--namespace", "a", "--all-namespaces"], "cannot be used with"),
+        (vec!["sandbox", "--listen", "0.0.0.0:0"], "--allow-remote"),
     ] {
         let (code, err) = run(&args, &[]);
         assert_ne!(code, 0, "{args:?}");

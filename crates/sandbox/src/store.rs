@@ -20,7 +20,7 @@ use crate::object::{
     now_rfc3339, owner_uids,
 };
 use crate::patch::{self, PatchType};
-use crate::resource::{self, RESOURCES, ResourceDef};
+use crate::resource::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
@@ -1112,10 +1112,4 @@ fn server_side_apply(
     record_apply(&mut merged, manager, &paths, &def.api_version());
     meta_mut(&mut merged).remove("resourceVersion");
     Ok(merged)
-}
-
-/// All resource definitions, for discovery.
-#[must_use]
-pub fn resources() -> &'static [ResourceDef] {
-    RESOURCES
 }

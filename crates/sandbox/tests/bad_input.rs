@@ -108,6 +108,38 @@ async fn each_bad_request_gets_its_status() {
         assert!(msg.contains(needle), "{method} {uri}: message {msg:?} should name {needle:?}");
     }
     assert_eq!(sb.store().len(), objects_before, "nothing was written");
+
+    // A body whose name disagrees with the URL, on an object that exists.
+    let (code, _) =
+        call(&sb, "POST", CMS, "application/json", json!({ "metadata": { "name": "x" } }).to_string()).await;
+    assert_eq!(code, 201);
+    let (code, status) = call(
+        &sb,
+        "PUT",
+        &format!("{CMS}/x"),
+        "application/json",
+        json!({ "metadata": { "name": "y" } }).to_string(),
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    assert!(status["message"].as_str().unwrap().contains("does not match the name on the URL"), "{status}");
+}
+
+#[tokio::test]
+async fn a_seeded_sandbox_holds_its_objects_and_refuses_bad_seeds() {
+    let seeded = Sandbox::seeded(
+        sandbox::SandboxConfig::default(),
+        [json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a", "namespace": "default" } })],
+    )
+    .unwrap();
+    let (code, _) = call(&seeded, "GET", &format!("{CMS}/a"), "", Vec::new()).await;
+    assert_eq!(code, 200);
+    let err = Sandbox::seeded(
+        sandbox::SandboxConfig::default(),
+        [json!({ "apiVersion": "v9", "kind": "Widget", "metadata": { "name": "w" } })],
+    )
+    .unwrap_err();
+    assert!(err.message.contains("Widget"), "{err}");
 }
 
 #[tokio::test]
