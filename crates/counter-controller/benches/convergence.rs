@@ -35,24 +35,38 @@ fn configmap(i: usize) -> Value {
             "metadata": { "name": format!("cm-{i:05}"), "namespace": "default", "annotations": { ANNOTATION: "3" } } })
 }
 
-/// Waits until `n` Deployments have `replicas`, watching the store's change feed.
+/// Waits until `n` Deployments have `replicas`, following the store's change feed. If the feed
+/// overflows (it holds a bounded number of changes), the store is read once to catch up.
 async fn wait_for(
+    sb: &Sandbox,
     mut feed: tokio::sync::broadcast::Receiver<Arc<sandbox::store::Change>>,
     n: usize,
     replicas: i64,
 ) {
+    let deployments = find("apps", "v1", "deployments").unwrap();
     let mut done = std::collections::HashSet::new();
     while done.len() < n {
-        let c = match feed.recv().await {
-            Ok(c) => c,
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(e) => panic!("{e}"),
-        };
-        if c.storage == "deployments.apps" && c.kind != ChangeType::Deleted {
-            let name = c.object["metadata"]["name"].as_str().unwrap_or("").to_owned();
-            if c.object["spec"]["replicas"].as_i64() == Some(replicas) {
-                done.insert(name);
+        match feed.recv().await {
+            Ok(c) if c.storage == "deployments.apps" && c.kind != ChangeType::Deleted => {
+                let name = c.object["metadata"]["name"].as_str().unwrap_or("").to_owned();
+                if c.object["spec"]["replicas"].as_i64() == Some(replicas) {
+                    done.insert(name);
+                } else {
+                    done.remove(&name);
+                }
             }
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                let list = sb.store().list(deployments, Some("default"), &Default::default()).unwrap();
+                done = list["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas))
+                    .filter_map(|d| d["metadata"]["name"].as_str().map(str::to_owned))
+                    .collect();
+            }
+            Err(e) => panic!("{e}"),
         }
     }
 }
@@ -161,7 +175,7 @@ async fn child(variant: &str, n: usize) -> Value {
     } else {
         tokio::spawn(run_seed_controller(sb.client(), stop.clone()))
     };
-    wait_for(feed, n, 3).await;
+    wait_for(&sb, feed, n, 3).await;
     let create = start.elapsed();
 
     let feed = sb.store().subscribe();
@@ -181,7 +195,7 @@ async fn child(variant: &str, n: usize) -> Value {
             )
             .unwrap();
     }
-    wait_for(feed, n, 5).await;
+    wait_for(&sb, feed, n, 5).await;
     let scale = start.elapsed();
     stop.cancel();
     let _ = task.await;

@@ -59,6 +59,9 @@ pub struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
+    /// Serve /metrics, /healthz and /readyz on this address (e.g. 0.0.0.0:8080); off by default.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// How logs are written.
@@ -216,7 +219,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut registry = prometheus_client::registry::Registry::default();
     let controller =
         Controller::new(client, Options { scope, workers: args.workers, resync: args.resync }, &mut registry);
+    let stop = tokio_util::sync::CancellationToken::new();
+    if let Some(addr) = args.metrics_addr {
+        let ready: crate::metrics::Readiness = {
+            let c = std::sync::Arc::clone(&controller);
+            std::sync::Arc::new(move || c.has_synced())
+        };
+        let bound = crate::metrics::serve(addr, std::sync::Arc::new(registry), ready, stop.clone())
+            .await
+            .with_context(|| format!("cannot serve metrics on {addr}"))?;
+        tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
+    }
     controller.run(shutdown_signal()).await;
+    stop.cancel();
     Ok(())
 }
 

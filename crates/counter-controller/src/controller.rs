@@ -181,6 +181,12 @@ impl Controller {
         })
     }
 
+    /// Whether both informer caches have synced (readiness).
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.configmaps.has_synced() && self.deployments.has_synced()
+    }
+
     /// The work queue (for tests and metrics).
     #[must_use]
     pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {

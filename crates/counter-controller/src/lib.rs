@@ -10,6 +10,7 @@
 //! | [`decision`] | the decision table, a pure function |
 //! | [`controller`] | informers, queue, workers, and the executor of decisions |
 //! | [`cli`] | the command line: `run`, flags, logging, fail-fast checks |
+//! | [`metrics`] | `/metrics`, `/healthz`, `/readyz` |
 //! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 
 pub mod annotation;
@@ -17,5 +18,6 @@ pub mod cli;
 pub mod controller;
 pub mod decision;
 pub mod embedded;
+pub mod metrics;
 
 pub use controller::{Controller, Options, Scope};

@@ -47,6 +47,16 @@ fn kubectl() -> Option<PathBuf> {
     found
 }
 
+/// A child process killed (if still running) when the test ends, even by a failed assertion.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A `counter-controller sandbox` process, killed on drop.
 struct SandboxProcess {
     child: Child,
@@ -262,12 +272,24 @@ fn the_demo_shows_the_three_convergences() {
 async fn the_controller_binary_converges_against_the_https_sandbox() {
     let dir = temp_dir("binary");
     let sb = start_sandbox(&dir, &["--no-controller"]);
-    let mut controller = Command::new(BIN)
-        .args(["run", "--namespace", "default", "--log-format", "json", "--kubeconfig"])
+    let metrics_addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let controller = Command::new(BIN)
+        .args([
+            "run",
+            "--namespace",
+            "default",
+            "--log-format",
+            "json",
+            "--metrics-addr",
+            &metrics_addr.to_string(),
+            "--kubeconfig",
+        ])
         .arg(&sb.kubeconfig)
         .stderr(std::fs::File::create(dir.join("controller.log")).unwrap())
         .spawn()
         .unwrap();
+    // Killed if an assertion fails first, so no process outlives the test.
+    let mut controller = KillOnDrop(controller);
     let client = counter_controller::cli::client(Some(&sb.kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let deploys: Api<Deployment> = Api::default_namespaced(client);
@@ -284,14 +306,33 @@ async fn the_controller_binary_converges_against_the_https_sandbox() {
         assert!(Instant::now() < deadline, "the controller process never created the Deployment");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The operations endpoint: ready, and the queue's metrics under client-go's names.
+    let (code, _) = http_get(metrics_addr, "/readyz");
+    assert_eq!(code, 200);
+    let (code, body) = http_get(metrics_addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(body.contains("workqueue_adds_total{name=\"counter-controller\"}"), "{body}");
+    assert!(body.contains("workqueue_work_duration_seconds_bucket"), "{body}");
+
     // SIGTERM: finish in-flight work and exit 0.
-    let _ = Command::new("sh").args(["-c", &format!("kill -TERM {}", controller.id())]).status();
-    let status = controller.wait().unwrap();
+    let _ = Command::new("sh").args(["-c", &format!("kill -TERM {}", controller.0.id())]).status();
+    let status = controller.0.wait().unwrap();
     assert!(status.success(), "exit on SIGTERM: {status}");
     let log = std::fs::read_to_string(dir.join("controller.log")).unwrap();
     let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).expect("JSON logs");
     assert!(first.get("fields").is_some(), "{first}");
     assert!(log.contains("counter-controller started: watching ConfigMaps in namespace=default for annotation counter.example.com/desired"));
+}
+
+/// A plain HTTP/1.1 GET: (status code, body).
+fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
 
 #[test]
