@@ -57,8 +57,6 @@ pub struct Change {
     pub rv: u64,
     /// Storage of the object.
     pub storage: &'static str,
-    /// Namespace of the object.
-    pub namespace: String,
     /// What happened.
     pub kind: ChangeType,
     /// The object after the change (for deletes: its last state, with the delete's version).
@@ -247,14 +245,7 @@ impl State {
             self.index(&key, &obj);
             self.objects.insert(key.clone(), Arc::clone(&obj));
         }
-        let change = Arc::new(Change {
-            rv: self.rv,
-            storage: key.0,
-            namespace: key.1,
-            kind,
-            object: Arc::clone(&obj),
-            old,
-        });
+        let change = Arc::new(Change { rv: self.rv, storage: key.0, kind, object: Arc::clone(&obj), old });
         self.history.push_back(Arc::clone(&change));
         while self.history.len() > self.config.history_limit {
             if let Some(c) = self.history.pop_front() {
@@ -583,7 +574,6 @@ impl Store {
                     Arc::new(Change {
                         rv: st.rv,
                         storage: def.storage,
-                        namespace: String::new(),
                         kind: ChangeType::Added,
                         object: o,
                         old: None,
