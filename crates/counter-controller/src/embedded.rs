@@ -25,9 +25,6 @@ use crate::annotation::ANNOTATION;
 use crate::cli::{LogFormat, parse_duration, shutdown_signal};
 use crate::controller::{Controller, Options, Scope};
 
-/// The seed's manifest, as shipped in `examples/cm-web.yaml`.
-pub const CM_WEB_YAML: &str = include_str!("../../../examples/cm-web.yaml");
-
 /// Flags of `sandbox`.
 #[derive(Debug, Args, Clone)]
 pub struct SandboxArgs {
@@ -167,6 +164,7 @@ async fn demo(client: &Client) -> anyhow::Result<()> {
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
     let limit = Duration::from_secs(60);
+    // The same object as examples/cm-web.yaml.
     let manifest = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": { "name": "web", "namespace": "default", "annotations": { ANNOTATION: "3" } },
