@@ -115,6 +115,9 @@ fn kubectl_ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
 
 /// Runs `kubectl get deploy web -w` until a line shows `ready`.
 fn watch_until(kubectl: &Path, kubeconfig: &Path, ready: &str) -> Vec<String> {
+    // `get NAME -w` fails at once if the object does not exist yet; the controller may still be
+    // creating it when the machine is busy.
+    eventually("deploy/web exists", || kubectl_run(kubectl, kubeconfig, &["get", "deploy", "web"]).0);
     let mut child = Command::new(kubectl)
         .args(["get", "deploy", "web", "-w"])
         .env("KUBECONFIG", kubeconfig)
