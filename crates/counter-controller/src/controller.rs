@@ -18,7 +18,7 @@ use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Info
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::json;
@@ -28,6 +28,7 @@ use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter}
 
 use crate::annotation::ANNOTATION;
 use crate::decision::{Action, MANAGED_BY, decide};
+use crate::events::EventSink;
 
 /// The name this controller reports in Events, field managers and queue metrics.
 pub const CONTROLLER_NAME: &str = "counter-controller";
@@ -110,7 +111,7 @@ pub struct Controller {
     deploy_lister: Lister<Deployment>,
     queue: RateLimitingQueue<ObjectKey>,
     expected: Expectations,
-    recorder: Recorder,
+    events: EventSink,
     options: Options,
 }
 
@@ -171,7 +172,7 @@ impl Controller {
         Arc::new(Self {
             cm_lister: configmaps.lister(),
             deploy_lister: deployments.lister(),
-            recorder: Recorder::new(client.clone(), reporter),
+            events: EventSink::new(client.clone(), reporter),
             client,
             configmaps,
             deployments,
@@ -247,6 +248,7 @@ impl Controller {
         for i in informers {
             let _ = i.await;
         }
+        self.events.close().await;
         synced
     }
 
@@ -294,13 +296,12 @@ impl Controller {
             Action::Nothing(_) => Ok(()),
             Action::Invalid(source) => {
                 let cm = cm.expect("an annotation was read from it");
-                self.event(&cm.object_ref(&()), EventType::Warning, "InvalidAnnotation", source.to_string())
-                    .await;
+                self.event(&cm.object_ref(&()), EventType::Warning, "InvalidAnnotation", source.to_string());
                 Err(Error::InvalidAnnotation { key: key.clone(), source })
             }
             Action::NotOurs => {
                 let cm = cm.expect("the ConfigMap exists");
-                self.resource_exists(&cm, key).await
+                self.resource_exists(&cm, key)
             }
             Action::Create { .. } if self.expected.pending(key) => {
                 tracing::debug!(%key, "waiting for the informer to see the Deployment just created");
@@ -318,14 +319,13 @@ impl Controller {
                             EventType::Normal,
                             "Created",
                             format!("Created Deployment {key} with {replicas} replicas"),
-                        )
-                        .await;
+                        );
                         tracing::info!(%key, replicas, uid = d.metadata.uid.as_deref().unwrap_or(""), "created Deployment");
                         Ok(())
                     }
                     // The label-filtered cache cannot see Deployments that are not ours.
                     Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
-                        self.resource_exists(&cm, key).await
+                        self.resource_exists(&cm, key)
                     }
                     Err(e) => Err(api_err("create")(e)),
                 }
@@ -346,8 +346,7 @@ impl Controller {
                         EventType::Normal,
                         "Scaled",
                         format!("Scaled Deployment {key} from {from} to {to} replicas"),
-                    )
-                    .await;
+                    );
                 }
                 tracing::info!(%key, from, to, "scaled Deployment");
                 Ok(())
@@ -371,33 +370,28 @@ impl Controller {
                     EventType::Normal,
                     "Deleted",
                     format!("Deleted Deployment {key}: its ConfigMap is gone"),
-                )
-                .await;
+                );
                 tracing::info!(%key, "deleted Deployment: its ConfigMap is gone");
                 Ok(())
             }
         }
     }
 
-    async fn resource_exists(&self, cm: &ConfigMap, key: &ObjectKey) -> Result<(), Error> {
+    fn resource_exists(&self, cm: &ConfigMap, key: &ObjectKey) -> Result<(), Error> {
         let err = Error::ResourceExists { key: key.clone() };
-        self.event(&cm.object_ref(&()), EventType::Warning, "ResourceExists", err.to_string()).await;
+        self.event(&cm.object_ref(&()), EventType::Warning, "ResourceExists", err.to_string());
         Err(err)
     }
 
-    /// Publishes an Event; a failure is logged, never fatal to the reconcile.
-    async fn event(
+    /// Queues an Event; publishing happens off the reconcile path and never fails it.
+    fn event(
         &self,
         regarding: &k8s_openapi::api::core::v1::ObjectReference,
         type_: EventType,
         reason: &str,
         note: String,
     ) {
-        let action = reason.to_owned();
-        let ev = Event { type_, reason: reason.into(), note: Some(note), action, secondary: None };
-        if let Err(e) = self.recorder.publish(&ev, regarding).await {
-            tracing::warn!(reason, error = %e, "could not publish Event");
-        }
+        self.events.publish(regarding.clone(), type_, reason, note);
     }
 }
 

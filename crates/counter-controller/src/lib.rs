@@ -10,6 +10,7 @@
 //! | [`decision`] | the decision table, a pure function |
 //! | [`controller`] | informers, queue, workers, and the executor of decisions |
 //! | [`cli`] | the command line: `run`, flags, logging, fail-fast checks |
+//! | [`events`] | Events published off the reconcile path, as client-go's recorder does |
 //! | [`metrics`] | `/metrics`, `/healthz`, `/readyz` |
 //! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod controller;
 pub mod decision;
 pub mod embedded;
+pub mod events;
 pub mod metrics;
 
 pub use controller::{Controller, Options, Scope};

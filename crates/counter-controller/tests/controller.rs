@@ -198,11 +198,13 @@ async fn test_reconcile_invalid_annotation() {
         "{err}"
     );
     assert!(err.to_string().contains("\"not-a-number\""), "{err}");
-    let evs = events(&sb).await;
-    assert!(
-        evs.iter().any(|(t, r, m)| t == "Warning" && r == "InvalidAnnotation" && m.contains("not-a-number")),
-        "{evs:?}"
-    );
+    eventually("an InvalidAnnotation warning", || async {
+        events(&sb)
+            .await
+            .iter()
+            .any(|(t, r, m)| t == "Warning" && r == "InvalidAnnotation" && m.contains("not-a-number"))
+    })
+    .await;
     assert_eq!(sb.requests().count("create", "deployments"), 0);
     run.stop().await;
 }
@@ -256,7 +258,10 @@ async fn the_created_deployment_carries_labels_selector_image_and_owner() {
         ("ConfigMap", "web", Some(true))
     );
     assert_eq!(Some(&owner.uid), made.metadata.uid.as_ref());
-    assert!(events(&sb).await.iter().any(|(t, r, _)| t == "Normal" && r == "Created"));
+    eventually("a Created event", || async {
+        events(&sb).await.iter().any(|(t, r, _)| t == "Normal" && r == "Created")
+    })
+    .await;
     run.stop().await;
 }
 
