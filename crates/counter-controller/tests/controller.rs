@@ -143,9 +143,10 @@ async fn test_reconcile_scale_to_match() {
     cms.create(&PostParams::default(), &cm("web", Some("5"))).await.unwrap();
     let run = start(&sb);
     wait_replicas(&deploys, "web", Some(5)).await;
-    assert!(
+    eventually("a Scaled event", || async {
         events(&sb).await.iter().any(|(t, r, m)| t == "Normal" && r == "Scaled" && m.contains("from 2 to 5"))
-    );
+    })
+    .await;
     run.stop().await;
 }
 

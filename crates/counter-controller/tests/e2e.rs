@@ -238,8 +238,10 @@ fn the_seed_walkthrough_with_real_kubectl() {
     });
 
     // Events the controller recorded.
-    let events = kubectl_ok(&kubectl, &kc, &["get", "events"]);
-    assert!(events.contains("Created") && events.contains("Scaled"), "{events}");
+    eventually("Created and Scaled events", || {
+        let events = kubectl_ok(&kubectl, &kc, &["get", "events"]);
+        events.contains("Created") && events.contains("Scaled")
+    });
 
     // Namespaces: create, use, delete (its objects go).
     kubectl_ok(&kubectl, &kc, &["create", "ns", "team"]);
