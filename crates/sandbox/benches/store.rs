@@ -21,6 +21,22 @@ fn cm(i: usize) -> ConfigMap {
         .unwrap()
 }
 
+/// Times N creates into a fresh sandbox, through a `kube::Client` or straight into the store.
+async fn time_creates(through_client: bool) -> Duration {
+    let sb = Sandbox::with_config(SandboxConfig::default());
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let def = sandbox::resource::find("", "v1", "configmaps").unwrap();
+    let start = Instant::now();
+    for i in 0..N {
+        if through_client {
+            black_box(api.create(&PostParams::default(), &cm(i)).await.unwrap());
+        } else {
+            black_box(sb.store().create(def, "default", serde_json::to_value(cm(i)).unwrap()).unwrap());
+        }
+    }
+    start.elapsed()
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let mut group = c.benchmark_group("sandbox");
@@ -28,43 +44,20 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     group.sample_size(10);
 
-    group.bench_function("create/kube_client", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let sb = Sandbox::with_config(SandboxConfig::default());
-                    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
-                    let start = Instant::now();
-                    for i in 0..N {
-                        black_box(api.create(&PostParams::default(), &cm(i)).await.unwrap());
+    for through_client in [true, false] {
+        let name = if through_client { "create/kube_client" } else { "create/store" };
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                rt.block_on(async {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        total += time_creates(through_client).await;
                     }
-                    total += start.elapsed();
-                }
-                total
-            })
+                    total
+                })
+            });
         });
-    });
-
-    group.bench_function("create/store", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let def = sandbox::resource::find("", "v1", "configmaps").unwrap();
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let sb = Sandbox::with_config(SandboxConfig::default());
-                    let start = Instant::now();
-                    for i in 0..N {
-                        black_box(
-                            sb.store().create(def, "default", serde_json::to_value(cm(i)).unwrap()).unwrap(),
-                        );
-                    }
-                    total += start.elapsed();
-                }
-                total
-            })
-        });
-    });
+    }
 
     for watchers in [1usize, 10] {
         group.throughput(Throughput::Elements((N * watchers) as u64));
