@@ -187,7 +187,7 @@ impl<K: Watchable> Informer<K> {
                     Some(Ok(watcher::Event::InitApply(obj))) => relist.get_or_insert_with(Vec::new).push(obj),
                     Some(Ok(watcher::Event::InitDone)) => self.replace(relist.take().unwrap_or_default()),
                     Some(Ok(watcher::Event::Apply(obj))) => self.apply(obj),
-                    Some(Ok(watcher::Event::Delete(obj))) => self.delete(&obj),
+                    Some(Ok(watcher::Event::Delete(obj))) => self.delete(obj),
                 },
                 _ = ticks.tick(), if !resync.is_zero() && self.has_synced() => self.resync(),
             }
@@ -244,10 +244,10 @@ impl<K: Watchable> Informer<K> {
         }
     }
 
-    fn delete(&self, obj: &K) {
+    fn delete(&self, obj: K) {
         let handlers = self.inner.handlers.lock();
-        self.inner.cache.write().remove(&ObjectKey::of(obj));
-        let deleted = Deleted::Known(Arc::new(obj.clone()));
+        self.inner.cache.write().remove(&ObjectKey::of(&obj));
+        let deleted = Deleted::Known(Arc::new(obj));
         for h in handlers.iter() {
             h.on_delete(&deleted);
         }

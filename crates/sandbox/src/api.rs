@@ -42,11 +42,16 @@ struct Target {
     sub: Subresource,
 }
 
-fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
+pub(crate) fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
+    json_typed(code, "application/json", body)
+}
+
+/// A JSON body served under `content_type` (aggregated discovery has its own).
+pub(crate) fn json_typed(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
     let bytes = serde_json::to_vec(body).unwrap_or_default();
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_TYPE, content_type)
         .body(Full::new(Bytes::from(bytes)).boxed_unsync())
         .expect("valid response")
 }

@@ -163,24 +163,27 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs
 }
 
+/// Whether a Deployment's status has not caught up with its spec and generation.
+#[must_use]
+pub fn needs_rollout(d: &Value) -> bool {
+    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let have = |k: &str| d.pointer(&format!("/status/{k}")).and_then(Value::as_i64).unwrap_or(0);
+    ["readyReplicas", "replicas", "availableReplicas"].iter().any(|k| have(k) != want)
+        || have("observedGeneration") != generation
+}
+
 /// One rollout step: the status a Deployment's pods would reach one pod later.
 ///
 /// Returns `None` when the status already matches the spec.
 #[must_use]
 pub fn rollout_step(d: &Value, jump: bool) -> Option<Value> {
-    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-    let status = d.get("status").cloned().unwrap_or_else(|| json!({}));
-    let have = |k: &str| status.get(k).and_then(Value::as_i64).unwrap_or(0);
-    let current = have("readyReplicas");
-    let observed = status.get("observedGeneration").and_then(Value::as_i64).unwrap_or(0);
-    if current == want
-        && have("replicas") == want
-        && have("availableReplicas") == want
-        && observed == generation
-    {
+    if !needs_rollout(d) {
         return None;
     }
+    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let current = d.pointer("/status/readyReplicas").and_then(Value::as_i64).unwrap_or(0);
     let next = if jump {
         want
     } else if current < want {

@@ -56,32 +56,34 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect()
 }
 
-/// Checks a DNS-1123 subdomain (most object names); returns the reason it is not one.
-pub fn check_subdomain(name: &str) -> Option<String> {
-    if name.len() > 253 {
-        return Some("must be no more than 253 characters".into());
+/// Checks a DNS-1123 name: at most `max` characters of lowercase alphanumerics and `extra`,
+/// starting and ending with an alphanumeric. Returns the reason it is not one.
+fn check_dns1123(name: &str, max: usize, extra: &[char], what: &str) -> Option<String> {
+    if name.len() > max {
+        return Some(format!("must be no more than {max} characters"));
     }
     let ok = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || extra.contains(&c))
         && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name.ends_with(|c: char| c.is_ascii_alphanumeric());
     (!ok).then(|| {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".into()
+        format!("a lowercase RFC 1123 {what}, and must start and end with an alphanumeric character")
     })
+}
+
+/// Checks a DNS-1123 subdomain (most object names); returns the reason it is not one.
+pub fn check_subdomain(name: &str) -> Option<String> {
+    check_dns1123(
+        name,
+        253,
+        &['-', '.'],
+        "subdomain must consist of lower case alphanumeric characters, '-' or '.'",
+    )
 }
 
 /// Checks a DNS-1123 label (namespace names); returns the reason it is not one.
 pub fn check_label(name: &str) -> Option<String> {
-    if name.len() > 63 {
-        return Some("must be no more than 63 characters".into());
-    }
-    let ok = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    (!ok).then(|| {
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character".into()
-    })
+    check_dns1123(name, 63, &['-'], "label must consist of lower case alphanumeric characters or '-'")
 }
 
 #[cfg(test)]

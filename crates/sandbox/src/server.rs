@@ -196,14 +196,6 @@ fn tls_config(
     Ok((ca_cert.pem(), Arc::new(config)))
 }
 
-fn json(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(Bytes::from(serde_json::to_vec(body).unwrap_or_default())).boxed_unsync())
-        .expect("valid response")
-}
-
 fn text(body: &'static str) -> Response<ResponseBody> {
     Response::builder()
         .status(200)
@@ -223,24 +215,22 @@ async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Respo
     let aggregated = accept.contains("as=APIGroupDiscoveryList");
     const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let plain = "application/json";
+    let ok = |doc: Value| api::json_response(200, &doc);
+    // A group/version the sandbox does not serve is a 404 Status, as for any unknown path.
+    let found = |doc: Option<Value>| doc.map_or_else(|| api::error_response(&ApiError::no_route(&path)), ok);
     match segs.as_slice() {
         ["healthz"] | ["readyz"] | ["livez"] => text("ok"),
-        ["version"] => json(200, plain, &discovery::version()),
-        ["api"] if aggregated => json(200, AGGREGATED, &discovery::aggregated(true)),
-        ["api"] => json(200, plain, &discovery::core_versions()),
-        ["apis"] if aggregated => json(200, AGGREGATED, &discovery::aggregated(false)),
-        ["apis"] => json(200, plain, &discovery::group_list()),
-        ["api", v] => discovery::resource_list("", v)
-            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |l| json(200, plain, &l)),
-        ["apis", g, v] => discovery::resource_list(g, v)
-            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |l| json(200, plain, &l)),
-        ["openapi", "v2"] => json(200, plain, &discovery::openapi_v2()),
-        ["openapi", "v3"] => json(200, plain, &discovery::openapi_v3_index()),
-        ["openapi", "v3", "api", v] => discovery::openapi_v3("", v)
-            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |d| json(200, plain, &d)),
-        ["openapi", "v3", "apis", g, v] => discovery::openapi_v3(g, v)
-            .map_or_else(|| api::error_response(&ApiError::no_route(&path)), |d| json(200, plain, &d)),
+        ["version"] => ok(discovery::version()),
+        ["api"] if aggregated => api::json_typed(200, AGGREGATED, &discovery::aggregated(true)),
+        ["api"] => ok(discovery::core_versions()),
+        ["apis"] if aggregated => api::json_typed(200, AGGREGATED, &discovery::aggregated(false)),
+        ["apis"] => ok(discovery::group_list()),
+        ["api", v] => found(discovery::resource_list("", v)),
+        ["apis", g, v] => found(discovery::resource_list(g, v)),
+        ["openapi", "v2"] => ok(discovery::openapi_v2()),
+        ["openapi", "v3"] => ok(discovery::openapi_v3_index()),
+        ["openapi", "v3", "api", v] => found(discovery::openapi_v3("", v)),
+        ["openapi", "v3", "apis", g, v] => found(discovery::openapi_v3(g, v)),
         _ => api::handle(Arc::clone(&sandbox.shared), req).await,
     }
 }

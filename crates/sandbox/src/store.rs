@@ -264,7 +264,7 @@ impl State {
         for owner in owner_uids(obj) {
             self.dependents.entry(owner).or_default().insert(key.clone());
         }
-        if key.0 == "deployments.apps" && deployment::rollout_step(obj, true).is_some() && !is_deleting(obj) {
+        if key.0 == "deployments.apps" && deployment::needs_rollout(obj) && !is_deleting(obj) {
             self.rolling.insert(key.clone());
         } else {
             self.rolling.remove(key);
@@ -391,30 +391,20 @@ impl State {
     /// Removes a terminating namespace once it holds nothing.
     fn finish_namespace(&mut self, ns: &str) {
         let Some(obj) = self.namespace_state(ns).cloned() else { return };
-        if !is_deleting(&obj) || self.namespace_has_objects(ns) {
+        if !is_deleting(&obj) || self.namespace_objects(ns).next().is_some() {
             return;
         }
         self.remove(&("namespaces.", String::new(), ns.to_owned()));
     }
 
-    fn namespace_has_objects(&self, ns: &str) -> bool {
-        resource::storages().any(|s| {
+    /// The keys of every object in namespace `ns`, across storages.
+    fn namespace_objects<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Key> + 'a {
+        resource::storages().flat_map(move |s| {
             self.objects
                 .range((s, ns.to_owned(), String::new())..)
-                .next()
-                .is_some_and(|((st, n, _), _)| *st == s && n == ns)
+                .take_while(move |((st, n, _), _)| *st == s && n == ns)
+                .map(|(k, _)| k)
         })
-    }
-
-    fn namespace_keys(&self, ns: &str) -> Vec<Key> {
-        resource::storages()
-            .flat_map(|s| {
-                self.objects
-                    .range((s, ns.to_owned(), String::new())..)
-                    .take_while(move |((st, n, _), _)| *st == s && n == ns)
-                    .map(|(k, _)| k.clone())
-            })
-            .collect()
     }
 
     fn list_items(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Vec<Arc<Value>> {
@@ -488,7 +478,9 @@ impl Store {
     /// exact version no longer available; 504 for a version newer than the store's.
     pub fn list(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
         let mut st = self.state.lock();
-        let (rv, items, offset) = if let Some(token) = q.continue_token.as_deref().filter(|t| !t.is_empty()) {
+        let (rv, items, offset, snapshot) = if let Some(token) =
+            q.continue_token.as_deref().filter(|t| !t.is_empty())
+        {
             let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
             let (id, offset) = token.strip_prefix('c').and_then(|t| t.split_once('.')).ok_or_else(bad)?;
             let (id, offset): (u64, usize) =
@@ -497,7 +489,7 @@ impl Store {
             let snap = st.snapshots.get(&id).ok_or_else(|| {
                 ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
             })?;
-            (snap.rv, snap.items.clone(), offset)
+            (snap.rv, snap.items.clone(), offset, Some(id))
         } else {
             if let Some(asked) = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0") {
                 let asked = parse_rv(def, asked)?;
@@ -511,20 +503,16 @@ impl Store {
                     )));
                 }
             }
-            (st.rv, st.list_items(def, ns, q), 0)
+            (st.rv, st.list_items(def, ns, q), 0, None)
         };
         let end = if q.limit == 0 { items.len() } else { (offset + q.limit).min(items.len()) };
         let page: Vec<Value> =
             items.get(offset..end).unwrap_or_default().iter().map(|o| def.present(o)).collect();
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
         if end < items.len() {
-            let id = match q
-                .continue_token
-                .as_deref()
-                .and_then(|t| t.strip_prefix('c'))
-                .and_then(|t| t.split_once('.'))
-            {
-                Some((id, _)) => id.parse().unwrap_or(0),
+            // Later pages read the snapshot the first page took.
+            let id = match snapshot {
+                Some(id) => id,
                 None => {
                     if st.snapshots.len() >= MAX_SNAPSHOTS
                         && let Some(oldest) = st.snapshots.iter().min_by_key(|(_, s)| s.made).map(|(k, _)| *k)
@@ -880,7 +868,7 @@ impl Store {
             marked["status"] = json!({ "phase": "Terminating" });
         }
         let marked = st.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)));
-        for k in st.namespace_keys(&key.2) {
+        for k in st.namespace_objects(&key.2).cloned().collect::<Vec<_>>() {
             st.delete_key(&k, Propagation::Background);
         }
         st.finish_namespace(&key.2);
