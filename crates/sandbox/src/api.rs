@@ -434,8 +434,8 @@ fn watch(
     let bookmark_every = shared.bookmark_interval;
     tokio::spawn(async move {
         let mut feed = start.feed;
+        // Every initial event is at or below the store's version when the watch began.
         let mut rv = start.rv;
-        let mut last_sent = 0;
         let mut headers = true;
         // Tables carry their column definitions in the first event only, as the API server's do.
         let mut render = |kind: &str, obj: Value| {
@@ -449,14 +449,12 @@ fn watch(
             }
         };
         for c in &start.initial {
-            last_sent = last_sent.max(c.rv);
             if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, c)
                 && tx.send(render(kind, obj)).await.is_err()
             {
                 return;
             }
         }
-        rv = rv.max(last_sent);
         if start.initial_events_end && tx.send(bookmark(def, rv, true)).await.is_err() {
             return;
         }
