@@ -164,6 +164,7 @@ async fn child(variant: &str, n: usize) -> Value {
             scope: Scope::Namespace("default".into()),
             workers: 2,
             resync: Duration::from_secs(30),
+            ..Options::default()
         };
         let controller = Controller::new(sb.client(), options, &mut registry);
         tokio::spawn({

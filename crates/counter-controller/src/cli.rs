@@ -2,19 +2,29 @@
 //!
 //! Every bad input ends in one line naming the problem and a non-zero exit: a missing or
 //! unreadable kubeconfig, an unreachable server, a namespace that does not exist, `--workers 0`,
-//! a malformed `--resync`.
+//! a malformed `--resync`, leader-election durations out of order.
+//!
+//! With `--leader-elect`, `run` is one candidate of a leader election (see the `election` crate):
+//! informers always run; workers run while this replica leads; on SIGTERM it finishes in-flight
+//! reconciles, then releases the Lease so a follower takes over at its next try.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use election::{ElectionConfig, LeaderElector, LeaseRef};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Client;
 use kube::api::{Api, ListParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use tokio_util::sync::CancellationToken;
 
-use crate::controller::{Controller, Options, Scope};
+use crate::client::{self, Source};
+use crate::controller::{CONTROLLER_NAME, Controller, Options, Scope};
+use crate::metrics::RestClientMetrics;
+use crate::ops::Probes;
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
@@ -41,8 +51,9 @@ enum Command {
 /// Flags of `run`.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Kubeconfig file; else $KUBECONFIG, ~/.kube/config, or the in-cluster config.
-    #[arg(long, env = "KUBECONFIG", value_name = "PATH")]
+    /// Kubeconfig file; else $KUBECONFIG (empty counts as unset), ~/.kube/config, or the
+    /// in-cluster service account.
+    #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
     /// Namespace to watch.
     #[arg(long, short = 'n', default_value = "default", conflicts_with = "all_namespaces")]
@@ -59,9 +70,81 @@ pub struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
-    /// Serve /metrics, /healthz and /readyz on this address (e.g. 0.0.0.0:8080); off by default.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics, /healthz and /readyz on this address (e.g. 0.0.0.0:8080 or :8080); off by
+    /// default.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Leader election.
+    #[command(flatten)]
+    pub election: ElectionArgs,
+}
+
+/// Leader-election flags, named as kube-controller-manager names them.
+#[derive(Debug, Args, Clone)]
+pub struct ElectionArgs {
+    /// Run as one candidate of a leader election: only the leader reconciles.
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = ArgAction::Set)]
+    pub leader_elect: bool,
+    /// How long followers wait after the Lease last changed before taking it.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_lease_duration: Duration,
+    /// How long the leader tries to renew before it steps down (and stops writing).
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_renew_deadline: Duration,
+    /// How often candidates try to acquire, and the leader renews.
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_retry_period: Duration,
+    /// The Lease's name.
+    #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]
+    pub leader_elect_resource_name: String,
+    /// The Lease's namespace; default: the watched namespace, or with --all-namespaces the pod's
+    /// own namespace (from the service account mount).
+    #[arg(long, value_name = "NS")]
+    pub leader_elect_resource_namespace: Option<String>,
+}
+
+/// Where a pod's own namespace is mounted.
+pub const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+impl ElectionArgs {
+    /// The election settings for `identity` watching `scope`, checked; `None` without
+    /// `--leader-elect`.
+    ///
+    /// # Errors
+    ///
+    /// Durations out of order, or no namespace for the Lease.
+    pub fn config(&self, scope: &Scope, identity: &str) -> anyhow::Result<Option<ElectionConfig>> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        let namespace = match (&self.leader_elect_resource_namespace, scope) {
+            (Some(ns), _) => ns.clone(),
+            (None, Scope::Namespace(ns)) => ns.clone(),
+            (None, Scope::All) => std::fs::read_to_string(POD_NAMESPACE_FILE)
+                .map(|s| s.trim().to_owned())
+                .ok()
+                .filter(|s| !s.is_empty())
+                .context(
+                    "--leader-elect with --all-namespaces needs --leader-elect-resource-namespace outside a pod \
+                     (no service account namespace to default to)",
+                )?,
+        };
+        let config = ElectionConfig {
+            lease: LeaseRef { namespace, name: self.leader_elect_resource_name.clone() },
+            identity: identity.to_owned(),
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+        };
+        config.validate()?;
+        Ok(Some(config))
+    }
+}
+
+/// Parses `HOST:PORT`, or `:PORT` for every interface (as Go programs accept).
+fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_owned() };
+    full.parse().map_err(|_| format!("{s:?} is not an address (use e.g. :8080 or 127.0.0.1:8080)"))
 }
 
 /// How logs are written.
@@ -117,36 +200,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
-/// Sets up `tracing` output (filter from `RUST_LOG`, default `info`).
+/// Sets up `tracing` output (filter from `RUST_LOG`, default `info`). Colour only when stderr is
+/// a terminal and `NO_COLOR` is unset: files and pipes get plain text.
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
     let _ = match format {
         LogFormat::Human => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
-}
-
-/// Builds a client from `--kubeconfig` / `$KUBECONFIG`, `~/.kube/config` or the in-cluster config.
-///
-/// # Errors
-///
-/// A missing or unreadable kubeconfig, or no configuration at all.
-pub async fn client(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .with_context(|| format!("kubeconfig {} is not usable", path.display()))?
-        }
-        None => Config::infer()
-            .await
-            .context("no cluster configuration: pass --kubeconfig, set KUBECONFIG, or run in a cluster")?,
-    };
-    let url = config.cluster_url.clone();
-    Client::try_from(config).with_context(|| format!("cannot build a client for {url}"))
 }
 
 fn unreachable(e: kube::Error) -> anyhow::Error {
@@ -214,23 +278,62 @@ pub async fn shutdown_signal() {
 /// Configuration, connection or namespace problems, as one line.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let scope = if args.all_namespaces { Scope::All } else { Scope::Namespace(args.namespace.clone()) };
-    let client = client(args.kubeconfig.as_deref()).await?;
-    preflight(&client, &scope).await?;
+    let identity = election::new_identity();
+    let election_config = args.election.config(&scope, &identity)?;
+    let (config, source) = client::config(args.kubeconfig.as_deref()).await?;
+    match &source {
+        Source::Kubeconfig(paths) => {
+            tracing::info!(%identity, kubeconfig = ?paths, server = %config.cluster_url, "connecting")
+        }
+        Source::InCluster => {
+            tracing::info!(%identity, server = %config.cluster_url, "connecting with the in-cluster service account")
+        }
+    }
     let mut registry = prometheus_client::registry::Registry::default();
-    let controller =
-        Controller::new(client, Options { scope, workers: args.workers, resync: args.resync }, &mut registry);
-    let stop = tokio_util::sync::CancellationToken::new();
+    let rest = RestClientMetrics::register(&mut registry);
+    // The elector talks through its own, unfenced client: it must write while acquiring.
+    let elector = match election_config {
+        Some(c) => {
+            let client = client::build(config.clone(), &identity, &rest, None)?;
+            Some(LeaderElector::new(client, c)?.with_metrics(&mut registry))
+        }
+        None => None,
+    };
+    let handle = elector.as_ref().map(LeaderElector::handle);
+    let fence = handle.as_ref().map(election::ElectionHandle::fence);
+    let client = client::build(config, &identity, &rest, fence.as_ref())?;
+    preflight(&client, &scope).await?;
+    let options = Options { scope, workers: args.workers, resync: args.resync, identity };
+    let controller = Controller::new(client, options, &mut registry);
+    let stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
-        let ready: crate::metrics::Readiness = {
-            let c = std::sync::Arc::clone(&controller);
-            std::sync::Arc::new(move || c.has_synced())
+        let c = Arc::clone(&controller);
+        let ready: crate::ops::Probe =
+            Arc::new(
+                move || if c.has_synced() { Ok(()) } else { Err("informer caches have not synced".into()) },
+            );
+        let live: crate::ops::Probe = match handle.clone() {
+            Some(h) => Arc::new(move || h.check_health()),
+            None => Probes::passing().live,
         };
-        let bound = crate::metrics::serve(addr, std::sync::Arc::new(registry), ready, stop.clone())
+        let bound = crate::ops::serve(addr, Arc::new(registry), Probes { live, ready }, stop.clone())
             .await
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
     }
-    controller.run(shutdown_signal()).await;
+    match (elector, handle) {
+        (Some(elector), Some(handle)) => {
+            let elector_stop = CancellationToken::new();
+            let elector_task = tokio::spawn(elector.run(elector_stop.clone()));
+            controller.run_elected(Some(handle.subscribe()), shutdown_signal()).await;
+            // Only now, with no reconcile left running, may the Lease go to someone else.
+            elector_stop.cancel();
+            let _ = elector_task.await;
+        }
+        _ => {
+            controller.run(shutdown_signal()).await;
+        }
+    }
     stop.cancel();
     Ok(())
 }

@@ -8,12 +8,16 @@
 //!   a Deployment event enqueues its owner's key, so hand-made drift is corrected at once.
 //! * One rate-limited queue (client-go's default controller limiter), `workers` workers.
 //! * `sync` reads both caches — never GET from the API server — and writes only when needed.
+//! * With leader election ([`run_elected`](Controller::run_elected)) the informers always run, so a
+//!   follower's caches stay warm; workers run only while this replica leads, and every write goes
+//!   through the client's fence, so a replica that stopped leading sends none.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use election::Leadership;
 use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -22,6 +26,7 @@ use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::json;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use workqueue::prometheus::PrometheusMetrics;
 use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
@@ -29,6 +34,7 @@ use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter}
 use crate::annotation::ANNOTATION;
 use crate::decision::{Action, MANAGED_BY, decide};
 use crate::events::EventSink;
+use crate::metrics::{ControllerMetrics, Outcome};
 
 /// The name this controller reports in Events, field managers and queue metrics.
 pub const CONTROLLER_NAME: &str = "counter-controller";
@@ -65,11 +71,18 @@ pub struct Options {
     pub workers: usize,
     /// Informer resync period; zero disables it.
     pub resync: Duration,
+    /// This replica's identity, reported as the Events' `reportingInstance`.
+    pub identity: String,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { scope: Scope::Namespace("default".into()), workers: 2, resync: Duration::from_secs(30) }
+        Self {
+            scope: Scope::Namespace("default".into()),
+            workers: 2,
+            resync: Duration::from_secs(30),
+            identity: election::hostname(),
+        }
     }
 }
 
@@ -102,6 +115,15 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the write was withheld by the leader-election fence (this replica stopped leading):
+    /// not a failure of the reconcile, and not retried here — the new leader does it.
+    #[must_use]
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, Self::Api { source, .. } if election::is_fenced(source))
+    }
+}
+
 /// The counter-controller.
 pub struct Controller {
     client: Client,
@@ -112,6 +134,7 @@ pub struct Controller {
     queue: RateLimitingQueue<ObjectKey>,
     expected: Expectations,
     events: EventSink,
+    metrics: ControllerMetrics,
     options: Options,
 }
 
@@ -138,7 +161,13 @@ impl Expectations {
 
 impl Controller {
     /// Assembles the parts and registers the handlers. Nothing runs until [`run`](Self::run).
-    /// The queue's metrics go into `registry` under client-go's `workqueue_*` names.
+    /// The queue's metrics go into `registry` under client-go's `workqueue_*` names, the
+    /// reconciles' under controller-runtime's `controller_runtime_*`.
+    ///
+    /// ## Warning
+    /// With leader election, `client` must carry the election's fence
+    /// ([`client::build`](crate::client::build)): the fence is what stops a replica that lost the
+    /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
         let (cm_api, deploy_api) = match &options.scope {
@@ -168,7 +197,9 @@ impl Controller {
         deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), expected: expected.clone() }));
 
         let reporter =
-            Reporter { controller: CONTROLLER_NAME.into(), instance: std::env::var("HOSTNAME").ok() };
+            Reporter { controller: CONTROLLER_NAME.into(), instance: Some(options.identity.clone()) };
+        let controller_metrics =
+            ControllerMetrics::register(registry, CONTROLLER_NAME, options.workers.max(1));
         Arc::new(Self {
             cm_lister: configmaps.lister(),
             deploy_lister: deployments.lister(),
@@ -178,6 +209,7 @@ impl Controller {
             deployments,
             queue,
             expected,
+            metrics: controller_metrics,
             options,
         })
     }
@@ -199,6 +231,18 @@ impl Controller {
     /// On shutdown, workers stop taking keys, in-flight reconciles finish, and `run` returns.
     /// Returns `false` if shutdown came before the caches synced.
     pub async fn run(self: Arc<Self>, shutdown: impl Future) -> bool {
+        self.run_elected(None, shutdown).await
+    }
+
+    /// As [`run`](Self::run), but the workers run only while `leadership` says this replica
+    /// leads: they start on each acquisition (after enqueueing every cached key, since the
+    /// previous leader may have left work undone) and stop when leadership is lost, while the
+    /// informers keep running. `None` means always leading.
+    pub async fn run_elected(
+        self: Arc<Self>,
+        leadership: Option<watch::Receiver<Leadership>>,
+        shutdown: impl Future,
+    ) -> bool {
         // `shutdown` may resolve at any step; a token can be awaited at every one of them.
         let requested = CancellationToken::new();
         let trigger = {
@@ -210,12 +254,16 @@ impl Controller {
             }
         };
         tokio::select! {
-            synced = self.run_until(requested) => synced,
+            synced = self.run_until(requested, leadership) => synced,
             () = trigger => unreachable!("the trigger never completes"),
         }
     }
 
-    async fn run_until(self: Arc<Self>, requested: CancellationToken) -> bool {
+    async fn run_until(
+        self: Arc<Self>,
+        requested: CancellationToken,
+        leadership: Option<watch::Receiver<Leadership>>,
+    ) -> bool {
         let stop = CancellationToken::new();
         let informers = [
             tokio::spawn({
@@ -234,13 +282,12 @@ impl Controller {
                 "{CONTROLLER_NAME} started: watching ConfigMaps in namespace={} for annotation {ANNOTATION}",
                 self.options.scope
             );
-            let workers: Vec<_> = (0..self.options.workers.max(1))
-                .map(|_| tokio::spawn(Arc::clone(&self).worker(requested.clone())))
-                .collect();
-            requested.cancelled().await;
-            tracing::info!("shutting down: finishing in-flight reconciles");
-            for w in workers {
-                let _ = w.await;
+            match leadership {
+                None => {
+                    self.work_until(requested.cancelled()).await;
+                    tracing::info!("shutting down: finished in-flight reconciles");
+                }
+                Some(rx) => Arc::clone(&self).lead_when_elected(rx, &requested).await,
             }
         }
         stop.cancel();
@@ -250,6 +297,64 @@ impl Controller {
         }
         self.events.close().await;
         synced
+    }
+
+    /// Runs the workers until `stop` resolves, then waits for in-flight reconciles.
+    async fn work_until(self: &Arc<Self>, stop: impl Future) {
+        let term = CancellationToken::new();
+        let workers: Vec<_> = (0..self.options.workers.max(1))
+            .map(|_| tokio::spawn(Arc::clone(self).worker(term.clone())))
+            .collect();
+        stop.await;
+        term.cancel();
+        for w in workers {
+            let _ = w.await;
+        }
+    }
+
+    /// Each term of leadership: enqueue every cached key, run the workers until the term ends
+    /// (lost or shutdown). Never returns before shutdown, except when the elector is gone.
+    async fn lead_when_elected(
+        self: Arc<Self>,
+        mut rx: watch::Receiver<Leadership>,
+        requested: &CancellationToken,
+    ) {
+        tracing::info!("waiting to lead before reconciling; the informers keep the caches warm");
+        loop {
+            tokio::select! {
+                r = rx.wait_for(Leadership::is_leading) => if r.is_err() { return },
+                () = requested.cancelled() => return,
+            }
+            let keys = self.enqueue_all();
+            tracing::info!(keys, workers = self.options.workers, "leading: reconciling");
+            let mut shutdown = false;
+            self.work_until(async {
+                tokio::select! {
+                    _ = rx.wait_for(|l| !l.is_leading()) => {}
+                    () = requested.cancelled() => shutdown = true,
+                }
+            })
+            .await;
+            if shutdown {
+                tracing::info!("shutting down: finished in-flight reconciles");
+                return;
+            }
+            tracing::warn!(
+                "stopped leading: workers stopped, no more writes; the informers keep the caches warm"
+            );
+        }
+    }
+
+    /// Enqueues every ConfigMap and every managed Deployment's owner; returns how many keys.
+    fn enqueue_all(&self) -> usize {
+        let mut n = 0;
+        for cm in self.cm_lister.list() {
+            n += usize::from(self.queue.add(ObjectKey::of(cm.as_ref())));
+        }
+        for d in self.deploy_lister.list() {
+            n += usize::from(self.queue.add(owner_key(&d)));
+        }
+        n
     }
 
     /// Takes keys until told to stop: reconcile, then `forget` on success or `add_rate_limited`
@@ -265,13 +370,27 @@ impl Controller {
                 },
             };
             let key = item.key().clone();
-            match self.sync(&key).await {
-                Ok(()) => self.queue.forget(&key),
+            self.metrics.started();
+            let start = Instant::now();
+            let result = self.sync(&key).await;
+            let outcome = match result {
+                Ok(()) => {
+                    self.queue.forget(&key);
+                    Outcome::Success
+                }
+                Err(e) if e.is_fenced() => {
+                    // Not ours to do now; requeued so it is not lost if leadership comes back.
+                    tracing::debug!(%key, "{e}");
+                    self.queue.add_rate_limited(key);
+                    Outcome::Requeue
+                }
                 Err(e) => {
                     tracing::warn!(%key, retries = self.queue.num_requeues(&key), "reconcile failed: {e}");
                     self.queue.add_rate_limited(key);
+                    Outcome::Error
                 }
-            }
+            };
+            self.metrics.finished(outcome, start.elapsed());
         }
     }
 
@@ -401,18 +520,23 @@ struct EnqueueOwner {
     expected: Expectations,
 }
 
+/// The key of the ConfigMap that owns `d` (its controller reference), or `d`'s own key.
+fn owner_key(d: &Deployment) -> ObjectKey {
+    let ns = d.metadata.namespace.as_deref().unwrap_or("");
+    let owner = d
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true) && r.kind == "ConfigMap");
+    let name = owner.map_or_else(|| d.name_any(), |r| r.name.clone());
+    ObjectKey::new(ns, &name)
+}
+
 impl EnqueueOwner {
     fn enqueue(&self, d: &Deployment) {
         self.expected.observed(&ObjectKey::of(d));
-        let ns = d.metadata.namespace.as_deref().unwrap_or("");
-        let owner = d
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|r| r.controller == Some(true) && r.kind == "ConfigMap");
-        let name = owner.map_or_else(|| d.name_any(), |r| r.name.clone());
-        self.queue.add(ObjectKey::new(ns, &name));
+        self.queue.add(owner_key(d));
     }
 }
 

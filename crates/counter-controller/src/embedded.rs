@@ -89,7 +89,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         println!("kubectl get deploy web");
     }
 
-    let client = crate::cli::client(Some(&kubeconfig)).await?;
+    let client = crate::client::client(Some(&kubeconfig)).await?;
     let stop = CancellationToken::new();
     let controller = if args.no_controller {
         None

@@ -33,8 +33,13 @@ impl EventSink {
         let (tx, mut rx) = mpsc::channel::<(Event, ObjectReference)>(MAX_QUEUED_EVENTS);
         let task = tokio::spawn(async move {
             while let Some((ev, regarding)) = rx.recv().await {
-                if let Err(e) = recorder.publish(&ev, &regarding).await {
-                    tracing::warn!(reason = ev.reason, error = %e, "could not publish Event");
+                match recorder.publish(&ev, &regarding).await {
+                    Ok(()) => {}
+                    // Withheld by the leader-election fence: this replica stopped leading.
+                    Err(e) if election::is_fenced(&e) => {
+                        tracing::debug!(reason = ev.reason, "Event withheld: {e}")
+                    }
+                    Err(e) => tracing::warn!(reason = ev.reason, error = %e, "could not publish Event"),
                 }
             }
         });

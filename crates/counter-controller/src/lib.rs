@@ -9,17 +9,21 @@
 //! | [`annotation`] | the desired count, parsed strictly |
 //! | [`decision`] | the decision table, a pure function |
 //! | [`controller`] | informers, queue, workers, and the executor of decisions |
-//! | [`cli`] | the command line: `run`, flags, logging, fail-fast checks |
+//! | [`cli`] | the command line: `run`, flags, leader election, logging, fail-fast checks |
+//! | [`client`] | the Kubernetes client: kubeconfig resolution, user agent, fence and metrics layers |
 //! | [`events`] | Events published off the reconcile path, as client-go's recorder does |
-//! | [`metrics`] | `/metrics`, `/healthz`, `/readyz` |
+//! | [`metrics`] | `controller_runtime_*` and `rest_client_requests_total` |
+//! | [`ops`] | the operations endpoint: `/metrics`, `/healthz`, `/readyz` |
 //! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 
 pub mod annotation;
 pub mod cli;
+pub mod client;
 pub mod controller;
 pub mod decision;
 pub mod embedded;
 pub mod events;
 pub mod metrics;
+pub mod ops;
 
 pub use controller::{Controller, Options, Scope};

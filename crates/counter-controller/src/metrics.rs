@@ -1,94 +1,218 @@
-//! The operations endpoint: `/metrics` (Prometheus text, including client-go's `workqueue_*`
-//! series), `/healthz` (the process is serving) and `/readyz` (the informer caches have synced).
+//! The controller's metric families, named as the dashboards people already have expect them:
 //!
-//! Plain HTTP, meant for a Prometheus scrape and kubelet probes inside the cluster; off unless
-//! `--metrics-addr` is given.
+//! * controller-runtime's `controller_runtime_reconcile_total{controller,result}` (`success`,
+//!   `error`, `requeue`), `controller_runtime_reconcile_errors_total{controller}`,
+//!   `controller_runtime_reconcile_time_seconds{controller}`, `controller_runtime_active_workers`
+//!   and `controller_runtime_max_concurrent_reconciles`;
+//! * client-go's `rest_client_requests_total{code,method,host}`, counted by a `tower` layer on the
+//!   client from the requests it actually sends.
+//!
+//! The queue's `workqueue_*` families come from the workqueue crate; leader election's from the
+//! election crate. All go into one registry served by [`ops`](crate::ops).
 
-use std::io;
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use http::{Request, Response};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
+use tower::{BoxError, Layer, Service};
 
-/// Answers whether the controller is ready (its caches have synced).
-pub type Readiness = Arc<dyn Fn() -> bool + Send + Sync>;
+type Labels = Vec<(String, String)>;
 
-fn reply(code: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(code)
-        .header(header::CONTENT_TYPE, content_type)
-        .body(Full::new(Bytes::from(body)))
-        .expect("valid response")
+/// controller-runtime's reconcile-time buckets, in seconds.
+const RECONCILE_BUCKETS: [f64; 40] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+    1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0,
+    50.0, 60.0,
+];
+
+fn reconcile_histogram() -> Histogram {
+    Histogram::new(RECONCILE_BUCKETS)
 }
 
-fn route(req: &Request<Incoming>, registry: &Registry, ready: &Readiness) -> Response<Full<Bytes>> {
-    match req.uri().path() {
-        "/metrics" => {
-            let mut text = String::new();
-            match prometheus_client::encoding::text::encode(&mut text, registry) {
-                Ok(()) => {
-                    reply(StatusCode::OK, "application/openmetrics-text; version=1.0.0; charset=utf-8", text)
-                }
-                Err(e) => reply(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "text/plain",
-                    format!("encoding metrics failed: {e}\n"),
-                ),
-            }
+/// How one reconcile ended, as controller-runtime labels it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Converged (or nothing to do).
+    Success,
+    /// Failed; retried with backoff.
+    Error,
+    /// Not done and not failed (a write withheld because this replica stopped leading).
+    Requeue,
+}
+
+impl Outcome {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Requeue => "requeue",
         }
-        "/healthz" | "/livez" => reply(StatusCode::OK, "text/plain", "ok\n".into()),
-        "/readyz" if ready() => reply(StatusCode::OK, "text/plain", "ok\n".into()),
-        "/readyz" => {
-            reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "informer caches have not synced\n".into())
-        }
-        other => reply(
-            StatusCode::NOT_FOUND,
-            "text/plain",
-            format!("no such endpoint: {other} (try /metrics, /healthz, /readyz)\n"),
-        ),
     }
 }
 
-/// Binds `addr` and serves until `stop` is cancelled. Returns the bound address.
-///
-/// # Errors
-///
-/// The address cannot be bound.
-pub async fn serve(
-    addr: SocketAddr,
-    registry: Arc<Registry>,
-    ready: Readiness,
-    stop: CancellationToken,
-) -> io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let stream = tokio::select! {
-                () = stop.cancelled() => return,
-                accepted = listener.accept() => match accepted {
-                    Ok((s, _)) => s,
-                    Err(_) => continue,
-                },
-            };
-            let (registry, ready) = (Arc::clone(&registry), Arc::clone(&ready));
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let response = route(&req, &registry, &ready);
-                    async move { Ok::<_, std::convert::Infallible>(response) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+/// controller-runtime's reconcile metrics for one controller.
+#[derive(Clone, Debug)]
+pub struct ControllerMetrics {
+    name: String,
+    total: Family<Labels, Counter>,
+    errors: Family<Labels, Counter>,
+    time: Family<Labels, Histogram, fn() -> Histogram>,
+    active: Family<Labels, Gauge>,
+    max: Family<Labels, Gauge>,
+}
+
+impl ControllerMetrics {
+    /// Registers the families for controller `name`, which runs `workers` concurrent reconciles.
+    pub fn register(registry: &mut Registry, name: &str, workers: usize) -> Self {
+        let m = Self {
+            name: name.to_owned(),
+            total: Family::default(),
+            errors: Family::default(),
+            time: Family::new_with_constructor(reconcile_histogram),
+            active: Family::default(),
+            max: Family::default(),
+        };
+        registry.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            m.total.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            m.errors.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            m.time.clone(),
+        );
+        registry.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            m.active.clone(),
+        );
+        registry.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            m.max.clone(),
+        );
+        let c = m.controller();
+        m.max.get_or_create(&c).set(i64::try_from(workers).unwrap_or(i64::MAX));
+        m.active.get_or_create(&c).set(0);
+        let _ = m.errors.get_or_create(&c);
+        for o in [Outcome::Success, Outcome::Error, Outcome::Requeue] {
+            let _ = m.total.get_or_create(&m.with_result(o));
         }
-    });
-    Ok(bound)
+        m
+    }
+
+    fn controller(&self) -> Labels {
+        vec![("controller".into(), self.name.clone())]
+    }
+
+    fn with_result(&self, o: Outcome) -> Labels {
+        vec![("controller".into(), self.name.clone()), ("result".into(), o.label().into())]
+    }
+
+    /// A worker starts a reconcile.
+    pub fn started(&self) {
+        self.active.get_or_create(&self.controller()).inc();
+    }
+
+    /// A worker finished a reconcile that took `took`.
+    pub fn finished(&self, outcome: Outcome, took: Duration) {
+        let c = self.controller();
+        self.active.get_or_create(&c).dec();
+        self.time.get_or_create(&c).observe(took.as_secs_f64());
+        self.total.get_or_create(&self.with_result(outcome)).inc();
+        if outcome == Outcome::Error {
+            self.errors.get_or_create(&c).inc();
+        }
+    }
+}
+
+/// client-go's `rest_client_requests_total{code,method,host}`.
+#[derive(Clone, Debug, Default)]
+pub struct RestClientMetrics {
+    requests: Family<Labels, Counter>,
+}
+
+impl RestClientMetrics {
+    /// Registers the family.
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host",
+            m.requests.clone(),
+        );
+        m
+    }
+
+    /// A layer counting the requests of a client talking to `host`.
+    #[must_use]
+    pub fn layer(&self, host: &str) -> RestClientLayer {
+        RestClientLayer { requests: self.requests.clone(), host: host.to_owned() }
+    }
+}
+
+/// The layer made by [`RestClientMetrics::layer`]. A request that got no answer counts with code
+/// `<error>`, as client-go labels it.
+#[derive(Clone, Debug)]
+pub struct RestClientLayer {
+    requests: Family<Labels, Counter>,
+    host: String,
+}
+
+impl<S> Layer<S> for RestClientLayer {
+    type Service = RestClientService<S>;
+    fn layer(&self, inner: S) -> RestClientService<S> {
+        RestClientService { inner, layer: self.clone() }
+    }
+}
+
+/// The service made by [`RestClientLayer`].
+#[derive(Clone, Debug)]
+pub struct RestClientService<S> {
+    inner: S,
+    layer: RestClientLayer,
+}
+
+impl<S, B, R> Service<Request<B>> for RestClientService<S>
+where
+    S: Service<Request<B>, Response = Response<R>>,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+    R: Send + 'static,
+{
+    type Response = Response<R>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<R>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let method = req.method().as_str().to_owned();
+        let (requests, host) = (self.layer.requests.clone(), self.layer.host.clone());
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let result = fut.await.map_err(Into::into);
+            let code =
+                result.as_ref().map_or_else(|_| "<error>".to_owned(), |r| r.status().as_u16().to_string());
+            requests
+                .get_or_create(&vec![("code".into(), code), ("method".into(), method), ("host".into(), host)])
+                .inc();
+            result
+        })
+    }
 }

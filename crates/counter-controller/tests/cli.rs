@@ -44,7 +44,45 @@ fn an_unreadable_kubeconfig_is_named() {
     std::fs::write(&path, "{{{ not yaml").unwrap();
     let (code, err) = run(&["--kubeconfig", path.to_str().unwrap()], &[]);
     assert_ne!(code, 0);
-    assert!(err.contains("garbage") && err.contains("cannot read kubeconfig"), "{err}");
+    assert!(err.contains("garbage") && err.contains("is not valid"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn a_missing_kubeconfig_names_its_cause_once() {
+    let (_, err) = run(&["--kubeconfig", "/no/such/kubeconfig"], &[]);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
+
+#[test]
+fn an_empty_kubeconfig_variable_counts_as_unset() {
+    // As kubectl: KUBECONFIG= falls through to ~/.kube/config, then the in-cluster config.
+    let (code, err) = run(&[], &[("KUBECONFIG", "")]);
+    assert_ne!(code, 0);
+    assert!(!err.contains("a value is required"), "{err}");
+    assert!(err.contains("no cluster configuration"), "{err}");
+}
+
+#[test]
+fn leader_election_settings_are_checked_before_connecting() {
+    for (args, needle) in [
+        (
+            vec!["--leader-elect", "--leader-elect-renew-deadline", "20s"],
+            "lease-duration > renew-deadline > retry-period > 0",
+        ),
+        (vec!["--leader-elect", "--leader-elect-retry-period", "0"], "retry-period 0ns"),
+        (vec!["--leader-elect", "--all-namespaces"], "--leader-elect-resource-namespace"),
+        (vec!["--leader-elect", "--leader-elect-lease-duration", "soon"], "\"soon\""),
+        (vec!["--metrics-addr", "everywhere"], "\"everywhere\""),
+    ] {
+        let (code, err) = run(&args, &[]);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        // Our own checks are one line; clap's flag errors add its usual hint line.
+        if !err.starts_with("error: invalid value") {
+            assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        }
+    }
 }
 
 #[test]

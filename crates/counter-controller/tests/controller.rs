@@ -49,7 +49,8 @@ impl Running {
 
 fn controller(sb: &Sandbox, resync: Duration) -> (Arc<Controller>, Registry) {
     let mut registry = Registry::default();
-    let options = Options { scope: Scope::Namespace("default".into()), workers: 2, resync };
+    let options =
+        Options { scope: Scope::Namespace("default".into()), workers: 2, resync, ..Options::default() };
     (Controller::new(sb.client(), options, &mut registry), registry)
 }
 

@@ -24,6 +24,6 @@ pub mod elector;
 pub mod fence;
 pub mod metrics;
 
-pub use config::{ConfigError, ElectionConfig, LeaseRef, new_identity};
+pub use config::{ConfigError, ElectionConfig, LeaseRef, hostname, new_identity};
 pub use elector::{ElectionHandle, LeaderElector, Leadership};
 pub use fence::{Fence, FenceLayer, Fenced, is_fenced};

@@ -56,9 +56,18 @@ pub(crate) fn json_typed(code: u16, content_type: &str, body: &Value) -> Respons
         .expect("valid response")
 }
 
+/// Marks a response that must not be sent: the connection is dropped instead (an injected
+/// [`FaultKind::Disconnect`](crate::FaultKind::Disconnect)). The HTTP server closes the connection;
+/// the in-process service answers with an error, as a broken connection would.
+#[derive(Debug, Clone, Copy)]
+pub struct Disconnect;
+
 /// An error as a Status response (with Retry-After for 429).
 pub fn error_response(e: &ApiError) -> Response<ResponseBody> {
     let mut r = json_response(e.code, &e.to_status());
+    if e.reason == crate::faults::DISCONNECTED {
+        r.extensions_mut().insert(Disconnect);
+    }
     if let Some(secs) = e.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64) {
         r.headers_mut().insert(header::RETRY_AFTER, secs.into());
     }
@@ -250,24 +259,27 @@ where
     let path = parts.uri.path().to_owned();
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-    let latency = shared.faults.latency();
-    if !latency.is_zero() {
-        tokio::time::sleep(latency).await;
-    }
     let mut record = RequestRecord {
         verb: parts.method.as_str().to_ascii_lowercase(),
+        group: String::new(),
         resource: String::new(),
         subresource: String::new(),
         namespace: String::new(),
         name: String::new(),
         user_agent,
         code: 0,
+        at: std::time::Instant::now(),
     };
+    let latency = shared.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let response = match route(&shared, &parts, body, &path, &mut record).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
-    record.code = response.status().as_u16();
+    record.code =
+        if response.extensions().get::<Disconnect>().is_some() { 0 } else { response.status().as_u16() };
     shared.requests.push(record);
     response
 }
@@ -293,6 +305,7 @@ where
         .is_some_and(|a| a.contains("as=Table"));
     let verb = verb_of(&parts.method, &t, q.watch);
     record.verb = verb.to_owned();
+    record.group = t.def.group.to_owned();
     record.resource = t.def.plural.to_owned();
     record.subresource = match t.sub {
         Subresource::Main => "",

@@ -36,7 +36,7 @@ fn resource_entries(group: &str, version: &str) -> Vec<Value> {
     for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
         out.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
-            "verbs": verbs(r), "shortNames": r.short_names, "storageVersionHash": "",
+            "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "storageVersionHash": "",
         }));
         if r.status_subresource {
             out.push(json!({ "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"] }));
@@ -107,7 +107,7 @@ pub fn aggregated(core: bool) -> Value {
                     json!({
                         "resource": r.plural, "responseKind": { "group": g, "version": v, "kind": r.kind },
                         "scope": if r.namespaced { "Namespaced" } else { "Cluster" }, "singularResource": r.singular,
-                        "verbs": verbs(r), "shortNames": r.short_names, "subresources": subs,
+                        "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "subresources": subs,
                     })
                 })
                 .collect();

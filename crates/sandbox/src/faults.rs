@@ -18,7 +18,13 @@ pub enum FaultKind {
     },
     /// 503 ServiceUnavailable.
     Unavailable,
+    /// No answer: the connection is dropped (over HTTP it is closed; in-process the request fails
+    /// as a broken connection does). The request is recorded with code 0.
+    Disconnect,
 }
+
+/// The reason carried internally by a [`FaultKind::Disconnect`] error; never sent to a client.
+pub(crate) const DISCONNECTED: &str = "Disconnected";
 
 impl FaultKind {
     pub(crate) fn error(self) -> ApiError {
@@ -26,6 +32,7 @@ impl FaultKind {
             Self::InternalError => ApiError::internal("injected fault: internal error"),
             Self::TooManyRequests { retry_after_seconds } => ApiError::too_many_requests(retry_after_seconds),
             Self::Unavailable => ApiError::unavailable(),
+            Self::Disconnect => ApiError::dropped(DISCONNECTED),
         }
     }
 }

@@ -11,6 +11,7 @@
 //! | [`store`] | objects, the resourceVersion counter, history, and the write rules |
 //! | [`api`] | URL routing, query parameters, watch streams |
 //! | [`resource`] | the served resources (one declaration each) |
+//! | [`builtin`] | built-in kinds served generically: shape from k8s-openapi, Service defaults, bindings |
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
 //! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
@@ -39,6 +40,7 @@
 //! ```
 
 pub mod api;
+pub mod builtin;
 pub mod deployment;
 pub mod discovery;
 pub mod faults;
@@ -53,7 +55,6 @@ pub mod status;
 pub mod store;
 pub mod table;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
@@ -238,16 +239,22 @@ where
     B::Error: Into<api::BoxError>,
 {
     type Response = Response<api::ResponseBody>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+    type Error = api::BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, api::BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), api::BoxError>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let shared = Arc::clone(&self.shared);
-        Box::pin(async move { Ok(api::handle(shared, req).await) })
+        Box::pin(async move {
+            let response = api::handle(shared, req).await;
+            if response.extensions().get::<api::Disconnect>().is_some() {
+                return Err("connection dropped by the sandbox (injected fault)".into());
+            }
+            Ok(response)
+        })
     }
 }
 

@@ -1,6 +1,8 @@
 //! The record of every request, so tests can assert what a client did (client-go's fake
 //! `Actions()`).
 
+use std::time::Instant;
+
 use parking_lot::Mutex;
 
 /// One request as the sandbox saw it.
@@ -9,6 +11,8 @@ pub struct RequestRecord {
     /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`, or the
     /// lower-cased HTTP method for paths that are not resources.
     pub verb: String,
+    /// API group; empty for the core group and for non-resource paths.
+    pub group: String,
     /// Resource plural (`configmaps`); empty for non-resource paths.
     pub resource: String,
     /// `status` or `scale`; empty for the object itself.
@@ -19,8 +23,10 @@ pub struct RequestRecord {
     pub name: String,
     /// The `User-Agent` header.
     pub user_agent: String,
-    /// The HTTP status code answered.
+    /// The HTTP status code answered; 0 when the connection was dropped without an answer.
     pub code: u16,
+    /// When the request arrived (before any injected latency).
+    pub at: Instant,
 }
 
 impl RequestRecord {

@@ -3,6 +3,9 @@
 
 use serde_json::{Value, json};
 
+use k8s_openapi::api;
+
+use crate::builtin::{decode_as, default_service, validate_binding, validate_service};
 use crate::deployment;
 
 /// A field error: `(path, message)`, e.g. `("spec.replicas", "must be greater than or equal to 0")`.
@@ -23,6 +26,8 @@ pub struct ResourceDef {
     pub kind: &'static str,
     /// Short names for kubectl, e.g. `cm`.
     pub short_names: &'static [&'static str],
+    /// Discovery categories, e.g. `all` (what `kubectl get all` lists).
+    pub categories: &'static [&'static str],
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
     /// Has a `status` subresource: the main endpoint ignores status, `/status` changes only status.
@@ -37,6 +42,8 @@ pub struct ResourceDef {
     pub to_storage: fn(Value) -> Value,
     /// Converts a stored object into this resource's version.
     pub from_storage: fn(Value) -> Value,
+    /// Checks that the object decodes as the kind's type (a failure is a 400 naming the field).
+    pub decode: fn(&Value) -> Result<(), String>,
     /// Fills in the API server's defaults.
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
@@ -75,6 +82,9 @@ fn same(v: Value) -> Value {
     v
 }
 fn no_defaults(_: &mut Value) {}
+fn any_shape(_: &Value) -> Result<(), String> {
+    Ok(())
+}
 fn no_validation(_: &Value, _: Option<&Value>) -> Vec<FieldError> {
     Vec::new()
 }
@@ -127,6 +137,7 @@ macro_rules! resource {
             singular: $singular,
             kind: $kind,
             short_names: &[$($short),*],
+            categories: &[],
             namespaced: $ns,
             status_subresource: false,
             scale_subresource: false,
@@ -134,6 +145,7 @@ macro_rules! resource {
             storage: concat!($plural, ".", $group),
             to_storage: same,
             from_storage: same,
+            decode: any_shape,
             default: no_defaults,
             validate: no_validation,
         }
@@ -159,6 +171,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         has_generation: true,
         default: deployment::default,
         validate: deployment::validate,
+        categories: &["all"],
         ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
     },
     ResourceDef {
@@ -167,7 +180,46 @@ pub static RESOURCES: &[ResourceDef] = &[
         from_storage: event_from_core,
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
-    resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true),
+    ResourceDef {
+        decode: decode_as::<api::coordination::v1::Lease>,
+        ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
+    },
+    // Built-in kinds a deployment of a controller uses, served generically (see `builtin`).
+    ResourceDef {
+        decode: decode_as::<api::core::v1::ServiceAccount>,
+        ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)
+    },
+    ResourceDef {
+        status_subresource: true,
+        categories: &["all"],
+        decode: decode_as::<api::core::v1::Service>,
+        default: default_service,
+        validate: validate_service,
+        ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)
+    },
+    ResourceDef {
+        decode: decode_as::<api::rbac::v1::Role>,
+        ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)
+    },
+    ResourceDef {
+        decode: decode_as::<api::rbac::v1::ClusterRole>,
+        ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
+    },
+    ResourceDef {
+        decode: decode_as::<api::rbac::v1::RoleBinding>,
+        validate: validate_binding,
+        ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
+    },
+    ResourceDef {
+        decode: decode_as::<api::rbac::v1::ClusterRoleBinding>,
+        validate: validate_binding,
+        ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
+    },
+    ResourceDef {
+        status_subresource: true,
+        decode: decode_as::<api::policy::v1::PodDisruptionBudget>,
+        ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)
+    },
 ];
 
 /// Finds a resource by group, version and plural.

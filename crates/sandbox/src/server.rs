@@ -149,7 +149,14 @@ impl Sandbox {
                     let Ok(stream) = acceptor.accept(stream).await else { return };
                     let service = hyper::service::service_fn(move |req| {
                         let (sandbox, auth) = (sandbox.clone(), Arc::clone(&auth));
-                        async move { Ok::<_, std::convert::Infallible>(respond(&sandbox, &auth, req).await) }
+                        async move {
+                            let response = respond(&sandbox, &auth, req).await;
+                            // An injected dropped connection: an error makes hyper close it unanswered.
+                            if response.extensions().get::<api::Disconnect>().is_some() {
+                                return Err(io::Error::other("connection dropped (injected fault)"));
+                            }
+                            Ok(response)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)

@@ -27,6 +27,11 @@ impl ApiError {
         self
     }
 
+    /// An injected dropped connection (see [`crate::FaultKind::Disconnect`]).
+    pub(crate) fn dropped(reason: &'static str) -> Self {
+        Self::new(503, reason, "injected fault: connection dropped")
+    }
+
     /// 404: `configmaps "web" not found`.
     pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
         Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, plural)))

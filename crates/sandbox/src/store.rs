@@ -663,6 +663,7 @@ impl Store {
             obj.as_object_mut().expect("object").remove("status");
         }
         (def.default)(&mut obj);
+        decode(def, &obj)?;
         let errs = (def.validate)(&obj, None);
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, &name, &errs));
@@ -733,6 +734,7 @@ impl Store {
         keep_server_fields(&mut new, &old_view);
         (def.default)(&mut new);
         def.stamp(&mut new);
+        decode(def, &new)?;
         let errs = (def.validate)(&new, Some(&old_view));
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, name, &errs));
@@ -1090,4 +1092,14 @@ fn server_side_apply(
     record_apply(&mut merged, manager, &paths, &def.api_version());
     meta_mut(&mut merged).remove("resourceVersion");
     Ok(merged)
+}
+
+/// A body the kind's type cannot hold is a 400, as the API server's decoder answers.
+fn decode(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
+    (def.decode)(obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            def.kind, def.version, def.kind
+        ))
+    })
 }

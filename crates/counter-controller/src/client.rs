@@ -1,0 +1,119 @@
+//! The Kubernetes client: where the cluster comes from, who we say we are, and the layers every
+//! request goes through.
+//!
+//! * Configuration, in kubectl's order: `--kubeconfig`, `$KUBECONFIG` (a colon-separated list,
+//!   merged; an empty value counts as unset, as kubectl treats it), `~/.kube/config`, then the
+//!   in-cluster service account.
+//! * `User-Agent: counter-controller/<version> (<identity>)`, so an API server's audit log (and the
+//!   sandbox's request record) tells replicas apart.
+//! * Layers, outermost first: the leader-election [`Fence`](election::Fence) (a refused write never
+//!   leaves the process and is not counted), then `rest_client_requests_total`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+use http::{HeaderValue, header};
+use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::metrics::RestClientMetrics;
+
+/// The `User-Agent` of this process's requests.
+#[must_use]
+pub fn user_agent(identity: &str) -> String {
+    format!("{}/{} ({identity})", crate::controller::CONTROLLER_NAME, env!("CARGO_PKG_VERSION"))
+}
+
+/// Where the configuration came from, for the startup log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Kubeconfig files.
+    Kubeconfig(Vec<PathBuf>),
+    /// The in-cluster service account.
+    InCluster,
+}
+
+fn read_kubeconfig(paths: &[PathBuf]) -> anyhow::Result<Kubeconfig> {
+    let mut merged: Option<Kubeconfig> = None;
+    for path in paths {
+        // Read the file ourselves: kube's error repeats the I/O cause in its message and its source.
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+        // The YAML error draws the offending line below its message; the message is enough here.
+        let kc = Kubeconfig::from_yaml(&text).map_err(|e| {
+            let e = e.to_string();
+            anyhow!("kubeconfig {} is not valid: {}", path.display(), e.lines().next().unwrap_or(""))
+        })?;
+        merged = Some(match merged {
+            None => kc,
+            Some(m) => m.merge(kc).map_err(|e| anyhow!("cannot merge kubeconfig {}: {e}", path.display()))?,
+        });
+    }
+    merged.ok_or_else(|| anyhow!("no kubeconfig files given"))
+}
+
+/// Resolves the cluster configuration (see the module docs for the order).
+///
+/// # Errors
+///
+/// One line naming the file that cannot be read or used, or saying that nothing was found.
+pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<(Config, Source)> {
+    let from_env = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty());
+    let paths: Vec<PathBuf> = match (kubeconfig, from_env) {
+        (Some(p), _) => vec![p.to_owned()],
+        (None, Some(list)) => std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()).collect(),
+        (None, None) => {
+            let home = std::env::var_os("HOME").map(|h| Path::new(&h).join(".kube/config"));
+            home.filter(|p| p.is_file()).into_iter().collect()
+        }
+    };
+    if paths.is_empty() {
+        let config = Config::incluster().map_err(|e| {
+            anyhow!("no cluster configuration: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod ({e})")
+        })?;
+        return Ok((config, Source::InCluster));
+    }
+    let kc = read_kubeconfig(&paths)?;
+    let shown = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| anyhow!("kubeconfig {shown} is not usable: {e}"))?;
+    Ok((config, Source::Kubeconfig(paths)))
+}
+
+/// Builds a client for `config` that identifies as `identity`, counts its requests into
+/// `metrics`, and, with a `fence`, refuses writes while the fence is closed.
+///
+/// # Errors
+///
+/// The configuration cannot give a client (for example a bad certificate).
+pub fn build(
+    mut config: Config,
+    identity: &str,
+    metrics: &RestClientMetrics,
+    fence: Option<&election::Fence>,
+) -> anyhow::Result<Client> {
+    let url = config.cluster_url.clone();
+    if let Ok(ua) = HeaderValue::from_str(&user_agent(identity)) {
+        config.headers.push((header::USER_AGENT, ua));
+    }
+    let host = url.authority().map_or_else(|| url.to_string(), ToString::to_string);
+    let builder = ClientBuilder::try_from(config)
+        .with_context(|| format!("cannot build a client for {url}"))?
+        .with_layer(&metrics.layer(&host));
+    Ok(match fence {
+        Some(f) => builder.with_layer(&election::FenceLayer::new(f.clone())).build(),
+        None => builder.build(),
+    })
+}
+
+/// A plain client from a kubeconfig path (or the usual search), for tools and tests.
+///
+/// # Errors
+///
+/// As [`config`] and [`build`].
+pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
+    let (config, _) = config(kubeconfig).await?;
+    build(config, "client", &RestClientMetrics::default(), None)
+}
