@@ -258,7 +258,8 @@ where
     }
 }
 
-/// Plays the Deployment controller: advances rollouts until the sandbox is dropped.
+/// Plays the Deployment and namespace controllers: advances rollouts and empties Terminating
+/// namespaces, until the sandbox is dropped.
 async fn rollout_loop(shared: Weak<Shared>, pace: Rollout) {
     let (every, jump) = match pace {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
@@ -270,5 +271,6 @@ async fn rollout_loop(shared: Weak<Shared>, pace: Rollout) {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else { return };
         shared.store.rollout_tick(jump);
+        shared.store.namespace_tick();
     }
 }

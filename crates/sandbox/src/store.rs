@@ -869,12 +869,34 @@ impl Store {
             meta_mut(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
             marked["status"] = json!({ "phase": "Terminating" });
         }
-        let marked = st.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)));
-        for k in st.namespace_objects(&key.2).cloned().collect::<Vec<_>>() {
-            st.delete_key(&k, Propagation::Background);
+        // As upstream, the namespace only turns Terminating here; its contents go (and then the
+        // namespace itself) a moment later, in [`namespace_tick`](Self::namespace_tick), so a
+        // client deleting the namespace and then its objects finds them still there.
+        if is_deleting(old) {
+            Arc::clone(old)
+        } else {
+            st.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)))
         }
-        st.finish_namespace(&key.2);
-        st.objects.get(key).cloned().unwrap_or(marked)
+    }
+
+    /// Plays the namespace controller: empties every Terminating namespace, then removes it
+    /// (unless objects with finalizers remain). Returns how many namespaces were worked on.
+    pub fn namespace_tick(&self) -> usize {
+        let mut st = self.state.lock();
+        let terminating: Vec<String> = st
+            .objects
+            .range(("namespaces.", String::new(), String::new())..)
+            .take_while(|((s, _, _), _)| *s == "namespaces.")
+            .filter(|(_, o)| is_deleting(o))
+            .map(|((_, _, name), _)| name.clone())
+            .collect();
+        for ns in &terminating {
+            for k in st.namespace_objects(ns).cloned().collect::<Vec<_>>() {
+                st.delete_key(&k, Propagation::Background);
+            }
+            st.finish_namespace(ns);
+        }
+        terminating.len()
     }
 
     /// DELETECOLLECTION: deletes every object a list with the same selectors would return.

@@ -38,6 +38,19 @@ fn int_at(o: &Value, ptr: &str) -> i64 {
     o.pointer(ptr).and_then(Value::as_i64).unwrap_or(0)
 }
 
+fn str_at<'a>(o: &'a Value, ptr: &str) -> &'a str {
+    o.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An IntOrString field as kubectl prints it; `N/A` when unset.
+fn int_or_string(o: &Value, ptr: &str) -> String {
+    match o.pointer(ptr) {
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(s)) => s.clone(),
+        _ => "N/A".into(),
+    }
+}
+
 fn columns(def: &ResourceDef) -> Vec<Column> {
     let mut cols = vec![Column { name: "Name", kind: "string", cell: name }];
     match def.kind {
@@ -77,6 +90,53 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
                 )
             },
         }),
+        "Service" => cols.extend([
+            Column { name: "Type", kind: "string", cell: |o| json!(str_at(o, "/spec/type")) },
+            Column { name: "Cluster-IP", kind: "string", cell: |o| json!(str_at(o, "/spec/clusterIP")) },
+            Column {
+                name: "External-IP",
+                kind: "string",
+                cell: |o| {
+                    let ips = o
+                        .pointer("/spec/externalIPs")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","));
+                    json!(ips.filter(|s| !s.is_empty()).unwrap_or_else(|| "<none>".into()))
+                },
+            },
+            Column {
+                name: "Port(s)",
+                kind: "string",
+                cell: |o| {
+                    let ports =
+                        o.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
+                    let shown: Vec<String> = ports
+                        .iter()
+                        .map(|p| {
+                            format!("{}/{}", int_at(p, "/port"), p["protocol"].as_str().unwrap_or("TCP"))
+                        })
+                        .collect();
+                    json!(if shown.is_empty() { "<none>".to_owned() } else { shown.join(",") })
+                },
+            },
+        ]),
+        "PodDisruptionBudget" => cols.extend([
+            Column {
+                name: "Min Available",
+                kind: "string",
+                cell: |o| json!(int_or_string(o, "/spec/minAvailable")),
+            },
+            Column {
+                name: "Max Unavailable",
+                kind: "string",
+                cell: |o| json!(int_or_string(o, "/spec/maxUnavailable")),
+            },
+            Column {
+                name: "Allowed Disruptions",
+                kind: "integer",
+                cell: |o| json!(int_at(o, "/status/disruptionsAllowed")),
+            },
+        ]),
         "Namespace" => cols.push(Column {
             name: "Status",
             kind: "string",

@@ -373,8 +373,22 @@ async fn deleting_a_namespace_deletes_its_objects() {
     .unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "team");
     cms.create(&PostParams::default(), &cm("a", &[])).await.unwrap();
-    ns.delete("team", &DeleteParams::default()).await.unwrap();
-    assert!(ns.get_opt("team").await.unwrap().is_none());
+    // As upstream: the namespace turns Terminating, its objects are still there for a moment
+    // (deleting them right after still works), then the namespace controller empties it.
+    let terminating = ns.delete("team", &DeleteParams::default()).await.unwrap().left().unwrap();
+    assert_eq!(terminating.status.unwrap().phase.as_deref(), Some("Terminating"));
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert!(cms.get_opt("a").await.unwrap().is_some());
+    let refused = cms.create(&PostParams::default(), &cm("b", &[])).await.unwrap_err();
+    assert!(
+        matches!(refused, kube::Error::Api(s) if s.code == 403),
+        "no new content in a terminating namespace"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while ns.get_opt("team").await.unwrap().is_some() {
+        assert!(std::time::Instant::now() < deadline, "the namespace is never removed");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let all: Api<ConfigMap> = Api::all(c.clone());
     assert!(
         all.list(&ListParams::default())
