@@ -16,46 +16,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
+mod common;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cc-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn on_path(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .and_then(|p| std::env::split_paths(&p).map(|d| d.join(tool)).find(|f| f.is_file()))
-}
-
-/// kubectl, or `None` after printing why the test is skipped (a failure when it is required).
-fn kubectl() -> Option<PathBuf> {
-    let found = on_path("kubectl");
-    if found.is_none() {
-        assert!(
-            std::env::var("COUNTER_CONTROLLER_REQUIRE_KUBECTL").is_err(),
-            "kubectl is required (COUNTER_CONTROLLER_REQUIRE_KUBECTL is set) but is not on PATH"
-        );
-        eprintln!("skipping: kubectl is not on PATH");
-    }
-    found
-}
-
-/// A child process killed (if still running) when the test ends, even by a failed assertion.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::*;
 
 /// A `counter-controller sandbox` process, killed on drop.
 struct SandboxProcess {
@@ -91,26 +54,6 @@ fn start_sandbox(dir: &Path, extra: &[&str]) -> SandboxProcess {
     assert_eq!(export, format!("export KUBECONFIG={}", kubeconfig.canonicalize().unwrap().display()));
     std::thread::spawn(move || for _ in lines {});
     SandboxProcess { child, kubeconfig, stderr }
-}
-
-fn kubectl_run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(kubectl)
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .current_dir(workspace_root())
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn kubectl_ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
-    let (ok, out, err) = kubectl_run(kubectl, kubeconfig, args);
-    assert!(ok, "kubectl {args:?} failed: {out}{err}");
-    out
 }
 
 /// Runs `kubectl get deploy web -w` until a line shows `ready`.
@@ -150,14 +93,6 @@ fn watch_until(kubectl: &Path, kubeconfig: &Path, ready: &str) -> Vec<String> {
     let _ = child.kill();
     let _ = child.wait();
     panic!("kubectl get deploy web -w never showed READY {ready}: {seen:?}");
-}
-
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -327,17 +262,6 @@ async fn the_controller_binary_converges_against_the_https_sandbox() {
     let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).expect("JSON logs");
     assert!(first.get("fields").is_some(), "{first}");
     assert!(log.contains("counter-controller started: watching ConfigMaps in namespace=default for annotation counter.example.com/desired"));
-}
-
-/// A plain HTTP/1.1 GET: (status code, body).
-fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (code, text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default())
 }
 
 #[test]

@@ -1,0 +1,291 @@
+//! High availability with real processes: two `counter-controller run --leader-elect` replicas
+//! against one sandbox (in this process, served over HTTPS, so its request record shows who sent
+//! what). Exactly one leads and only it writes; kill -9 and SIGTERM hand over; a paused leader
+//! sends no write when it wakes; a leader whose renews fail stops writing within the renew
+//! deadline.
+//!
+//! Durations are shortened (lease 3 s, renew 2 s, retry 0.5 s); the bounds checked are the ones the
+//! protocol promises, with a little slack for a busy machine.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::*;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use sandbox::{FaultKind, FaultRule};
+use serde_json::json;
+
+const LEASE: Duration = Duration::from_secs(3);
+const RENEW: Duration = Duration::from_secs(2);
+const RETRY: Duration = Duration::from_millis(500);
+/// Scheduling slack on a shared two-core machine.
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// The tests start several processes each; one at a time keeps their timing meaningful.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn args() -> Vec<String> {
+    [
+        "run",
+        "--namespace=default",
+        "--log-format=json",
+        "--leader-elect",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+struct Cluster {
+    sb: ServedSandbox,
+    client: Client,
+    dir: std::path::PathBuf,
+}
+
+impl Cluster {
+    async fn new(name: &str) -> Self {
+        let dir = temp_dir(name);
+        let sb = serve_sandbox(&dir).await;
+        let client = sb.sandbox.client();
+        Self { sb, client, dir }
+    }
+
+    fn replica(&self, hostname: &str) -> Replica {
+        Replica::start(&self.dir, &self.sb.kubeconfig, hostname, &args())
+    }
+
+    async fn holder(&self) -> String {
+        Api::<Lease>::default_namespaced(self.client.clone())
+            .get_opt("counter-controller")
+            .await
+            .unwrap()
+            .and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .unwrap_or_default()
+    }
+
+    /// Waits until one of `replicas` holds the Lease; returns its index.
+    async fn leader_among(&self, replicas: &[&Replica], limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        loop {
+            let h = self.holder().await;
+            if let Some(i) = replicas.iter().position(|r| h.starts_with(&format!("{}_", r.hostname))) {
+                return i;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nobody among the replicas leads after {limit:?} (holder {h:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn set_desired(&self, name: &str, desired: &str) {
+        let cms: Api<ConfigMap> = Api::default_namespaced(self.client.clone());
+        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": name, "annotations": { "counter.example.com/desired": desired } } });
+        cms.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(&cm)).await.unwrap();
+    }
+
+    async fn until_replicas(&self, name: &str, want: i32, limit: Duration) {
+        let deploys: Api<Deployment> = Api::default_namespaced(self.client.clone());
+        let deadline = Instant::now() + limit;
+        loop {
+            if deploys.get_opt(name).await.unwrap().and_then(|d| d.spec.replicas) == Some(want) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "deploy/{name} never reached {want} replicas");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Writes sent by `r` that reached the server at or after `since`.
+    fn writes_since(&self, r: &Replica, since: Instant) -> Vec<sandbox::RequestRecord> {
+        self.sb
+            .sandbox
+            .requests()
+            .all()
+            .into_iter()
+            .filter(|q| q.is_write() && r.sent(&q.user_agent) && q.at >= since)
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let c = Cluster::new("ha-kill").await;
+    let start = Instant::now();
+    let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
+    let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
+    let (leader, follower) = if li == 0 { (a, b) } else { (b, a) };
+
+    c.set_desired("web", "2").await;
+    c.until_replicas("web", 2, Duration::from_secs(20)).await;
+    tokio::time::sleep(RETRY * 4).await;
+    let idle = c.writes_since(&follower, start);
+    assert!(idle.is_empty(), "the follower wrote: {idle:?}");
+    let follower_reads =
+        c.sb.sandbox.requests().all().iter().filter(|q| follower.sent(&q.user_agent)).count();
+    assert!(follower_reads > 0, "the follower is connected (informers and Lease reads)");
+    for r in [&leader, &follower] {
+        assert_eq!(http_get(r.metrics, "/readyz").0, 200, "{} ready with warm caches", r.hostname);
+        assert_eq!(http_get(r.metrics, "/healthz").0, 200);
+    }
+    let master =
+        |r: &Replica| sample(&r.metrics(), "leader_election_master_status", &["name=\"counter-controller\""]);
+    assert_eq!((master(&leader), master(&follower)), (Some(1.0), Some(0.0)));
+
+    // kill -9: no release. A change made meanwhile is converged by the new leader.
+    leader.signal("KILL");
+    let killed = Instant::now();
+    c.set_desired("web", "3").await;
+    assert_eq!(c.leader_among(&[&follower], LEASE + RETRY * 2 + SLACK).await, 0);
+    let took = killed.elapsed();
+    c.until_replicas("web", 3, Duration::from_secs(20)).await;
+    eprintln!("kill -9 takeover: {took:?} (lease {LEASE:?} + retry {RETRY:?})");
+    assert!(took <= LEASE + RETRY * 2 + SLACK, "took over in {took:?}");
+    assert_eq!(master(&follower), Some(1.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_releases_and_hands_over_within_two_retry_periods() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let c = Cluster::new("ha-term").await;
+    let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
+    let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
+    let (mut leader, follower) = if li == 0 { (a, b) } else { (b, a) };
+    c.set_desired("web", "1").await;
+    c.until_replicas("web", 1, Duration::from_secs(20)).await;
+    // Let the follower's informers settle so the measurement is the hand-over alone.
+    tokio::time::sleep(RETRY * 2).await;
+
+    leader.signal("TERM");
+    let termed = Instant::now();
+    let status = leader.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "exit 0 after SIGTERM: {status}");
+    let exited = termed.elapsed();
+    assert!(leader.log().contains("released the Lease"), "{}", leader.log());
+    assert_eq!(c.leader_among(&[&follower], Duration::from_secs(10)).await, 0);
+    let took = termed.elapsed();
+    eprintln!("SIGTERM: exit after {exited:?}, takeover after {took:?} (retry {RETRY:?})");
+    assert!(took <= RETRY * 2 + SLACK, "a released Lease is taken at the next try, not after {took:?}");
+    c.set_desired("web", "2").await;
+    c.until_replicas("web", 2, Duration::from_secs(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_sends_no_write_after_waking_and_follows() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let c = Cluster::new("ha-stop").await;
+    let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
+    let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
+    let (old, new) = if li == 0 { (a, b) } else { (b, a) };
+    c.set_desired("web", "1").await;
+    c.until_replicas("web", 1, Duration::from_secs(20)).await;
+
+    // Split brain: the leader freezes (a stall, a stopped VM); the follower takes over and works.
+    old.signal("STOP");
+    let stopped = Instant::now();
+    c.set_desired("web", "2").await;
+    assert_eq!(c.leader_among(&[&new], LEASE + RETRY * 2 + SLACK).await, 0);
+    c.until_replicas("web", 2, Duration::from_secs(20)).await;
+    eprintln!("SIGSTOP takeover: {:?}", stopped.elapsed());
+    // Work the old leader's stale cache will want to redo when it wakes.
+    c.set_desired("web", "4").await;
+    c.set_desired("other", "1").await;
+    c.until_replicas("web", 4, Duration::from_secs(20)).await;
+    c.until_replicas("other", 1, Duration::from_secs(20)).await;
+
+    old.signal("CONT");
+    let woke = Instant::now();
+    tokio::time::sleep(RETRY * 6).await;
+    let after = c.writes_since(&old, woke);
+    assert!(after.is_empty(), "the woken leader wrote: {after:?}");
+    let m = old.metrics();
+    assert_eq!(sample(&m, "leader_election_master_status", &[]), Some(0.0), "it follows now");
+    assert!(c.holder().await.starts_with("ctl-"), "still held");
+    assert!(c.holder().await.starts_with(&format!("{}_", new.hostname)));
+    let withheld = sample(&m, "controller_runtime_reconcile_total", &["result=\"requeue\""]).unwrap_or(0.0);
+    eprintln!("woken leader: {withheld} reconciles whose writes the fence withheld");
+    assert!(old.log().contains("stopped leading"), "{}", old.log());
+}
+
+/// A leader whose Lease writes fail steps down, and sends no other write, within the renew
+/// deadline of its last renew; when the API heals it leads again and catches up.
+async fn renew_faults_stop_the_writes(kind: FaultKind, name: &str) {
+    let c = Cluster::new(name).await;
+    let a = c.replica("ctl-a");
+    c.leader_among(&[&a], Duration::from_secs(20)).await;
+    c.set_desired("web", "1").await;
+    c.until_replicas("web", 1, Duration::from_secs(20)).await;
+
+    c.sb.sandbox.faults().add_rule(FaultRule::new(Some("update"), Some("leases"), 1.0, kind));
+    let faulted = Instant::now();
+    // Keep giving it work so it would write if it could.
+    let mut desired = 1;
+    while faulted.elapsed() < RENEW + RETRY * 4 {
+        desired = desired % 5 + 1;
+        c.set_desired("web", &desired.to_string()).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let late = c.writes_since(&a, faulted + RENEW + Duration::from_millis(200));
+    let late: Vec<_> = late.iter().filter(|q| q.resource != "leases").collect();
+    assert!(late.is_empty(), "writes after the renew deadline: {late:?}");
+    assert_eq!(sample(&a.metrics(), "leader_election_master_status", &[]), Some(0.0));
+    assert!(a.log().contains("stopped leading"), "{}", a.log());
+    assert_eq!(http_get(a.metrics, "/healthz").0, 200, "a follower is healthy (no restart needed)");
+
+    c.sb.sandbox.faults().clear();
+    c.set_desired("web", "5").await;
+    c.until_replicas("web", 5, Duration::from_secs(20)).await;
+    assert_eq!(sample(&a.metrics(), "leader_election_master_status", &[]), Some(1.0), "leads again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_renews_500_stop_the_writes_within_the_renew_deadline() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    renew_faults_stop_the_writes(FaultKind::InternalError, "ha-500").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_renew_connections_stop_the_writes_within_the_renew_deadline() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    renew_faults_stop_the_writes(FaultKind::Disconnect, "ha-cut").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_lease_of_another_controller_is_followed_never_overwritten() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let c = Cluster::new("ha-foreign").await;
+    let leases: Api<Lease> = Api::default_namespaced(c.client.clone());
+    let mut lease: Lease = serde_json::from_value(json!({
+        "metadata": { "name": "counter-controller" },
+        "spec": { "holderIdentity": "someone-else_1", "leaseDurationSeconds": 3,
+                  "renewTime": "2026-01-01T00:00:00.000000Z" },
+    }))
+    .unwrap();
+    lease = leases.create(&PostParams::default(), &lease).await.unwrap();
+    let a = c.replica("ctl-a");
+    c.set_desired("web", "1").await;
+    let start = Instant::now();
+    while start.elapsed() < LEASE * 2 {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        lease.spec.as_mut().unwrap().renew_time =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now()));
+        lease = leases.replace("counter-controller", &PostParams::default(), &lease).await.unwrap();
+    }
+    assert!(c.writes_since(&a, start - Duration::from_secs(60)).is_empty(), "it never wrote");
+    assert!(a.log().contains("new leader observed"), "{}", a.log());
+    // The other holder goes away: it takes over after the lease and does the waiting work.
+    c.leader_among(&[&a], LEASE + RETRY * 2 + SLACK).await;
+    c.until_replicas("web", 1, Duration::from_secs(20)).await;
+}
