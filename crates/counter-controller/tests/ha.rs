@@ -9,8 +9,8 @@
 
 mod common;
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
 
 use common::*;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -28,7 +28,7 @@ const RETRY: Duration = Duration::from_millis(500);
 const SLACK: Duration = Duration::from_millis(1500);
 
 /// The tests start several processes each; one at a time keeps their timing meaningful.
-static SERIAL: Mutex<()> = Mutex::new(());
+static SERIAL: Mutex<()> = Mutex::const_new(());
 
 fn args() -> Vec<String> {
     [
@@ -121,7 +121,7 @@ impl Cluster {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-kill").await;
     let start = Instant::now();
     let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
@@ -158,7 +158,7 @@ async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_finishes_releases_and_hands_over_within_two_retry_periods() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-term").await;
     let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
     let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
@@ -184,7 +184,7 @@ async fn sigterm_finishes_releases_and_hands_over_within_two_retry_periods() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_leader_sends_no_write_after_waking_and_follows() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-stop").await;
     let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
     let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
@@ -252,19 +252,19 @@ async fn renew_faults_stop_the_writes(kind: FaultKind, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_renews_500_stop_the_writes_within_the_renew_deadline() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL.lock().await;
     renew_faults_stop_the_writes(FaultKind::InternalError, "ha-500").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_renew_connections_stop_the_writes_within_the_renew_deadline() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL.lock().await;
     renew_faults_stop_the_writes(FaultKind::Disconnect, "ha-cut").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_lease_of_another_controller_is_followed_never_overwritten() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-foreign").await;
     let leases: Api<Lease> = Api::default_namespaced(c.client.clone());
     let mut lease: Lease = serde_json::from_value(json!({
