@@ -131,13 +131,13 @@ struct Query {
     as_table: bool,
 }
 
-fn parse_query(q: Option<&str>) -> Result<Query, ApiError> {
+fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
     let mut out = Query::default();
     for (k, v) in form_urlencoded::parse(q.unwrap_or("").as_bytes()) {
         let truthy = v == "true" || v == "1";
         match k.as_ref() {
             "labelSelector" => out.list.labels = LabelSelector::parse(&v)?,
-            "fieldSelector" => out.list.fields = FieldSelector::parse(&v)?,
+            "fieldSelector" => out.list.fields = FieldSelector::parse_for(&v, def.field_labels)?,
             "limit" => {
                 out.list.limit = v.parse().map_err(|_| {
                     ApiError::bad_request(format!("invalid limit {v:?}: must be a non-negative integer"))
@@ -297,7 +297,7 @@ where
     B::Error: Into<BoxError>,
 {
     let t = parse_target(path)?;
-    let mut q = parse_query(parts.uri.query())?;
+    let mut q = parse_query(parts.uri.query(), t.def)?;
     q.as_table = parts
         .headers
         .get(header::ACCEPT)

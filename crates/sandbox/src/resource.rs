@@ -28,6 +28,9 @@ pub struct ResourceDef {
     pub short_names: &'static [&'static str],
     /// Discovery categories, e.g. `all` (what `kubectl get all` lists).
     pub categories: &'static [&'static str],
+    /// Field selector labels beyond `metadata.name` and `metadata.namespace`, as
+    /// `(label, JSON pointer into the stored object)`.
+    pub field_labels: &'static [(&'static str, &'static str)],
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
     /// Has a `status` subresource: the main endpoint ignores status, `/status` changes only status.
@@ -128,6 +131,21 @@ fn event_from_core(v: Value) -> Value {
     rename_fields(v, true)
 }
 
+/// The field labels of core v1 Events (what `kubectl describe` selects on).
+const CORE_EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject.kind", "/involvedObject/kind"),
+    ("involvedObject.namespace", "/involvedObject/namespace"),
+    ("involvedObject.name", "/involvedObject/name"),
+    ("involvedObject.uid", "/involvedObject/uid"),
+    ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
+    ("involvedObject.resourceVersion", "/involvedObject/resourceVersion"),
+    ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
+    ("reason", "/reason"),
+    ("reportingComponent", "/reportingComponent"),
+    ("source", "/source/component"),
+    ("type", "/type"),
+];
+
 macro_rules! resource {
     ($group:literal, $version:literal, $plural:literal, $singular:literal, $kind:literal, [$($short:literal),*], namespaced: $ns:literal) => {
         ResourceDef {
@@ -138,6 +156,7 @@ macro_rules! resource {
             kind: $kind,
             short_names: &[$($short),*],
             categories: &[],
+            field_labels: &[],
             namespaced: $ns,
             status_subresource: false,
             scale_subresource: false,
@@ -163,6 +182,7 @@ pub static RESOURCES: &[ResourceDef] = &[
     resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true),
     ResourceDef {
         storage: "events",
+        field_labels: CORE_EVENT_FIELDS,
         ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {

@@ -135,17 +135,28 @@ impl LabelSelector {
     }
 }
 
-/// A parsed field selector over `metadata.name` and `metadata.namespace`.
+/// A parsed field selector over `metadata.name`, `metadata.namespace` and the kind's own field
+/// labels (for core Events, `involvedObject.name`, `reason`, `type`, ...).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FieldSelector(Vec<(&'static str, bool, String)>);
 
 impl FieldSelector {
-    /// Parses a selector string.
+    /// Parses a selector string over the metadata fields only.
     ///
     /// # Errors
     ///
     /// A 400 naming the field when it is not one the server can select on.
     pub fn parse(input: &str) -> Result<Self, ApiError> {
+        Self::parse_for(input, &[])
+    }
+
+    /// Parses a selector string for a kind whose extra field labels are `labels`
+    /// (`(label, JSON pointer into the stored object)`).
+    ///
+    /// # Errors
+    ///
+    /// A 400 naming the field when it is not one the server can select on.
+    pub fn parse_for(input: &str, labels: &'static [(&'static str, &'static str)]) -> Result<Self, ApiError> {
         let mut reqs = Vec::new();
         if input.trim().is_empty() {
             return Ok(Self(reqs));
@@ -165,11 +176,17 @@ impl FieldSelector {
             let pointer = match field.trim() {
                 "metadata.name" => "/metadata/name",
                 "metadata.namespace" => "/metadata/namespace",
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "field label not supported: {other} (in field selector {input:?}; supported: metadata.name, metadata.namespace)"
-                    )));
-                }
+                other => match labels.iter().find(|(l, _)| *l == other) {
+                    Some((_, p)) => p,
+                    None => {
+                        let mut supported = vec!["metadata.name", "metadata.namespace"];
+                        supported.extend(labels.iter().map(|(l, _)| *l));
+                        return Err(ApiError::bad_request(format!(
+                            "field label not supported: {other} (in field selector {input:?}; supported: {})",
+                            supported.join(", ")
+                        )));
+                    }
+                },
             };
             reqs.push((pointer, equal, value.trim().to_owned()));
         }
@@ -232,5 +249,19 @@ mod tests {
         assert!(FieldSelector::parse("metadata.name=web").unwrap().matches(&o));
         assert!(!FieldSelector::parse("metadata.name!=web").unwrap().matches(&o));
         assert!(FieldSelector::parse("metadata.namespace==default,metadata.name=web").unwrap().matches(&o));
+        // A kind's own field labels: what `kubectl describe` asks of core Events.
+        const LABELS: &[(&str, &str)] =
+            &[("involvedObject.name", "/involvedObject/name"), ("reason", "/reason")];
+        let ev =
+            json!({ "metadata": { "name": "e" }, "involvedObject": { "name": "web" }, "reason": "Scaled" });
+        assert!(
+            FieldSelector::parse_for("involvedObject.name=web,reason=Scaled", LABELS).unwrap().matches(&ev)
+        );
+        assert!(!FieldSelector::parse_for("reason!=Scaled", LABELS).unwrap().matches(&ev));
+        let e = FieldSelector::parse_for("spec.x=1", LABELS).unwrap_err().message;
+        assert!(
+            e.contains("supported: metadata.name, metadata.namespace, involvedObject.name, reason"),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,222 @@
+//! `deploy/` for real: `kubectl apply -k deploy/` against the sandbox, then this test plays the
+//! kubelet — it starts the Deployment's replicas as processes of the binary, with the manifest's
+//! own arguments — and checks what a cluster operator would: one replica leads, the probes pass,
+//! the metrics are there, the work gets done, and the Roles grant exactly the (resource, verb)
+//! pairs the replicas used: no missing right, no unused one.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use common::*;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::rbac::v1::{ClusterRole, Role};
+use kube::api::{Api, ListParams};
+
+/// (namespace, API group, resource, verb).
+type Right = (String, String, String, String);
+
+fn rights_of(rules: &[k8s_openapi::api::rbac::v1::PolicyRule], namespace: &str) -> BTreeSet<Right> {
+    let mut out = BTreeSet::new();
+    for rule in rules {
+        for g in rule.api_groups.iter().flatten() {
+            for r in rule.resources.iter().flatten() {
+                for v in &rule.verbs {
+                    assert!(g != "*" && r != "*" && v != "*", "a wildcard in {rule:?}");
+                    out.insert((namespace.to_owned(), g.clone(), r.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it_uses() {
+    let Some(kubectl) = kubectl() else { return };
+    let dir = temp_dir("deploy");
+    let sb = serve_sandbox(&dir).await;
+    let kc = sb.kubeconfig.clone();
+
+    let out = kubectl_ok(&kubectl, &kc, &["apply", "-k", "deploy/"]);
+    for line in [
+        "namespace/counter-controller created",
+        "serviceaccount/counter-controller created",
+        "role.rbac.authorization.k8s.io/counter-controller created",
+        "rolebinding.rbac.authorization.k8s.io/counter-controller-leader-election created",
+        "service/counter-controller-metrics created",
+        "deployment.apps/counter-controller created",
+        "poddisruptionbudget.policy/counter-controller created",
+    ] {
+        assert!(out.contains(line), "missing {line:?} in\n{out}");
+    }
+    let all = kubectl_ok(&kubectl, &kc, &["get", "all", "-n", "counter-controller"]);
+    assert!(
+        all.contains("deployment.apps/counter-controller")
+            && all.contains("service/counter-controller-metrics"),
+        "{all}"
+    );
+
+    // The kubelet's part: the Deployment's replicas, with its container's arguments.
+    let client = sb.sandbox.client();
+    let d = Api::<Deployment>::namespaced(client.clone(), "counter-controller")
+        .get("counter-controller")
+        .await
+        .unwrap();
+    let pod = d.spec.template.spec.clone().unwrap();
+    assert_eq!(pod.service_account_name.as_deref(), Some("counter-controller"));
+    let c = &pod.containers[0];
+    let sec = c.security_context.clone().unwrap();
+    assert_eq!(sec.read_only_root_filesystem, Some(true));
+    assert_eq!(sec.allow_privilege_escalation, Some(false));
+    assert_eq!(sec.capabilities.unwrap().drop, Some(vec!["ALL".to_owned()]));
+    let pod_sec = pod.security_context.clone().unwrap();
+    assert_eq!(pod_sec.run_as_non_root, Some(true));
+    assert_eq!(pod_sec.seccomp_profile.unwrap().type_, "RuntimeDefault");
+    assert_eq!(
+        c.liveness_probe.as_ref().unwrap().http_get.as_ref().unwrap().path.as_deref(),
+        Some("/healthz")
+    );
+    assert_eq!(
+        c.readiness_probe.as_ref().unwrap().http_get.as_ref().unwrap().path.as_deref(),
+        Some("/readyz")
+    );
+    let mut args: Vec<String> = c.args.clone().unwrap();
+    assert!(
+        args.contains(&"--metrics-addr=:8080".to_owned()) && args.contains(&"--leader-elect=true".to_owned())
+    );
+    // Each "pod" gets its own port on this one machine.
+    args.retain(|a| !a.starts_with("--metrics-addr"));
+    let replicas = d.spec.replicas.unwrap();
+    assert_eq!(replicas, 2);
+    let pods: Vec<Replica> = (0..replicas)
+        .map(|i| Replica::start(&dir, &kc, &format!("counter-controller-7d9f-{i}"), &args))
+        .collect();
+
+    // One leads; both become ready (a follower's caches are warm) and live.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "counter-controller");
+    let mut holder = String::new();
+    eventually("a replica leads", || {
+        holder = futures::executor::block_on(leases.get_opt("counter-controller"))
+            .unwrap()
+            .and_then(|l| l.spec?.holder_identity)
+            .unwrap_or_default();
+        pods.iter().any(|p| holder.starts_with(&format!("{}_", p.hostname)))
+    });
+    let leader = pods.iter().find(|p| holder.starts_with(&format!("{}_", p.hostname))).unwrap();
+    for p in &pods {
+        eventually("ready", || http_get(p.metrics, "/readyz").0 == 200);
+        assert_eq!(http_get(p.metrics, "/healthz").0, 200);
+    }
+
+    // The work: create, scale, an invalid value (a Warning, repeated), delete.
+    kubectl_ok(&kubectl, &kc, &["apply", "-f", "examples/cm-web.yaml"]);
+    let replicas_of =
+        || kubectl_run(&kubectl, &kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).1;
+    eventually("created with 3", || replicas_of() == "3");
+    kubectl_ok(&kubectl, &kc, &["annotate", "cm", "web", "counter.example.com/desired=abc", "--overwrite"]);
+    eventually("the Warning repeats (an Event patch)", || {
+        sb.sandbox.requests().all().iter().any(|r| r.resource == "events" && r.verb == "patch")
+    });
+    let described = kubectl_ok(&kubectl, &kc, &["describe", "cm", "web"]);
+    assert!(described.contains("InvalidAnnotation") && described.contains("Created"), "{described}");
+    kubectl_ok(&kubectl, &kc, &["annotate", "cm", "web", "counter.example.com/desired=4", "--overwrite"]);
+    eventually("scaled to 4", || replicas_of() == "4");
+    kubectl_ok(&kubectl, &kc, &["delete", "cm", "web"]);
+    eventually("deleted", || !kubectl_run(&kubectl, &kc, &["get", "deploy", "web"]).0);
+    let warnings = kubectl_ok(&kubectl, &kc, &["get", "events", "--field-selector", "type=Warning"]);
+    assert!(warnings.contains("InvalidAnnotation") && !warnings.contains("Scaled"), "{warnings}");
+
+    // Metrics a Prometheus scrape of the leader finds, with plausible values.
+    eventually("a renew (PUT of the Lease) is counted", || {
+        sample(&leader.metrics(), "rest_client_requests_total", &["code=\"200\"", "method=\"PUT\""]).is_some()
+    });
+    let m = leader.metrics();
+    let ctl = "controller=\"counter-controller\"";
+    for (family, labels, at_least) in [
+        ("leader_election_master_status", vec!["name=\"counter-controller\""], 1.0),
+        ("workqueue_adds_total", vec!["name=\"counter-controller\""], 3.0),
+        ("workqueue_depth", vec!["name=\"counter-controller\""], 0.0),
+        ("controller_runtime_reconcile_total", vec![ctl, "result=\"success\""], 3.0),
+        ("controller_runtime_reconcile_total", vec![ctl, "result=\"error\""], 1.0),
+        ("controller_runtime_reconcile_errors_total", vec![ctl], 1.0),
+        ("controller_runtime_reconcile_time_seconds_count", vec![ctl], 4.0),
+        ("controller_runtime_active_workers", vec![ctl], 0.0),
+        ("controller_runtime_max_concurrent_reconciles", vec![ctl], 2.0),
+        ("rest_client_requests_total", vec!["code=\"201\"", "method=\"POST\""], 2.0),
+    ] {
+        let v = sample(&m, family, &labels).unwrap_or_else(|| panic!("no {family}{labels:?} in\n{m}"));
+        assert!(v >= at_least, "{family}{labels:?} = {v}, expected at least {at_least}");
+    }
+    assert_eq!(sample(&m, "controller_runtime_max_concurrent_reconciles", &[ctl]), Some(2.0));
+    let follower = pods.iter().find(|p| p.hostname != leader.hostname).unwrap();
+    assert_eq!(sample(&follower.metrics(), "leader_election_master_status", &[]), Some(0.0));
+
+    // Least privilege, both ways: what the replicas did == what the Roles grant.
+    let mut used = BTreeSet::new();
+    for r in sb.sandbox.requests().all().iter().filter(|r| pods.iter().any(|p| p.sent(&r.user_agent))) {
+        assert!(!r.resource.is_empty(), "a non-resource request: {r:?}");
+        assert!(r.subresource.is_empty(), "a subresource request: {r:?}");
+        // A namespace's own object is authorized in that namespace (as RBAC's request info does).
+        let ns = if r.resource == "namespaces" { r.name.clone() } else { r.namespace.clone() };
+        used.insert((ns, r.group.clone(), r.resource.clone(), r.verb.clone()));
+    }
+    let mut granted = BTreeSet::new();
+    for role in Api::<Role>::all(client.clone()).list(&ListParams::default()).await.unwrap() {
+        granted.extend(rights_of(
+            role.rules.as_deref().unwrap_or_default(),
+            role.metadata.namespace.as_deref().unwrap(),
+        ));
+    }
+    let cluster_roles = Api::<ClusterRole>::all(client.clone()).list(&ListParams::default()).await.unwrap();
+    assert!(cluster_roles.items.is_empty(), "the base grants nothing cluster-wide");
+    let missing: Vec<_> = used.difference(&granted).collect();
+    let unused: Vec<_> = granted.difference(&used).collect();
+    assert!(
+        missing.is_empty() && unused.is_empty(),
+        "used but not granted: {missing:?}\ngranted but unused: {unused:?}"
+    );
+
+    // Shut down as the kubelet does, then remove everything.
+    let started = Instant::now();
+    for p in &pods {
+        p.signal("TERM");
+    }
+    for mut p in pods {
+        let status = p.wait_exit(Duration::from_secs(10));
+        assert!(status.success(), "{}: {status}\n{}", p.hostname, p.log());
+    }
+    eprintln!("both replicas exited {:?} after SIGTERM", started.elapsed());
+    let out = kubectl_ok(&kubectl, &kc, &["delete", "-k", "deploy/"]);
+    assert!(out.contains("namespace \"counter-controller\" deleted"), "{out}");
+    let (ok, _, err) = kubectl_run(&kubectl, &kc, &["get", "role", "-n", "default", "counter-controller"]);
+    assert!(!ok && err.contains("NotFound"), "{err}");
+}
+
+#[test]
+fn the_all_namespaces_overlay_swaps_the_role_for_a_cluster_role() {
+    let Some(kubectl) = kubectl() else { return };
+    let (ok, out, err) =
+        kubectl_run(&kubectl, std::path::Path::new("/dev/null"), &["kustomize", "deploy/all-namespaces"]);
+    assert!(ok, "{err}");
+    let docs: Vec<&str> = out.split("\n---\n").collect();
+    let kinds: Vec<String> = docs
+        .iter()
+        .filter_map(|d| d.lines().find(|l| l.starts_with("kind: ")).map(|l| l[6..].to_owned()))
+        .collect();
+    assert!(
+        kinds.contains(&"ClusterRole".to_owned()) && kinds.contains(&"ClusterRoleBinding".to_owned()),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| *k == "Role").count(),
+        1,
+        "only the leader-election Role stays: {kinds:?}"
+    );
+    assert!(docs.iter().any(|d| d.starts_with("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\n")
+        && d.contains("name: counter-controller-leader-election")));
+    assert!(out.contains("- --all-namespaces") && !out.contains("--namespace=default"), "{out}");
+    assert!(!out.contains("--leader-elect-resource-namespace"), "the Lease defaults to the pod's namespace");
+}
