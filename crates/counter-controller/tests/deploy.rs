@@ -52,6 +52,8 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
     ] {
         assert!(out.contains(line), "missing {line:?} in\n{out}");
     }
+    let listed = kubectl_ok(&kubectl, &kc, &["get", "deploy,svc,pdb", "-n", "counter-controller"]);
+    assert!(listed.contains("poddisruptionbudget.policy/counter-controller"), "{listed}");
     let all = kubectl_ok(&kubectl, &kc, &["get", "all", "-n", "counter-controller"]);
     assert!(
         all.contains("deployment.apps/counter-controller")
@@ -106,6 +108,21 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
         pods.iter().any(|p| holder.starts_with(&format!("{}_", p.hostname)))
     });
     let leader = pods.iter().find(|p| holder.starts_with(&format!("{}_", p.hostname))).unwrap();
+    // README's way to see who leads.
+    let shown = kubectl_ok(
+        &kubectl,
+        &kc,
+        &[
+            "get",
+            "lease",
+            "counter-controller",
+            "-n",
+            "counter-controller",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+    );
+    assert_eq!(shown, holder);
     for p in &pods {
         eventually("ready", || http_get(p.metrics, "/readyz").0 == 200);
         assert_eq!(http_get(p.metrics, "/healthz").0, 200);

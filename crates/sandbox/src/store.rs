@@ -174,10 +174,16 @@ struct State {
     dependents: HashMap<String, BTreeSet<Key>>,
     /// Deployments whose status has not caught up with their spec.
     rolling: BTreeSet<Key>,
+    /// Namespaces being deleted, and when that started (the namespace controller's queue).
+    terminating: BTreeMap<String, std::time::Instant>,
     snapshots: HashMap<u64, Snapshot>,
     next_snapshot: u64,
     tx: broadcast::Sender<Arc<Change>>,
 }
+
+/// How long a deleted namespace stays Terminating, with its contents, before the namespace
+/// controller empties it (upstream's takes about as long: it works through discovery first).
+pub const NAMESPACE_CLEANUP_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The sandbox's object store and API rules.
 pub struct Store {
@@ -433,6 +439,7 @@ impl Store {
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
                 rolling: BTreeSet::new(),
+                terminating: BTreeMap::new(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -872,6 +879,7 @@ impl Store {
         // As upstream, the namespace only turns Terminating here; its contents go (and then the
         // namespace itself) a moment later, in [`namespace_tick`](Self::namespace_tick), so a
         // client deleting the namespace and then its objects finds them still there.
+        st.terminating.entry(key.2.clone()).or_insert_with(std::time::Instant::now);
         if is_deleting(old) {
             Arc::clone(old)
         } else {
@@ -879,24 +887,27 @@ impl Store {
         }
     }
 
-    /// Plays the namespace controller: empties every Terminating namespace, then removes it
-    /// (unless objects with finalizers remain). Returns how many namespaces were worked on.
+    /// Plays the namespace controller: empties every namespace that has been Terminating for at
+    /// least [`NAMESPACE_CLEANUP_DELAY`], then removes it (unless objects with finalizers remain).
+    /// Returns how many namespaces were worked on.
     pub fn namespace_tick(&self) -> usize {
         let mut st = self.state.lock();
-        let terminating: Vec<String> = st
-            .objects
-            .range(("namespaces.", String::new(), String::new())..)
-            .take_while(|((s, _, _), _)| *s == "namespaces.")
-            .filter(|(_, o)| is_deleting(o))
-            .map(|((_, _, name), _)| name.clone())
+        let due: Vec<String> = st
+            .terminating
+            .iter()
+            .filter(|(_, since)| since.elapsed() >= NAMESPACE_CLEANUP_DELAY)
+            .map(|(ns, _)| ns.clone())
             .collect();
-        for ns in &terminating {
+        for ns in &due {
             for k in st.namespace_objects(ns).cloned().collect::<Vec<_>>() {
                 st.delete_key(&k, Propagation::Background);
             }
             st.finish_namespace(ns);
+            if st.namespace_state(ns).is_none() {
+                st.terminating.remove(ns);
+            }
         }
-        terminating.len()
+        due.len()
     }
 
     /// DELETECOLLECTION: deletes every object a list with the same selectors would return.
