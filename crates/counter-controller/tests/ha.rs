@@ -62,6 +62,15 @@ impl Cluster {
         Replica::start(&self.dir, &self.sb.kubeconfig, hostname, &args())
     }
 
+    /// Two replicas, once one leads: `(leader, follower)`, with `web` converged to one replica.
+    async fn pair(&self) -> (Replica, Replica) {
+        let (a, b) = (self.replica("ctl-a"), self.replica("ctl-b"));
+        let li = self.leader_among(&[&a, &b], Duration::from_secs(20)).await;
+        self.set_desired("web", "1").await;
+        self.until_replicas("web", 1, Duration::from_secs(20)).await;
+        if li == 0 { (a, b) } else { (b, a) }
+    }
+
     async fn holder(&self) -> String {
         Api::<Lease>::default_namespaced(self.client.clone())
             .get_opt("counter-controller")
@@ -124,9 +133,7 @@ async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
     let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-kill").await;
     let start = Instant::now();
-    let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
-    let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
-    let (leader, follower) = if li == 0 { (a, b) } else { (b, a) };
+    let (leader, follower) = c.pair().await;
 
     c.set_desired("web", "2").await;
     c.until_replicas("web", 2, Duration::from_secs(20)).await;
@@ -160,11 +167,7 @@ async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
 async fn sigterm_finishes_releases_and_hands_over_within_two_retry_periods() {
     let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-term").await;
-    let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
-    let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
-    let (mut leader, follower) = if li == 0 { (a, b) } else { (b, a) };
-    c.set_desired("web", "1").await;
-    c.until_replicas("web", 1, Duration::from_secs(20)).await;
+    let (mut leader, follower) = c.pair().await;
     // Let the follower's informers settle so the measurement is the hand-over alone.
     tokio::time::sleep(RETRY * 2).await;
 
@@ -186,11 +189,7 @@ async fn sigterm_finishes_releases_and_hands_over_within_two_retry_periods() {
 async fn a_paused_leader_sends_no_write_after_waking_and_follows() {
     let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-stop").await;
-    let (a, b) = (c.replica("ctl-a"), c.replica("ctl-b"));
-    let li = c.leader_among(&[&a, &b], Duration::from_secs(20)).await;
-    let (old, new) = if li == 0 { (a, b) } else { (b, a) };
-    c.set_desired("web", "1").await;
-    c.until_replicas("web", 1, Duration::from_secs(20)).await;
+    let (old, new) = c.pair().await;
 
     // Split brain: the leader freezes (a stall, a stopped VM); the follower takes over and works.
     old.signal("STOP");
