@@ -145,11 +145,13 @@ async fn main() {
     let mut ctx = Takeovers { leases, dir, kubeconfig, durations, replicas, leader: li };
     // SIGTERM: the leader releases; the follower takes it at its next try.
     ctx.signal_leader("SIGTERM", "TERM", retry.mul_f64(1.2), "1.2 retry periods", lease * 3).await;
-    // kill -9: nobody releases; the follower waits out the lease from its last observation.
-    ctx.signal_leader("kill -9", "KILL", lease + retry.mul_f64(1.2), "lease + 1.2 retry", lease * 3).await;
-    // SIGSTOP: a frozen leader is replaced after the lease; woken, it finds itself a follower.
+    // kill -9: nobody releases; the follower waits out the lease from when it first saw the last
+    // renew (up to one try after it was written), then takes it at its next try.
+    let worst = lease + retry.mul_f64(2.4);
+    ctx.signal_leader("kill -9", "KILL", worst, "worst case lease + 2 x 1.2 retry", lease * 3).await;
+    // SIGSTOP: a frozen leader is replaced the same way; woken, it finds itself a follower.
     let stopped = ctx.leader;
-    ctx.signal_leader("SIGSTOP", "STOP", lease + retry.mul_f64(1.2), "lease + 1.2 retry", lease * 3).await;
+    ctx.signal_leader("SIGSTOP", "STOP", worst, "worst case lease + 2 x 1.2 retry", lease * 3).await;
     ctx.replicas[stopped].signal("CONT");
     server.shutdown();
 }
