@@ -132,8 +132,10 @@ impl Cluster {
 async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
     let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-kill").await;
-    let start = Instant::now();
     let (leader, follower) = c.pair().await;
+    // From here on: before, both may have raced to create the Lease (the loser's create gets 409,
+    // the optimistic concurrency that makes only one of them leader).
+    let start = Instant::now();
 
     c.set_desired("web", "2").await;
     c.until_replicas("web", 2, Duration::from_secs(20)).await;
