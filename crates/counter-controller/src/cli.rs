@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{self, Source};
 use crate::controller::{CONTROLLER_NAME, Controller, Options, Scope};
+use crate::events::{EventConfig, EventsMode};
 use crate::metrics::RestClientMetrics;
 use crate::ops::Probes;
 
@@ -74,6 +75,10 @@ pub struct RunArgs {
     /// default.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Which Events to publish: all, warnings (for big clusters), none. Either way they are
+    /// aggregated, rate-limited per object and within a process-wide budget.
+    #[arg(long, value_enum, default_value_t = EventsMode::All)]
+    pub events: EventsMode,
     /// Leader election.
     #[command(flatten)]
     pub election: ElectionArgs,
@@ -303,7 +308,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let fence = handle.as_ref().map(election::ElectionHandle::fence);
     let client = client::build(config, &identity, &rest, fence.as_ref())?;
     preflight(&client, &scope).await?;
-    let options = Options { scope, workers: args.workers, resync: args.resync, identity };
+    let events = EventConfig { mode: args.events, ..EventConfig::default() };
+    let options = Options { scope, workers: args.workers, resync: args.resync, identity, events };
     let controller = Controller::new(client, options, &mut registry);
     let stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {

@@ -8,17 +8,20 @@
 //!   a Deployment event enqueues its owner's key, so hand-made drift is corrected at once.
 //! * One rate-limited queue (client-go's default controller limiter), `workers` workers.
 //! * `sync` reads both caches — never GET from the API server — and writes only when needed.
+//! * The caches hold only what the decision reads ([`slim_configmap`], [`slim_deployment`]), and a
+//!   Deployment update that changed nothing the decision reads (a status write as pods become
+//!   ready) enqueues nothing.
 //! * With leader election ([`run_elected`](Controller::run_elected)) the informers always run, so a
 //!   follower's caches stay warm; workers run only while this replica leads, and every write goes
 //!   through the client's fence, so a replica that stopped leading sends none.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use election::Leadership;
-use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
+use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -33,7 +36,7 @@ use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter}
 
 use crate::annotation::ANNOTATION;
 use crate::decision::{Action, MANAGED_BY, decide};
-use crate::events::EventSink;
+use crate::events::{EventConfig, EventRecorder};
 use crate::metrics::{ControllerMetrics, Outcome};
 
 /// The name this controller reports in Events, field managers and queue metrics.
@@ -73,6 +76,8 @@ pub struct Options {
     pub resync: Duration,
     /// This replica's identity, reported as the Events' `reportingInstance`.
     pub identity: String,
+    /// Which Events, and their budgets.
+    pub events: EventConfig,
 }
 
 impl Default for Options {
@@ -82,6 +87,7 @@ impl Default for Options {
             workers: 2,
             resync: Duration::from_secs(30),
             identity: election::hostname(),
+            events: EventConfig::default(),
         }
     }
 }
@@ -133,7 +139,8 @@ pub struct Controller {
     deploy_lister: Lister<Deployment>,
     queue: RateLimitingQueue<ObjectKey>,
     expected: Expectations,
-    events: EventSink,
+    data_changed: DataChanged,
+    events: EventRecorder,
     metrics: ControllerMetrics,
     options: Options,
 }
@@ -177,22 +184,25 @@ impl Controller {
             Scope::All => (Api::all(client.clone()), Api::all(client.clone())),
         };
         let configmaps = Informer::new(cm_api, InformerConfig::default().resync(options.resync));
+        configmaps.set_transform(Arc::new(slim_configmap));
         let deployments = Informer::new(
             deploy_api,
             InformerConfig::default()
                 .resync(Duration::ZERO)
                 .labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1)),
         );
+        deployments.set_transform(Arc::new(slim_deployment));
         let metrics = Arc::new(PrometheusMetrics::register(registry));
         let queue = RateLimitingQueue::with_config(
             default_controller_rate_limiter(),
             QueueConfig::named(CONTROLLER_NAME).metrics(metrics),
         );
 
-        let q = queue.clone();
-        configmaps.add_handler(Arc::new(EnqueueKey::new(move |key| {
-            q.add(key);
-        })));
+        let data_changed = DataChanged::default();
+        configmaps.add_handler(Arc::new(EnqueueConfigMap {
+            queue: queue.clone(),
+            data_changed: data_changed.clone(),
+        }));
         let expected = Expectations::default();
         deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), expected: expected.clone() }));
 
@@ -203,12 +213,13 @@ impl Controller {
         Arc::new(Self {
             cm_lister: configmaps.lister(),
             deploy_lister: deployments.lister(),
-            events: EventSink::new(client.clone(), reporter),
+            events: EventRecorder::new(client.clone(), reporter, options.events.clone(), registry),
             client,
             configmaps,
             deployments,
             queue,
             expected,
+            data_changed,
             metrics: controller_metrics,
             options,
         })
@@ -402,8 +413,10 @@ impl Controller {
     pub async fn sync(&self, key: &ObjectKey) -> Result<(), Error> {
         let cm = self.cm_lister.get(key);
         let deployment = self.deploy_lister.get(key);
-        if let Some(app) =
-            cm.as_ref().and_then(|c| c.data.as_ref()).and_then(|d| d.get("app")).filter(|a| !a.is_empty())
+        // The tutorial's exercise, when the value is new to this reconcile (not on every retry or
+        // Deployment status change).
+        if self.data_changed.take(key)
+            && let Some(app) = cm.as_ref().and_then(|c| app_of(c)).filter(|a| !a.is_empty())
         {
             tracing::info!("ConfigMap {key} data: {app}");
         }
@@ -451,12 +464,10 @@ impl Controller {
             }
             Action::Scale { from, to } => {
                 let d = deployment.expect("the Deployment exists");
-                // Optimistic concurrency: a stale cache gives 409 Conflict, and the key is retried.
-                let patch = json!({ "metadata": { "resourceVersion": d.resource_version() }, "spec": { "replicas": to } });
                 let params =
                     PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
                 deployments
-                    .patch(key.name(), &params, &Patch::Merge(&patch))
+                    .patch(key.name(), &params, &Patch::<()>::Json(scale_patch(&d, to)))
                     .await
                     .map_err(api_err("scale"))?;
                 if let Some(cm) = &cm {
@@ -510,7 +521,52 @@ impl Controller {
         reason: &str,
         note: String,
     ) {
-        self.events.publish(regarding.clone(), type_, reason, note);
+        self.events.publish(regarding, type_, reason, note);
+    }
+}
+
+/// Keys whose `data.app` is new since their last reconcile, so the exercise's log line is written
+/// once per value, not once per reconcile. Entries leave when reconciled.
+#[derive(Clone, Default)]
+struct DataChanged(Arc<parking_lot::Mutex<HashSet<ObjectKey>>>);
+
+impl DataChanged {
+    fn mark(&self, key: ObjectKey) {
+        self.0.lock().insert(key);
+    }
+
+    fn take(&self, key: &ObjectKey) -> bool {
+        self.0.lock().remove(key)
+    }
+}
+
+fn app_of(cm: &ConfigMap) -> Option<&String> {
+    cm.data.as_ref().and_then(|d| d.get("app"))
+}
+
+/// ConfigMap events enqueue the key, noting when `data.app` changed.
+struct EnqueueConfigMap {
+    queue: RateLimitingQueue<ObjectKey>,
+    data_changed: DataChanged,
+}
+
+impl EventHandler<ConfigMap> for EnqueueConfigMap {
+    fn on_add(&self, obj: &Arc<ConfigMap>, _initial: bool) {
+        let key = ObjectKey::of(obj.as_ref());
+        if app_of(obj).is_some() {
+            self.data_changed.mark(key.clone());
+        }
+        self.queue.add(key);
+    }
+    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        let key = ObjectKey::of(new.as_ref());
+        if app_of(old) != app_of(new) {
+            self.data_changed.mark(key.clone());
+        }
+        self.queue.add(key);
+    }
+    fn on_delete(&self, obj: &Deleted<ConfigMap>) {
+        self.queue.add(obj.key().clone());
     }
 }
 
@@ -545,14 +601,76 @@ impl EventHandler<Deployment> for EnqueueOwner {
         self.enqueue(obj);
     }
     fn on_update(&self, old: &Arc<Deployment>, new: &Arc<Deployment>) {
-        // A resync or a relist that found it unchanged carries nothing new.
-        if old.resource_version() != new.resource_version() {
+        // A status write (each simulated or real pod becoming ready), a resync, or a relist that
+        // found it unchanged: nothing the decision reads changed.
+        if decision_inputs_differ(old, new) {
             self.enqueue(new);
         }
     }
     fn on_delete(&self, obj: &Deleted<Deployment>) {
         self.enqueue(obj.object());
     }
+}
+
+/// The scale write: a JSON patch that sets `spec.replicas` only if the Deployment is still the
+/// one decided on and still ours — same uid, still labelled `managed-by=counter-controller`, same
+/// owner references — checked by the API server in the same write (`test` operations).
+///
+/// Unlike a `resourceVersion` precondition, it does not fail when the cluster's Deployment
+/// controller has written the status meanwhile (every pod becoming ready does), so scaling does not
+/// fight it with 409 Conflicts and retries; a Deployment that stopped being ours still fails the
+/// patch (422), and the next reconcile sees why.
+#[must_use]
+pub fn scale_patch(d: &Deployment, to: i32) -> json_patch::Patch {
+    let mut ops = vec![
+        json!({ "op": "test", "path": "/metadata/uid", "value": d.metadata.uid }),
+        json!({ "op": "test", "path": format!("/metadata/labels/{}", MANAGED_BY.0), "value": MANAGED_BY.1 }),
+    ];
+    if let Some(refs) = d.metadata.owner_references.as_ref().filter(|r| !r.is_empty()) {
+        ops.push(json!({ "op": "test", "path": "/metadata/ownerReferences", "value": refs }));
+    }
+    ops.push(json!({ "op": "replace", "path": "/spec/replicas", "value": to }));
+    serde_json::from_value(serde_json::Value::Array(ops)).expect("a well-formed JSON patch")
+}
+
+/// Whether anything [`decide`] reads of a Deployment differs between `old` and `new`.
+fn decision_inputs_differ(old: &Deployment, new: &Deployment) -> bool {
+    let (o, n) = (&old.metadata, &new.metadata);
+    o.uid != n.uid
+        || o.labels != n.labels
+        || o.owner_references != n.owner_references
+        || o.deletion_timestamp != n.deletion_timestamp
+        || old.spec.replicas != new.spec.replicas
+}
+
+/// What the ConfigMap cache keeps: metadata without `managedFields` and without annotations other
+/// than ours, and of `data` only `app` (the exercise's log line). A real ConfigMap carries
+/// kubectl's last-applied copy of itself and whole files in `data`; the controller reads neither.
+#[must_use]
+pub fn slim_configmap(mut cm: ConfigMap) -> ConfigMap {
+    cm.metadata.managed_fields = None;
+    if let Some(a) = cm.metadata.annotations.as_mut() {
+        a.retain(|k, _| k == ANNOTATION);
+    }
+    if let Some(d) = cm.data.as_mut() {
+        d.retain(|k, _| k == "app");
+    }
+    cm.binary_data = None;
+    cm
+}
+
+/// What the Deployment cache keeps: what [`decide`] and Events read — name, uid, labels, owner
+/// references, deletion timestamp, `spec.replicas`. The pod template, status, annotations and
+/// `managedFields` (most of a real Deployment's bytes) are dropped.
+#[must_use]
+pub fn slim_deployment(mut d: Deployment) -> Deployment {
+    d.metadata.managed_fields = None;
+    d.metadata.annotations = None;
+    d.spec.template = Default::default();
+    d.spec.selector = Default::default();
+    d.spec.strategy = None;
+    d.status = None;
+    d
 }
 
 /// The Deployment for a ConfigMap: labels `app=<name>` and `managed-by=counter-controller`,

@@ -350,22 +350,24 @@ async fn steady_state_makes_no_reads_and_no_writes() {
     run.stop().await;
 }
 
+/// Freezes the controller's view of Deployments (its watch fails and is cut).
+async fn freeze_deployment_watch(sb: &Sandbox) {
+    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("deployments"), 1.0, FaultKind::InternalError));
+    sb.faults().cut_watches();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_conflict_on_update_is_retried_and_converges() {
+async fn a_scale_over_a_stale_cache_does_not_conflict_with_status_writes() {
     let sb = sandbox();
     let (cms, deploys) = apis(&sb);
     let run = start(&sb);
     cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
     wait_replicas(&deploys, "web", Some(2)).await;
-    eventually("rollout done", || async {
-        deploys.get("web").await.unwrap().status.and_then(|s| s.ready_replicas) == Some(2)
-    })
-    .await;
 
-    // Freeze the controller's view of Deployments, then change the Deployment behind its back.
-    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("deployments"), 1.0, FaultKind::InternalError));
-    sb.faults().cut_watches();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The Deployment changes behind the controller's back (as the cluster's Deployment
+    // controller's status writes do): the cached resourceVersion is stale.
+    freeze_deployment_watch(&sb).await;
     deploys
         .patch(
             "web",
@@ -381,13 +383,76 @@ async fn a_conflict_on_update_is_retried_and_converges() {
     )
     .await
     .unwrap();
-    eventually("a 409 on the scale", || async {
-        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
+    wait_replicas(&deploys, "web", Some(4)).await;
+    let conflicts =
+        sb.requests().all().iter().filter(|r| r.resource == "deployments" && r.code == 409).count();
+    assert_eq!(conflicts, 0, "the scale carries no resourceVersion precondition");
+    sb.faults().clear();
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+
+    // Someone takes the Deployment over (removes our label) while the cache still says ours.
+    freeze_deployment_watch(&sb).await;
+    deploys
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "managed-by": null } } })),
+        )
+        .await
+        .unwrap();
+    let patched = || {
+        sb.requests()
+            .all()
+            .iter()
+            .filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 200)
+            .count()
+    };
+    let before = patched();
+    cms.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "annotations": { ANNOTATION: "4" } } })),
+    )
+    .await
+    .unwrap();
+    eventually("the scale refused by the server (its test operation failed)", || async {
+        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 422)
     })
     .await;
     sb.faults().clear();
-    wait_replicas(&deploys, "web", Some(4)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(replicas(&deploys, "web").await, Some(2), "never scaled once it was not ours");
+    assert_eq!(patched(), before, "no scale went through");
     run.stop().await;
+}
+
+#[test]
+fn the_scale_patch_tests_uid_label_and_owners_then_sets_replicas() {
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": "web", "uid": "d-uid", "labels": { "managed-by": "counter-controller" },
+                      "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "uid": "cm-uid", "controller": true }] },
+        "spec": { "replicas": 2, "selector": {}, "template": {} },
+    }))
+    .unwrap();
+    let ops = serde_json::to_value(counter_controller::controller::scale_patch(&d, 5)).unwrap();
+    assert_eq!(
+        ops,
+        json!([
+            { "op": "test", "path": "/metadata/uid", "value": "d-uid" },
+            { "op": "test", "path": "/metadata/labels/managed-by", "value": "counter-controller" },
+            { "op": "test", "path": "/metadata/ownerReferences", "value": [{ "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "uid": "cm-uid", "controller": true }] },
+            { "op": "replace", "path": "/spec/replicas", "value": 5 },
+        ])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,8 @@
 //!   [`Deleted::FinalStateUnknown`] — the deletes that happened while the watch was broken;
 //! * resync: every period, `on_update(x, x)` for every cached object, without asking the server;
 //! * late handlers receive the current cache as adds, so every handler starts from a full view;
+//! * a transform (client-go's `SetTransform`) applied to every object before it is cached, to
+//!   drop what the controller never reads (`managedFields`, big data) — the cache's memory;
 //! * [`has_synced`](Informer::has_synced) / [`wait_for_cache_sync`](Informer::wait_for_cache_sync).
 
 use std::collections::HashSet;
@@ -70,9 +72,13 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + S
 {
 }
 
+/// A function applied to every object before it is cached or handed to handlers.
+pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+
 struct Inner<K> {
     api: Api<K>,
     config: Config,
+    transform: RwLock<Option<Transform<K>>>,
     cache: Arc<RwLock<CacheState<K>>>,
     /// Also the dispatch lock: cache changes and their notifications happen under it, so a
     /// handler added meanwhile sees each change exactly once (in its replay or live).
@@ -115,6 +121,7 @@ impl<K: Watchable> Informer<K> {
             inner: Arc::new(Inner {
                 api,
                 config,
+                transform: RwLock::new(None),
                 cache: Arc::default(),
                 handlers: Mutex::new(Vec::new()),
                 synced: AtomicBool::new(false),
@@ -141,6 +148,36 @@ impl<K: Watchable> Informer<K> {
             handler.on_add(obj, true);
         }
         handlers.push(handler);
+    }
+
+    /// Sets the transform applied to every object before it is cached and handed to handlers
+    /// (client-go's `SetTransform`): typically, dropping fields the controller never reads, so the
+    /// cache holds less.
+    ///
+    /// ## Warning
+    /// Set it before [`run`](Self::run); objects already cached are not transformed again. What
+    /// the transform drops is gone for every reader of this informer, and a transform that
+    /// changes the object's namespace or name changes its key.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// # fn f(informer: informer::Informer<ConfigMap>) {
+    /// informer.set_transform(Arc::new(|mut cm: ConfigMap| {
+    ///     cm.metadata.managed_fields = None;
+    ///     cm
+    /// }));
+    /// # }
+    /// ```
+    pub fn set_transform(&self, transform: Transform<K>) {
+        *self.inner.transform.write() = Some(transform);
+    }
+
+    fn transformed(&self, obj: K) -> K {
+        match self.inner.transform.read().as_ref() {
+            Some(t) => t(obj),
+            None => obj,
+        }
     }
 
     /// Whether the first full list has reached the cache.
@@ -184,10 +221,10 @@ impl<K: Watchable> Informer<K> {
                     None => return,
                     Some(Err(e)) => tracing::warn!(resource = K::plural(&()).as_ref(), error = %e, "watch failed; retrying with backoff"),
                     Some(Ok(watcher::Event::Init)) => relist = Some(Vec::new()),
-                    Some(Ok(watcher::Event::InitApply(obj))) => relist.get_or_insert_with(Vec::new).push(obj),
+                    Some(Ok(watcher::Event::InitApply(obj))) => relist.get_or_insert_with(Vec::new).push(self.transformed(obj)),
                     Some(Ok(watcher::Event::InitDone)) => self.replace(relist.take().unwrap_or_default()),
-                    Some(Ok(watcher::Event::Apply(obj))) => self.apply(obj),
-                    Some(Ok(watcher::Event::Delete(obj))) => self.delete(obj),
+                    Some(Ok(watcher::Event::Apply(obj))) => self.apply(self.transformed(obj)),
+                    Some(Ok(watcher::Event::Delete(obj))) => self.delete(self.transformed(obj)),
                 },
                 _ = ticks.tick(), if !resync.is_zero() && self.has_synced() => self.resync(),
             }

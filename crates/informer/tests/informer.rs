@@ -167,3 +167,39 @@ async fn wait_for_cache_sync_can_be_cancelled() {
     assert!(!informer.has_synced());
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transform_shapes_what_is_cached_and_handed_out() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let mut big = cm("listed", json!({ "tier": "front" }));
+    big.data.as_mut().unwrap().insert("blob".into(), "x".repeat(10_000));
+    api.create(&PostParams::default(), &big).await.unwrap();
+    let informer = Informer::new(Api::<ConfigMap>::namespaced(sb.client(), "default"), Config::default());
+    // Keep only `data.app`, as a controller that reads nothing else would.
+    informer.set_transform(Arc::new(|mut c: ConfigMap| {
+        if let Some(d) = c.data.as_mut() {
+            d.retain(|k, _| k == "app");
+        }
+        c
+    }));
+    let log = Arc::new(Log::default());
+    informer.add_handler(log.clone());
+    let task = tokio::spawn({
+        let i = informer.clone();
+        async move { i.run(std::future::pending::<()>()).await }
+    });
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    let mut live = big.clone();
+    live.metadata.name = Some("watched".into());
+    api.create(&PostParams::default(), &live).await.unwrap();
+    log.wait_for("add default/watched live").await;
+    let lister = informer.lister();
+    for name in ["listed", "watched"] {
+        let cached = lister.get(&format!("default/{name}").parse().unwrap()).unwrap();
+        let keys: Vec<&String> = cached.data.as_ref().unwrap().keys().collect();
+        assert_eq!(keys, ["app"], "{name}: from the list and from the watch alike");
+        assert_eq!(cached.metadata.labels.as_ref().unwrap()["tier"], "front");
+    }
+    task.abort();
+}

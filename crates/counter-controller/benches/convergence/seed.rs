@@ -1,4 +1,4 @@
-//! Convergence of N ConfigMaps on the sandbox: this controller (cache reads) against a baseline
+//! Convergence of N ConfigMaps on an in-process sandbox: this controller (cache reads) against a baseline
 //! that does what the seed's reconcile does (GET the ConfigMap and the Deployment from the API
 //! server on every reconcile), measured in the same run.
 //!
@@ -213,16 +213,14 @@ async fn child(variant: &str, n: usize) -> Value {
             "verbs": verbs, "events": events, "peak_rss_mib": peak_rss_kib() as f64 / 1024.0 })
 }
 
-fn main() {
+/// Runs the seed comparison (or, with `--child`, one variant of it).
+pub fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(pos) = args.iter().position(|a| a == "--child") {
         let (variant, n) = (args[pos + 1].clone(), args[pos + 2].parse().unwrap());
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         println!("{}", rt.block_on(child(&variant, n)));
         return;
-    }
-    if args.iter().any(|a| a == "--list") {
-        return; // `cargo bench -- --list`
     }
     let sizes: Vec<usize> = std::env::var("CONVERGENCE_SIZES")
         .unwrap_or_else(|_| "1000,10000".into())
@@ -236,8 +234,11 @@ fn main() {
     for n in sizes {
         let mut results = Vec::new();
         for variant in ["seed", "cache"] {
-            let out =
-                Command::new(&exe).args(["--child", variant, &n.to_string()]).output().expect("child runs");
+            let out = Command::new(&exe)
+                .env("CONVERGENCE_MODE", "seed")
+                .args(["--child", variant, &n.to_string()])
+                .output()
+                .expect("child runs");
             let line = String::from_utf8_lossy(&out.stdout);
             let v: Value = serde_json::from_str(line.trim()).unwrap_or_else(|e| {
                 panic!("child {variant} {n}: {e}: {line} {}", String::from_utf8_lossy(&out.stderr))

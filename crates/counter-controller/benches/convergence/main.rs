@@ -1,0 +1,26 @@
+//! Convergence benchmarks, on the sandbox.
+//!
+//! * `process` (the default; `CONVERGENCE_MODE=process`): what a user runs — the controller binary
+//!   in its own process against the sandbox served over HTTPS from this process, N realistic
+//!   ConfigMaps created, scaled and deleted, next to a *raw writer* that issues the same writes
+//!   straight through `kube::Client` at the same concurrency, in the same run. See `process.rs`.
+//! * `seed` (`CONVERGENCE_MODE=seed`): this controller's cache reads against the seed's
+//!   GET-per-reconcile, both in-process. See `seed.rs`.
+//!
+//! `CONVERGENCE_MODE=all` runs both.
+
+mod process;
+mod seed;
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return; // `cargo bench -- --list`
+    }
+    let mode = std::env::var("CONVERGENCE_MODE").unwrap_or_else(|_| "process".into());
+    if matches!(mode.as_str(), "process" | "all") {
+        process::main();
+    }
+    if matches!(mode.as_str(), "seed" | "all") {
+        seed::main();
+    }
+}

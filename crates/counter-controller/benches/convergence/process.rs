@@ -1,0 +1,383 @@
+//! The whole-process scale run: the `counter-controller` binary in its own process (so its memory
+//! is its own) against a sandbox served over HTTPS from this process (so its request record is
+//! readable), with N ConfigMaps shaped like real ones (labels, a last-applied annotation,
+//! `managedFields`, a settings file in `data`) and the sandbox's paced rollout playing the
+//! Deployment controller (status writes for every pod that becomes ready).
+//!
+//! Phases, each timed until the sandbox shows the result:
+//! 1. **create**: the ConfigMaps exist (annotated 3) before the controller starts; until N
+//!    Deployments have 3 replicas;
+//! 2. **scale**: every annotation is set to 5 (straight into the store, as fast as it goes); until
+//!    N Deployments have 5; the *lag* is the time from the last annotation to the last write;
+//! 3. **delete**: every ConfigMap is deleted; until no Deployment is left;
+//! 4. **exit**: SIGTERM, until the process has exited.
+//!
+//! Per phase: the controller's requests by kind (Deployment writes, Event writes, 409s), and when
+//! its last Event write arrived relative to convergence. At the end: peak RSS (VmHWM), log lines.
+//!
+//! The **raw writer** baseline does the same N creates, N replica patches and N deletes through a
+//! `kube::Client` over the same HTTPS path with the same concurrency, and nothing else.
+//!
+//! `CONVERGENCE_PROCESS_N=5000` (default) and `CONVERGENCE_WORKERS=2,16` (default).
+//! `CONVERGENCE_WRAP="heaptrack -o /tmp/cc"` runs the controller under a profiler (the figures
+//! are then the profiler's, not the controller's); `CONVERGENCE_BIN=path` runs another build of
+//! the binary (an A/B against an older commit).
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use sandbox::resource::find;
+use sandbox::store::Subresource;
+use sandbox::{Rollout, Sandbox, SandboxConfig};
+use serde_json::{Value, json};
+
+const ANNOTATION: &str = "counter.example.com/desired";
+const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
+
+fn name(i: usize) -> String {
+    format!("shop-{i:05}")
+}
+
+/// A ConfigMap as `kubectl apply` leaves it on a real API server.
+fn realistic_configmap(i: usize) -> Value {
+    let name = name(i);
+    let settings = format!(
+        "server:\n  port: 8080\n  workers: 4\nfeatures:\n  checkout: true\n  recommendations: false\nbackend: http://{name}-backend.default.svc:9000\nlog_level: info\ncache_ttl_seconds: 300\n"
+    );
+    let labels =
+        json!({ "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "shop", "team": "payments" });
+    let applied = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": name, "namespace": "default", "labels": labels, "annotations": { ANNOTATION: "3" } },
+        "data": { "app": name, "settings.yaml": settings },
+    });
+    let fields = json!({
+        "f:data": { ".": {}, "f:app": {}, "f:settings.yaml": {} },
+        "f:metadata": {
+            "f:annotations": { ".": {}, "f:counter.example.com/desired": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {} },
+            "f:labels": { ".": {}, "f:app.kubernetes.io/name": {}, "f:app.kubernetes.io/part-of": {}, "f:team": {} },
+        },
+    });
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": name, "namespace": "default", "labels": labels,
+            "annotations": { ANNOTATION: "3", "kubectl.kubernetes.io/last-applied-configuration": applied.to_string() },
+            "managedFields": [{ "manager": "kubectl-client-side-apply", "operation": "Update", "apiVersion": "v1",
+                                "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields }],
+        },
+        "data": { "app": name, "settings.yaml": settings },
+    })
+}
+
+fn sandbox_with(n: usize) -> Sandbox {
+    // One pod per 100 ms: every rolling Deployment gets a status write per tick, as from the
+    // cluster's Deployment controller.
+    let sb = Sandbox::with_config(SandboxConfig {
+        rollout: Rollout::Paced(Duration::from_millis(100)),
+        ..SandboxConfig::default()
+    });
+    let cms = find("", "v1", "configmaps").unwrap();
+    for i in 0..n {
+        sb.store().create(cms, "default", realistic_configmap(i)).unwrap();
+    }
+    sb
+}
+
+/// Waits until `done(count of Deployments with the wanted replicas, count of Deployments)`,
+/// reading the store (cheap: no API request).
+async fn until(
+    sb: &Sandbox,
+    limit: Duration,
+    done: impl Fn(usize, usize) -> bool,
+    replicas: Option<i64>,
+) -> Duration {
+    let start = Instant::now();
+    let deploys = find("apps", "v1", "deployments").unwrap();
+    loop {
+        let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
+        let items = list["items"].as_array().unwrap();
+        let matching = items
+            .iter()
+            .filter(|d| replicas.is_none_or(|r| d["spec"]["replicas"].as_i64() == Some(r)))
+            .count();
+        if done(matching, items.len()) {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < limit,
+            "no convergence within {limit:?} ({matching} of {} match)",
+            items.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn vm_hwm_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+#[derive(Default, Debug, Clone)]
+struct Counts {
+    deployment_writes: usize,
+    event_writes: usize,
+    conflicts: usize,
+    other: usize,
+    last_event_at: Option<Instant>,
+    last_deployment_write_at: Option<Instant>,
+}
+
+impl Counts {
+    fn total(&self) -> usize {
+        self.deployment_writes + self.event_writes + self.other
+    }
+}
+
+fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
+    let mut c = Counts::default();
+    for r in
+        sb.requests().all().into_iter().filter(|r| r.user_agent.contains(ua) && r.at >= from && r.at < to)
+    {
+        if r.verb == "watch" {
+            continue;
+        }
+        if r.code == 409 {
+            c.conflicts += 1;
+        }
+        match (r.resource.as_str(), r.is_write()) {
+            ("events", true) => {
+                c.event_writes += 1;
+                c.last_event_at = Some(r.at);
+            }
+            ("deployments", true) => {
+                c.deployment_writes += 1;
+                c.last_deployment_write_at = Some(r.at);
+            }
+            _ => c.other += 1,
+        }
+    }
+    c
+}
+
+struct Phase {
+    name: &'static str,
+    took: Duration,
+    counts: Counts,
+    converged_at: Instant,
+}
+
+struct ControllerRun {
+    phases: Vec<Phase>,
+    lag: Duration,
+    exit: Duration,
+    peak_rss_mib: f64,
+    log_lines: usize,
+}
+
+async fn run_controller(n: usize, workers: usize) -> ControllerRun {
+    let sb = sandbox_with(n);
+    let dir = std::env::temp_dir().join(format!("cc-convergence-{}-{workers}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let log = dir.join("controller.log");
+    let limit = Duration::from_secs(600);
+
+    let t0 = Instant::now();
+    let wrap: Vec<String> =
+        std::env::var("CONVERGENCE_WRAP").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    let bin = std::env::var("CONVERGENCE_BIN").unwrap_or_else(|_| BIN.to_owned());
+    let mut cmd = match wrap.split_first() {
+        Some((tool, args)) => {
+            let mut c = Command::new(tool);
+            c.args(args).arg(&bin);
+            c
+        }
+        None => Command::new(&bin),
+    };
+    let mut child = cmd
+        .args(["run", "--namespace=default", "--log-format=json", &format!("--workers={workers}")])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("HOSTNAME", "bench")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut phases = Vec::new();
+    until(&sb, limit, |m, _| m == n, Some(3)).await;
+    let t1 = Instant::now();
+    phases.push(Phase { name: "create", took: t1 - t0, counts: Counts::default(), converged_at: t1 });
+
+    let cms = find("", "v1", "configmaps").unwrap();
+    let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
+    for i in 0..n {
+        sb.store()
+            .patch(
+                cms,
+                "default",
+                &name(i),
+                sandbox::patch::PatchType::Merge,
+                &patch,
+                Subresource::Main,
+                Some("kubectl-annotate"),
+                false,
+            )
+            .unwrap();
+    }
+    let last_change = Instant::now();
+    until(&sb, limit, |m, _| m == n, Some(5)).await;
+    let t2 = Instant::now();
+    phases.push(Phase { name: "scale", took: t2 - t1, counts: Counts::default(), converged_at: t2 });
+
+    // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
+    // in a cluster is the slower backstop).
+    let opts = sandbox::store::DeleteOptions {
+        propagation: sandbox::store::Propagation::Orphan,
+        ..Default::default()
+    };
+    for i in 0..n {
+        sb.store().delete(cms, "default", &name(i), &opts).unwrap();
+    }
+    until(&sb, limit, |_, total| total == 0, None).await;
+    let t3 = Instant::now();
+    phases.push(Phase { name: "delete", took: t3 - t2, counts: Counts::default(), converged_at: t3 });
+
+    // Let trailing Events land before counting, then stop the process.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let peak_rss_mib = vm_hwm_mib(pid);
+    let term = Instant::now();
+    Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    let exit = term.elapsed();
+
+    let bounds = [(t0, t1), (t1, t2), (t2, term)];
+    for (p, (from, to)) in phases.iter_mut().zip(bounds) {
+        p.counts = count(&sb, "(bench_", from, to);
+    }
+    let lag = phases[1]
+        .counts
+        .last_deployment_write_at
+        .map_or(Duration::ZERO, |t| t.saturating_duration_since(last_change));
+    let log_lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
+    server.shutdown();
+    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines }
+}
+
+/// The same writes, straight through a client over HTTPS, `workers` at a time.
+async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
+    let sb = sandbox_with(n);
+    let dir = std::env::temp_dir().join(format!("cc-convergence-raw-{}-{workers}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let client = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
+    let cms: Vec<Arc<ConfigMap>> = {
+        let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
+        api.list(&Default::default()).await.unwrap().items.into_iter().map(Arc::new).collect()
+    };
+    let deploys: Api<Deployment> = Api::default_namespaced(client);
+    let mut out = Vec::new();
+    let start = Instant::now();
+    futures::stream::iter(cms.iter().cloned())
+        .for_each_concurrent(workers, |cm| {
+            let deploys = deploys.clone();
+            async move {
+                let d = counter_controller::controller::new_deployment(&cm, 3);
+                deploys.create(&PostParams::default(), &d).await.unwrap();
+            }
+        })
+        .await;
+    out.push(start.elapsed());
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .for_each_concurrent(workers, |i| {
+            let deploys = deploys.clone();
+            async move {
+                let p = json!({ "spec": { "replicas": 5 } });
+                deploys.patch(&name(i), &PatchParams::default(), &Patch::Merge(&p)).await.unwrap();
+            }
+        })
+        .await;
+    out.push(start.elapsed());
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .for_each_concurrent(workers, |i| {
+            let deploys = deploys.clone();
+            async move {
+                deploys.delete(&name(i), &DeleteParams::background()).await.unwrap();
+            }
+        })
+        .await;
+    out.push(start.elapsed());
+    server.shutdown();
+    out
+}
+
+/// Prints the run's table.
+pub fn main() {
+    let n: usize = std::env::var("CONVERGENCE_PROCESS_N").ok().and_then(|v| v.parse().ok()).unwrap_or(5000);
+    let workers: Vec<usize> = std::env::var("CONVERGENCE_WORKERS")
+        .unwrap_or_else(|_| "2,16".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    println!("whole-process convergence: the controller binary vs a raw writer, N = {n}, same run");
+    for w in workers {
+        let c = rt.block_on(run_controller(n, w));
+        let raw = rt.block_on(run_raw(n, w));
+        println!("\n--workers {w}");
+        println!(
+            "{:<7} {:>10} {:>10} {:>7}   {:>8} {:>8} {:>6} {:>8} {:>9}",
+            "phase",
+            "controller",
+            "raw writer",
+            "ratio",
+            "deploy w",
+            "event w",
+            "409s",
+            "events %",
+            "events +s"
+        );
+        for (p, r) in c.phases.iter().zip(&raw) {
+            let total = p.counts.total().max(1);
+            let trailing = p
+                .counts
+                .last_event_at
+                .map_or(0.0, |t| t.saturating_duration_since(p.converged_at).as_secs_f64());
+            println!(
+                "{:<7} {:>9.2}s {:>9.2}s {:>7.2}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
+                p.name,
+                p.took.as_secs_f64(),
+                r.as_secs_f64(),
+                p.took.as_secs_f64() / r.as_secs_f64(),
+                p.counts.deployment_writes,
+                p.counts.event_writes,
+                p.counts.conflicts,
+                100.0 * p.counts.event_writes as f64 / total as f64,
+                trailing,
+            );
+        }
+        println!(
+            "lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines",
+            c.lag.as_secs_f64(),
+            c.exit.as_secs_f64(),
+            c.peak_rss_mib,
+            c.log_lines
+        );
+    }
+}
