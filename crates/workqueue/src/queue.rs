@@ -11,15 +11,18 @@
 //! | [`get`](Queue::get) | pops the head, marks it processing and not dirty, returns an [`Item`] guard |
 //! | dropping the [`Item`] | clears processing; if the key became dirty meanwhile, it is pushed again |
 //!
-//! A single map holds both flags so that each operation hashes the key once.
+//! A single table holds the key and both flags, and each key travels with its hash (in the FIFO and
+//! in the [`Item`]): an add hashes the key once, outside the lock, and a get or a release never
+//! hashes it again. The only copy made of a key is the table's, when it is first added.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::ops::ControlFlow;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use hashbrown::HashTable;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -82,16 +85,18 @@ impl fmt::Debug for QueueConfig {
     }
 }
 
-/// The two flags client-go keeps in its `dirty` and `processing` sets.
-#[derive(Clone, Copy, Default)]
-struct Flags {
+/// A key and the two flags client-go keeps in its `dirty` and `processing` sets. A key is in the
+/// table exactly while one of them is set.
+struct Entry<T> {
+    key: T,
     dirty: bool,
     processing: bool,
 }
 
 struct State<T> {
-    fifo: VecDeque<T>,
-    flags: HashMap<T, Flags, foldhash::fast::RandomState>,
+    /// Keys waiting, each with its hash.
+    fifo: VecDeque<(u64, T)>,
+    table: HashTable<Entry<T>>,
     processing: usize,
     shutting_down: bool,
     drain: bool,
@@ -100,6 +105,7 @@ struct State<T> {
 
 pub(crate) struct Shared<T> {
     state: Mutex<State<T>>,
+    hasher: foldhash::fast::RandomState,
     /// One waiter per pushed key; everyone on shutdown.
     available: Notify,
     /// Everyone when the last held key is released, or when a drain is cancelled.
@@ -181,12 +187,13 @@ impl<T: Key> Queue<T> {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
                     fifo: VecDeque::new(),
-                    flags: HashMap::default(),
+                    table: HashTable::new(),
                     processing: 0,
                     shutting_down: false,
                     drain: false,
                     metrics,
                 }),
+                hasher: foldhash::fast::RandomState::default(),
                 available: Notify::new(),
                 idle: Notify::new(),
                 shutdown: Arc::new(Notify::new()),
@@ -204,24 +211,32 @@ impl<T: Key> Queue<T> {
     /// silently; here the caller can tell). Otherwise returns `true`, whether the key was queued,
     /// merged with a waiting copy, or deferred because a worker holds it.
     pub fn add(&self, key: T) -> bool {
-        let mut st = self.shared.state.lock();
-        if st.shutting_down {
+        let hash = self.shared.hasher.hash_one(&key);
+        let mut guard = self.shared.state.lock();
+        if guard.shutting_down {
             return false;
         }
-        let flags = st.flags.entry(key.clone()).or_default();
-        if flags.dirty {
+        let st = &mut *guard;
+        if let Some(e) = st.table.find_mut(hash, |e| e.key == key) {
+            if e.dirty {
+                return true;
+            }
+            // Held by a worker: it goes back in line when the worker releases it.
+            e.dirty = true;
+            if let Some(m) = st.metrics.as_mut() {
+                m.add(&key);
+            }
             return true;
         }
-        flags.dirty = true;
-        let processing = flags.processing;
+        st.table.insert_unique(hash, Entry { key: key.clone(), dirty: true, processing: false }, |e| {
+            self.shared.hasher.hash_one(&e.key)
+        });
         if let Some(m) = st.metrics.as_mut() {
             m.add(&key);
         }
-        if !processing {
-            st.fifo.push_back(key);
-            drop(st);
-            self.shared.available.notify_one();
-        }
+        st.fifo.push_back((hash, key));
+        drop(guard);
+        self.shared.available.notify_one();
         true
     }
 
@@ -231,7 +246,7 @@ impl<T: Key> Queue<T> {
     /// already queued are still handed out, so workers finish the backlog before they stop.
     ///
     /// Cancel-safe: if the future is dropped, no key is taken.
-    pub async fn get(&self) -> Option<Item<T>> {
+    pub async fn get(&self) -> Option<Item<'_, T>> {
         loop {
             // Fast path: no waiter registration (it costs a lock of its own) when a key is ready.
             if let ControlFlow::Break(got) = self.take() {
@@ -249,7 +264,7 @@ impl<T: Key> Queue<T> {
     }
 
     /// Takes the next key if one is queued, without waiting.
-    pub fn try_get(&self) -> Option<Item<T>> {
+    pub fn try_get(&self) -> Option<Item<'_, T>> {
         match self.take() {
             ControlFlow::Break(got) => got,
             ControlFlow::Continue(()) => None,
@@ -257,9 +272,9 @@ impl<T: Key> Queue<T> {
     }
 
     /// `Break(Some(item))`: a key; `Break(None)`: shut down and empty; `Continue`: wait.
-    fn take(&self) -> ControlFlow<Option<Item<T>>> {
+    fn take(&self) -> ControlFlow<Option<Item<'_, T>>> {
         match self.pop() {
-            Pop::Key(key) => ControlFlow::Break(Some(Item { key, queue: self.clone() })),
+            Pop::Key(hash, key) => ControlFlow::Break(Some(Item { hash, key: Some(key), queue: self })),
             Pop::Closed => ControlFlow::Break(None),
             Pop::Empty => ControlFlow::Continue(()),
         }
@@ -269,39 +284,47 @@ impl<T: Key> Queue<T> {
     /// before the shutdown is never mistaken for "closed and empty".
     fn pop(&self) -> Pop<T> {
         let mut st = self.shared.state.lock();
-        let Some(key) = st.fifo.pop_front() else {
+        let st = &mut *st;
+        let Some((hash, key)) = st.fifo.pop_front() else {
             return if st.shutting_down { Pop::Closed } else { Pop::Empty };
         };
-        let flags = st.flags.get_mut(&key).expect("a queued key has flags");
-        flags.dirty = false;
-        flags.processing = true;
+        let e = st.table.find_mut(hash, |e| e.key == key).expect("a queued key is in the table");
+        e.dirty = false;
+        e.processing = true;
         st.processing += 1;
         if let Some(m) = st.metrics.as_mut() {
             m.get(&key);
         }
-        Pop::Key(key)
+        Pop::Key(hash, key)
     }
 
-    /// Releases a held key (called by [`Item`]'s `Drop`).
-    fn done(&self, key: &T) {
-        let mut st = self.shared.state.lock();
-        let Some(flags) = st.flags.get_mut(key) else { return };
-        debug_assert!(flags.processing, "only a held key is released");
-        flags.processing = false;
-        let requeue = flags.dirty;
-        if !requeue {
-            st.flags.remove(key);
-        }
+    /// Releases a held key (called by [`Item`]'s `Drop`); a key added meanwhile goes back in line.
+    fn done(&self, hash: u64, key: T) {
+        let mut guard = self.shared.state.lock();
+        let st = &mut *guard;
+        let Ok(entry) = st.table.find_entry(hash, |e| e.key == key) else { return };
+        debug_assert!(entry.get().processing, "only a held key is released");
+        let requeue = entry.get().dirty;
+        // The table's copy of a finished key is freed after the lock is released.
+        let finished = if requeue {
+            entry.into_mut().processing = false;
+            None
+        } else {
+            Some(entry.remove().0)
+        };
         st.processing -= 1;
         if let Some(m) = st.metrics.as_mut() {
-            m.done(key);
+            m.done(&key);
         }
+        let idle = st.processing == 0;
         if requeue {
-            st.fifo.push_back(key.clone());
-            drop(st);
+            st.fifo.push_back((hash, key));
+        }
+        drop(guard);
+        drop(finished);
+        if requeue {
             self.shared.available.notify_one();
-        } else if st.processing == 0 {
-            drop(st);
+        } else if idle {
             self.shared.idle.notify_waiters();
         }
     }
@@ -412,7 +435,7 @@ async fn update_unfinished_work<T: Key>(shared: Weak<Shared<T>>) {
 
 /// What one attempt to take a key found.
 enum Pop<T> {
-    Key(T),
+    Key(u64, T),
     Empty,
     Closed,
 }
@@ -426,38 +449,45 @@ enum Pop<T> {
 ///
 /// `std::mem::forget` on an `Item` (or leaking it in a cycle) holds its key forever: it is never
 /// handed out again. Keep the item in the worker's scope and let it drop.
-pub struct Item<T: Key> {
-    key: T,
-    queue: Queue<T>,
+///
+/// An item borrows its queue (no reference count to touch per key); a worker keeps it in the scope
+/// where it called [`get`](Queue::get).
+pub struct Item<'q, T: Key> {
+    hash: u64,
+    /// `Some` until the drop hands it back to the queue.
+    key: Option<T>,
+    queue: &'q Queue<T>,
 }
 
-impl<T: Key> Item<T> {
+impl<T: Key> Item<'_, T> {
     /// The key this worker holds.
     #[must_use]
     pub fn key(&self) -> &T {
-        &self.key
+        self.key.as_ref().expect("held until dropped")
     }
 
     /// Releases the key now; the same as dropping the item, spelled out.
     pub fn done(self) {}
 }
 
-impl<T: Key> std::ops::Deref for Item<T> {
+impl<T: Key> std::ops::Deref for Item<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        &self.key
+        self.key()
     }
 }
 
-impl<T: Key + fmt::Debug> fmt::Debug for Item<T> {
+impl<T: Key + fmt::Debug> fmt::Debug for Item<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Item").field(&self.key).finish()
+        f.debug_tuple("Item").field(self.key()).finish()
     }
 }
 
-impl<T: Key> Drop for Item<T> {
+impl<T: Key> Drop for Item<'_, T> {
     fn drop(&mut self) {
-        self.queue.done(&self.key);
+        if let Some(key) = self.key.take() {
+            self.queue.done(self.hash, key);
+        }
     }
 }
 

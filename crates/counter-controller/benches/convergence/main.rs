@@ -9,6 +9,7 @@
 //!
 //! `CONVERGENCE_MODE=all` runs both.
 
+mod feed;
 mod process;
 mod seed;
 

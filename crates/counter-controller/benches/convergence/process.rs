@@ -89,33 +89,13 @@ fn sandbox_with(n: usize) -> Sandbox {
     sb
 }
 
-/// Waits until `done(count of Deployments with the wanted replicas, count of Deployments)`,
-/// reading the store (cheap: no API request).
-async fn until(
-    sb: &Sandbox,
-    limit: Duration,
-    done: impl Fn(usize, usize) -> bool,
-    replicas: Option<i64>,
-) -> Duration {
-    let start = Instant::now();
-    let deploys = find("apps", "v1", "deployments").unwrap();
-    loop {
-        let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
-        let items = list["items"].as_array().unwrap();
-        let matching = items
-            .iter()
-            .filter(|d| replicas.is_none_or(|r| d["spec"]["replicas"].as_i64() == Some(r)))
-            .count();
-        if done(matching, items.len()) {
-            return start.elapsed();
-        }
-        assert!(
-            start.elapsed() < limit,
-            "no convergence within {limit:?} ({matching} of {} match)",
-            items.len()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// User + system CPU seconds of process `pid` ("self" for this one) so far.
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
 }
 
 fn vm_hwm_mib(pid: u32) -> f64 {
@@ -183,6 +163,8 @@ struct ControllerRun {
     exit: Duration,
     peak_rss_mib: f64,
     log_lines: usize,
+    /// CPU seconds of the controller process and of this one (the sandbox) during the phases.
+    cpu: (f64, f64),
 }
 
 async fn run_controller(n: usize, workers: usize) -> ControllerRun {
@@ -195,6 +177,8 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let log = dir.join("controller.log");
     let limit = Duration::from_secs(600);
 
+    let mut view = crate::feed::Deployments::follow(&sb);
+    let sandbox_cpu = cpu_seconds("self");
     let t0 = Instant::now();
     let wrap: Vec<String> =
         std::env::var("CONVERGENCE_WRAP").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
@@ -217,8 +201,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         .unwrap();
     let pid = child.id();
     let mut phases = Vec::new();
-    until(&sb, limit, |m, _| m == n, Some(3)).await;
-    let t1 = Instant::now();
+    let t1 = view.until(&sb, limit, crate::feed::Deployments::all(n, 3)).await;
     phases.push(Phase { name: "create", took: t1 - t0, counts: Counts::default(), converged_at: t1 });
 
     let cms = find("", "v1", "configmaps").unwrap();
@@ -238,8 +221,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
             .unwrap();
     }
     let last_change = Instant::now();
-    until(&sb, limit, |m, _| m == n, Some(5)).await;
-    let t2 = Instant::now();
+    let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
     phases.push(Phase { name: "scale", took: t2 - t1, counts: Counts::default(), converged_at: t2 });
 
     // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
@@ -251,13 +233,13 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     for i in 0..n {
         sb.store().delete(cms, "default", &name(i), &opts).unwrap();
     }
-    until(&sb, limit, |_, total| total == 0, None).await;
-    let t3 = Instant::now();
+    let t3 = view.until(&sb, limit, |m| m.is_empty()).await;
     phases.push(Phase { name: "delete", took: t3 - t2, counts: Counts::default(), converged_at: t3 });
 
     // Let trailing Events land before counting, then stop the process.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let peak_rss_mib = vm_hwm_mib(pid);
+    let cpu = (cpu_seconds(&pid.to_string()), cpu_seconds("self") - sandbox_cpu);
     let term = Instant::now();
     Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
     let _ = tokio::task::spawn_blocking(move || child.wait()).await;
@@ -273,7 +255,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         .map_or(Duration::ZERO, |t| t.saturating_duration_since(last_change));
     let log_lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
     server.shutdown();
-    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines }
+    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines, cpu }
 }
 
 /// The same writes, straight through a client over HTTPS, `workers` at a time.
@@ -373,11 +355,13 @@ pub fn main() {
             );
         }
         println!(
-            "lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines",
+            "lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
             c.lag.as_secs_f64(),
             c.exit.as_secs_f64(),
             c.peak_rss_mib,
-            c.log_lines
+            c.log_lines,
+            c.cpu.0,
+            c.cpu.1
         );
     }
 }

@@ -22,7 +22,6 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use sandbox::resource::find;
-use sandbox::store::ChangeType;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -33,42 +32,6 @@ const ANNOTATION: &str = "counter.example.com/desired";
 fn configmap(i: usize) -> Value {
     json!({ "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": { "name": format!("cm-{i:05}"), "namespace": "default", "annotations": { ANNOTATION: "3" } } })
-}
-
-/// Waits until `n` Deployments have `replicas`, following the store's change feed. If the feed
-/// overflows (it holds a bounded number of changes), the store is read once to catch up.
-async fn wait_for(
-    sb: &Sandbox,
-    mut feed: tokio::sync::broadcast::Receiver<Arc<sandbox::store::Change>>,
-    n: usize,
-    replicas: i64,
-) {
-    let deployments = find("apps", "v1", "deployments").unwrap();
-    let mut done = std::collections::HashSet::new();
-    while done.len() < n {
-        match feed.recv().await {
-            Ok(c) if c.storage == "deployments.apps" && c.kind != ChangeType::Deleted => {
-                let name = c.object["metadata"]["name"].as_str().unwrap_or("").to_owned();
-                if c.object["spec"]["replicas"].as_i64() == Some(replicas) {
-                    done.insert(name);
-                } else {
-                    done.remove(&name);
-                }
-            }
-            Ok(_) => {}
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                let list = sb.store().list(deployments, Some("default"), &Default::default()).unwrap();
-                done = list["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas))
-                    .filter_map(|d| d["metadata"]["name"].as_str().map(str::to_owned))
-                    .collect();
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
 }
 
 fn peak_rss_kib() -> u64 {
@@ -156,7 +119,7 @@ async fn child(variant: &str, n: usize) -> Value {
         sb.store().create(cm_def, "default", configmap(i)).unwrap();
     }
     let stop = CancellationToken::new();
-    let feed = sb.store().subscribe();
+    let mut view = crate::feed::Deployments::follow(&sb);
     let start = Instant::now();
     let task = if variant == "cache" {
         let mut registry = prometheus_client::registry::Registry::default();
@@ -176,10 +139,9 @@ async fn child(variant: &str, n: usize) -> Value {
     } else {
         tokio::spawn(run_seed_controller(sb.client(), stop.clone()))
     };
-    wait_for(&sb, feed, n, 3).await;
+    view.until(&sb, Duration::from_secs(600), crate::feed::Deployments::all(n, 3)).await;
     let create = start.elapsed();
 
-    let feed = sb.store().subscribe();
     let start = Instant::now();
     for i in 0..n {
         let name = format!("cm-{i:05}");
@@ -196,7 +158,7 @@ async fn child(variant: &str, n: usize) -> Value {
             )
             .unwrap();
     }
-    wait_for(&sb, feed, n, 5).await;
+    view.until(&sb, Duration::from_secs(600), crate::feed::Deployments::all(n, 5)).await;
     let scale = start.elapsed();
     stop.cancel();
     let _ = task.await;

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -29,7 +30,10 @@ use super::{LimiterError, RateLimiter};
 pub struct ItemExponentialFailureRateLimiter<T> {
     base: Duration,
     cap: Duration,
-    failures: Mutex<HashMap<T, u32>>,
+    failures: Mutex<HashMap<T, u32, foldhash::fast::RandomState>>,
+    /// How many keys have failures: `forget` of a key that never failed (every success of a
+    /// healthy controller) skips the lock and the hash when it is zero.
+    failing: AtomicUsize,
 }
 
 impl<T> ItemExponentialFailureRateLimiter<T> {
@@ -42,7 +46,7 @@ impl<T> ItemExponentialFailureRateLimiter<T> {
         if base > cap {
             return Err(LimiterError::BaseExceedsCap { base, cap });
         }
-        Ok(Self { base, cap, failures: Mutex::new(HashMap::new()) })
+        Ok(Self { base, cap, failures: Mutex::new(HashMap::default()), failing: AtomicUsize::new(0) })
     }
 
     /// The delay for a key that has already been retried `retries` times.
@@ -67,14 +71,24 @@ impl<T: Eq + Hash + Clone + Send + Sync> RateLimiter<T> for ItemExponentialFailu
         let count = failures.entry(key.clone()).or_insert(0);
         let retries = *count;
         *count = count.saturating_add(1);
+        self.failing.store(failures.len(), Ordering::Release);
         self.delay_for(retries)
     }
 
     fn forget(&self, key: &T) {
-        self.failures.lock().remove(key);
+        if self.failing.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut failures = self.failures.lock();
+        if failures.remove(key).is_some() {
+            self.failing.store(failures.len(), Ordering::Release);
+        }
     }
 
     fn num_requeues(&self, key: &T) -> u32 {
+        if self.failing.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
         self.failures.lock().get(key).copied().unwrap_or(0)
     }
 }
