@@ -8,7 +8,7 @@
 //!   a Deployment event enqueues its owner's key, so hand-made drift is corrected at once.
 //! * One rate-limited queue (client-go's default controller limiter), `workers` workers.
 //! * `sync` reads both caches — never GET from the API server — and writes only when needed.
-//! * The caches hold only what the decision reads ([`slim_configmap`], [`slim_deployment`]), and a
+//! * The caches hold only what the decision reads ([`cached`](crate::cached)), and a
 //!   Deployment update that changed nothing the decision reads (a status write as pods become
 //!   ready) enqueues nothing.
 //! * With leader election ([`run_elected`](Controller::run_elected)) the informers always run, so a
@@ -35,6 +35,7 @@ use workqueue::prometheus::PrometheusMetrics;
 use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 use crate::annotation::ANNOTATION;
+use crate::cached::{CachedDeployment, slim_configmap, slim_deployment};
 use crate::decision::{Action, MANAGED_BY, decide};
 use crate::events::{EventConfig, EventRecorder};
 use crate::metrics::{ControllerMetrics, Outcome};
@@ -134,9 +135,9 @@ impl Error {
 pub struct Controller {
     client: Client,
     configmaps: Informer<ConfigMap>,
-    deployments: Informer<Deployment>,
+    deployments: Informer<CachedDeployment>,
     cm_lister: Lister<ConfigMap>,
-    deploy_lister: Lister<Deployment>,
+    deploy_lister: Lister<CachedDeployment>,
     queue: RateLimitingQueue<ObjectKey>,
     expected: Expectations,
     data_changed: DataChanged,
@@ -577,7 +578,7 @@ struct EnqueueOwner {
 }
 
 /// The key of the ConfigMap that owns `d` (its controller reference), or `d`'s own key.
-fn owner_key(d: &Deployment) -> ObjectKey {
+fn owner_key(d: &CachedDeployment) -> ObjectKey {
     let ns = d.metadata.namespace.as_deref().unwrap_or("");
     let owner = d
         .metadata
@@ -590,24 +591,24 @@ fn owner_key(d: &Deployment) -> ObjectKey {
 }
 
 impl EnqueueOwner {
-    fn enqueue(&self, d: &Deployment) {
+    fn enqueue(&self, d: &CachedDeployment) {
         self.expected.observed(&ObjectKey::of(d));
         self.queue.add(owner_key(d));
     }
 }
 
-impl EventHandler<Deployment> for EnqueueOwner {
-    fn on_add(&self, obj: &Arc<Deployment>, _initial: bool) {
+impl EventHandler<CachedDeployment> for EnqueueOwner {
+    fn on_add(&self, obj: &Arc<CachedDeployment>, _initial: bool) {
         self.enqueue(obj);
     }
-    fn on_update(&self, old: &Arc<Deployment>, new: &Arc<Deployment>) {
+    fn on_update(&self, old: &Arc<CachedDeployment>, new: &Arc<CachedDeployment>) {
         // A status write (each simulated or real pod becoming ready), a resync, or a relist that
         // found it unchanged: nothing the decision reads changed.
         if decision_inputs_differ(old, new) {
             self.enqueue(new);
         }
     }
-    fn on_delete(&self, obj: &Deleted<Deployment>) {
+    fn on_delete(&self, obj: &Deleted<CachedDeployment>) {
         self.enqueue(obj.object());
     }
 }
@@ -621,7 +622,7 @@ impl EventHandler<Deployment> for EnqueueOwner {
 /// fight it with 409 Conflicts and retries; a Deployment that stopped being ours still fails the
 /// patch (422), and the next reconcile sees why.
 #[must_use]
-pub fn scale_patch(d: &Deployment, to: i32) -> json_patch::Patch {
+pub fn scale_patch(d: &CachedDeployment, to: i32) -> json_patch::Patch {
     let mut ops = vec![
         json!({ "op": "test", "path": "/metadata/uid", "value": d.metadata.uid }),
         json!({ "op": "test", "path": format!("/metadata/labels/{}", MANAGED_BY.0), "value": MANAGED_BY.1 }),
@@ -634,43 +635,13 @@ pub fn scale_patch(d: &Deployment, to: i32) -> json_patch::Patch {
 }
 
 /// Whether anything [`decide`] reads of a Deployment differs between `old` and `new`.
-fn decision_inputs_differ(old: &Deployment, new: &Deployment) -> bool {
+fn decision_inputs_differ(old: &CachedDeployment, new: &CachedDeployment) -> bool {
     let (o, n) = (&old.metadata, &new.metadata);
     o.uid != n.uid
         || o.labels != n.labels
         || o.owner_references != n.owner_references
         || o.deletion_timestamp != n.deletion_timestamp
         || old.spec.replicas != new.spec.replicas
-}
-
-/// What the ConfigMap cache keeps: metadata without `managedFields` and without annotations other
-/// than ours, and of `data` only `app` (the exercise's log line). A real ConfigMap carries
-/// kubectl's last-applied copy of itself and whole files in `data`; the controller reads neither.
-#[must_use]
-pub fn slim_configmap(mut cm: ConfigMap) -> ConfigMap {
-    cm.metadata.managed_fields = None;
-    if let Some(a) = cm.metadata.annotations.as_mut() {
-        a.retain(|k, _| k == ANNOTATION);
-    }
-    if let Some(d) = cm.data.as_mut() {
-        d.retain(|k, _| k == "app");
-    }
-    cm.binary_data = None;
-    cm
-}
-
-/// What the Deployment cache keeps: what [`decide`] and Events read — name, uid, labels, owner
-/// references, deletion timestamp, `spec.replicas`. The pod template, status, annotations and
-/// `managedFields` (most of a real Deployment's bytes) are dropped.
-#[must_use]
-pub fn slim_deployment(mut d: Deployment) -> Deployment {
-    d.metadata.managed_fields = None;
-    d.metadata.annotations = None;
-    d.spec.template = Default::default();
-    d.spec.selector = Default::default();
-    d.spec.strategy = None;
-    d.status = None;
-    d
 }
 
 /// The Deployment for a ConfigMap: labels `app=<name>` and `managed-by=counter-controller`,

@@ -17,10 +17,10 @@
 //! controller ownerReference, that reference names this ConfigMap (by name, and by uid when the
 //! ConfigMap is known).
 
-use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::annotation::{ANNOTATION, InvalidCount, parse_desired};
+use crate::cached::CachedDeployment as Deployment;
 
 /// The label that marks Deployments this controller manages.
 pub const MANAGED_BY: (&str, &str) = ("managed-by", "counter-controller");

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`annotation`] | the desired count, parsed strictly |
 //! | [`decision`] | the decision table, a pure function |
+//! | [`cached`] | what the informer caches hold: only what the decision and Events read |
 //! | [`controller`] | informers, queue, workers, and the executor of decisions |
 //! | [`cli`] | the command line: `run`, flags, leader election, logging, fail-fast checks |
 //! | [`client`] | the Kubernetes client: kubeconfig resolution, user agent, fence and metrics layers |
@@ -17,6 +18,7 @@
 //! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 
 pub mod annotation;
+pub mod cached;
 pub mod cli;
 pub mod client;
 pub mod controller;

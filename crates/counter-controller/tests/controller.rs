@@ -437,7 +437,7 @@ async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled
 
 #[test]
 fn the_scale_patch_tests_uid_label_and_owners_then_sets_replicas() {
-    let d: Deployment = serde_json::from_value(json!({
+    let d: counter_controller::cached::CachedDeployment = serde_json::from_value(json!({
         "metadata": { "name": "web", "uid": "d-uid", "labels": { "managed-by": "counter-controller" },
                       "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "uid": "cm-uid", "controller": true }] },
         "spec": { "replicas": 2, "selector": {}, "template": {} },

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use workqueue::Queue;
 
-async fn take<T: workqueue::Key>(q: &Queue<T>) -> workqueue::Item<T> {
+async fn take<T: workqueue::Key>(q: &Queue<T>) -> workqueue::Item<'_, T> {
     tokio::time::timeout(Duration::from_secs(5), q.get()).await.expect("get timed out").expect("queue closed")
 }
 

@@ -43,7 +43,12 @@ impl Deployments {
     }
 
     /// Waits until `done(&name → replicas)`; returns when it became true. Panics after `limit`.
-    pub async fn until(&mut self, sb: &Sandbox, limit: Duration, done: impl Fn(&HashMap<String, i64>) -> bool) -> Instant {
+    pub async fn until(
+        &mut self,
+        sb: &Sandbox,
+        limit: Duration,
+        done: impl Fn(&HashMap<String, i64>) -> bool,
+    ) -> Instant {
         let deadline = Instant::now() + limit;
         while !done(&self.replicas) {
             let left = deadline.saturating_duration_since(Instant::now());

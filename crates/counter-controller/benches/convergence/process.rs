@@ -7,9 +7,9 @@
 //! Phases, each timed until the sandbox shows the result:
 //! 1. **create**: the ConfigMaps exist (annotated 3) before the controller starts; until N
 //!    Deployments have 3 replicas;
-//! 2. **scale**: every annotation is set to 5 (straight into the store, as fast as it goes); until
+//! 2. **scale**: every annotation is set to 5 through the API by a bulk client (16 at a time); until
 //!    N Deployments have 5; the *lag* is the time from the last annotation to the last write;
-//! 3. **delete**: every ConfigMap is deleted; until no Deployment is left;
+//! 3. **delete**: every ConfigMap is deleted the same way; until no Deployment is left;
 //! 4. **exit**: SIGTERM, until the process has exited.
 //!
 //! Per phase: the controller's requests by kind (Deployment writes, Event writes, 409s), and when
@@ -32,12 +32,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use sandbox::resource::find;
-use sandbox::store::Subresource;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 const ANNOTATION: &str = "counter.example.com/desired";
 const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
+/// Concurrency of the bulk client making the changes.
+const BULK: usize = 16;
 
 fn name(i: usize) -> String {
     format!("shop-{i:05}")
@@ -204,35 +205,41 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let t1 = view.until(&sb, limit, crate::feed::Deployments::all(n, 3)).await;
     phases.push(Phase { name: "create", took: t1 - t0, counts: Counts::default(), converged_at: t1 });
 
-    let cms = find("", "v1", "configmaps").unwrap();
-    let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
-    for i in 0..n {
-        sb.store()
-            .patch(
-                cms,
-                "default",
-                &name(i),
-                sandbox::patch::PatchType::Merge,
-                &patch,
-                Subresource::Main,
-                Some("kubectl-annotate"),
-                false,
-            )
-            .unwrap();
-    }
+    // The bulk changes come through the API, as from `kubectl annotate` / `kubectl delete` run
+    // by a fast client (16 at a time), so they take the API server's time as the controller does.
+    let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
+    let user_cms: Api<ConfigMap> = Api::default_namespaced(user);
+    futures::stream::iter(0..n)
+        .for_each_concurrent(BULK, |i| {
+            let api = user_cms.clone();
+            async move {
+                let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
+                api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+            }
+        })
+        .await;
     let last_change = Instant::now();
     let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
     phases.push(Phase { name: "scale", took: t2 - t1, counts: Counts::default(), converged_at: t2 });
 
     // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
     // in a cluster is the slower backstop).
-    let opts = sandbox::store::DeleteOptions {
-        propagation: sandbox::store::Propagation::Orphan,
-        ..Default::default()
-    };
-    for i in 0..n {
-        sb.store().delete(cms, "default", &name(i), &opts).unwrap();
-    }
+    futures::stream::iter(0..n)
+        .for_each_concurrent(BULK, |i| {
+            let api = user_cms.clone();
+            async move {
+                api.delete(
+                    &name(i),
+                    &DeleteParams {
+                        propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+                        ..DeleteParams::default()
+                    },
+                )
+                .await
+                .unwrap();
+            }
+        })
+        .await;
     let t3 = view.until(&sb, limit, |m| m.is_empty()).await;
     phases.push(Phase { name: "delete", took: t3 - t2, counts: Counts::default(), converged_at: t3 });
 
