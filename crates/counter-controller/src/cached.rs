@@ -4,11 +4,13 @@
 //! its name, uid, labels, owner references, deletion timestamp and `spec.replicas`. A
 //! k8s-openapi `Deployment` is 2.4 KB before any of its strings, even with the template empty, so
 //! the Deployment informer decodes straight into [`CachedDeployment`], which has nothing else
-//! (the rest of the JSON is skipped while parsing). ConfigMaps keep their k8s-openapi type (it is
-//! small) and pass through [`slim_configmap`], which drops what the controller never reads.
+//! (the rest of the JSON is skipped while parsing). A ConfigMap decodes into [`CachedConfigMap`],
+//! whose [`slim_configmap`] lifts the two values read — the desired annotation and `data.app` —
+//! out of their maps and drops the maps (and labels, and `managedFields`).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
@@ -69,20 +71,67 @@ pub fn slim_deployment(mut d: CachedDeployment) -> CachedDeployment {
     d
 }
 
-/// What the ConfigMap cache keeps: name, namespace, uid, resourceVersion, our annotation, and of
-/// `data` only `app` (the exercise's log line). A real ConfigMap carries kubectl's last-applied
-/// copy of itself, labels, `managedFields` and whole files in `data`; the controller reads none.
+/// A v1 ConfigMap as the controller caches it.
+///
+/// ```
+/// use counter_controller::cached::{CachedConfigMap, slim_configmap};
+/// let cm: CachedConfigMap = serde_json::from_value(serde_json::json!({
+///     "metadata": { "name": "web", "annotations": { "counter.example.com/desired": "3", "note": "x" } },
+///     "data": { "app": "web", "settings.yaml": "big: file" },
+/// })).unwrap();
+/// let cm = slim_configmap(cm);
+/// assert_eq!((cm.desired.as_deref(), cm.app.as_deref()), (Some("3"), Some("web")));
+/// assert!(cm.metadata.annotations.is_none() && cm.data.is_none());
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CachedConfigMap {
+    /// Its metadata (without annotations, labels and `managedFields` once cached).
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// `data` as decoded; `None` once cached.
+    #[serde(default)]
+    pub data: Option<BTreeMap<String, String>>,
+    /// The `counter.example.com/desired` annotation, lifted out by [`slim_configmap`].
+    #[serde(skip)]
+    pub desired: Option<String>,
+    /// `data.app`, lifted out by [`slim_configmap`].
+    #[serde(skip)]
+    pub app: Option<String>,
+}
+
+impl k8s_openapi::Resource for CachedConfigMap {
+    const API_VERSION: &'static str = "v1";
+    const GROUP: &'static str = "";
+    const KIND: &'static str = "ConfigMap";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "configmaps";
+    type Scope = NamespaceResourceScope;
+}
+
+impl k8s_openapi::Metadata for CachedConfigMap {
+    type Ty = ObjectMeta;
+    fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// What the ConfigMap cache keeps: name, namespace, uid, resourceVersion, and the two values the
+/// controller reads — our annotation and `data.app` (the exercise's log line) — lifted out of
+/// their maps. A real ConfigMap carries kubectl's last-applied copy of itself, labels,
+/// `managedFields` and whole files in `data`; the controller reads none of them.
 #[must_use]
-pub fn slim_configmap(mut cm: ConfigMap) -> ConfigMap {
+pub fn slim_configmap(mut cm: CachedConfigMap) -> CachedConfigMap {
     let m = &mut cm.metadata;
     m.managed_fields = None;
     m.labels = None;
-    if let Some(a) = m.annotations.as_mut() {
-        a.retain(|k, _| k == ANNOTATION);
+    if let Some(mut a) = m.annotations.take() {
+        cm.desired = a.remove(ANNOTATION).or(cm.desired);
     }
-    if let Some(d) = cm.data.as_mut() {
-        d.retain(|k, _| k == "app");
+    if let Some(mut d) = cm.data.take() {
+        cm.app = d.remove("app").or(cm.app);
     }
-    cm.binary_data = None;
     cm
 }

@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use election::Leadership;
 use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
@@ -35,7 +34,7 @@ use workqueue::prometheus::PrometheusMetrics;
 use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 use crate::annotation::ANNOTATION;
-use crate::cached::{CachedDeployment, slim_configmap, slim_deployment};
+use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
 use crate::decision::{Action, MANAGED_BY, decide};
 use crate::events::{EventConfig, EventRecorder};
 use crate::metrics::{ControllerMetrics, Outcome};
@@ -134,9 +133,9 @@ impl Error {
 /// The counter-controller.
 pub struct Controller {
     client: Client,
-    configmaps: Informer<ConfigMap>,
+    configmaps: Informer<CachedConfigMap>,
     deployments: Informer<CachedDeployment>,
-    cm_lister: Lister<ConfigMap>,
+    cm_lister: Lister<CachedConfigMap>,
     deploy_lister: Lister<CachedDeployment>,
     queue: RateLimitingQueue<ObjectKey>,
     expected: Expectations,
@@ -146,24 +145,41 @@ pub struct Controller {
     options: Options,
 }
 
-/// Deployments this controller created that its cache has not shown yet (client-go's
-/// "expectations"). Until the watch delivers a create, the cache still says "missing"; a second
-/// reconcile in that window must wait rather than create again (and misread its own Deployment's
-/// AlreadyExists as someone else's).
+/// Writes of ours the Deployment cache has not shown yet (client-go's "expectations"). Until the
+/// watch delivers a create, the cache still says "missing", and until it delivers a delete, it
+/// still shows the Deployment: a second reconcile in that window must wait rather than create
+/// again (and misread its own Deployment's AlreadyExists as someone else's) or delete again (a
+/// 404 for nothing).
 #[derive(Clone, Default)]
-struct Expectations(Arc<parking_lot::Mutex<HashMap<ObjectKey, Instant>>>);
+struct Expectations(Arc<parking_lot::Mutex<HashMap<ObjectKey, (Expect, Instant)>>>);
+
+/// What a key waits for the cache to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Created,
+    Deleted,
+}
 
 impl Expectations {
-    fn expect_create(&self, key: &ObjectKey) {
-        self.0.lock().insert(key.clone(), Instant::now());
+    fn expect(&self, key: &ObjectKey, what: Expect) {
+        self.0.lock().insert(key.clone(), (what, Instant::now()));
     }
 
-    fn observed(&self, key: &ObjectKey) {
+    /// The cache shows the Deployment: a create is settled (a delete is not, until it is gone).
+    fn seen(&self, key: &ObjectKey) {
+        let mut m = self.0.lock();
+        if m.get(key).is_some_and(|(e, _)| *e == Expect::Created) {
+            m.remove(key);
+        }
+    }
+
+    /// The cache shows the Deployment gone.
+    fn gone(&self, key: &ObjectKey) {
         self.0.lock().remove(key);
     }
 
-    fn pending(&self, key: &ObjectKey) -> bool {
-        self.0.lock().get(key).is_some_and(|at| at.elapsed() < EXPECTATION_TIMEOUT)
+    fn pending(&self, key: &ObjectKey, what: Expect) -> bool {
+        self.0.lock().get(key).is_some_and(|(e, at)| *e == what && at.elapsed() < EXPECTATION_TIMEOUT)
     }
 }
 
@@ -436,7 +452,7 @@ impl Controller {
                 let cm = cm.expect("the ConfigMap exists");
                 self.resource_exists(&cm, key)
             }
-            Action::Create { .. } if self.expected.pending(key) => {
+            Action::Create { .. } if self.expected.pending(key, Expect::Created) => {
                 tracing::debug!(%key, "waiting for the informer to see the Deployment just created");
                 Ok(())
             }
@@ -444,9 +460,9 @@ impl Controller {
                 let cm = cm.expect("the ConfigMap exists");
                 let params =
                     PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
-                match deployments.create(&params, &new_deployment(&cm, replicas)).await {
+                match deployments.create(&params, &new_deployment(cm.as_ref(), replicas)).await {
                     Ok(d) => {
-                        self.expected.expect_create(key);
+                        self.expected.expect(key, Expect::Created);
                         self.event(
                             &cm.object_ref(&()),
                             EventType::Normal,
@@ -482,6 +498,10 @@ impl Controller {
                 tracing::info!(%key, from, to, "scaled Deployment");
                 Ok(())
             }
+            Action::Delete if self.expected.pending(key, Expect::Deleted) => {
+                tracing::debug!(%key, "waiting for the informer to see the Deployment just deleted");
+                Ok(())
+            }
             Action::Delete => {
                 let d = deployment.expect("the Deployment exists");
                 let params = DeleteParams {
@@ -492,7 +512,7 @@ impl Controller {
                     ..DeleteParams::background()
                 };
                 match deployments.delete(key.name(), &params).await {
-                    Ok(_) => {}
+                    Ok(_) => self.expected.expect(key, Expect::Deleted),
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
                     Err(e) => return Err(api_err("delete")(e)),
                 }
@@ -508,7 +528,7 @@ impl Controller {
         }
     }
 
-    fn resource_exists(&self, cm: &ConfigMap, key: &ObjectKey) -> Result<(), Error> {
+    fn resource_exists(&self, cm: &CachedConfigMap, key: &ObjectKey) -> Result<(), Error> {
         let err = Error::ResourceExists { key: key.clone() };
         self.event(&cm.object_ref(&()), EventType::Warning, "ResourceExists", err.to_string());
         Err(err)
@@ -541,8 +561,8 @@ impl DataChanged {
     }
 }
 
-fn app_of(cm: &ConfigMap) -> Option<&String> {
-    cm.data.as_ref().and_then(|d| d.get("app"))
+fn app_of(cm: &CachedConfigMap) -> Option<&String> {
+    cm.app.as_ref()
 }
 
 /// ConfigMap events enqueue the key, noting when `data.app` changed.
@@ -551,22 +571,22 @@ struct EnqueueConfigMap {
     data_changed: DataChanged,
 }
 
-impl EventHandler<ConfigMap> for EnqueueConfigMap {
-    fn on_add(&self, obj: &Arc<ConfigMap>, _initial: bool) {
+impl EventHandler<CachedConfigMap> for EnqueueConfigMap {
+    fn on_add(&self, obj: &Arc<CachedConfigMap>, _initial: bool) {
         let key = ObjectKey::of(obj.as_ref());
         if app_of(obj).is_some() {
             self.data_changed.mark(key.clone());
         }
         self.queue.add(key);
     }
-    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+    fn on_update(&self, old: &Arc<CachedConfigMap>, new: &Arc<CachedConfigMap>) {
         let key = ObjectKey::of(new.as_ref());
         if app_of(old) != app_of(new) {
             self.data_changed.mark(key.clone());
         }
         self.queue.add(key);
     }
-    fn on_delete(&self, obj: &Deleted<ConfigMap>) {
+    fn on_delete(&self, obj: &Deleted<CachedConfigMap>) {
         self.queue.add(obj.key().clone());
     }
 }
@@ -592,7 +612,7 @@ fn owner_key(d: &CachedDeployment) -> ObjectKey {
 
 impl EnqueueOwner {
     fn enqueue(&self, d: &CachedDeployment) {
-        self.expected.observed(&ObjectKey::of(d));
+        self.expected.seen(&ObjectKey::of(d));
         self.queue.add(owner_key(d));
     }
 }
@@ -609,7 +629,8 @@ impl EventHandler<CachedDeployment> for EnqueueOwner {
         }
     }
     fn on_delete(&self, obj: &Deleted<CachedDeployment>) {
-        self.enqueue(obj.object());
+        self.expected.gone(&obj.key());
+        self.queue.add(owner_key(obj.object()));
     }
 }
 
@@ -648,7 +669,7 @@ fn decision_inputs_differ(old: &CachedDeployment, new: &CachedDeployment) -> boo
 /// selector `app=<name>`, one `nginx:1.27` container, `replicas`, and a controller
 /// ownerReference to the ConfigMap so the cluster's garbage collector is a backstop.
 #[must_use]
-pub fn new_deployment(cm: &ConfigMap, replicas: i32) -> Deployment {
+pub fn new_deployment<K: Resource<DynamicType = ()>>(cm: &K, replicas: i32) -> Deployment {
     let name = cm.name_any();
     let owner = cm.controller_owner_ref(&()).map(|mut r| {
         r.block_owner_deletion = Some(true);

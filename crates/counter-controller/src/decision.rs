@@ -17,10 +17,8 @@
 //! controller ownerReference, that reference names this ConfigMap (by name, and by uid when the
 //! ConfigMap is known).
 
-use k8s_openapi::api::core::v1::ConfigMap;
-
-use crate::annotation::{ANNOTATION, InvalidCount, parse_desired};
-use crate::cached::CachedDeployment as Deployment;
+use crate::annotation::{InvalidCount, parse_desired};
+use crate::cached::{CachedConfigMap as ConfigMap, CachedDeployment as Deployment};
 
 /// The label that marks Deployments this controller manages.
 pub const MANAGED_BY: (&str, &str) = ("managed-by", "counter-controller");
@@ -92,7 +90,7 @@ pub fn decide(cm: Option<&ConfigMap>, deployment: Option<&Deployment>, name: &st
             Some(_) => Action::Nothing(Why::NotOursToDelete),
         };
     };
-    let Some(raw) = cm.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION)) else {
+    let Some(raw) = cm.desired.as_ref() else {
         return Action::Nothing(Why::NoAnnotation);
     };
     let desired = match parse_desired(raw) {
@@ -122,12 +120,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    use crate::annotation::ANNOTATION;
+
     fn cm(annotation: Option<&str>) -> ConfigMap {
         let mut v = json!({ "metadata": { "name": "web", "namespace": "default", "uid": "cm-uid" } });
         if let Some(a) = annotation {
             v["metadata"]["annotations"] = json!({ ANNOTATION: a });
         }
-        serde_json::from_value(v).unwrap()
+        crate::cached::slim_configmap(serde_json::from_value(v).unwrap())
     }
 
     fn deploy(replicas: i32, labelled: bool, owner: Option<(&str, &str)>) -> Deployment {

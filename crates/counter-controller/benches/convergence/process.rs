@@ -285,7 +285,7 @@ async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
         .for_each_concurrent(workers, |cm| {
             let deploys = deploys.clone();
             async move {
-                let d = counter_controller::controller::new_deployment(&cm, 3);
+                let d = counter_controller::controller::new_deployment(cm.as_ref(), 3);
                 deploys.create(&PostParams::default(), &d).await.unwrap();
             }
         })
