@@ -172,6 +172,32 @@ fn the_seed_walkthrough_with_real_kubectl() {
         kubectl_ok(&kubectl, &kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]) == "4"
     });
 
+    // Server-side dry runs: `kubectl diff` shows the change, `apply --dry-run=server` stores nothing.
+    let five = dir.join("cm-web-5.yaml");
+    std::fs::write(&five, std::fs::read_to_string(&ssa).unwrap().replace("\"4\"", "\"5\"")).unwrap();
+    let (ok, diff, err) = kubectl_run(&kubectl, &kc, &["diff", "-f", five.to_str().unwrap()]);
+    assert!(!ok && err.is_empty(), "kubectl diff exits 1 when there is a difference: {err}");
+    assert!(
+        diff.contains("-    counter.example.com/desired: \"4\"")
+            && diff.contains("+    counter.example.com/desired: \"5\""),
+        "{diff}"
+    );
+    let out = kubectl_ok(
+        &kubectl,
+        &kc,
+        &["apply", "--server-side", "--dry-run=server", "-f", five.to_str().unwrap()],
+    );
+    assert!(out.contains("(server dry run)"), "{out}");
+    assert_eq!(
+        kubectl_ok(
+            &kubectl,
+            &kc,
+            &["get", "cm", "web", "-o", "jsonpath={.metadata.annotations.counter\\.example\\.com/desired}"]
+        ),
+        "4",
+        "a dry run stores nothing"
+    );
+
     // Events the controller recorded.
     eventually("Created and Scaled events", || {
         let events = kubectl_ok(&kubectl, &kc, &["get", "events"]);

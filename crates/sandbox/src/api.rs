@@ -157,7 +157,15 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
             "fieldManager" => out.field_manager = Some(v.into_owned()),
             "force" => out.force = truthy,
             "propagationPolicy" => out.propagation = Some(v.into_owned()),
-            "dryRun" => out.dry_run = !v.is_empty(),
+            "dryRun" => match v.as_ref() {
+                "All" => out.dry_run = true,
+                "" => {}
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "Invalid dryRun value: {other:?}; the only supported value is \"All\""
+                    )));
+                }
+            },
             _ => {}
         }
     }
@@ -321,13 +329,34 @@ where
     if let Some(e) = shared.faults.check(verb, t.def.plural) {
         return Err(e);
     }
-    if q.dry_run {
-        return Err(ApiError::bad_request("dryRun is not supported by the sandbox"));
-    }
+
     let content_length =
         parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
     let bytes = read_body(body, content_length).await?;
-    let store = &shared.store;
+    // A delete carries its options, `dryRun` among them, in its body (kubectl and client-go do).
+    if matches!(verb, "delete" | "deletecollection")
+        && let Some(values) = parse_json(&bytes, verb)?.get("dryRun").and_then(Value::as_array)
+    {
+        for v in values {
+            match v.as_str() {
+                Some("All") => q.dry_run = true,
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "Invalid dryRun value: {other:?}; the only supported value is \"All\""
+                    )));
+                }
+            }
+        }
+    }
+    // dryRun=All: the same request against a throwaway copy of the store — validated, defaulted,
+    // answered, never stored and never seen by a watch.
+    let scratch;
+    let store = if q.dry_run && !matches!(verb, "get" | "list" | "watch") {
+        scratch = shared.store.scratch();
+        &scratch
+    } else {
+        &shared.store
+    };
     let def = t.def;
     let ns = t.namespace.as_deref().unwrap_or("");
     let name = t.name.as_deref().unwrap_or("");
@@ -359,14 +388,35 @@ where
                 return Err(ApiError::method_not_allowed("POST", path));
             }
             let body = parse_object(&bytes, content_type, "create")?;
-            Ok(json_response(201, &store.create(def, ns, body)?))
+            let generate = crate::object::meta_str(&body, "generateName").to_owned();
+            let mut created = store.create(def, ns, body)?;
+            if q.dry_run {
+                // Nothing was stored: no uid, no version, and a generated name stays ungenerated.
+                let meta = crate::object::meta_mut(&mut created);
+                meta.remove("uid");
+                meta.remove("resourceVersion");
+                if !generate.is_empty() {
+                    meta.insert("name".into(), Value::String(String::new()));
+                }
+            }
+            Ok(json_response(201, &created))
         }
-        "update" => ok(store.update(def, ns, name, parse_object(&bytes, content_type, "update")?, t.sub)?),
+        "update" => {
+            let mut obj =
+                store.update(def, ns, name, parse_object(&bytes, content_type, "update")?, t.sub)?;
+            if q.dry_run {
+                keep_stored_version(shared, def, ns, name, &mut obj);
+            }
+            ok(obj)
+        }
         "patch" => {
             let ptype = PatchType::from_content_type(content_type)?;
             let body = parse_json(&bytes, "patch")?;
-            let (obj, created) =
+            let (mut obj, created) =
                 store.patch(def, ns, name, ptype, &body, t.sub, q.field_manager.as_deref(), q.force)?;
+            if q.dry_run {
+                keep_stored_version(shared, def, ns, name, &mut obj);
+            }
             Ok(json_response(if created { 201 } else { 200 }, &obj))
         }
         "delete" => {
@@ -379,6 +429,17 @@ where
         }
         _ => Err(ApiError::method_not_allowed(parts.method.as_str(), path)),
     }
+}
+
+/// A dry-run write answers with the version actually stored (nothing new was stored).
+fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {
+    let stored = shared.store.get(def, ns, name, Subresource::Main).ok();
+    let rv = stored.as_ref().map(|o| crate::object::meta_str(o, "resourceVersion").to_owned());
+    let meta = crate::object::meta_mut(obj);
+    match rv {
+        Some(rv) => meta.insert("resourceVersion".into(), Value::String(rv)),
+        None => meta.remove("resourceVersion"),
+    };
 }
 
 /// How a change looks to one watch: ADDED / MODIFIED / DELETED, or nothing, taking selector

@@ -452,6 +452,30 @@ impl Store {
         store
     }
 
+    /// A throwaway copy for a `dryRun=All` request: the same objects and rules, its own version
+    /// counter, no history and no watchers, so whatever is done to it is seen by nobody.
+    #[must_use]
+    pub fn scratch(&self) -> Self {
+        let st = self.state.lock();
+        let (tx, _) = broadcast::channel(16);
+        Self {
+            state: Mutex::new(State {
+                objects: st.objects.clone(),
+                rv: st.rv,
+                history: VecDeque::new(),
+                compacted: st.rv,
+                config: st.config.clone(),
+                uids: st.uids.clone(),
+                dependents: st.dependents.clone(),
+                rolling: st.rolling.clone(),
+                terminating: st.terminating.clone(),
+                snapshots: HashMap::new(),
+                next_snapshot: 0,
+                tx,
+            }),
+        }
+    }
+
     /// The latest resourceVersion.
     #[must_use]
     pub fn resource_version(&self) -> u64 {

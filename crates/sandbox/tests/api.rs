@@ -573,3 +573,49 @@ async fn the_status_subresource_changes_only_status() {
     assert_eq!(after.status.unwrap().ready_replicas, Some(1));
     assert_eq!(after.metadata.generation, Some(1), "a status write is not a spec change");
 }
+
+/// `dryRun=All` (apiserver's `pkg/endpoints/handlers` and `pkg/util/dryrun`): validated, defaulted
+/// and answered like the real write, never stored, never seen by a watch; other values are a 400.
+#[tokio::test]
+async fn dry_run_writes_answer_but_store_nothing() {
+    let sb = Sandbox::new();
+    let c = sb.client();
+    let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
+    let dry = PostParams { dry_run: true, ..PostParams::default() };
+    let rv_before = sb.store().resource_version();
+
+    let made = cms.create(&dry, &cm("dry", &[])).await.unwrap();
+    assert_eq!(made.metadata.name.as_deref(), Some("dry"));
+    assert!(made.metadata.uid.is_none() && made.metadata.resource_version.is_none(), "{made:?}");
+    assert!(made.metadata.creation_timestamp.is_some());
+    assert!(cms.get_opt("dry").await.unwrap().is_none(), "not stored");
+
+    let real = cms.create(&PostParams::default(), &cm("web", &[])).await.unwrap();
+    let rv = real.metadata.resource_version.clone();
+    let patch = json!({ "data": { "k": "v" } });
+    let patched = cms
+        .patch("web", &PatchParams { dry_run: true, ..PatchParams::default() }, &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["k"], "v", "answered as the write would be");
+    assert_eq!(patched.metadata.resource_version, rv, "with the version actually stored");
+    assert!(cms.get("web").await.unwrap().data.is_none_or(|d| !d.contains_key("k")), "not stored");
+
+    // An invalid object is refused as the real write would be.
+    let bad: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "Not_Valid" } })).unwrap();
+    let err = cms.create(&dry, &bad).await.unwrap_err();
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 422));
+
+    let dp = DeleteParams { dry_run: true, ..DeleteParams::default() };
+    cms.delete("web", &dp).await.unwrap();
+    assert!(cms.get_opt("web").await.unwrap().is_some(), "a dry-run delete deletes nothing");
+    assert_eq!(sb.store().resource_version(), rv_before + 1, "only the real create took a version");
+
+    // Only "All" is a dry-run value.
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps?dryRun=Yes")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&cm("x", &[])).unwrap())
+        .unwrap();
+    let resp = c.send(req.map(kube::client::Body::from)).await.unwrap();
+    assert_eq!(resp.status(), 400);
+}
