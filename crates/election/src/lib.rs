@@ -17,12 +17,14 @@
 //! | [`elector`] | the loop: acquire, renew, step down, release; [`ElectionHandle`] and health |
 //! | [`fence`] | [`Fence`] and the [`FenceLayer`] for a `kube::Client` |
 //! | [`metrics`] | `leader_election_master_status` and `leader_election_slowpath_total` |
+//! | [`ring`] | which member of a ring of replicas owns a key (rendezvous hashing), for sharding |
 
 pub mod config;
 pub mod decide;
 pub mod elector;
 pub mod fence;
 pub mod metrics;
+pub mod ring;
 
 pub use config::{ConfigError, ElectionConfig, LeaseRef, hostname, new_identity};
 pub use elector::{ElectionHandle, LeaderElector, Leadership};
