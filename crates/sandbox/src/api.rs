@@ -138,6 +138,9 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
         match k.as_ref() {
             "labelSelector" => out.list.labels = LabelSelector::parse(&v)?,
             "fieldSelector" => out.list.fields = FieldSelector::parse_for(&v, def.field_labels)?,
+            "shardSelector" if !v.is_empty() => {
+                out.list.shard = Some(crate::shard::ShardSelector::parse(&v)?)
+            }
             "limit" => {
                 out.list.limit = v.parse().map_err(|_| {
                     ApiError::bad_request(format!("invalid limit {v:?}: must be a non-negative integer"))
@@ -457,8 +460,8 @@ fn event_for(
     if ns.is_some_and(|ns| ns != obj_ns) {
         return None;
     }
-    let now = q.labels.matches(&c.object) && q.fields.matches(&c.object);
-    let before = c.old.as_ref().is_some_and(|o| q.labels.matches(o) && q.fields.matches(o));
+    let now = q.matches(&c.object);
+    let before = c.old.as_ref().is_some_and(|o| q.matches(o));
     let kind = match (c.kind, before, now) {
         (ChangeType::Deleted, _, true) | (ChangeType::Modified, true, false) => "DELETED",
         (ChangeType::Added, _, true) | (ChangeType::Modified, false, true) => "ADDED",

@@ -16,6 +16,7 @@
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
 //! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
 //! | [`selector`] | label and field selectors |
+//! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
 //! | [`server`] | the same API over HTTP/1.1 with a bearer token, and kubeconfig writing |
 //! | [`discovery`] | `/version`, discovery, OpenAPI, health endpoints |
 //! | [`faults`] | fault injection |
@@ -51,6 +52,7 @@ pub mod record;
 pub mod resource;
 pub mod selector;
 pub mod server;
+pub mod shard;
 pub mod status;
 pub mod store;
 pub mod table;

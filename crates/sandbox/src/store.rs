@@ -114,11 +114,17 @@ pub struct ListQuery {
     pub resource_version: Option<String>,
     /// `resourceVersionMatch`.
     pub resource_version_match: Option<String>,
+    /// `shardSelector` (KEP-5866).
+    pub shard: Option<crate::shard::ShardSelector>,
 }
 
 impl ListQuery {
-    fn matches(&self, obj: &Value) -> bool {
-        self.labels.matches(obj) && self.fields.matches(obj)
+    /// Whether `obj` is selected by the labels, fields and shard of this query.
+    #[must_use]
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches(obj)
+            && self.fields.matches(obj)
+            && self.shard.as_ref().is_none_or(|s| s.matches(obj))
     }
 }
 
@@ -540,6 +546,9 @@ impl Store {
         let page: Vec<Value> =
             items.get(offset..end).unwrap_or_default().iter().map(|o| def.present(o)).collect();
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
+        if let Some(shard) = &q.shard {
+            metadata["shardInfo"] = json!({ "selector": shard.raw });
+        }
         if end < items.len() {
             // Later pages read the snapshot the first page took.
             let id = match snapshot {
