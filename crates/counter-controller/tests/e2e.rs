@@ -204,6 +204,23 @@ fn the_seed_walkthrough_with_real_kubectl() {
         events.contains("Created") && events.contains("Scaled")
     });
 
+    // A Deployment made by hand (kubectl sends it as protobuf) is never touched: a ConfigMap of
+    // the same name gets a ResourceExists Warning instead.
+    assert_eq!(
+        kubectl_ok(&kubectl, &kc, &["create", "deployment", "hello", "--image=nginx:1.27", "--port=80"])
+            .trim(),
+        "deployment.apps/hello created"
+    );
+    kubectl_ok(&kubectl, &kc, &["create", "configmap", "hello", "--from-literal=app=hello"]);
+    kubectl_ok(&kubectl, &kc, &["annotate", "cm", "hello", "counter.example.com/desired=4"]);
+    eventually("a ResourceExists Warning on cm/hello", || {
+        kubectl_ok(&kubectl, &kc, &["describe", "cm", "hello"]).contains("ResourceExists")
+    });
+    assert_eq!(
+        kubectl_ok(&kubectl, &kc, &["get", "deploy", "hello", "-o", "jsonpath={.spec.replicas}"]),
+        "1"
+    );
+
     // Namespaces: create, use, delete (its objects go).
     kubectl_ok(&kubectl, &kc, &["create", "ns", "team"]);
     kubectl_ok(&kubectl, &kc, &["create", "configmap", "x", "-n", "team", "--from-literal=a=b"]);
