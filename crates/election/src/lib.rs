@@ -18,6 +18,7 @@
 //! | [`fence`] | [`Fence`] and the [`FenceLayer`] for a `kube::Client` |
 //! | [`metrics`] | `leader_election_master_status` and `leader_election_slowpath_total` |
 //! | [`ring`] | which member of a ring of replicas owns a key (rendezvous hashing), for sharding |
+//! | [`shard`] | shard Leases as ring membership, the drain handshake, [`shard::Ownership`] per key |
 
 pub mod config;
 pub mod decide;
@@ -25,6 +26,7 @@ pub mod elector;
 pub mod fence;
 pub mod metrics;
 pub mod ring;
+pub mod shard;
 
 pub use config::{ConfigError, ElectionConfig, LeaseRef, hostname, new_identity};
 pub use elector::{ElectionHandle, LeaderElector, Leadership};
