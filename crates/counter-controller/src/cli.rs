@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use election::shard::ShardMember;
 use election::{ElectionConfig, LeaderElector, LeaseRef};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
@@ -22,7 +23,7 @@ use kube::api::{Api, ListParams};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{self, Source};
-use crate::controller::{CONTROLLER_NAME, Controller, Options, Scope};
+use crate::controller::{CONTROLLER_NAME, Controller, Coordination, Options, Scope};
 use crate::events::{EventConfig, EventsMode};
 use crate::metrics::RestClientMetrics;
 use crate::ops::Probes;
@@ -106,6 +107,13 @@ pub struct ElectionArgs {
     /// own namespace (from the service account mount).
     #[arg(long, value_name = "NS")]
     pub leader_elect_resource_namespace: Option<String>,
+    /// Share the keys among every running replica (each holds its own shard Lease, with the
+    /// leader-election durations and namespace) instead of electing one leader.
+    #[arg(long, conflicts_with = "leader_elect")]
+    pub sharding: bool,
+    /// The ring's name: replicas with the same name share the keys.
+    #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]
+    pub sharding_ring: String,
 }
 
 /// Where a pod's own namespace is mounted.
@@ -119,7 +127,7 @@ impl ElectionArgs {
     ///
     /// Durations out of order, or no namespace for the Lease.
     pub fn config(&self, scope: &Scope, identity: &str) -> anyhow::Result<Option<ElectionConfig>> {
-        if !self.leader_elect {
+        if !self.leader_elect && !self.sharding {
             return Ok(None);
         }
         let namespace = match (&self.leader_elect_resource_namespace, scope) {
@@ -130,8 +138,8 @@ impl ElectionArgs {
                 .ok()
                 .filter(|s| !s.is_empty())
                 .context(
-                    "--leader-elect with --all-namespaces needs --leader-elect-resource-namespace outside a pod \
-                     (no service account namespace to default to)",
+                    "--leader-elect or --sharding with --all-namespaces needs --leader-elect-resource-namespace \
+                     outside a pod (no service account namespace to default to)",
                 )?,
         };
         let config = ElectionConfig {
@@ -276,6 +284,13 @@ pub async fn shutdown_signal() {
     tracing::info!("signal received");
 }
 
+/// How this process shares the work with its other replicas.
+enum Coordinator {
+    Alone,
+    Elected(LeaderElector),
+    Sharded(ShardMember, election::shard::ShardHandle),
+}
+
 /// `counter-controller run`.
 ///
 /// # Errors
@@ -296,16 +311,30 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let mut registry = prometheus_client::registry::Registry::default();
     let rest = RestClientMetrics::register(&mut registry);
-    // The elector talks through its own, unfenced client: it must write while acquiring.
-    let elector = match election_config {
+    // The elector (or shard member) talks through its own, unfenced client: it must write while
+    // acquiring.
+    let coordinator = match election_config {
+        None => Coordinator::Alone,
         Some(c) => {
-            let client = client::build(config.clone(), &identity, &rest, None)?;
-            Some(LeaderElector::new(client, c)?.with_metrics(&mut registry))
+            let lease_client = client::build(config.clone(), &identity, &rest, None)?;
+            if args.election.sharding {
+                let (member, handle) = ShardMember::new(lease_client, &args.election.sharding_ring, c)?;
+                tracing::info!(ring = %args.election.sharding_ring, %identity, "sharding: a member of the ring");
+                Coordinator::Sharded(member, handle)
+            } else {
+                Coordinator::Elected(LeaderElector::new(lease_client, c)?.with_metrics(&mut registry))
+            }
         }
-        None => None,
     };
-    let handle = elector.as_ref().map(LeaderElector::handle);
-    let fence = handle.as_ref().map(election::ElectionHandle::fence);
+    let fence = match &coordinator {
+        Coordinator::Alone => None,
+        Coordinator::Elected(e) => Some(e.handle().fence()),
+        Coordinator::Sharded(_, h) => Some(h.fence.clone()),
+    };
+    let election_handle = match &coordinator {
+        Coordinator::Elected(e) => Some(e.handle()),
+        _ => None,
+    };
     let client = client::build(config, &identity, &rest, fence.as_ref())?;
     preflight(&client, &scope).await?;
     let events = EventConfig { mode: args.events, ..EventConfig::default() };
@@ -318,7 +347,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             Arc::new(
                 move || if c.has_synced() { Ok(()) } else { Err("informer caches have not synced".into()) },
             );
-        let live: crate::ops::Probe = match handle.clone() {
+        let live: crate::ops::Probe = match election_handle.clone() {
             Some(h) => Arc::new(move || h.check_health()),
             None => Probes::passing().live,
         };
@@ -327,17 +356,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
     }
-    match (elector, handle) {
-        (Some(elector), Some(handle)) => {
-            let elector_stop = CancellationToken::new();
-            let elector_task = tokio::spawn(elector.run(elector_stop.clone()));
-            controller.run_elected(Some(handle.subscribe()), shutdown_signal()).await;
-            // Only now, with no reconcile left running, may the Lease go to someone else.
-            elector_stop.cancel();
-            let _ = elector_task.await;
-        }
-        _ => {
+    // The Lease goes (released, or the shard Lease deleted) only after the last reconcile ended.
+    let lease_stop = CancellationToken::new();
+    match coordinator {
+        Coordinator::Alone => {
             controller.run(shutdown_signal()).await;
+        }
+        Coordinator::Elected(elector) => {
+            let handle = elector.handle();
+            let task = tokio::spawn(elector.run(lease_stop.clone()));
+            controller.run_elected(Some(handle.subscribe()), shutdown_signal()).await;
+            lease_stop.cancel();
+            let _ = task.await;
+        }
+        Coordinator::Sharded(member, handle) => {
+            let task = tokio::spawn(member.run(lease_stop.clone()));
+            controller.run_coordinated(Coordination::Sharded(handle), shutdown_signal()).await;
+            lease_stop.cancel();
+            let _ = task.await;
         }
     }
     stop.cancel();

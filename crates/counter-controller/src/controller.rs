@@ -11,9 +11,13 @@
 //! * The caches hold only what the decision reads ([`cached`](crate::cached)), and a
 //!   Deployment update that changed nothing the decision reads (a status write as pods become
 //!   ready) enqueues nothing.
-//! * With leader election ([`run_elected`](Controller::run_elected)) the informers always run, so a
-//!   follower's caches stay warm; workers run only while this replica leads, and every write goes
-//!   through the client's fence, so a replica that stopped leading sends none.
+//! * With leader election ([`Coordination::Elected`]) the informers always run, so a follower's
+//!   caches stay warm; workers run only while this replica leads, and every write goes through the
+//!   client's fence, so a replica that stopped leading sends none.
+//! * With sharding ([`Coordination::Sharded`]) every replica works, each on the keys the ring gives
+//!   it: a worker reconciles a key only while [`Ownership::may_work`] says so, holding the
+//!   ownership for the whole reconcile, so a change of the member set waits for in-flight
+//!   reconciles before this replica reports it drained.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -21,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use election::Leadership;
+use election::shard::{Ownership, ShardHandle};
 use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -92,6 +97,16 @@ impl Default for Options {
     }
 }
 
+/// How replicas share the work.
+pub enum Coordination {
+    /// This replica works on every key.
+    Alone,
+    /// Only the leader works (see the `election` crate).
+    Elected(watch::Receiver<Leadership>),
+    /// Each replica works on the keys the ring of shard Leases gives it.
+    Sharded(ShardHandle),
+}
+
 /// A reconcile that did not converge; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -142,6 +157,8 @@ pub struct Controller {
     data_changed: DataChanged,
     events: EventRecorder,
     metrics: ControllerMetrics,
+    /// With sharding, what this replica may work on; `None` without sharding (everything).
+    shard: tokio::sync::RwLock<Option<Ownership>>,
     options: Options,
 }
 
@@ -238,6 +255,7 @@ impl Controller {
             expected,
             data_changed,
             metrics: controller_metrics,
+            shard: tokio::sync::RwLock::new(None),
             options,
         })
     }
@@ -271,6 +289,12 @@ impl Controller {
         leadership: Option<watch::Receiver<Leadership>>,
         shutdown: impl Future,
     ) -> bool {
+        let how = leadership.map_or(Coordination::Alone, Coordination::Elected);
+        self.run_coordinated(how, shutdown).await
+    }
+
+    /// As [`run`](Self::run), with the work shared as `how` says.
+    pub async fn run_coordinated(self: Arc<Self>, how: Coordination, shutdown: impl Future) -> bool {
         // `shutdown` may resolve at any step; a token can be awaited at every one of them.
         let requested = CancellationToken::new();
         let trigger = {
@@ -282,16 +306,12 @@ impl Controller {
             }
         };
         tokio::select! {
-            synced = self.run_until(requested, leadership) => synced,
+            synced = self.run_until(requested, how) => synced,
             () = trigger => unreachable!("the trigger never completes"),
         }
     }
 
-    async fn run_until(
-        self: Arc<Self>,
-        requested: CancellationToken,
-        leadership: Option<watch::Receiver<Leadership>>,
-    ) -> bool {
+    async fn run_until(self: Arc<Self>, requested: CancellationToken, how: Coordination) -> bool {
         let stop = CancellationToken::new();
         let informers = [
             tokio::spawn({
@@ -310,12 +330,22 @@ impl Controller {
                 "{CONTROLLER_NAME} started: watching ConfigMaps in namespace={} for annotation {ANNOTATION}",
                 self.options.scope
             );
-            match leadership {
-                None => {
+            match how {
+                Coordination::Alone => {
                     self.work_until(requested.cancelled()).await;
                     tracing::info!("shutting down: finished in-flight reconciles");
                 }
-                Some(rx) => Arc::clone(&self).lead_when_elected(rx, &requested).await,
+                Coordination::Elected(rx) => Arc::clone(&self).lead_when_elected(rx, &requested).await,
+                Coordination::Sharded(handle) => {
+                    let first = handle.ownership.borrow().clone();
+                    *self.shard.write().await = Some(first);
+                    let follow = Arc::clone(&self).follow_ownership(handle);
+                    tokio::select! {
+                        () = self.work_until(requested.cancelled()) => {}
+                        () = follow => self.work_until(requested.cancelled()).await,
+                    }
+                    tracing::info!("shutting down: finished in-flight reconciles");
+                }
             }
         }
         stop.cancel();
@@ -373,6 +403,25 @@ impl Controller {
         }
     }
 
+    /// Installs each new [`Ownership`]: waits for the reconciles in flight under the old one (they
+    /// hold it), then reports the member set drained and enqueues the keys it may now work on.
+    async fn follow_ownership(self: Arc<Self>, handle: ShardHandle) {
+        let ShardHandle { mut ownership, drained, .. } = handle;
+        loop {
+            let next = ownership.borrow_and_update().clone();
+            let fingerprint = next.current().fingerprint();
+            let members = next.current().members().len();
+            let settled = next.is_settled();
+            *self.shard.write().await = Some(next);
+            drained.send_replace(fingerprint);
+            let keys = self.enqueue_all();
+            tracing::info!(members, settled, keys, "shard ownership changed");
+            if ownership.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Enqueues every ConfigMap and every managed Deployment's owner; returns how many keys.
     fn enqueue_all(&self) -> usize {
         let mut n = 0;
@@ -398,9 +447,17 @@ impl Controller {
                 },
             };
             let key = item.key().clone();
+            // Held for the whole reconcile: a change of the member set waits for it.
+            let shard = self.shard.read().await;
+            if shard.as_ref().is_some_and(|o| !o.may_work(&key.to_string())) {
+                // Another replica's (or not yet ours): dropped; a change of ownership re-enqueues.
+                self.queue.forget(&key);
+                continue;
+            }
             self.metrics.started();
             let start = Instant::now();
             let result = self.sync(&key).await;
+            drop(shard);
             let outcome = match result {
                 Ok(()) => {
                     self.queue.forget(&key);

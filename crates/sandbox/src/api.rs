@@ -393,6 +393,8 @@ where
             let body = parse_object(&bytes, content_type, "create")?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
             let mut created = store.create(def, ns, body)?;
+            // The record names what was created (the URL of a create names only the collection).
+            record.name = crate::object::meta_str(&created, "name").to_owned();
             if q.dry_run {
                 // Nothing was stored: no uid, no version, and a generated name stays ungenerated.
                 let meta = crate::object::meta_mut(&mut created);

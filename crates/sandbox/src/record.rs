@@ -19,7 +19,7 @@ pub struct RequestRecord {
     pub subresource: String,
     /// Namespace; empty for cluster-wide requests.
     pub namespace: String,
-    /// Object name; empty for collections.
+    /// Object name; for a create, the created object's; empty for other collection requests.
     pub name: String,
     /// The `User-Agent` header.
     pub user_agent: String,

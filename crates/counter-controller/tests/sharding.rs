@@ -1,0 +1,148 @@
+//! Sharding with real processes: three `counter-controller run --sharding` replicas against one
+//! sandbox (in this process, so its request record shows who wrote what), 3,000 ConfigMaps.
+//! Every key is written by exactly one replica; kill -9 one and its keys move to the others after
+//! its lease, never written by two replicas within a lease of each other.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use common::*;
+use sandbox::resource::find;
+use serde_json::json;
+
+const N: usize = 3000;
+const LEASE: Duration = Duration::from_secs(3);
+const RETRY: Duration = Duration::from_millis(300);
+
+fn args() -> Vec<String> {
+    [
+        "run",
+        "--namespace=default",
+        "--log-format=json",
+        "--workers=4",
+        "--sharding",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=300ms",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Waits until all N Deployments exist with `replicas`.
+async fn converged(sb: &sandbox::Sandbox, replicas: i64, limit: Duration) {
+    let deploys = find("apps", "v1", "deployments").unwrap();
+    let deadline = Instant::now() + limit;
+    loop {
+        let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
+        let items = list["items"].as_array().unwrap();
+        let done = items.iter().filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas)).count();
+        if done == N {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{done} of {N} Deployments at {replicas} replicas after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Deployment writes (create, patch, delete that succeeded) per key: (when, which replica).
+fn writes(sb: &sandbox::Sandbox, replicas: &[&Replica]) -> BTreeMap<String, Vec<(Instant, String)>> {
+    let mut out: BTreeMap<String, Vec<(Instant, String)>> = BTreeMap::new();
+    for r in sb.requests().all() {
+        if r.resource != "deployments" || !r.is_write() || r.code >= 300 {
+            continue;
+        }
+        let who = replicas.iter().find(|p| p.sent(&r.user_agent)).map(|p| p.hostname.clone());
+        out.entry(r.name.clone()).or_default().push((r.at, who.unwrap_or_else(|| r.user_agent.clone())));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() {
+    let dir = temp_dir("sharding");
+    let sb = serve_sandbox(&dir).await;
+    let cms = find("", "v1", "configmaps").unwrap();
+    for i in 0..N {
+        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
+                          "annotations": { "counter.example.com/desired": "2" } } });
+        sb.sandbox.store().create(cms, "default", cm).unwrap();
+    }
+    let replicas: Vec<Replica> = ["shard-a", "shard-b", "shard-c"]
+        .iter()
+        .map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args()))
+        .collect();
+    let all: Vec<&Replica> = replicas.iter().collect();
+    converged(&sb.sandbox, 2, Duration::from_secs(90)).await;
+
+    // Every key was created by exactly one replica, and each replica did about a third.
+    let before = writes(&sb.sandbox, &all);
+    assert_eq!(before.len(), N);
+    let mut per_replica: HashMap<String, usize> = HashMap::new();
+    let mut owner: HashMap<String, String> = HashMap::new();
+    for (key, ws) in &before {
+        let mut who: Vec<&String> = ws.iter().map(|(_, w)| w).collect();
+        who.dedup();
+        assert_eq!(who.len(), 1, "{key} written by {who:?}");
+        *per_replica.entry(who[0].clone()).or_default() += 1;
+        owner.insert(key.clone(), who[0].clone());
+    }
+    for r in &replicas {
+        let n = per_replica.get(&r.hostname).copied().unwrap_or(0);
+        assert!((700..=1300).contains(&n), "{} wrote {n} of {N} keys", r.hostname);
+    }
+    eprintln!("keys per replica: {per_replica:?}");
+
+    // kill -9 one: its keys go to the others once its lease has run out.
+    let killed = &replicas[1];
+    killed.signal("KILL");
+    let t_kill = Instant::now();
+    let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": "3" } } });
+    for i in 0..N {
+        sb.sandbox
+            .store()
+            .patch(
+                cms,
+                "default",
+                &format!("shop-{i:05}"),
+                sandbox::patch::PatchType::Merge,
+                &patch,
+                sandbox::store::Subresource::Main,
+                None,
+                false,
+            )
+            .unwrap();
+    }
+    converged(&sb.sandbox, 3, Duration::from_secs(90)).await;
+    let moved_after = t_kill.elapsed();
+    let after = writes(&sb.sandbox, &all);
+    let mut moved = 0;
+    for (key, ws) in &after {
+        let was = &owner[key];
+        let scaled_by: Vec<&String> = ws.iter().filter(|(at, _)| *at >= t_kill).map(|(_, w)| w).collect();
+        assert!(!scaled_by.is_empty(), "{key} never scaled");
+        if *was == killed.hostname {
+            moved += 1;
+            assert!(scaled_by.iter().all(|w| **w != killed.hostname));
+        } else {
+            assert!(scaled_by.iter().all(|w| *w == was), "{key} moved though its owner lived: {scaled_by:?}");
+        }
+        // Never two replicas within a lease of each other on one key (the old owner's fence closed
+        // a renew deadline after its last renew; the new owner waited out the whole lease).
+        for pair in ws.windows(2) {
+            let ((t1, w1), (t2, w2)) = (&pair[0], &pair[1]);
+            if w1 != w2 {
+                let gap = t2.duration_since(*t1);
+                assert!(gap >= LEASE - RETRY, "{key}: {w1} then {w2} only {gap:?} apart");
+            }
+        }
+    }
+    eprintln!("kill -9: {moved} keys moved; all converged {moved_after:?} after the kill");
+    assert_eq!(moved, per_replica[&killed.hostname]);
+}
