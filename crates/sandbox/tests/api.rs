@@ -481,7 +481,7 @@ async fn the_request_record_names_verb_resource_and_agent() {
     assert_eq!(
         verbs,
         [
-            ("create", "configmaps", "", 201),
+            ("create", "configmaps", "web", 201),
             ("get", "configmaps", "web", 200),
             ("list", "configmaps", "", 200)
         ]
