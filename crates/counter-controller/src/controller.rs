@@ -42,7 +42,7 @@ use crate::annotation::ANNOTATION;
 use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
 use crate::decision::{Action, MANAGED_BY, decide};
 use crate::events::{EventConfig, EventRecorder};
-use crate::metrics::{ControllerMetrics, Outcome};
+use crate::metrics::{ControllerMetrics, Outcome, ShardMetrics};
 
 /// The name this controller reports in Events, field managers and queue metrics.
 pub const CONTROLLER_NAME: &str = "counter-controller";
@@ -159,6 +159,7 @@ pub struct Controller {
     metrics: ControllerMetrics,
     /// With sharding, what this replica may work on; `None` without sharding (everything).
     shard: tokio::sync::RwLock<Option<Ownership>>,
+    shard_metrics: ShardMetrics,
     options: Options,
 }
 
@@ -256,6 +257,7 @@ impl Controller {
             data_changed,
             metrics: controller_metrics,
             shard: tokio::sync::RwLock::new(None),
+            shard_metrics: ShardMetrics::register(registry),
             options,
         })
     }
@@ -407,15 +409,25 @@ impl Controller {
     /// hold it), then reports the member set drained and enqueues the keys it may now work on.
     async fn follow_ownership(self: Arc<Self>, handle: ShardHandle) {
         let ShardHandle { mut ownership, drained, .. } = handle;
+        let me = self.options.identity.clone();
         loop {
             let next = ownership.borrow_and_update().clone();
             let fingerprint = next.current().fingerprint();
             let members = next.current().members().len();
             let settled = next.is_settled();
-            *self.shard.write().await = Some(next);
+            let previous = self.shard.write().await.replace(next.clone());
             drained.send_replace(fingerprint);
+            // What the change means for the cached keys: how many are workable here, and moved.
+            let (mut mine, mut moved) = (0, 0);
+            for key in self.cm_lister.keys() {
+                let k = key.to_string();
+                mine += usize::from(next.may_work(&k));
+                moved += usize::from(previous.as_ref().is_some_and(|p| p.owns(&k) != next.owns(&k)));
+            }
+            let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
+            self.shard_metrics.observed(&me, members, mine, moved, changed);
             let keys = self.enqueue_all();
-            tracing::info!(members, settled, keys, "shard ownership changed");
+            tracing::info!(members, settled, workable = mine, moved, keys, "shard ownership changed");
             if ownership.changed().await.is_err() {
                 return;
             }

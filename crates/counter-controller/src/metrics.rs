@@ -139,6 +139,55 @@ impl ControllerMetrics {
     }
 }
 
+/// Sharding's figures (all zero without `--sharding`): `counter_controller_shard_keys{shard}` (the
+/// keys this replica may work on), `counter_controller_shard_members`,
+/// `counter_controller_shard_handovers_total` (member-set changes seen) and
+/// `counter_controller_shard_keys_moved_total` (keys that came to or left this replica).
+#[derive(Clone, Debug, Default)]
+pub struct ShardMetrics {
+    keys: Family<Labels, Gauge>,
+    members: Gauge,
+    handovers: Counter,
+    moved: Counter,
+}
+
+impl ShardMetrics {
+    /// Registers the families.
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register("counter_controller_shard_keys", "Keys this replica may work on", m.keys.clone());
+        registry.register(
+            "counter_controller_shard_members",
+            "Live members of the shard ring",
+            m.members.clone(),
+        );
+        registry.register(
+            "counter_controller_shard_handovers",
+            "Changes of the ring's member set this replica has seen",
+            m.handovers.clone(),
+        );
+        registry.register(
+            "counter_controller_shard_keys_moved",
+            "Keys that came to or left this replica with a change of the member set",
+            m.moved.clone(),
+        );
+        m
+    }
+
+    /// Records a new ownership: `shard` (this replica), how many members, how many keys it may work
+    /// on now, and how many moved to or from it.
+    pub fn observed(&self, shard: &str, members: usize, keys: usize, moved: usize, changed_members: bool) {
+        self.keys
+            .get_or_create(&vec![("shard".into(), shard.into())])
+            .set(i64::try_from(keys).unwrap_or(i64::MAX));
+        self.members.set(i64::try_from(members).unwrap_or(i64::MAX));
+        if changed_members {
+            self.handovers.inc();
+        }
+        self.moved.inc_by(u64::try_from(moved).unwrap_or(u64::MAX));
+    }
+}
+
 /// client-go's `rest_client_requests_total{code,method,host}`.
 #[derive(Clone, Debug, Default)]
 pub struct RestClientMetrics {

@@ -98,6 +98,13 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
         assert!((700..=1300).contains(&n), "{} wrote {n} of {N} keys", r.hostname);
     }
     eprintln!("keys per replica: {per_replica:?}");
+    for r in &replicas {
+        let m = r.metrics();
+        assert_eq!(sample(&m, "counter_controller_shard_members", &[]), Some(3.0), "{}", r.hostname);
+        let keys =
+            sample(&m, "counter_controller_shard_keys", &[&format!("shard=\"{}_", r.hostname)]).unwrap();
+        assert_eq!(keys as usize, per_replica[&r.hostname], "{}: its shard_keys gauge", r.hostname);
+    }
 
     // kill -9 one: its keys go to the others once its lease has run out.
     let killed = &replicas[1];
@@ -145,4 +152,13 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
     }
     eprintln!("kill -9: {moved} keys moved; all converged {moved_after:?} after the kill");
     assert_eq!(moved, per_replica[&killed.hostname]);
+    let survivors: Vec<&Replica> = replicas.iter().filter(|r| r.hostname != killed.hostname).collect();
+    let mut gained = 0.0;
+    for r in &survivors {
+        let m = r.metrics();
+        assert_eq!(sample(&m, "counter_controller_shard_members", &[]), Some(2.0));
+        gained += sample(&m, "counter_controller_shard_keys_moved_total", &[]).unwrap_or(0.0);
+        assert!(sample(&m, "counter_controller_shard_handovers_total", &[]).unwrap_or(0.0) >= 1.0);
+    }
+    assert!(gained >= moved as f64, "the survivors counted the keys that came to them: {gained}");
 }
