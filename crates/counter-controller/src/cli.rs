@@ -109,7 +109,7 @@ pub struct ElectionArgs {
     pub leader_elect_resource_namespace: Option<String>,
     /// Share the keys among every running replica (each holds its own shard Lease, with the
     /// leader-election durations and namespace) instead of electing one leader.
-    #[arg(long, conflicts_with = "leader_elect")]
+    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = ArgAction::Set, conflicts_with = "leader_elect")]
     pub sharding: bool,
     /// The ring's name: replicas with the same name share the keys.
     #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]

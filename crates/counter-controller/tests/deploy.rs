@@ -237,3 +237,26 @@ fn the_all_namespaces_overlay_swaps_the_role_for_a_cluster_role() {
     assert!(out.contains("- --all-namespaces") && !out.contains("--namespace=default"), "{out}");
     assert!(!out.contains("--leader-elect-resource-namespace"), "the Lease defaults to the pod's namespace");
 }
+
+#[test]
+fn the_sharded_overlay_runs_three_active_replicas_with_shard_lease_rights() {
+    let Some(kubectl) = kubectl() else { return };
+    let (ok, out, err) =
+        kubectl_run(&kubectl, std::path::Path::new("/dev/null"), &["kustomize", "deploy/sharded"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("replicas: 3") && out.contains("- --sharding=true"), "{out}");
+    assert!(!out.contains("--leader-elect=true"), "sharding, not leader election");
+    let leases = out
+        .split("\n---\n")
+        .find(|d| d.contains("name: counter-controller-leader-election\n") && d.contains("kind: Role\n"))
+        .unwrap();
+    for verb in ["get", "list", "create", "update", "delete"] {
+        assert!(leases.lines().any(|l| l.trim() == format!("- {verb}")), "leases {verb} in {leases}");
+    }
+    // The binary accepts the overlay's arguments.
+    let status = std::process::Command::new(BIN)
+        .args(["run", "--sharding=true", "--leader-elect-resource-namespace=counter-controller", "--help"])
+        .output()
+        .unwrap();
+    assert!(status.status.success());
+}
