@@ -162,3 +162,121 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
     }
     assert!(gained >= moved as f64, "the survivors counted the keys that came to them: {gained}");
 }
+
+/// Sets every ConfigMap's desired count, straight in the store.
+fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
+    let cms = find("", "v1", "configmaps").unwrap();
+    let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": desired } } });
+    for i in 0..n {
+        sb.store()
+            .patch(
+                cms,
+                "default",
+                &format!("shop-{i:05}"),
+                sandbox::patch::PatchType::Merge,
+                &patch,
+                sandbox::store::Subresource::Main,
+                None,
+                false,
+            )
+            .unwrap();
+    }
+}
+
+/// The holder identities of the ring's live shard Leases.
+fn ring_members(sb: &sandbox::Sandbox) -> Vec<String> {
+    let leases = find("coordination.k8s.io", "v1", "leases").unwrap();
+    let list = sb.store().list(leases, Some("default"), &Default::default()).unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l["spec"]["holderIdentity"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joiner_takes_its_share_and_a_woken_replica_writes_nothing_it_no_longer_owns() {
+    const M: usize = 1200;
+    let dir = temp_dir("sharding-join");
+    let sb = serve_sandbox(&dir).await;
+    let cms = find("", "v1", "configmaps").unwrap();
+    for i in 0..M {
+        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
+                          "annotations": { "counter.example.com/desired": "2" } } });
+        sb.sandbox.store().create(cms, "default", cm).unwrap();
+    }
+    let mut replicas: Vec<Replica> =
+        ["j-a", "j-b", "j-c"].iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args())).collect();
+    let converged_at = |want: i64| {
+        let sb = sb.sandbox.clone();
+        async move {
+            let deploys = find("apps", "v1", "deployments").unwrap();
+            let deadline = Instant::now() + Duration::from_secs(90);
+            loop {
+                let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
+                let done = list["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|d| d["spec"]["replicas"].as_i64() == Some(want))
+                    .count();
+                if done == M {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "{done} of {M} at {want}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    converged_at(2).await;
+
+    // Freeze one replica mid-flight and add a fourth: the ring rebalances around the frozen one.
+    replicas[2].signal("STOP");
+    let stopped = Instant::now();
+    replicas.push(Replica::start(&dir, &sb.kubeconfig, "j-d", &args()));
+    desire(&sb.sandbox, M, "3");
+    converged_at(3).await;
+
+    // Wake it: its lease lapsed, so it owns nothing until the others drained for a ring with it.
+    replicas[2].signal("CONT");
+    let woke = Instant::now();
+    tokio::time::sleep(LEASE).await;
+    desire(&sb.sandbox, M, "4");
+    converged_at(4).await;
+    let members = ring_members(&sb.sandbox);
+    assert_eq!(members.len(), 4, "{members:?}");
+    let ring = election::ring::Ring::new(members.clone());
+    let id_of = |host: &str| members.iter().find(|m| m.starts_with(&format!("{host}_"))).cloned().unwrap();
+
+    let all: Vec<&Replica> = replicas.iter().collect();
+    let ws = writes(&sb.sandbox, &all);
+    let c = "j-c";
+    let (mut c_keys, mut d_keys) = (0, 0);
+    for (key, w) in &ws {
+        let owner = ring.owner(&format!("default/{key}")).unwrap();
+        let c_after: Vec<&Instant> =
+            w.iter().filter(|(at, who)| who == c && *at >= woke).map(|(at, _)| at).collect();
+        if owner != id_of(c) {
+            assert!(c_after.is_empty(), "{key}: the woken replica wrote a key it does not own");
+        } else if let Some(first) = c_after.iter().min() {
+            c_keys += 1;
+            let others_after = w.iter().filter(|(at, who)| who != c && at >= *first).count();
+            assert_eq!(others_after, 0, "{key}: written by another replica after the woken one took it");
+        }
+        // While frozen, its keys went to others only after its lease ran out.
+        for pair in w.windows(2) {
+            let ((t1, w1), (t2, w2)) = (&pair[0], &pair[1]);
+            if w1 == c && w2 != c && *t1 < stopped + LEASE {
+                assert!(t2.duration_since(*t1) >= LEASE - RETRY, "{key}: {w1} then {w2} too close");
+            }
+        }
+        if w.iter().any(|(_, who)| who == "j-d") {
+            d_keys += 1;
+        }
+    }
+    eprintln!("joiner wrote {d_keys} keys; the woken replica took back {c_keys}");
+    assert!(d_keys >= M / 5, "the joiner took only {d_keys} of {M}");
+    assert!(c_keys >= M / 8, "the woken replica took back only {c_keys} of {M}");
+}

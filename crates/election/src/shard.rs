@@ -16,8 +16,10 @@
 //!                                                    is dropped at once and drained)
 //! ```
 //!
-//! * A member whose own Lease lapses (a pause, a lost network) forgets its settled set: when it
-//!   comes back it is a joiner and waits for the others to drain for a set that includes it.
+//! * A member whose own Lease lapses (a pause, a lost network) forgets its settled set and owns
+//!   nothing; it renews again only after the controller has installed that (no reconcile under the
+//!   old view is left), and then it is a joiner: it waits for the others to drain for a set that
+//!   includes it.
 //! * A member that dies is dropped from the set once its Lease expires by the observers' clocks
 //!   (as in leader election); its fence closed a renew deadline after its last renew was sent,
 //!   which is earlier, so no write of it can overlap the new owner's.
@@ -189,12 +191,21 @@ impl ShardMember {
     }
 
     async fn round(&mut self) {
+        if !self.fence.is_held() && !self.ownership.borrow().current().is_empty() {
+            // Lapsed (a pause, a lost network): what was settled is no longer ours to rely on, and
+            // the view may be stale. Own nothing, and renew — reopen the fence — only once the
+            // controller has installed that (its reconciles under the old view are over).
+            self.settled = None;
+            self.ownership.send_replace(Ownership::none(&self.config.identity));
+            let nothing = Ring::default().fingerprint();
+            let installed =
+                tokio::time::timeout(self.config.retry_period, self.drained.wait_for(|d| *d == nothing));
+            if !matches!(installed.await, Ok(Ok(_))) {
+                return;
+            }
+        }
         if let Err(e) = self.renew().await {
             tracing::warn!(ring = %self.ring, error = %e, "shard Lease renew failed");
-        }
-        if !self.fence.is_held() {
-            // Lapsed: whatever was settled is no longer ours to rely on.
-            self.settled = None;
         }
         match self.api.list(&ListParams::default().labels(&format!("{RING_LABEL}={}", self.ring))).await {
             Ok(list) => self.observe(list.items),

@@ -31,9 +31,12 @@ fn member(sb: &Sandbox, name: &str) -> Member {
     // The controller's part, with nothing in flight: drained for each set as soon as it is seen.
     let (mut rx, drained) = (handle.ownership.clone(), handle.drained);
     let acker = tokio::spawn(async move {
-        while rx.changed().await.is_ok() {
-            let fp = rx.borrow().current().fingerprint();
+        loop {
+            let fp = rx.borrow_and_update().current().fingerprint();
             drained.send_replace(fp);
+            if rx.changed().await.is_err() {
+                return;
+            }
         }
     });
     Member { name: name.to_owned(), ownership: handle.ownership, stop, task, acker }
