@@ -141,7 +141,8 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
     assert!(described.contains("InvalidAnnotation") && described.contains("Created"), "{described}");
     kubectl_ok(&kubectl, &kc, &["annotate", "cm", "web", "counter.example.com/desired=4", "--overwrite"]);
     eventually("scaled to 4", || replicas_of() == "4");
-    kubectl_ok(&kubectl, &kc, &["delete", "cm", "web"]);
+    // Orphaned, so the controller (not the garbage collector, which may win the race) deletes it.
+    kubectl_ok(&kubectl, &kc, &["delete", "cm", "web", "--cascade=orphan"]);
     eventually("deleted", || !kubectl_run(&kubectl, &kc, &["get", "deploy", "web"]).0);
     let warnings = kubectl_ok(&kubectl, &kc, &["get", "events", "--field-selector", "type=Warning"]);
     assert!(warnings.contains("InvalidAnnotation") && !warnings.contains("Scaled"), "{warnings}");
