@@ -350,9 +350,11 @@ async fn steady_state_makes_no_reads_and_no_writes() {
     run.stop().await;
 }
 
-/// Freezes the controller's view of Deployments (its watch fails and is cut).
+/// Freezes the controller's view of Deployments: its watch is cut, and both the new watch and the
+/// relist that would follow fail.
 async fn freeze_deployment_watch(sb: &Sandbox) {
     sb.faults().add_rule(FaultRule::new(Some("watch"), Some("deployments"), 1.0, FaultKind::InternalError));
+    sb.faults().add_rule(FaultRule::new(Some("list"), Some("deployments"), 1.0, FaultKind::InternalError));
     sb.faults().cut_watches();
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
