@@ -274,6 +274,12 @@ impl Controller {
         &self.queue
     }
 
+    /// The Deployment cache, as reconciles read it (for tests and debugging).
+    #[must_use]
+    pub fn deployment_cache(&self) -> &Lister<CachedDeployment> {
+        &self.deploy_lister
+    }
+
     /// Runs until `shutdown` resolves: informers, the cache-sync gate, then the workers.
     ///
     /// On shutdown, workers stop taking keys, in-flight reconciles finish, and `run` returns.

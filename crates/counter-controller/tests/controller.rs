@@ -351,8 +351,14 @@ async fn steady_state_makes_no_reads_and_no_writes() {
 }
 
 /// Freezes the controller's view of Deployments: its watch is cut, and both the new watch and the
-/// relist that would follow fail.
-async fn freeze_deployment_watch(sb: &Sandbox) {
+/// relist that would follow fail. First waits until that view holds `name` at `replicas` (on a busy
+/// machine the watch may still be behind the API).
+async fn freeze_deployment_watch(sb: &Sandbox, run: &Running, name: &str, replicas: i32) {
+    let key: informer::ObjectKey = format!("default/{name}").parse().unwrap();
+    eventually("the controller's cache shows the Deployment", || async {
+        run.controller.deployment_cache().get(&key).is_some_and(|d| d.spec.replicas == Some(replicas))
+    })
+    .await;
     sb.faults().add_rule(FaultRule::new(Some("watch"), Some("deployments"), 1.0, FaultKind::InternalError));
     sb.faults().add_rule(FaultRule::new(Some("list"), Some("deployments"), 1.0, FaultKind::InternalError));
     sb.faults().cut_watches();
@@ -369,7 +375,7 @@ async fn a_scale_over_a_stale_cache_does_not_conflict_with_status_writes() {
 
     // The Deployment changes behind the controller's back (as the cluster's Deployment
     // controller's status writes do): the cached resourceVersion is stale.
-    freeze_deployment_watch(&sb).await;
+    freeze_deployment_watch(&sb, &run, "web", 2).await;
     deploys
         .patch(
             "web",
@@ -402,7 +408,7 @@ async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled
     wait_replicas(&deploys, "web", Some(2)).await;
 
     // Someone takes the Deployment over (removes our label) while the cache still says ours.
-    freeze_deployment_watch(&sb).await;
+    freeze_deployment_watch(&sb, &run, "web", 2).await;
     deploys
         .patch(
             "web",
