@@ -159,6 +159,8 @@ pub struct Controller {
     metrics: ControllerMetrics,
     /// With sharding, what this replica may work on; `None` without sharding (everything).
     shard: tokio::sync::RwLock<Option<Ownership>>,
+    /// The same, for the informers' filters (which cannot wait for a lock).
+    cache_view: Arc<parking_lot::RwLock<Option<Ownership>>>,
     shard_metrics: ShardMetrics,
     options: Options,
 }
@@ -257,6 +259,7 @@ impl Controller {
             data_changed,
             metrics: controller_metrics,
             shard: tokio::sync::RwLock::new(None),
+            cache_view: Arc::default(),
             shard_metrics: ShardMetrics::register(registry),
             options,
         })
@@ -320,6 +323,12 @@ impl Controller {
     }
 
     async fn run_until(self: Arc<Self>, requested: CancellationToken, how: Coordination) -> bool {
+        if let Coordination::Sharded(handle) = &how {
+            // Before the informers start: until this replica knows its keys, it caches none.
+            let first = handle.ownership.borrow().clone();
+            *self.cache_view.write() = Some(first);
+            self.filter_caches();
+        }
         let stop = CancellationToken::new();
         let informers = [
             tokio::spawn({
@@ -345,8 +354,10 @@ impl Controller {
                 }
                 Coordination::Elected(rx) => Arc::clone(&self).lead_when_elected(rx, &requested).await,
                 Coordination::Sharded(handle) => {
-                    let first = handle.ownership.borrow().clone();
-                    *self.shard.write().await = Some(first);
+                    // The ownership the caches were filtered with at start: the first change from it
+                    // (maybe already published while the caches synced) relists them.
+                    let filtered = self.cache_view.read().clone();
+                    *self.shard.write().await = filtered;
                     let follow = Arc::clone(&self).follow_ownership(handle);
                     tokio::select! {
                         () = self.work_until(requested.cancelled()) => {}
@@ -422,6 +433,15 @@ impl Controller {
             let members = next.current().members().len();
             let settled = next.is_settled();
             let previous = self.shard.write().await.replace(next.clone());
+            let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
+            *self.cache_view.write() = Some(next.clone());
+            if changed {
+                // The caches hold only keys this replica owns (or owned at the last settled set):
+                // read again with the new filter, and only then report drained, so that by the
+                // time a key may come here its objects are cached.
+                tokio::join!(self.configmaps.relist(), self.deployments.relist());
+                self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
+            }
             drained.send_replace(fingerprint);
             // What the change means for the cached keys: how many are workable here, and moved.
             let (mut mine, mut moved) = (0, 0);
@@ -430,7 +450,6 @@ impl Controller {
                 mine += usize::from(next.may_work(&k));
                 moved += usize::from(previous.as_ref().is_some_and(|p| p.owns(&k) != next.owns(&k)));
             }
-            let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
             self.shard_metrics.observed(&me, members, mine, moved, changed);
             let keys = self.enqueue_all();
             tracing::info!(members, settled, workable = mine, moved, keys, "shard ownership changed");
@@ -438,6 +457,20 @@ impl Controller {
                 return;
             }
         }
+    }
+
+    /// Makes both caches keep only the keys this replica owns now or at the last settled member set
+    /// (sharding; before it knows the ring, none).
+    fn filter_caches(&self) {
+        let view = Arc::clone(&self.cache_view);
+        let keep = move |key: &ObjectKey| {
+            let k = key.to_string();
+            view.read().as_ref().is_none_or(|o| o.owns(&k) || o.owned_when_settled(&k))
+        };
+        let keep = Arc::new(keep);
+        let k = Arc::clone(&keep);
+        self.configmaps.set_filter(Arc::new(move |cm: &CachedConfigMap| k(&ObjectKey::of(cm))));
+        self.deployments.set_filter(Arc::new(move |d: &CachedDeployment| keep(&owner_key(d))));
     }
 
     /// Enqueues every ConfigMap and every managed Deployment's owner; returns how many keys.
@@ -475,6 +508,9 @@ impl Controller {
             self.metrics.started();
             let start = Instant::now();
             let result = self.sync(&key).await;
+            if shard.is_some() {
+                self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
+            }
             drop(shard);
             let outcome = match result {
                 Ok(()) => {

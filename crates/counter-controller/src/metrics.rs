@@ -146,6 +146,7 @@ impl ControllerMetrics {
 #[derive(Clone, Debug, Default)]
 pub struct ShardMetrics {
     keys: Family<Labels, Gauge>,
+    cached: Family<Labels, Gauge>,
     members: Gauge,
     handovers: Counter,
     moved: Counter,
@@ -162,6 +163,11 @@ impl ShardMetrics {
             m.members.clone(),
         );
         registry.register(
+            "counter_controller_shard_cached_objects",
+            "Objects in this replica's caches, which hold only its keys",
+            m.cached.clone(),
+        );
+        registry.register(
             "counter_controller_shard_handovers",
             "Changes of the ring's member set this replica has seen",
             m.handovers.clone(),
@@ -172,6 +178,15 @@ impl ShardMetrics {
             m.moved.clone(),
         );
         m
+    }
+
+    /// Records how many objects the caches hold after a relist.
+    pub fn cached(&self, configmaps: usize, deployments: usize) {
+        for (kind, n) in [("ConfigMap", configmaps), ("Deployment", deployments)] {
+            self.cached
+                .get_or_create(&vec![("kind".into(), kind.into())])
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
     }
 
     /// Records a new ownership: `shard` (this replica), how many members, how many keys it may work

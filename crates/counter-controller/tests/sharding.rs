@@ -104,6 +104,13 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
         let keys =
             sample(&m, "counter_controller_shard_keys", &[&format!("shard=\"{}_", r.hostname)]).unwrap();
         assert_eq!(keys as usize, per_replica[&r.hostname], "{}: its shard_keys gauge", r.hostname);
+        // Less data, not just less work: each cache holds about its third.
+        for kind in ["ConfigMap", "Deployment"] {
+            let cached =
+                sample(&m, "counter_controller_shard_cached_objects", &[&format!("kind=\"{kind}\"")])
+                    .unwrap_or_else(|| panic!("no cached {kind} gauge in\n{m}"));
+            assert!((700.0..=1300.0).contains(&cached), "{}: {cached} {kind}s cached of {N}", r.hostname);
+        }
     }
 
     // kill -9 one: its keys go to the others once its lease has run out.

@@ -88,6 +88,12 @@ impl Ownership {
         self.current.owner(key) == Some(self.me.as_str())
     }
 
+    /// Whether `key` was this replica's under the last settled set (it may still hold its objects).
+    #[must_use]
+    pub fn owned_when_settled(&self, key: &str) -> bool {
+        self.settled.as_ref().is_some_and(|s| s.owner(key) == Some(self.me.as_str()))
+    }
+
     /// Whether this replica may work on `key` now: it owns it under the current set, and either the
     /// set has settled or it owned the key under the settled set too (the key is not moving to it).
     #[must_use]

@@ -10,6 +10,8 @@
 //! * late handlers receive the current cache as adds, so every handler starts from a full view;
 //! * a transform (client-go's `SetTransform`) applied to every object before it is cached, to
 //!   drop what the controller never reads (`managedFields`, big data) — the cache's memory;
+//! * a filter, for a replica that owns only some keys (sharding): objects it rejects are not
+//!   cached, and [`relist`](Informer::relist) re-reads everything when the filter changes;
 //! * [`has_synced`](Informer::has_synced) / [`wait_for_cache_sync`](Informer::wait_for_cache_sync).
 
 use std::collections::HashSet;
@@ -75,10 +77,20 @@ impl<K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + S
 /// A function applied to every object before it is cached or handed to handlers.
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
+/// Which objects the cache keeps.
+pub type Filter<K> = Arc<dyn Fn(&K) -> bool + Send + Sync>;
+
 struct Inner<K> {
     api: Api<K>,
     config: Config,
     transform: RwLock<Option<Transform<K>>>,
+    filter: RwLock<Option<Filter<K>>>,
+    /// Asks the watch loop to list again from scratch.
+    relist: Notify,
+    /// Relists asked for so far.
+    relists_asked: std::sync::atomic::AtomicU64,
+    /// The last asked-for relist whose list has been applied to the cache.
+    relisted: tokio::sync::watch::Sender<u64>,
     cache: Arc<RwLock<CacheState<K>>>,
     /// Also the dispatch lock: cache changes and their notifications happen under it, so a
     /// handler added meanwhile sees each change exactly once (in its replay or live).
@@ -122,6 +134,10 @@ impl<K: Watchable> Informer<K> {
                 api,
                 config,
                 transform: RwLock::new(None),
+                filter: RwLock::new(None),
+                relist: Notify::new(),
+                relists_asked: std::sync::atomic::AtomicU64::new(0),
+                relisted: tokio::sync::watch::channel(0).0,
                 cache: Arc::default(),
                 handlers: Mutex::new(Vec::new()),
                 synced: AtomicBool::new(false),
@@ -173,6 +189,29 @@ impl<K: Watchable> Informer<K> {
         *self.inner.transform.write() = Some(transform);
     }
 
+    /// Sets which objects are cached (and handed to handlers); the others are treated as absent.
+    /// Call [`relist`](Self::relist) after changing it so objects it now accepts are read.
+    ///
+    /// ## Warning
+    /// A cached object the filter comes to reject is reported deleted (a tombstone) at the next
+    /// relist: a controller must not act on keys its filter rejects.
+    pub fn set_filter(&self, filter: Filter<K>) {
+        *self.inner.filter.write() = Some(filter);
+    }
+
+    fn accepted(&self, obj: &K) -> bool {
+        self.inner.filter.read().as_ref().is_none_or(|f| f(obj))
+    }
+
+    /// Lists again from scratch and waits until a list started after this call has been applied
+    /// to the cache.
+    pub async fn relist(&self) {
+        let mut done = self.inner.relisted.subscribe();
+        let ticket = self.inner.relists_asked.fetch_add(1, Ordering::AcqRel) + 1;
+        self.inner.relist.notify_one();
+        let _ = done.wait_for(|n| *n >= ticket).await;
+    }
+
     fn transformed(&self, obj: K) -> K {
         match self.inner.transform.read().as_ref() {
             Some(t) => t(obj),
@@ -206,24 +245,43 @@ impl<K: Watchable> Informer<K> {
     /// Watch errors (an unreachable server, a 403, a dropped connection) are logged and retried
     /// with the watcher's backoff (0.8 s doubling to 30 s), so this never spins.
     pub async fn run(&self, shutdown: impl Future) {
-        let stream = watcher(self.inner.api.clone(), self.inner.config.watcher.clone()).default_backoff();
-        tokio::pin!(stream);
+        let start =
+            || Box::pin(watcher(self.inner.api.clone(), self.inner.config.watcher.clone()).default_backoff());
+        let mut stream = start();
         tokio::pin!(shutdown);
         let resync = self.inner.config.resync;
         let mut ticks =
             tokio::time::interval(if resync.is_zero() { Duration::from_secs(3600) } else { resync });
         ticks.tick().await;
         let mut relist: Option<Vec<K>> = None;
+        // The relist requests the current list (stream) answers.
+        let mut answering = self.inner.relists_asked.load(Ordering::Acquire);
         loop {
             tokio::select! {
                 _ = &mut shutdown => return,
+                () = self.inner.relist.notified() => {
+                    answering = self.inner.relists_asked.load(Ordering::Acquire);
+                    stream = start();
+                    relist = None;
+                }
                 event = stream.next() => match event {
                     None => return,
                     Some(Err(e)) => tracing::warn!(resource = K::plural(&()).as_ref(), error = %e, "watch failed; retrying with backoff"),
                     Some(Ok(watcher::Event::Init)) => relist = Some(Vec::new()),
-                    Some(Ok(watcher::Event::InitApply(obj))) => relist.get_or_insert_with(Vec::new).push(self.transformed(obj)),
-                    Some(Ok(watcher::Event::InitDone)) => self.replace(relist.take().unwrap_or_default()),
-                    Some(Ok(watcher::Event::Apply(obj))) => self.apply(self.transformed(obj)),
+                    Some(Ok(watcher::Event::InitApply(obj))) => {
+                        let obj = self.transformed(obj);
+                        if self.accepted(&obj) {
+                            relist.get_or_insert_with(Vec::new).push(obj);
+                        }
+                    }
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        self.replace(relist.take().unwrap_or_default());
+                        self.inner.relisted.send_modify(|n| *n = (*n).max(answering));
+                    }
+                    Some(Ok(watcher::Event::Apply(obj))) => {
+                        let obj = self.transformed(obj);
+                        if self.accepted(&obj) { self.apply(obj) } else { self.delete(obj) }
+                    }
                     Some(Ok(watcher::Event::Delete(obj))) => self.delete(self.transformed(obj)),
                 },
                 _ = ticks.tick(), if !resync.is_zero() && self.has_synced() => self.resync(),
@@ -283,7 +341,11 @@ impl<K: Watchable> Informer<K> {
 
     fn delete(&self, obj: K) {
         let handlers = self.inner.handlers.lock();
-        self.inner.cache.write().remove(&ObjectKey::of(&obj));
+        let was = self.inner.cache.write().remove(&ObjectKey::of(&obj));
+        // With a filter, an object it rejected was never cached: nothing to report.
+        if was.is_none() && self.inner.filter.read().is_some() {
+            return;
+        }
         let deleted = Deleted::Known(Arc::new(obj));
         for h in handlers.iter() {
             h.on_delete(&deleted);

@@ -18,5 +18,5 @@ pub mod key;
 
 pub use cache::Lister;
 pub use handler::{Deleted, EnqueueKey, EventHandler};
-pub use informer::{Config, Informer, Transform, Watchable};
+pub use informer::{Config, Filter, Informer, Transform, Watchable};
 pub use key::{KeyError, ObjectKey};

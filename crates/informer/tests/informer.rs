@@ -203,3 +203,51 @@ async fn the_transform_shapes_what_is_cached_and_handed_out() {
     }
     task.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    for name in ["a1", "a2", "b1"] {
+        api.create(&PostParams::default(), &cm(name, json!({}))).await.unwrap();
+    }
+    let informer = Informer::new(Api::<ConfigMap>::namespaced(sb.client(), "default"), Config::default());
+    let prefix = Arc::new(parking_lot::RwLock::new("a".to_owned()));
+    let p = Arc::clone(&prefix);
+    informer.set_filter(Arc::new(move |c: &ConfigMap| {
+        c.metadata.name.as_deref().unwrap_or("").starts_with(p.read().as_str())
+    }));
+    let log = Arc::new(Log::default());
+    informer.add_handler(log.clone());
+    let task = tokio::spawn({
+        let i = informer.clone();
+        async move { i.run(std::future::pending::<()>()).await }
+    });
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    let lister = informer.lister();
+    let names = |l: &informer::Lister<ConfigMap>| {
+        let mut n: Vec<String> = l.list().iter().map(|c| c.metadata.name.clone().unwrap()).collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names(&lister), ["a1", "a2"]);
+    // Changes to objects the filter rejects are not reported at all.
+    log.take();
+    api.create(&PostParams::default(), &cm("b2", json!({}))).await.unwrap();
+    api.delete("b1", &DeleteParams::default()).await.unwrap();
+    api.create(&PostParams::default(), &cm("a3", json!({}))).await.unwrap();
+    log.wait_for("add default/a3 live").await;
+    assert!(log.take().iter().all(|l| !l.contains("/b")), "nothing about rejected objects");
+    // The filter changes: a relist reads the newly accepted objects and drops the others.
+    *prefix.write() = "b".into();
+    informer.relist().await;
+    assert_eq!(names(&lister), ["b2"]);
+    let events = log.take();
+    assert!(
+        events.contains(&"add default/b2 live".to_owned())
+            || events.contains(&"add default/b2 initial".to_owned()),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|l| l == "delete default/a1 tombstone"), "{events:?}");
+    task.abort();
+}
