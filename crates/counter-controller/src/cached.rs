@@ -16,6 +16,31 @@ use serde::Deserialize;
 
 use crate::annotation::ANNOTATION;
 
+/// Makes a compact cached type a namespaced Kubernetes resource of `kind` (so `Api`, the watcher
+/// and `object_ref` work with it), its metadata being its `metadata` field.
+macro_rules! cached_kind {
+    ($ty:ty, $api_version:literal, $group:literal, $kind:literal, $plural:literal) => {
+        impl k8s_openapi::Resource for $ty {
+            const API_VERSION: &'static str = $api_version;
+            const GROUP: &'static str = $group;
+            const KIND: &'static str = $kind;
+            const VERSION: &'static str = "v1";
+            const URL_PATH_SEGMENT: &'static str = $plural;
+            type Scope = NamespaceResourceScope;
+        }
+
+        impl k8s_openapi::Metadata for $ty {
+            type Ty = ObjectMeta;
+            fn metadata(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn metadata_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+        }
+    };
+}
+
 /// An `apps/v1` Deployment as the controller caches it: metadata and `spec.replicas`.
 ///
 /// ```
@@ -44,24 +69,7 @@ pub struct CachedDeploymentSpec {
     pub replicas: Option<i32>,
 }
 
-impl k8s_openapi::Resource for CachedDeployment {
-    const API_VERSION: &'static str = "apps/v1";
-    const GROUP: &'static str = "apps";
-    const KIND: &'static str = "Deployment";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "deployments";
-    type Scope = NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for CachedDeployment {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+cached_kind!(CachedDeployment, "apps/v1", "apps", "Deployment", "deployments");
 
 /// What the Deployment cache keeps of the metadata: no `managedFields`, no annotations.
 #[must_use]
@@ -99,24 +107,7 @@ pub struct CachedConfigMap {
     pub app: Option<String>,
 }
 
-impl k8s_openapi::Resource for CachedConfigMap {
-    const API_VERSION: &'static str = "v1";
-    const GROUP: &'static str = "";
-    const KIND: &'static str = "ConfigMap";
-    const VERSION: &'static str = "v1";
-    const URL_PATH_SEGMENT: &'static str = "configmaps";
-    type Scope = NamespaceResourceScope;
-}
-
-impl k8s_openapi::Metadata for CachedConfigMap {
-    type Ty = ObjectMeta;
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+cached_kind!(CachedConfigMap, "v1", "", "ConfigMap", "configmaps");
 
 /// What the ConfigMap cache keeps: name, namespace, uid, resourceVersion, and the two values the
 /// controller reads — our annotation and `data.app` (the exercise's log line) — lifted out of

@@ -33,20 +33,36 @@ fn args() -> Vec<String> {
 
 /// Waits until all N Deployments exist with `replicas`.
 async fn converged(sb: &sandbox::Sandbox, replicas: i64, limit: Duration) {
+    converged_n(sb, N, replicas, limit).await;
+}
+
+/// Waits until `n` Deployments exist with `replicas`.
+async fn converged_n(sb: &sandbox::Sandbox, n: usize, replicas: i64, limit: Duration) {
     let deploys = find("apps", "v1", "deployments").unwrap();
     let deadline = Instant::now() + limit;
     loop {
         let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
         let items = list["items"].as_array().unwrap();
         let done = items.iter().filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas)).count();
-        if done == N {
+        if done == n {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "{done} of {N} Deployments at {replicas} replicas after {limit:?}"
+            "{done} of {n} Deployments at {replicas} replicas after {limit:?}"
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// `n` ConfigMaps `shop-00000…` wanting 2 replicas, straight in the store.
+fn seed(sb: &sandbox::Sandbox, n: usize) {
+    let cms = find("", "v1", "configmaps").unwrap();
+    for i in 0..n {
+        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
+                          "annotations": { "counter.example.com/desired": "2" } } });
+        sb.store().create(cms, "default", cm).unwrap();
     }
 }
 
@@ -67,13 +83,7 @@ fn writes(sb: &sandbox::Sandbox, replicas: &[&Replica]) -> BTreeMap<String, Vec<
 async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() {
     let dir = temp_dir("sharding");
     let sb = serve_sandbox(&dir).await;
-    let cms = find("", "v1", "configmaps").unwrap();
-    for i in 0..N {
-        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
-                          "annotations": { "counter.example.com/desired": "2" } } });
-        sb.sandbox.store().create(cms, "default", cm).unwrap();
-    }
+    seed(&sb.sandbox, N);
     let replicas: Vec<Replica> = ["shard-a", "shard-b", "shard-c"]
         .iter()
         .map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args()))
@@ -117,22 +127,7 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
     let killed = &replicas[1];
     killed.signal("KILL");
     let t_kill = Instant::now();
-    let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": "3" } } });
-    for i in 0..N {
-        sb.sandbox
-            .store()
-            .patch(
-                cms,
-                "default",
-                &format!("shop-{i:05}"),
-                sandbox::patch::PatchType::Merge,
-                &patch,
-                sandbox::store::Subresource::Main,
-                None,
-                false,
-            )
-            .unwrap();
-    }
+    desire(&sb.sandbox, N, "3");
     converged(&sb.sandbox, 3, Duration::from_secs(90)).await;
     let moved_after = t_kill.elapsed();
     let after = writes(&sb.sandbox, &all);
@@ -207,51 +202,24 @@ async fn a_joiner_takes_its_share_and_a_woken_replica_writes_nothing_it_no_longe
     const M: usize = 1200;
     let dir = temp_dir("sharding-join");
     let sb = serve_sandbox(&dir).await;
-    let cms = find("", "v1", "configmaps").unwrap();
-    for i in 0..M {
-        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
-                          "annotations": { "counter.example.com/desired": "2" } } });
-        sb.sandbox.store().create(cms, "default", cm).unwrap();
-    }
+    seed(&sb.sandbox, M);
     let mut replicas: Vec<Replica> =
         ["j-a", "j-b", "j-c"].iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args())).collect();
-    let converged_at = |want: i64| {
-        let sb = sb.sandbox.clone();
-        async move {
-            let deploys = find("apps", "v1", "deployments").unwrap();
-            let deadline = Instant::now() + Duration::from_secs(90);
-            loop {
-                let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
-                let done = list["items"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter(|d| d["spec"]["replicas"].as_i64() == Some(want))
-                    .count();
-                if done == M {
-                    return;
-                }
-                assert!(Instant::now() < deadline, "{done} of {M} at {want}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
-    converged_at(2).await;
+    converged_n(&sb.sandbox, M, 2, Duration::from_secs(90)).await;
 
     // Freeze one replica mid-flight and add a fourth: the ring rebalances around the frozen one.
     replicas[2].signal("STOP");
     let stopped = Instant::now();
     replicas.push(Replica::start(&dir, &sb.kubeconfig, "j-d", &args()));
     desire(&sb.sandbox, M, "3");
-    converged_at(3).await;
+    converged_n(&sb.sandbox, M, 3, Duration::from_secs(90)).await;
 
     // Wake it: its lease lapsed, so it owns nothing until the others drained for a ring with it.
     replicas[2].signal("CONT");
     let woke = Instant::now();
     tokio::time::sleep(LEASE).await;
     desire(&sb.sandbox, M, "4");
-    converged_at(4).await;
+    converged_n(&sb.sandbox, M, 4, Duration::from_secs(90)).await;
     let members = ring_members(&sb.sandbox);
     assert_eq!(members.len(), 4, "{members:?}");
     let ring = election::ring::Ring::new(members.clone());
