@@ -157,10 +157,12 @@ pub struct Controller {
     data_changed: DataChanged,
     events: EventRecorder,
     metrics: ControllerMetrics,
-    /// With sharding, what this replica may work on; `None` without sharding (everything).
-    shard: tokio::sync::RwLock<Option<Ownership>>,
-    /// The same, for the informers' filters (which cannot wait for a lock).
-    cache_view: Arc<parking_lot::RwLock<Option<Ownership>>>,
+    /// With sharding, what this replica may work on (read by workers and by the informers'
+    /// filters); `None` without sharding (everything).
+    ownership: Arc<parking_lot::RwLock<Option<Ownership>>>,
+    /// Held shared by every reconcile, exclusively to change `ownership`: a change of the member
+    /// set waits for the reconciles in flight.
+    reconciling: tokio::sync::RwLock<()>,
     shard_metrics: ShardMetrics,
     options: Options,
 }
@@ -258,8 +260,8 @@ impl Controller {
             expected,
             data_changed,
             metrics: controller_metrics,
-            shard: tokio::sync::RwLock::new(None),
-            cache_view: Arc::default(),
+            ownership: Arc::default(),
+            reconciling: tokio::sync::RwLock::new(()),
             shard_metrics: ShardMetrics::register(registry),
             options,
         })
@@ -326,7 +328,7 @@ impl Controller {
         if let Coordination::Sharded(handle) = &how {
             // Before the informers start: until this replica knows its keys, it caches none.
             let first = handle.ownership.borrow().clone();
-            *self.cache_view.write() = Some(first);
+            *self.ownership.write() = Some(first);
             self.filter_caches();
         }
         let stop = CancellationToken::new();
@@ -354,10 +356,6 @@ impl Controller {
                 }
                 Coordination::Elected(rx) => Arc::clone(&self).lead_when_elected(rx, &requested).await,
                 Coordination::Sharded(handle) => {
-                    // The ownership the caches were filtered with at start: the first change from it
-                    // (maybe already published while the caches synced) relists them.
-                    let filtered = self.cache_view.read().clone();
-                    *self.shard.write().await = filtered;
                     let follow = Arc::clone(&self).follow_ownership(handle);
                     tokio::select! {
                         () = self.work_until(requested.cancelled()) => {}
@@ -432,9 +430,13 @@ impl Controller {
             let fingerprint = next.current().fingerprint();
             let members = next.current().members().len();
             let settled = next.is_settled();
-            let previous = self.shard.write().await.replace(next.clone());
+            // Compared with the ownership the caches were last filtered with (at start, the one
+            // before the first published), so the first real change relists them.
+            let previous = {
+                let _drained = self.reconciling.write().await;
+                self.ownership.write().replace(next.clone())
+            };
             let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
-            *self.cache_view.write() = Some(next.clone());
             if changed {
                 // The caches hold only keys this replica owns (or owned at the last settled set):
                 // read again with the new filter, and only then report drained, so that by the
@@ -462,7 +464,7 @@ impl Controller {
     /// Makes both caches keep only the keys this replica owns now or at the last settled member set
     /// (sharding; before it knows the ring, none).
     fn filter_caches(&self) {
-        let view = Arc::clone(&self.cache_view);
+        let view = Arc::clone(&self.ownership);
         let keep = move |key: &ObjectKey| {
             let k = key.to_string();
             view.read().as_ref().is_none_or(|o| o.owns(&k) || o.owned_when_settled(&k))
@@ -499,8 +501,12 @@ impl Controller {
             };
             let key = item.key().clone();
             // Held for the whole reconcile: a change of the member set waits for it.
-            let shard = self.shard.read().await;
-            if shard.as_ref().is_some_and(|o| !o.may_work(&key.to_string())) {
+            let reconciling = self.reconciling.read().await;
+            let (sharded, workable) = match self.ownership.read().as_ref() {
+                Some(o) => (true, o.may_work(&key.to_string())),
+                None => (false, true),
+            };
+            if !workable {
                 // Another replica's (or not yet ours): dropped; a change of ownership re-enqueues.
                 self.queue.forget(&key);
                 continue;
@@ -508,10 +514,10 @@ impl Controller {
             self.metrics.started();
             let start = Instant::now();
             let result = self.sync(&key).await;
-            if shard.is_some() {
+            if sharded {
                 self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
             }
-            drop(shard);
+            drop(reconciling);
             let outcome = match result {
                 Ok(()) => {
                     self.queue.forget(&key);

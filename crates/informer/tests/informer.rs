@@ -63,7 +63,17 @@ fn cm(name: &str, labels: serde_json::Value) -> ConfigMap {
 }
 
 fn start(sb: &Sandbox, config: Config) -> (Informer<ConfigMap>, Arc<Log>, tokio::task::JoinHandle<()>) {
+    start_prepared(sb, config, |_| {})
+}
+
+/// As `start`, with `prepare` (a transform, a filter) applied before the informer runs.
+fn start_prepared(
+    sb: &Sandbox,
+    config: Config,
+    prepare: impl FnOnce(&Informer<ConfigMap>),
+) -> (Informer<ConfigMap>, Arc<Log>, tokio::task::JoinHandle<()>) {
     let informer = Informer::new(Api::<ConfigMap>::namespaced(sb.client(), "default"), config);
+    prepare(&informer);
     let log = Arc::new(Log::default());
     informer.add_handler(log.clone());
     let task = tokio::spawn({
@@ -175,19 +185,14 @@ async fn the_transform_shapes_what_is_cached_and_handed_out() {
     let mut big = cm("listed", json!({ "tier": "front" }));
     big.data.as_mut().unwrap().insert("blob".into(), "x".repeat(10_000));
     api.create(&PostParams::default(), &big).await.unwrap();
-    let informer = Informer::new(Api::<ConfigMap>::namespaced(sb.client(), "default"), Config::default());
     // Keep only `data.app`, as a controller that reads nothing else would.
-    informer.set_transform(Arc::new(|mut c: ConfigMap| {
-        if let Some(d) = c.data.as_mut() {
-            d.retain(|k, _| k == "app");
-        }
-        c
-    }));
-    let log = Arc::new(Log::default());
-    informer.add_handler(log.clone());
-    let task = tokio::spawn({
-        let i = informer.clone();
-        async move { i.run(std::future::pending::<()>()).await }
+    let (informer, log, task) = start_prepared(&sb, Config::default(), |i| {
+        i.set_transform(Arc::new(|mut c: ConfigMap| {
+            if let Some(d) = c.data.as_mut() {
+                d.retain(|k, _| k == "app");
+            }
+            c
+        }));
     });
     assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
     let mut live = big.clone();
@@ -211,17 +216,12 @@ async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
     for name in ["a1", "a2", "b1"] {
         api.create(&PostParams::default(), &cm(name, json!({}))).await.unwrap();
     }
-    let informer = Informer::new(Api::<ConfigMap>::namespaced(sb.client(), "default"), Config::default());
     let prefix = Arc::new(parking_lot::RwLock::new("a".to_owned()));
     let p = Arc::clone(&prefix);
-    informer.set_filter(Arc::new(move |c: &ConfigMap| {
-        c.metadata.name.as_deref().unwrap_or("").starts_with(p.read().as_str())
-    }));
-    let log = Arc::new(Log::default());
-    informer.add_handler(log.clone());
-    let task = tokio::spawn({
-        let i = informer.clone();
-        async move { i.run(std::future::pending::<()>()).await }
+    let (informer, log, task) = start_prepared(&sb, Config::default(), |i| {
+        i.set_filter(Arc::new(move |c: &ConfigMap| {
+            c.metadata.name.as_deref().unwrap_or("").starts_with(p.read().as_str())
+        }));
     });
     assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
     let lister = informer.lister();

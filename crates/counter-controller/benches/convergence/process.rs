@@ -99,6 +99,17 @@ fn cpu_seconds(pid: &str) -> f64 {
     (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
 }
 
+/// Runs `f(0..n)`, `concurrency` at a time; how long it took.
+async fn each<F, Fut>(n: usize, concurrency: usize, f: F) -> Duration
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let start = Instant::now();
+    futures::stream::iter(0..n).for_each_concurrent(concurrency, f).await;
+    start.elapsed()
+}
+
 fn vm_hwm_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -209,37 +220,31 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     // by a fast client (16 at a time), so they take the API server's time as the controller does.
     let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
     let user_cms: Api<ConfigMap> = Api::default_namespaced(user);
-    futures::stream::iter(0..n)
-        .for_each_concurrent(BULK, |i| {
-            let api = user_cms.clone();
-            async move {
-                let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
-                api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-            }
-        })
-        .await;
+    each(n, BULK, |i| {
+        let api = user_cms.clone();
+        async move {
+            let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
+            api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        }
+    })
+    .await;
     let last_change = Instant::now();
     let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
     phases.push(Phase { name: "scale", took: t2 - t1, counts: Counts::default(), converged_at: t2 });
 
     // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
     // in a cluster is the slower backstop).
-    futures::stream::iter(0..n)
-        .for_each_concurrent(BULK, |i| {
-            let api = user_cms.clone();
-            async move {
-                api.delete(
-                    &name(i),
-                    &DeleteParams {
-                        propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
-                        ..DeleteParams::default()
-                    },
-                )
-                .await
-                .unwrap();
-            }
-        })
-        .await;
+    each(n, BULK, |i| {
+        let api = user_cms.clone();
+        async move {
+            let orphan = DeleteParams {
+                propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+                ..DeleteParams::default()
+            };
+            api.delete(&name(i), &orphan).await.unwrap();
+        }
+    })
+    .await;
     let t3 = view.until(&sb, limit, |m| m.is_empty()).await;
     phases.push(Phase { name: "delete", took: t3 - t2, counts: Counts::default(), converged_at: t3 });
 
@@ -279,39 +284,30 @@ async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
         api.list(&Default::default()).await.unwrap().items.into_iter().map(Arc::new).collect()
     };
     let deploys: Api<Deployment> = Api::default_namespaced(client);
-    let mut out = Vec::new();
-    let start = Instant::now();
-    futures::stream::iter(cms.iter().cloned())
-        .for_each_concurrent(workers, |cm| {
-            let deploys = deploys.clone();
-            async move {
-                let d = counter_controller::controller::new_deployment(cm.as_ref(), 3);
-                deploys.create(&PostParams::default(), &d).await.unwrap();
-            }
-        })
-        .await;
-    out.push(start.elapsed());
-    let start = Instant::now();
-    futures::stream::iter(0..n)
-        .for_each_concurrent(workers, |i| {
-            let deploys = deploys.clone();
-            async move {
-                let p = json!({ "spec": { "replicas": 5 } });
-                deploys.patch(&name(i), &PatchParams::default(), &Patch::Merge(&p)).await.unwrap();
-            }
-        })
-        .await;
-    out.push(start.elapsed());
-    let start = Instant::now();
-    futures::stream::iter(0..n)
-        .for_each_concurrent(workers, |i| {
-            let deploys = deploys.clone();
-            async move {
-                deploys.delete(&name(i), &DeleteParams::background()).await.unwrap();
-            }
-        })
-        .await;
-    out.push(start.elapsed());
+    let create = each(n, workers, |i| {
+        let (deploys, cm) = (deploys.clone(), Arc::clone(&cms[i]));
+        async move {
+            let d = counter_controller::controller::new_deployment(cm.as_ref(), 3);
+            deploys.create(&PostParams::default(), &d).await.unwrap();
+        }
+    })
+    .await;
+    let scale = each(n, workers, |i| {
+        let deploys = deploys.clone();
+        async move {
+            let p = json!({ "spec": { "replicas": 5 } });
+            deploys.patch(&name(i), &PatchParams::default(), &Patch::Merge(&p)).await.unwrap();
+        }
+    })
+    .await;
+    let delete = each(n, workers, |i| {
+        let deploys = deploys.clone();
+        async move {
+            deploys.delete(&name(i), &DeleteParams::background()).await.unwrap();
+        }
+    })
+    .await;
+    let out = vec![create, scale, delete];
     server.shutdown();
     out
 }
