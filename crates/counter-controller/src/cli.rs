@@ -114,6 +114,29 @@ pub struct ElectionArgs {
     /// The ring's name: replicas with the same name share the keys.
     #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]
     pub sharding_ring: String,
+    /// What the ring hashes: `name` (each ConfigMap on its own: the even spread) or `namespace`
+    /// (a whole namespace per replica, so an API server with sharded list and watch, KEP-5866,
+    /// sends each replica only its share). Every replica of a ring must use the same.
+    #[arg(long, value_enum, default_value_t = ShardKey::Name, value_name = "KEY")]
+    pub sharding_key: ShardKey,
+}
+
+/// `--sharding-key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShardKey {
+    /// `namespace/name`.
+    Name,
+    /// The namespace.
+    Namespace,
+}
+
+impl From<ShardKey> for election::ring::Keying {
+    fn from(k: ShardKey) -> Self {
+        match k {
+            ShardKey::Name => Self::Name,
+            ShardKey::Namespace => Self::Namespace,
+        }
+    }
 }
 
 /// Where a pod's own namespace is mounted.
@@ -316,10 +339,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let coordinator = match election_config {
         None => Coordinator::Alone,
         Some(c) => {
-            let lease_client = client::build(config.clone(), &identity, &rest, None)?;
+            let lease_client = client::build(config.clone(), &identity, &rest, None, None)?;
             if args.election.sharding {
-                let (member, handle) = ShardMember::new(lease_client, &args.election.sharding_ring, c)?;
-                tracing::info!(ring = %args.election.sharding_ring, %identity, "sharding: a member of the ring");
+                let key = args.election.sharding_key;
+                let (member, handle) =
+                    ShardMember::new(lease_client, &args.election.sharding_ring, key.into(), c)?;
+                tracing::info!(ring = %args.election.sharding_ring, %identity, ?key, "sharding: a member of the ring");
                 Coordinator::Sharded(member, handle)
             } else {
                 Coordinator::Elected(LeaderElector::new(lease_client, c)?.with_metrics(&mut registry))
@@ -335,7 +360,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         Coordinator::Elected(e) => Some(e.handle()),
         _ => None,
     };
-    let client = client::build(config, &identity, &rest, fence.as_ref())?;
+    let selector = match &coordinator {
+        Coordinator::Sharded(_, h) => h.selector.clone(),
+        _ => None,
+    };
+    let client = client::build(config, &identity, &rest, fence.as_ref(), selector)?;
     preflight(&client, &scope).await?;
     let events = EventConfig { mode: args.events, ..EventConfig::default() };
     let options = Options { scope, workers: args.workers, resync: args.resync, identity, events };

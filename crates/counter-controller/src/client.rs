@@ -17,6 +17,8 @@ use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
+use election::selector::ShardSelectorLayer;
+
 use crate::metrics::RestClientMetrics;
 
 /// The `User-Agent` of this process's requests.
@@ -83,7 +85,8 @@ pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<(Config, Source
 }
 
 /// Builds a client for `config` that identifies as `identity`, counts its requests into
-/// `metrics`, and, with a `fence`, refuses writes while the fence is closed.
+/// `metrics`, with a `fence` refuses writes while the fence is closed, and with a `selector` adds
+/// it to its lists and watches of ConfigMaps and Deployments (sharding by namespace).
 ///
 /// # Errors
 ///
@@ -93,6 +96,7 @@ pub fn build(
     identity: &str,
     metrics: &RestClientMetrics,
     fence: Option<&election::Fence>,
+    selector: Option<election::selector::SelectorCell>,
 ) -> anyhow::Result<Client> {
     let url = config.cluster_url.clone();
     if let Ok(ua) = HeaderValue::from_str(&user_agent(identity)) {
@@ -101,11 +105,12 @@ pub fn build(
     let host = url.authority().map_or_else(|| url.to_string(), ToString::to_string);
     let builder = ClientBuilder::try_from(config)
         .with_context(|| format!("cannot build a client for {url}"))?
-        .with_layer(&metrics.layer(&host));
-    Ok(match fence {
-        Some(f) => builder.with_layer(&election::FenceLayer::new(f.clone())).build(),
-        None => builder.build(),
-    })
+        .with_layer(&metrics.layer(&host))
+        .with_layer(&tower::util::option_layer(
+            selector.map(|s| ShardSelectorLayer::new(["configmaps", "deployments"], s)),
+        ))
+        .with_layer(&tower::util::option_layer(fence.map(|f| election::FenceLayer::new(f.clone()))));
+    Ok(builder.build())
 }
 
 /// A plain client from a kubeconfig path (or the usual search), for tools and tests.
@@ -115,5 +120,5 @@ pub fn build(
 /// As [`config`] and [`build`].
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
     let (config, _) = config(kubeconfig).await?;
-    build(config, "client", &RestClientMetrics::default(), None)
+    build(config, "client", &RestClientMetrics::default(), None, None)
 }

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use election::Leadership;
+use election::selector::{SelectorCell, shard_selector};
 use election::shard::{Ownership, ShardHandle};
 use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -328,6 +329,9 @@ impl Controller {
         if let Coordination::Sharded(handle) = &how {
             // Before the informers start: until this replica knows its keys, it caches none.
             let first = handle.ownership.borrow().clone();
+            if let Some(cell) = &handle.selector {
+                self.ask_server_to_filter(cell, &first).await;
+            }
             *self.ownership.write() = Some(first);
             self.filter_caches();
         }
@@ -423,7 +427,7 @@ impl Controller {
     /// Installs each new [`Ownership`]: waits for the reconciles in flight under the old one (they
     /// hold it), then reports the member set drained and enqueues the keys it may now work on.
     async fn follow_ownership(self: Arc<Self>, handle: ShardHandle) {
-        let ShardHandle { mut ownership, drained, .. } = handle;
+        let ShardHandle { mut ownership, drained, selector, .. } = handle;
         let me = self.options.identity.clone();
         loop {
             let next = ownership.borrow_and_update().clone();
@@ -437,13 +441,21 @@ impl Controller {
                 self.ownership.write().replace(next.clone())
             };
             let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
+            if let Some(cell) = &selector {
+                // Before the relist, so that its list and watch carry the new share.
+                cell.set(next.cached_ranges().map(|r| shard_selector(&r)));
+            }
             if changed {
                 // The caches hold only keys this replica owns (or owned at the last settled set):
                 // read again with the new filter, and only then report drained, so that by the
                 // time a key may come here its objects are cached.
                 tokio::join!(self.configmaps.relist(), self.deployments.relist());
-                self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
+            } else {
+                // Settled on the same set: the filter only narrowed (to the current share).
+                self.configmaps.refilter();
+                self.deployments.refilter();
             }
+            self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
             drained.send_replace(fingerprint);
             // What the change means for the cached keys: how many are workable here, and moved.
             let (mut mine, mut moved) = (0, 0);
@@ -461,18 +473,53 @@ impl Controller {
         }
     }
 
+    /// Sharding by namespace: asks whether the API server filters lists and watches by
+    /// `shardSelector` (KEP-5866), and sets the selector for `first`. The caches are filtered here
+    /// either way; a server that filters only sends less.
+    async fn ask_server_to_filter(&self, cell: &SelectorCell, first: &Ownership) {
+        let path = match &self.options.scope {
+            Scope::All => "/api/v1/configmaps".to_owned(),
+            Scope::Namespace(ns) => format!("/api/v1/namespaces/{ns}/configmaps"),
+        };
+        let filters = match election::selector::server_filters(&self.client, &path).await {
+            Ok(true) => {
+                tracing::info!(
+                    "the API server filters lists and watches to this replica's share (shardSelector)"
+                );
+                true
+            }
+            Ok(false) => {
+                tracing::info!(
+                    "the API server does not filter by shardSelector (KEP-5866, Kubernetes 1.36+); this replica filters what it receives"
+                );
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot tell whether the API server filters by shardSelector; sending it anyway");
+                false
+            }
+        };
+        self.shard_metrics.server_filters(filters);
+        cell.set(first.cached_ranges().map(|r| shard_selector(&r)));
+    }
+
     /// Makes both caches keep only the keys this replica owns now or at the last settled member set
     /// (sharding; before it knows the ring, none).
     fn filter_caches(&self) {
         let view = Arc::clone(&self.ownership);
-        let keep = move |key: &ObjectKey| {
+        let metrics = self.shard_metrics.clone();
+        let keep = move |key: &ObjectKey, kind: &str| {
             let k = key.to_string();
-            view.read().as_ref().is_none_or(|o| o.owns(&k) || o.owned_when_settled(&k))
+            let kept = view.read().as_ref().is_none_or(|o| o.owns(&k) || o.owned_when_settled(&k));
+            if !kept {
+                metrics.turned_away(kind);
+            }
+            kept
         };
         let keep = Arc::new(keep);
         let k = Arc::clone(&keep);
-        self.configmaps.set_filter(Arc::new(move |cm: &CachedConfigMap| k(&ObjectKey::of(cm))));
-        self.deployments.set_filter(Arc::new(move |d: &CachedDeployment| keep(&owner_key(d))));
+        self.configmaps.set_filter(Arc::new(move |cm: &CachedConfigMap| k(&ObjectKey::of(cm), "ConfigMap")));
+        self.deployments.set_filter(Arc::new(move |d: &CachedDeployment| keep(&owner_key(d), "Deployment")));
     }
 
     /// Enqueues every ConfigMap and every managed Deployment's owner; returns how many keys.

@@ -147,6 +147,8 @@ impl ControllerMetrics {
 pub struct ShardMetrics {
     keys: Family<Labels, Gauge>,
     cached: Family<Labels, Gauge>,
+    turned_away: Family<Labels, Counter>,
+    server_filtered: Gauge,
     members: Gauge,
     handovers: Counter,
     moved: Counter,
@@ -168,6 +170,16 @@ impl ShardMetrics {
             m.cached.clone(),
         );
         registry.register(
+            "counter_controller_shard_filtered_objects",
+            "Objects received from the API server that belong to another replica, dropped by this one's filter (few when the server filters)",
+            m.turned_away.clone(),
+        );
+        registry.register(
+            "counter_controller_shard_server_filtered",
+            "1 when the API server filters lists and watches to this replica's share (KEP-5866 shardSelector)",
+            m.server_filtered.clone(),
+        );
+        registry.register(
             "counter_controller_shard_handovers",
             "Changes of the ring's member set this replica has seen",
             m.handovers.clone(),
@@ -187,6 +199,16 @@ impl ShardMetrics {
                 .get_or_create(&vec![("kind".into(), kind.into())])
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
+    }
+
+    /// Counts an object of `kind` the shard filter turned away.
+    pub fn turned_away(&self, kind: &str) {
+        self.turned_away.get_or_create(&vec![("kind".into(), kind.into())]).inc();
+    }
+
+    /// Records whether the API server filters by shard.
+    pub fn server_filters(&self, yes: bool) {
+        self.server_filtered.set(i64::from(yes));
     }
 
     /// Records a new ownership: `shard` (this replica), how many members, how many keys it may work

@@ -1,7 +1,9 @@
 //! Sharding with real processes: three `counter-controller run --sharding` replicas against one
 //! sandbox (in this process, so its request record shows who wrote what), 3,000 ConfigMaps.
 //! Every key is written by exactly one replica; kill -9 one and its keys move to the others after
-//! its lease, never written by two replicas within a lease of each other.
+//! its lease, never written by two replicas within a lease of each other. Sharded by namespace,
+//! the API server filters each replica's lists and watches (KEP-5866) to the same share the
+//! replica's own filter keeps.
 
 mod common;
 
@@ -9,6 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use common::*;
+use election::ring::{Keying, Ring};
+use election::selector::{SelectorCell, ShardSelectorLayer, shard_selector};
+use k8s_openapi::api::core::v1::ConfigMap;
 use sandbox::resource::find;
 use serde_json::json;
 
@@ -254,4 +259,163 @@ async fn a_joiner_takes_its_share_and_a_woken_replica_writes_nothing_it_no_longe
     eprintln!("joiner wrote {d_keys} keys; the woken replica took back {c_keys}");
     assert!(d_keys >= M / 5, "the joiner took only {d_keys} of {M}");
     assert!(c_keys >= M / 8, "the woken replica took back only {c_keys} of {M}");
+}
+
+/// The `i`th of the namespaces below: team and stage, as real clusters name them (raw FNV-1a,
+/// which the server hashes, spreads names that differ only in a trailing number poorly).
+fn namespace(i: usize) -> String {
+    const TEAMS: [&str; 8] = ["shop", "payments", "search", "auth", "billing", "media", "ads", "maps"];
+    const STAGES: [&str; 6] = ["prod", "staging", "dev", "qa", "canary", "sandbox"];
+    format!("{}-{}", TEAMS[i % TEAMS.len()], STAGES[(i / TEAMS.len()) % STAGES.len()])
+}
+
+/// `count` namespaces (at most 48), and `per` ConfigMaps in each wanting 2 replicas.
+fn seed_namespaces(sb: &sandbox::Sandbox, count: usize, per: usize) -> Vec<String> {
+    let (nss, cms) = (find("", "v1", "namespaces").unwrap(), find("", "v1", "configmaps").unwrap());
+    let names: Vec<String> = (0..count).map(namespace).collect();
+    for ns in &names {
+        let obj = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns } });
+        sb.store().create(nss, "", obj).unwrap();
+        for i in 0..per {
+            let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": { "name": format!("app-{i:03}"), "namespace": ns,
+                              "annotations": { "counter.example.com/desired": "2" } } });
+            sb.store().create(cms, ns, cm).unwrap();
+        }
+    }
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_namespace_the_server_sends_each_member_exactly_its_share() {
+    let sb = sandbox::Sandbox::new();
+    seed_namespaces(&sb, 40, 3);
+    let ring = Ring::with_keying(["r-a", "r-b", "r-c"], Keying::Namespace);
+    let all: Vec<String> = kube::Api::<ConfigMap>::all(sb.client())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|c| {
+            format!("{}/{}", c.metadata.namespace.as_deref().unwrap(), c.metadata.name.as_deref().unwrap())
+        })
+        .collect();
+    let mut seen = 0;
+    for member in ring.members() {
+        // Through the client layer the controller uses, against the sandbox's KEP-5866 lists.
+        let cell = SelectorCell::default();
+        cell.set(Some(shard_selector(&Ring::ranges([&ring], member).unwrap())));
+        let layered = tower::ServiceBuilder::new()
+            .layer(ShardSelectorLayer::new(["configmaps"], cell))
+            .service(sb.service());
+        let api = kube::Api::<ConfigMap>::all(kube::Client::new(layered, "default"));
+        let mut sent: Vec<String> = api
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}/{}",
+                    c.metadata.namespace.as_deref().unwrap(),
+                    c.metadata.name.as_deref().unwrap()
+                )
+            })
+            .collect();
+        let mut kept: Vec<String> =
+            all.iter().filter(|k| ring.owner(k) == Some(member.as_str())).cloned().collect();
+        sent.sort();
+        kept.sort();
+        assert_eq!(sent, kept, "{member}: what the server sends is what the ring gives it");
+        assert!(!kept.is_empty(), "{member} owns some of the 40 namespaces");
+        seen += sent.len();
+    }
+    assert_eq!(seen, all.len(), "the shares cover every object once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assignment() {
+    const NAMESPACES: usize = 30;
+    const PER: usize = 20;
+    for served in [true, false] {
+        let dir = temp_dir(if served { "shard-ns-server" } else { "shard-ns-client" });
+        let config = sandbox::SandboxConfig { sharded_list_watch: served, ..Default::default() };
+        let sb = serve_sandbox_with(&dir, config).await;
+        seed_namespaces(&sb.sandbox, NAMESPACES, PER);
+        let mut args = args();
+        args.retain(|a| a != "--namespace=default");
+        args.extend(
+            ["--all-namespaces", "--leader-elect-resource-namespace=default", "--sharding-key=namespace"]
+                .map(String::from),
+        );
+        let replicas: Vec<Replica> =
+            ["ns-a", "ns-b"].iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args)).collect();
+        let deploys = find("apps", "v1", "deployments").unwrap();
+        eventually_within("every namespace's Deployments", Duration::from_secs(90), || {
+            let list = sb.sandbox.store().list(deploys, None, &Default::default()).unwrap();
+            list["items"].as_array().unwrap().iter().filter(|d| d["spec"]["replicas"] == 2).count()
+                == NAMESPACES * PER
+        });
+        let members = ring_members(&sb.sandbox);
+        let ring = Ring::with_keying(members.clone(), Keying::Namespace);
+        let id_of =
+            |host: &str| members.iter().find(|m| m.starts_with(&format!("{host}_"))).cloned().unwrap();
+        // Every Deployment was written by the ring's owner of its namespace, and only by it.
+        let mut written: HashMap<String, usize> = HashMap::new();
+        for r in sb.sandbox.requests().all() {
+            if r.resource != "deployments" || !r.is_write() || r.code >= 300 {
+                continue;
+            }
+            let who = replicas.iter().find(|p| p.sent(&r.user_agent)).expect("a replica wrote it");
+            let key = format!("{}/{}", r.namespace, r.name);
+            assert_eq!(
+                ring.owner(&key),
+                Some(id_of(&who.hostname).as_str()),
+                "{key} written by {}",
+                who.hostname
+            );
+            *written.entry(who.hostname.clone()).or_default() += 1;
+        }
+        let mut turned_away = 0.0;
+        for r in &replicas {
+            let m = r.metrics();
+            let share = (0..NAMESPACES * PER)
+                .filter(|i| {
+                    let key = format!("{}/app-{:03}", namespace(i / PER), i % PER);
+                    ring.owner(&key) == Some(id_of(&r.hostname).as_str())
+                })
+                .count();
+            // Either way the cache holds exactly the share.
+            for kind in ["ConfigMap", "Deployment"] {
+                let cached =
+                    sample(&m, "counter_controller_shard_cached_objects", &[&format!("kind=\"{kind}\"")]);
+                assert_eq!(
+                    cached,
+                    Some(share as f64),
+                    "{} (server filters: {served}): cached {kind}s",
+                    r.hostname
+                );
+            }
+            assert_eq!(
+                sample(&m, "counter_controller_shard_server_filtered", &[]),
+                Some(f64::from(u8::from(served))),
+                "{}",
+                r.hostname
+            );
+            turned_away +=
+                sample(&m, "counter_controller_shard_filtered_objects_total", &["kind=\"ConfigMap\""])
+                    .unwrap_or(0.0);
+        }
+        let total = (NAMESPACES * PER) as f64;
+        eprintln!(
+            "server filters: {served}; writes per replica {written:?}; ConfigMaps turned away by the replicas: {turned_away}"
+        );
+        if served {
+            assert!(turned_away < total / 4.0, "the server sent other replicas' objects: {turned_away}");
+        } else {
+            assert!(turned_away >= total / 2.0, "each replica received everything: {turned_away}");
+        }
+    }
 }

@@ -18,6 +18,7 @@
 //! | [`fence`] | [`Fence`] and the [`FenceLayer`] for a `kube::Client` |
 //! | [`metrics`] | `leader_election_master_status` and `leader_election_slowpath_total` |
 //! | [`ring`] | which member of a ring of replicas owns a key (rendezvous hashing), for sharding |
+//! | [`selector`] | KEP-5866 `shardSelector` on list and watch, so the API server filters a member's share |
 //! | [`shard`] | shard Leases as ring membership, the drain handshake, [`shard::Ownership`] per key |
 
 pub mod config;
@@ -26,6 +27,7 @@ pub mod elector;
 pub mod fence;
 pub mod metrics;
 pub mod ring;
+pub mod selector;
 pub mod shard;
 
 pub use config::{ConfigError, ElectionConfig, LeaseRef, hostname, new_identity};

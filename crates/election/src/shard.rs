@@ -40,7 +40,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ElectionConfig;
 use crate::decide::Record;
 use crate::fence::Fence;
-use crate::ring::Ring;
+use crate::ring::{Keying, Ring};
+use crate::selector::SelectorCell;
 
 /// The label naming a shard Lease's ring.
 pub const RING_LABEL: &str = "sharding.counter.example.com/ring";
@@ -64,10 +65,10 @@ impl Ownership {
         Self { me: me.to_owned(), current, settled }
     }
 
-    /// Nothing owned (not a member yet, or the Lease lapsed).
+    /// Nothing owned (not a member yet, or the Lease lapsed), in a ring keyed by `keying`.
     #[must_use]
-    pub fn none(me: &str) -> Self {
-        Self::new(me, Ring::default(), None)
+    pub fn none(me: &str, keying: Keying) -> Self {
+        Self::new(me, Ring::with_keying(Vec::<String>::new(), keying), None)
     }
 
     /// The current member set.
@@ -92,6 +93,13 @@ impl Ownership {
     #[must_use]
     pub fn owned_when_settled(&self, key: &str) -> bool {
         self.settled.as_ref().is_some_and(|s| s.owner(key) == Some(self.me.as_str()))
+    }
+
+    /// With [`Keying::Namespace`], the namespace-hash ranges whose objects this replica keeps: owned
+    /// now or at the last settled set (what its caches hold); `None` with [`Keying::Name`].
+    #[must_use]
+    pub fn cached_ranges(&self) -> Option<Vec<(u64, u128)>> {
+        Ring::ranges(std::iter::once(&self.current).chain(self.settled.as_ref()), &self.me)
     }
 
     /// Whether this replica may work on `key` now: it owns it under the current set, and either the
@@ -129,6 +137,7 @@ pub struct ShardMember {
     api: Api<Lease>,
     config: ElectionConfig,
     ring: String,
+    keying: Keying,
     fence: Fence,
     ownership: watch::Sender<Ownership>,
     drained: watch::Receiver<u64>,
@@ -145,10 +154,15 @@ pub struct ShardHandle {
     pub ownership: watch::Receiver<Ownership>,
     /// Where the controller reports the member set (fingerprint) it has drained for.
     pub drained: watch::Sender<u64>,
+    /// With [`Keying::Namespace`], the `shardSelector` for the controller's lists and watches
+    /// (the controller sets it from each new ownership before it relists; a client built with a
+    /// [`ShardSelectorLayer`](crate::selector::ShardSelectorLayer) sends it); `None` otherwise.
+    pub selector: Option<SelectorCell>,
 }
 
 impl ShardMember {
-    /// A member of `ring` (Leases in `config.lease.namespace`; `config.lease.name` is ignored).
+    /// A member of `ring` (Leases in `config.lease.namespace`; `config.lease.name` is ignored)
+    /// whose keys are hashed as `keying` says (every member of a ring must use the same).
     ///
     /// # Errors
     ///
@@ -156,17 +170,19 @@ impl ShardMember {
     pub fn new(
         client: Client,
         ring: &str,
+        keying: Keying,
         config: ElectionConfig,
     ) -> Result<(Self, ShardHandle), crate::ConfigError> {
         config.validate()?;
         let name = lease_name(ring, &config.identity);
         let fence =
             Fence::new(&format!("shard Lease {}/{name}", config.lease.namespace), config.renew_deadline);
-        let (ownership, ownership_rx) = watch::channel(Ownership::none(&config.identity));
+        let (ownership, ownership_rx) = watch::channel(Ownership::none(&config.identity, keying));
         let (drained_tx, drained) = watch::channel(0);
         let member = Self {
             api: Api::namespaced(client, &config.lease.namespace),
             ring: ring.to_owned(),
+            keying,
             fence: fence.clone(),
             ownership,
             drained,
@@ -175,7 +191,8 @@ impl ShardMember {
             settled: None,
             config,
         };
-        Ok((member, ShardHandle { fence, ownership: ownership_rx, drained: drained_tx }))
+        let selector = (keying == Keying::Namespace).then(SelectorCell::default);
+        Ok((member, ShardHandle { fence, ownership: ownership_rx, drained: drained_tx, selector }))
     }
 
     /// Renews and reads every retry period until `stop`; then deletes its own Lease (a clean leave,
@@ -189,7 +206,7 @@ impl ShardMember {
             }
         }
         self.fence.revoke();
-        self.ownership.send_replace(Ownership::none(&self.config.identity));
+        self.ownership.send_replace(Ownership::none(&self.config.identity, self.keying));
         let name = lease_name(&self.ring, &self.config.identity);
         if let Err(e) = self.api.delete(&name, &Default::default()).await {
             tracing::warn!(lease = %name, error = %e, "could not delete the shard Lease; it expires by itself");
@@ -202,8 +219,8 @@ impl ShardMember {
             // the view may be stale. Own nothing, and renew — reopen the fence — only once the
             // controller has installed that (its reconciles under the old view are over).
             self.settled = None;
-            self.ownership.send_replace(Ownership::none(&self.config.identity));
-            let nothing = Ring::default().fingerprint();
+            self.ownership.send_replace(Ownership::none(&self.config.identity, self.keying));
+            let nothing = Ring::with_keying(Vec::<String>::new(), self.keying).fingerprint();
             let installed =
                 tokio::time::timeout(self.config.retry_period, self.drained.wait_for(|d| *d == nothing));
             if !matches!(installed.await, Ok(Ok(_))) {
@@ -291,7 +308,7 @@ impl ShardMember {
                 live.push(holder);
             }
         }
-        let ring = Ring::new(live);
+        let ring = Ring::with_keying(live, self.keying);
         let fp = ring.fingerprint();
         if !ring.is_empty() && drained.values().all(|d| *d == Some(fp)) {
             self.settled = Some(ring.clone());
@@ -299,7 +316,7 @@ impl ShardMember {
         let next = if self.fence.is_held() {
             Ownership::new(&self.config.identity, ring, self.settled.clone())
         } else {
-            Ownership::none(&self.config.identity)
+            Ownership::none(&self.config.identity, self.keying)
         };
         self.ownership.send_if_modified(|o| (*o != next).then(|| *o = next).is_some());
     }
@@ -348,6 +365,7 @@ mod tests {
         // Settled: the joiner works its share.
         let d = Ownership::new("d", new.clone(), Some(new.clone()));
         assert!((0..2000).any(|i| d.may_work(&format!("default/cm-{i}"))));
-        assert!(!Ownership::none("a").may_work("default/cm-1"));
+        assert!(!Ownership::none("a", Keying::Name).may_work("default/cm-1"));
+        assert_eq!(Ownership::none("a", Keying::Namespace).cached_ranges(), Some(vec![]), "nothing to list");
     }
 }

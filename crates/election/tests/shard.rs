@@ -25,7 +25,7 @@ fn member(sb: &Sandbox, name: &str) -> Member {
         retry_period: Duration::from_millis(150),
         ..ElectionConfig::new("default", "unused", name)
     };
-    let (m, handle) = ShardMember::new(sb.client(), "ring", config).unwrap();
+    let (m, handle) = ShardMember::new(sb.client(), "ring", election::ring::Keying::Name, config).unwrap();
     let stop = CancellationToken::new();
     let task = tokio::spawn(m.run(stop.clone()));
     // The controller's part, with nothing in flight: drained for each set as soon as it is seen.

@@ -212,6 +212,26 @@ impl<K: Watchable> Informer<K> {
         let _ = done.wait_for(|n| *n >= ticket).await;
     }
 
+    /// Drops the cached objects the filter now rejects, each reported deleted (a tombstone) as a
+    /// relist would, without asking the server: enough when the filter only narrowed.
+    pub fn refilter(&self) {
+        let handlers = self.inner.handlers.lock();
+        let gone: Vec<Deleted<K>> = {
+            let mut cache = self.inner.cache.write();
+            let rejected: Vec<ObjectKey> =
+                cache.objects.iter().filter(|(_, o)| !self.accepted(o)).map(|(k, _)| k.clone()).collect();
+            rejected
+                .into_iter()
+                .filter_map(|key| cache.remove(&key).map(|last| Deleted::FinalStateUnknown { key, last }))
+                .collect()
+        };
+        for d in &gone {
+            for h in handlers.iter() {
+                h.on_delete(d);
+            }
+        }
+    }
+
     fn transformed(&self, obj: K) -> K {
         match self.inner.transform.read().as_ref() {
             Some(t) => t(obj),

@@ -249,5 +249,15 @@ async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
         "{events:?}"
     );
     assert!(events.iter().any(|l| l == "delete default/a1 tombstone"), "{events:?}");
+    // A filter that only narrowed: refilter drops what it now rejects, with no request.
+    api.create(&PostParams::default(), &cm("b3", json!({}))).await.unwrap();
+    log.wait_for("add default/b3 live").await;
+    log.take();
+    *prefix.write() = "b3".into();
+    let requests = sb.requests().all().len();
+    informer.refilter();
+    assert_eq!(names(&lister), ["b3"]);
+    assert_eq!(log.take(), ["delete default/b2 tombstone"]);
+    assert_eq!(sb.requests().all().len(), requests, "refilter asks the server nothing");
     task.abort();
 }

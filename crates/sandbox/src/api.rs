@@ -309,6 +309,9 @@ where
 {
     let t = parse_target(path)?;
     let mut q = parse_query(parts.uri.query(), t.def)?;
+    if !shared.sharded_list_watch {
+        q.list.shard = None;
+    }
     q.as_table = parts
         .headers
         .get(header::ACCEPT)

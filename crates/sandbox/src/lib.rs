@@ -88,6 +88,9 @@ pub struct SandboxConfig {
     pub rollout: Rollout,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Serve KEP-5866's sharded list and watch (`shardSelector`); `false` answers as a server
+    /// without it does: the parameter is ignored and everything is sent, with no `shardInfo`.
+    pub sharded_list_watch: bool,
 }
 
 impl Default for SandboxConfig {
@@ -96,6 +99,7 @@ impl Default for SandboxConfig {
             store: StoreConfig::default(),
             rollout: Rollout::Paced(Duration::from_millis(300)),
             bookmark_interval: Duration::from_secs(1),
+            sharded_list_watch: true,
         }
     }
 }
@@ -109,6 +113,7 @@ pub struct Shared {
     /// The request log.
     pub requests: Requests,
     bookmark_interval: Duration,
+    sharded_list_watch: bool,
 }
 
 /// An in-memory Kubernetes API server.
@@ -156,6 +161,7 @@ impl Sandbox {
             faults: Faults::default(),
             requests: Requests::default(),
             bookmark_interval: config.bookmark_interval,
+            sharded_list_watch: config.sharded_list_watch,
         });
         tokio::spawn(rollout_loop(Arc::downgrade(&shared), config.rollout));
         Self { shared }

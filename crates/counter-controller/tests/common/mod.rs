@@ -122,9 +122,14 @@ impl Drop for ServedSandbox {
 }
 
 pub async fn serve_sandbox(dir: &Path) -> ServedSandbox {
+    serve_sandbox_with(dir, sandbox::SandboxConfig::default()).await
+}
+
+/// As [`serve_sandbox`], with `config` (its rollout made instant).
+pub async fn serve_sandbox_with(dir: &Path, config: sandbox::SandboxConfig) -> ServedSandbox {
     let sandbox = sandbox::Sandbox::with_config(sandbox::SandboxConfig {
         rollout: sandbox::Rollout::Instant,
-        ..sandbox::SandboxConfig::default()
+        ..config
     });
     let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
     let kubeconfig = dir.join("sandbox.kubeconfig");
