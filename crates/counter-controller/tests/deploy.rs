@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -85,17 +86,9 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
         c.readiness_probe.as_ref().unwrap().http_get.as_ref().unwrap().path.as_deref(),
         Some("/readyz")
     );
-    let mut args: Vec<String> = c.args.clone().unwrap();
-    assert!(
-        args.contains(&"--metrics-addr=:8080".to_owned()) && args.contains(&"--leader-elect=true".to_owned())
-    );
-    // Each "pod" gets its own port on this one machine.
-    args.retain(|a| !a.starts_with("--metrics-addr"));
-    let replicas = d.spec.replicas.unwrap();
-    assert_eq!(replicas, 2);
-    let pods: Vec<Replica> = (0..replicas)
-        .map(|i| Replica::start(&dir, &kc, &format!("counter-controller-7d9f-{i}"), &args))
-        .collect();
+    assert!(c.args.as_ref().unwrap().contains(&"--leader-elect=true".to_owned()));
+    let mut pods = start_pods(&d, &dir, &kc);
+    assert_eq!(pods.len(), 2);
 
     // One leads; both become ready (a follower's caches are warm) and live.
     let leases: Api<Lease> = Api::namespaced(client.clone(), "counter-controller");
@@ -128,24 +121,7 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
         assert_eq!(http_get(p.metrics, "/healthz").0, 200);
     }
 
-    // The work: create, scale, an invalid value (a Warning, repeated), delete.
-    kubectl_ok(&kubectl, &kc, &["apply", "-f", "examples/cm-web.yaml"]);
-    let replicas_of =
-        || kubectl_run(&kubectl, &kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).1;
-    eventually("created with 3", || replicas_of() == "3");
-    kubectl_ok(&kubectl, &kc, &["annotate", "cm", "web", "counter.example.com/desired=abc", "--overwrite"]);
-    eventually("the Warning repeats (an Event patch)", || {
-        sb.sandbox.requests().all().iter().any(|r| r.resource == "events" && r.verb == "patch")
-    });
-    let described = kubectl_ok(&kubectl, &kc, &["describe", "cm", "web"]);
-    assert!(described.contains("InvalidAnnotation") && described.contains("Created"), "{described}");
-    kubectl_ok(&kubectl, &kc, &["annotate", "cm", "web", "counter.example.com/desired=4", "--overwrite"]);
-    eventually("scaled to 4", || replicas_of() == "4");
-    // Orphaned, so the controller (not the garbage collector, which may win the race) deletes it.
-    kubectl_ok(&kubectl, &kc, &["delete", "cm", "web", "--cascade=orphan"]);
-    eventually("deleted", || !kubectl_run(&kubectl, &kc, &["get", "deploy", "web"]).0);
-    let warnings = kubectl_ok(&kubectl, &kc, &["get", "events", "--field-selector", "type=Warning"]);
-    assert!(warnings.contains("InvalidAnnotation") && !warnings.contains("Scaled"), "{warnings}");
+    exercise(&kubectl, &kc, &sb.sandbox);
 
     // Metrics a Prometheus scrape of the leader finds, with plausible values.
     eventually("a renew (PUT of the Lease) is counted", || {
@@ -172,15 +148,74 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
     let follower = pods.iter().find(|p| p.hostname != leader.hostname).unwrap();
     assert_eq!(sample(&follower.metrics(), "leader_election_master_status", &[]), Some(0.0));
 
-    // Least privilege, both ways: what the replicas did == what the Roles grant.
+    // Shut down as the kubelet does; then least privilege, both ways.
+    stop_pods(&mut pods);
+    assert_rights_are_exactly_the_used_ones(&sb.sandbox, &pods).await;
+    let out = kubectl_ok(&kubectl, &kc, &["delete", "-k", "deploy/"]);
+    assert!(out.contains("namespace \"counter-controller\" deleted"), "{out}");
+    let (ok, _, err) = kubectl_run(&kubectl, &kc, &["get", "role", "-n", "default", "counter-controller"]);
+    assert!(!ok && err.contains("NotFound"), "{err}");
+}
+
+/// Plays the kubelet: the Deployment's replicas as processes with its container's arguments, each
+/// with its own metrics port on this one machine.
+fn start_pods(d: &Deployment, dir: &Path, kubeconfig: &Path) -> Vec<Replica> {
+    let spec = &d.spec;
+    let mut args: Vec<String> = spec.template.spec.as_ref().unwrap().containers[0].args.clone().unwrap();
+    assert!(args.contains(&"--metrics-addr=:8080".to_owned()), "{args:?}");
+    args.retain(|a| !a.starts_with("--metrics-addr"));
+    (0..spec.replicas.unwrap())
+        .map(|i| Replica::start(dir, kubeconfig, &format!("counter-controller-7d9f-{i}"), &args))
+        .collect()
+}
+
+/// The work every layout must do with its rights: create, scale, an invalid value (a Warning,
+/// repeated: an Event patch), delete.
+fn exercise(kubectl: &Path, kc: &Path, sb: &sandbox::Sandbox) {
+    kubectl_ok(kubectl, kc, &["apply", "-f", "examples/cm-web.yaml"]);
+    let replicas_of =
+        || kubectl_run(kubectl, kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).1;
+    eventually("created with 3", || replicas_of() == "3");
+    kubectl_ok(kubectl, kc, &["annotate", "cm", "web", "counter.example.com/desired=abc", "--overwrite"]);
+    eventually("the Warning repeats (an Event patch)", || {
+        sb.requests().all().iter().any(|r| r.resource == "events" && r.verb == "patch")
+    });
+    let described = kubectl_ok(kubectl, kc, &["describe", "cm", "web"]);
+    assert!(described.contains("InvalidAnnotation") && described.contains("Created"), "{described}");
+    kubectl_ok(kubectl, kc, &["annotate", "cm", "web", "counter.example.com/desired=4", "--overwrite"]);
+    eventually("scaled to 4", || replicas_of() == "4");
+    // Orphaned, so the controller (not the garbage collector, which may win the race) deletes it.
+    kubectl_ok(kubectl, kc, &["delete", "cm", "web", "--cascade=orphan"]);
+    eventually("deleted", || !kubectl_run(kubectl, kc, &["get", "deploy", "web"]).0);
+    let warnings = kubectl_ok(kubectl, kc, &["get", "events", "--field-selector", "type=Warning"]);
+    assert!(warnings.contains("InvalidAnnotation") && !warnings.contains("Scaled"), "{warnings}");
+}
+
+/// SIGTERM to every pod, as the kubelet stops them; each exits 0.
+fn stop_pods(pods: &mut [Replica]) {
+    let started = Instant::now();
+    for p in pods.iter() {
+        p.signal("TERM");
+    }
+    for p in pods.iter_mut() {
+        let status = p.wait_exit(Duration::from_secs(10));
+        assert!(status.success(), "{}: {status}\n{}", p.hostname, p.log());
+    }
+    eprintln!("{} replicas exited {:?} after SIGTERM", pods.len(), started.elapsed());
+}
+
+/// Least privilege, both ways: the (namespace, group, resource, verb) the pods used == what the
+/// Roles grant (and nothing is granted cluster-wide).
+async fn assert_rights_are_exactly_the_used_ones(sb: &sandbox::Sandbox, pods: &[Replica]) {
     let mut used = BTreeSet::new();
-    for r in sb.sandbox.requests().all().iter().filter(|r| pods.iter().any(|p| p.sent(&r.user_agent))) {
+    for r in sb.requests().all().iter().filter(|r| pods.iter().any(|p| p.sent(&r.user_agent))) {
         assert!(!r.resource.is_empty(), "a non-resource request: {r:?}");
         assert!(r.subresource.is_empty(), "a subresource request: {r:?}");
         // A namespace's own object is authorized in that namespace (as RBAC's request info does).
         let ns = if r.resource == "namespaces" { r.name.clone() } else { r.namespace.clone() };
         used.insert((ns, r.group.clone(), r.resource.clone(), r.verb.clone()));
     }
+    let client = sb.client();
     let mut granted = BTreeSet::new();
     for role in Api::<Role>::all(client.clone()).list(&ListParams::default()).await.unwrap() {
         granted.extend(rights_of(
@@ -188,29 +223,14 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
             role.metadata.namespace.as_deref().unwrap(),
         ));
     }
-    let cluster_roles = Api::<ClusterRole>::all(client.clone()).list(&ListParams::default()).await.unwrap();
-    assert!(cluster_roles.items.is_empty(), "the base grants nothing cluster-wide");
+    let cluster_roles = Api::<ClusterRole>::all(client).list(&ListParams::default()).await.unwrap();
+    assert!(cluster_roles.items.is_empty(), "nothing is granted cluster-wide");
     let missing: Vec<_> = used.difference(&granted).collect();
     let unused: Vec<_> = granted.difference(&used).collect();
     assert!(
         missing.is_empty() && unused.is_empty(),
         "used but not granted: {missing:?}\ngranted but unused: {unused:?}"
     );
-
-    // Shut down as the kubelet does, then remove everything.
-    let started = Instant::now();
-    for p in &pods {
-        p.signal("TERM");
-    }
-    for mut p in pods {
-        let status = p.wait_exit(Duration::from_secs(10));
-        assert!(status.success(), "{}: {status}\n{}", p.hostname, p.log());
-    }
-    eprintln!("both replicas exited {:?} after SIGTERM", started.elapsed());
-    let out = kubectl_ok(&kubectl, &kc, &["delete", "-k", "deploy/"]);
-    assert!(out.contains("namespace \"counter-controller\" deleted"), "{out}");
-    let (ok, _, err) = kubectl_run(&kubectl, &kc, &["get", "role", "-n", "default", "counter-controller"]);
-    assert!(!ok && err.contains("NotFound"), "{err}");
 }
 
 #[test]
@@ -239,25 +259,51 @@ fn the_all_namespaces_overlay_swaps_the_role_for_a_cluster_role() {
     assert!(!out.contains("--leader-elect-resource-namespace"), "the Lease defaults to the pod's namespace");
 }
 
-#[test]
-fn the_sharded_overlay_runs_three_active_replicas_with_shard_lease_rights() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_k_sharded_runs_three_active_replicas_with_exactly_the_rights_they_use() {
     let Some(kubectl) = kubectl() else { return };
-    let (ok, out, err) =
-        kubectl_run(&kubectl, std::path::Path::new("/dev/null"), &["kustomize", "deploy/sharded"]);
-    assert!(ok, "{err}");
-    assert!(out.contains("replicas: 3") && out.contains("- --sharding=true"), "{out}");
-    assert!(!out.contains("--leader-elect=true"), "sharding, not leader election");
-    let leases = out
-        .split("\n---\n")
-        .find(|d| d.contains("name: counter-controller-leader-election\n") && d.contains("kind: Role\n"))
+    let dir = temp_dir("deploy-sharded");
+    let sb = serve_sandbox(&dir).await;
+    let kc = sb.kubeconfig.clone();
+    let out = kubectl_ok(&kubectl, &kc, &["apply", "-k", "deploy/sharded"]);
+    assert!(out.contains("deployment.apps/counter-controller created"), "{out}");
+    let d = Api::<Deployment>::namespaced(sb.sandbox.client(), "counter-controller")
+        .get("counter-controller")
+        .await
         .unwrap();
-    for verb in ["get", "list", "create", "update", "delete"] {
-        assert!(leases.lines().any(|l| l.trim() == format!("- {verb}")), "leases {verb} in {leases}");
+    let args = d.spec.template.spec.as_ref().unwrap().containers[0].args.clone().unwrap();
+    assert!(
+        args.contains(&"--sharding=true".to_owned())
+            && !args.iter().any(|a| a.starts_with("--leader-elect="))
+    );
+    let mut pods = start_pods(&d, &dir, &kc);
+    assert_eq!(pods.len(), 3);
+    // All three are members, ready, and each holds its own shard Lease.
+    for p in &pods {
+        eventually("a member of a ring of three", || {
+            sample(&p.metrics(), "counter_controller_shard_members", &[]) == Some(3.0)
+        });
+        eventually("ready", || http_get(p.metrics, "/readyz").0 == 200);
     }
-    // The binary accepts the overlay's arguments.
-    let status = std::process::Command::new(BIN)
-        .args(["run", "--sharding=true", "--leader-elect-resource-namespace=counter-controller", "--help"])
-        .output()
-        .unwrap();
-    assert!(status.status.success());
+    let leases = kubectl_ok(
+        &kubectl,
+        &kc,
+        &[
+            "get",
+            "lease",
+            "-n",
+            "counter-controller",
+            "-l",
+            "sharding.counter.example.com/ring=counter-controller",
+            "-o",
+            "name",
+        ],
+    );
+    assert_eq!(leases.lines().count(), 3, "{leases}");
+    exercise(&kubectl, &kc, &sb.sandbox);
+    // A clean stop deletes each shard Lease (the right to delete is used, and the ring shrinks at once).
+    stop_pods(&mut pods);
+    let leases = kubectl_ok(&kubectl, &kc, &["get", "lease", "-n", "counter-controller", "-o", "name"]);
+    assert!(leases.trim().is_empty(), "{leases}");
+    assert_rights_are_exactly_the_used_ones(&sb.sandbox, &pods).await;
 }
