@@ -7,11 +7,16 @@
 //! * `seed` (`CONVERGENCE_MODE=seed`): this controller's cache reads against the seed's
 //!   GET-per-reconcile, both in-process. See `seed.rs`.
 //!
-//! `CONVERGENCE_MODE=all` runs both.
+//! * `sharding` (`CONVERGENCE_MODE=sharding`): 1 to 4 `--sharding` replicas, each its own
+//!   process, against one sandbox; per-replica memory and work, and what a change of the member set
+//!   costs. See `sharding.rs`.
+//!
+//! `CONVERGENCE_MODE=all` runs the first two.
 
 mod feed;
 mod process;
 mod seed;
+mod sharding;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -23,5 +28,8 @@ fn main() {
     }
     if matches!(mode.as_str(), "seed" | "all") {
         seed::main();
+    }
+    if mode == "sharding" {
+        sharding::main();
     }
 }

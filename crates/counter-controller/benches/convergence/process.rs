@@ -35,12 +35,12 @@ use sandbox::resource::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
-const ANNOTATION: &str = "counter.example.com/desired";
-const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
+pub const ANNOTATION: &str = "counter.example.com/desired";
+pub const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
 /// Concurrency of the bulk client making the changes.
-const BULK: usize = 16;
+pub const BULK: usize = 16;
 
-fn name(i: usize) -> String {
+pub fn name(i: usize) -> String {
     format!("shop-{i:05}")
 }
 
@@ -76,7 +76,7 @@ fn realistic_configmap(i: usize) -> Value {
     })
 }
 
-fn sandbox_with(n: usize) -> Sandbox {
+pub fn sandbox_with(n: usize) -> Sandbox {
     // One pod per 100 ms: every rolling Deployment gets a status write per tick, as from the
     // cluster's Deployment controller.
     let sb = Sandbox::with_config(SandboxConfig {
@@ -91,7 +91,7 @@ fn sandbox_with(n: usize) -> Sandbox {
 }
 
 /// User + system CPU seconds of process `pid` ("self" for this one) so far.
-fn cpu_seconds(pid: &str) -> f64 {
+pub fn cpu_seconds(pid: &str) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
     let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
@@ -100,7 +100,7 @@ fn cpu_seconds(pid: &str) -> f64 {
 }
 
 /// Runs `f(0..n)`, `concurrency` at a time; how long it took.
-async fn each<F, Fut>(n: usize, concurrency: usize, f: F) -> Duration
+pub async fn each<F, Fut>(n: usize, concurrency: usize, f: F) -> Duration
 where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -110,7 +110,7 @@ where
     start.elapsed()
 }
 
-fn vm_hwm_mib(pid: u32) -> f64 {
+pub fn vm_hwm_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
