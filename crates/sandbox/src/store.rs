@@ -507,6 +507,14 @@ impl Store {
         })
     }
 
+    /// The stored objects of `def` (in `ns`, or all namespaces) as they are, shared, with the
+    /// resourceVersion they were read at: no copies, for harnesses that follow the store.
+    #[must_use]
+    pub fn snapshot(&self, def: &ResourceDef, ns: Option<&str>) -> (u64, Vec<Arc<Value>>) {
+        let st = self.state.lock();
+        (st.rv, st.list_items(def, ns, &ListQuery::default()))
+    }
+
     /// LIST, in one namespace or (with `None`) across all, with selectors and pagination.
     ///
     /// # Errors

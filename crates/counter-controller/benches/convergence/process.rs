@@ -245,7 +245,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         }
     })
     .await;
-    let t3 = view.until(&sb, limit, |m| m.is_empty()).await;
+    let t3 = view.until(&sb, limit, |d| d.len() == 0).await;
     phases.push(Phase { name: "delete", took: t3 - t2, counts: Counts::default(), converged_at: t3 });
 
     // Let trailing Events land before counting, then stop the process.
