@@ -133,6 +133,17 @@ async fn annotate_all(cms: &Api<ConfigMap>, n: usize, value: &str) {
     .await;
 }
 
+/// Waits until every replica has logged a settled set of `members` members since `since`.
+async fn wait_settled(replicas: &[&Replica], members: u64, since: jiff::Timestamp) {
+    let deadline = Instant::now() + LIMIT;
+    let settled =
+        |r: &&Replica| r.ownership_log().iter().any(|(at, m, s)| *at >= since && *m == members && *s);
+    while !replicas.iter().all(settled) {
+        assert!(Instant::now() < deadline, "the replicas never settled on {members} members");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// From the first replica that saw `members` members to the last one that saw them settled.
 fn handover_window(
     replicas: &[&Replica],
@@ -225,7 +236,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
         wait_members(&sb, 4).await;
         let four = Ring::new(members(&sb));
         let all: Vec<&Replica> = replicas.iter().collect();
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        wait_settled(&all, 4, since).await;
         let (seen, settled) = handover_window(&all, 4, since);
         let t = Instant::now();
         annotate_all(&cms, n, "6").await;
@@ -244,20 +255,9 @@ async fn run(n: usize, size: usize, lease: &[String]) {
         let killed_at = jiff::Timestamp::now();
         Command::new("kill").args(["-KILL", &victim.child.id().to_string()]).status().unwrap();
         drop(victim);
-        let deadline = Instant::now() + LIMIT;
-        while Ring::new(members(&sb)).members().len() == 4 {
-            // The dead member's Lease stays until it expires; wait until the survivors settled.
-            let all: Vec<&Replica> = replicas.iter().collect();
-            if all
-                .iter()
-                .all(|r| r.ownership_log().iter().any(|(at, m, s)| *at >= killed_at && *m == 3 && *s))
-            {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the survivors never settled without the dead replica");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        // The dead member's Lease stays until it expires; wait until the survivors settled.
         let all: Vec<&Replica> = replicas.iter().collect();
+        wait_settled(&all, 3, killed_at).await;
         let (_, settled) = handover_window(&all, 3, killed_at);
         let survivors: Vec<String> = four
             .members()
