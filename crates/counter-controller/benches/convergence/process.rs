@@ -128,6 +128,7 @@ struct Counts {
     other: usize,
     last_event_at: Option<Instant>,
     last_deployment_write_at: Option<Instant>,
+    first_deployment_write_at: Option<Instant>,
 }
 
 impl Counts {
@@ -155,6 +156,7 @@ fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
             ("deployments", true) => {
                 c.deployment_writes += 1;
                 c.last_deployment_write_at = Some(r.at);
+                c.first_deployment_write_at.get_or_insert(r.at);
             }
             _ => c.other += 1,
         }
@@ -175,6 +177,8 @@ struct ControllerRun {
     exit: Duration,
     peak_rss_mib: f64,
     log_lines: usize,
+    /// From the start of the process to its first Deployment write.
+    startup: Duration,
     /// CPU seconds of the controller process and of this one (the sandbox) during the phases.
     cpu: (f64, f64),
 }
@@ -266,8 +270,9 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         .last_deployment_write_at
         .map_or(Duration::ZERO, |t| t.saturating_duration_since(last_change));
     let log_lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
+    let startup = phases[0].counts.first_deployment_write_at.map_or(Duration::ZERO, |t| t - t0);
     server.shutdown();
-    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines, cpu }
+    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines, startup, cpu }
 }
 
 /// The same writes, straight through a client over HTTPS, `workers` at a time.
@@ -358,7 +363,8 @@ pub fn main() {
             );
         }
         println!(
-            "lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
+            "start to first Deployment write: {:.3}s; lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
+            c.startup.as_secs_f64(),
             c.lag.as_secs_f64(),
             c.exit.as_secs_f64(),
             c.peak_rss_mib,
