@@ -9,7 +9,8 @@
 //! * `--keys K`: distinct keys (`ns-<i % 100>/cm-<i>`), built before the clock starts;
 //! * `--rounds R`: the producer adds every key R times, in order;
 //! * `--dups D`: each add is repeated D times in a row (merged by the queue);
-//! * `--workers W`: concurrent workers (tokio tasks on a runtime with one thread per core).
+//! * `--workers W`: concurrent workers (tokio tasks on a runtime with one thread per core); the
+//!   producer is a task too, as a controller's informer is.
 //!
 //! One summary line per implementation: keys processed, wall time, and items/s, where items are
 //! the producer's adds (K × R × D), the unit client-go's benchmark reports. The queue is the
@@ -50,7 +51,7 @@ fn keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("ns-{}/cm-{i:07}", i % 100)).collect()
 }
 
-async fn run_queue(a: &Args, keys: &[String]) -> (u64, Duration) {
+async fn run_queue(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
     let q: RateLimitingQueue<String> = RateLimitingQueue::new(default_controller_rate_limiter());
     let processed = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -68,14 +69,21 @@ async fn run_queue(a: &Args, keys: &[String]) -> (u64, Duration) {
             })
         })
         .collect();
-    for _ in 0..a.rounds {
-        for k in keys {
-            for _ in 0..a.dups {
-                q.add(k.clone());
+    // The producer is a task, as an informer's event handler is.
+    let producer = tokio::spawn({
+        let (q, keys, rounds, dups) = (q.clone(), Arc::clone(keys), a.rounds, a.dups);
+        async move {
+            for _ in 0..rounds {
+                for k in keys.iter() {
+                    for _ in 0..dups {
+                        q.add(k.clone());
+                    }
+                }
+                tokio::task::yield_now().await;
             }
         }
-        tokio::task::yield_now().await;
-    }
+    });
+    producer.await.unwrap();
     q.shut_down_with_drain().await;
     for w in workers {
         w.await.unwrap();
@@ -83,7 +91,7 @@ async fn run_queue(a: &Args, keys: &[String]) -> (u64, Duration) {
     (processed.load(Ordering::Relaxed), start.elapsed())
 }
 
-async fn run_channel(a: &Args, keys: &[String]) -> (u64, Duration) {
+async fn run_channel(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
     let processed = Arc::new(AtomicU64::new(0));
@@ -103,15 +111,20 @@ async fn run_channel(a: &Args, keys: &[String]) -> (u64, Duration) {
             })
         })
         .collect();
-    for _ in 0..a.rounds {
-        for k in keys {
-            for _ in 0..a.dups {
-                tx.send(k.clone()).unwrap();
+    let producer = tokio::spawn({
+        let (keys, rounds, dups) = (Arc::clone(keys), a.rounds, a.dups);
+        async move {
+            for _ in 0..rounds {
+                for k in keys.iter() {
+                    for _ in 0..dups {
+                        tx.send(k.clone()).unwrap();
+                    }
+                }
+                tokio::task::yield_now().await;
             }
         }
-        tokio::task::yield_now().await;
-    }
-    drop(tx);
+    });
+    producer.await.unwrap();
     for w in workers {
         w.await.unwrap();
     }
@@ -121,7 +134,7 @@ async fn run_channel(a: &Args, keys: &[String]) -> (u64, Duration) {
 #[tokio::main]
 async fn main() {
     let a = parse();
-    let keys = keys(a.keys);
+    let keys: Arc<[String]> = keys(a.keys).into();
     let adds = (a.keys * a.rounds * a.dups) as f64;
     println!("workers {} keys {} rounds {} dups {} ({} adds)", a.workers, a.keys, a.rounds, a.dups, adds);
     let (qn, qt) = run_queue(&a, &keys).await;

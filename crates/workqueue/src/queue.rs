@@ -11,9 +11,11 @@
 //! | [`get`](Queue::get) | pops the head, marks it processing and not dirty, returns an [`Item`] guard |
 //! | dropping the [`Item`] | clears processing; if the key became dirty meanwhile, it is pushed again |
 //!
-//! A single table holds the key and both flags, and each key travels with its hash (in the FIFO and
-//! in the [`Item`]): an add hashes the key once, outside the lock, and a get or a release never
-//! hashes it again. The only copy made of a key is the table's, when it is first added.
+//! Each key's state lives in one *slot* of a slab (the key, its hash and both flags); a hash table
+//! finds a key's slot on `add`, and the FIFO and the [`Item`] carry the slot's number, so a get
+//! or a release goes straight to the slot: no hashing and no key comparison after the add. The
+//! add hashes the key once, outside the lock. When nothing is queued or held, the slab and the
+//! table give their memory back, so a burst of keys does not stay resident.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -85,18 +87,26 @@ impl fmt::Debug for QueueConfig {
     }
 }
 
-/// A key and the two flags client-go keeps in its `dirty` and `processing` sets. A key is in the
-/// table exactly while one of them is set.
-struct Entry<T> {
-    key: T,
+/// A key and the two flags client-go keeps in its `dirty` and `processing` sets. A slot holds a
+/// key exactly while one of them is set; a free slot holds none.
+struct Slot<T> {
+    hash: u64,
+    key: Option<T>,
     dirty: bool,
     processing: bool,
 }
 
+/// Above this many slots, an idle queue frees its slab and table.
+const KEEP_SLOTS: usize = 4096;
+
 struct State<T> {
-    /// Keys waiting, each with its hash.
-    fifo: VecDeque<(u64, T)>,
-    table: HashTable<Entry<T>>,
+    /// Slots of the keys waiting, in order.
+    fifo: VecDeque<u32>,
+    /// Slot numbers, found by the key's hash.
+    table: HashTable<u32>,
+    slots: Vec<Slot<T>>,
+    /// Slots whose key is gone, for reuse.
+    free: Vec<u32>,
     processing: usize,
     shutting_down: bool,
     drain: bool,
@@ -188,6 +198,8 @@ impl<T: Key> Queue<T> {
                 state: Mutex::new(State {
                     fifo: VecDeque::new(),
                     table: HashTable::new(),
+                    slots: Vec::new(),
+                    free: Vec::new(),
                     processing: 0,
                     shutting_down: false,
                     drain: false,
@@ -216,25 +228,39 @@ impl<T: Key> Queue<T> {
         if guard.shutting_down {
             return false;
         }
-        let st = &mut *guard;
-        if let Some(e) = st.table.find_mut(hash, |e| e.key == key) {
-            if e.dirty {
+        let State { table, slots, free, fifo, metrics, .. } = &mut *guard;
+        let found = table.find(hash, |&i| {
+            let s = &slots[i as usize];
+            s.hash == hash && s.key.as_ref() == Some(&key)
+        });
+        if let Some(&i) = found {
+            let s = &mut slots[i as usize];
+            if s.dirty {
                 return true;
             }
             // Held by a worker: it goes back in line when the worker releases it.
-            e.dirty = true;
-            if let Some(m) = st.metrics.as_mut() {
+            s.dirty = true;
+            if let Some(m) = metrics.as_mut() {
                 m.add(&key);
             }
             return true;
         }
-        st.table.insert_unique(hash, Entry { key: key.clone(), dirty: true, processing: false }, |e| {
-            self.shared.hasher.hash_one(&e.key)
-        });
-        if let Some(m) = st.metrics.as_mut() {
+        if let Some(m) = metrics.as_mut() {
             m.add(&key);
         }
-        st.fifo.push_back((hash, key));
+        let slot = Slot { hash, key: Some(key), dirty: true, processing: false };
+        let i = match free.pop() {
+            Some(i) => {
+                slots[i as usize] = slot;
+                i
+            }
+            None => {
+                slots.push(slot);
+                u32::try_from(slots.len() - 1).expect("fewer than 2^32 keys at once")
+            }
+        };
+        table.insert_unique(hash, i, |&j| slots[j as usize].hash);
+        fifo.push_back(i);
         drop(guard);
         self.shared.available.notify_one();
         true
@@ -274,7 +300,7 @@ impl<T: Key> Queue<T> {
     /// `Break(Some(item))`: a key; `Break(None)`: shut down and empty; `Continue`: wait.
     fn take(&self) -> ControlFlow<Option<Item<'_, T>>> {
         match self.pop() {
-            Pop::Key(hash, key) => ControlFlow::Break(Some(Item { hash, key: Some(key), queue: self })),
+            Pop::Key(slot, key) => ControlFlow::Break(Some(Item { slot, key: Some(key), queue: self })),
             Pop::Closed => ControlFlow::Break(None),
             Pop::Empty => ControlFlow::Continue(()),
         }
@@ -285,43 +311,54 @@ impl<T: Key> Queue<T> {
     fn pop(&self) -> Pop<T> {
         let mut st = self.shared.state.lock();
         let st = &mut *st;
-        let Some((hash, key)) = st.fifo.pop_front() else {
+        let Some(i) = st.fifo.pop_front() else {
             return if st.shutting_down { Pop::Closed } else { Pop::Empty };
         };
-        let e = st.table.find_mut(hash, |e| e.key == key).expect("a queued key is in the table");
-        e.dirty = false;
-        e.processing = true;
+        let s = &mut st.slots[i as usize];
+        s.dirty = false;
+        s.processing = true;
+        let key = s.key.clone().expect("a queued slot holds its key");
         st.processing += 1;
         if let Some(m) = st.metrics.as_mut() {
             m.get(&key);
         }
-        Pop::Key(hash, key)
+        Pop::Key(i, key)
     }
 
     /// Releases a held key (called by [`Item`]'s `Drop`); a key added meanwhile goes back in line.
-    fn done(&self, hash: u64, key: T) {
+    fn done(&self, i: u32, key: T) {
         let mut guard = self.shared.state.lock();
         let st = &mut *guard;
-        let Ok(entry) = st.table.find_entry(hash, |e| e.key == key) else { return };
-        debug_assert!(entry.get().processing, "only a held key is released");
-        let requeue = entry.get().dirty;
-        // The table's copy of a finished key is freed after the lock is released.
-        let finished = if requeue {
-            entry.into_mut().processing = false;
-            None
+        let s = &mut st.slots[i as usize];
+        debug_assert!(s.processing, "only a held key is released");
+        s.processing = false;
+        let requeue = s.dirty;
+        // The slot's copy of a finished key (and an idle queue's slab) is freed after the lock is
+        // released.
+        let mut finished = None;
+        let mut slab = None;
+        if requeue {
+            st.fifo.push_back(i);
         } else {
-            Some(entry.remove().0)
-        };
+            let hash = s.hash;
+            finished = s.key.take();
+            if let Ok(e) = st.table.find_entry(hash, |&j| j == i) {
+                e.remove();
+            }
+            st.free.push(i);
+            if st.table.is_empty() && st.slots.len() > KEEP_SLOTS {
+                slab = Some(std::mem::take(&mut st.slots));
+                st.free = Vec::new();
+                st.table = HashTable::new();
+            }
+        }
         st.processing -= 1;
         if let Some(m) = st.metrics.as_mut() {
             m.done(&key);
         }
         let idle = st.processing == 0;
-        if requeue {
-            st.fifo.push_back((hash, key));
-        }
         drop(guard);
-        drop(finished);
+        drop((finished, slab, key));
         if requeue {
             self.shared.available.notify_one();
         } else if idle {
@@ -435,7 +472,7 @@ async fn update_unfinished_work<T: Key>(shared: Weak<Shared<T>>) {
 
 /// What one attempt to take a key found.
 enum Pop<T> {
-    Key(u64, T),
+    Key(u32, T),
     Empty,
     Closed,
 }
@@ -453,7 +490,7 @@ enum Pop<T> {
 /// An item borrows its queue (no reference count to touch per key); a worker keeps it in the scope
 /// where it called [`get`](Queue::get).
 pub struct Item<'q, T: Key> {
-    hash: u64,
+    slot: u32,
     /// `Some` until the drop hands it back to the queue.
     key: Option<T>,
     queue: &'q Queue<T>,
@@ -486,7 +523,7 @@ impl<T: Key + fmt::Debug> fmt::Debug for Item<'_, T> {
 impl<T: Key> Drop for Item<'_, T> {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            self.queue.done(self.hash, key);
+            self.queue.done(self.slot, key);
         }
     }
 }
@@ -509,3 +546,55 @@ impl<T: Key> Drop for Item<'_, T> {
 /// ```
 #[cfg(doctest)]
 struct DoneIsOnlyOnItem;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots(q: &Queue<String>) -> (usize, usize) {
+        let st = q.shared.state.lock();
+        (st.slots.len(), st.table.capacity())
+    }
+
+    #[test]
+    fn a_released_slot_is_reused_and_never_confused_with_its_old_key() {
+        let q: Queue<String> = Queue::new();
+        q.add("default/a".into());
+        let a = q.try_get().unwrap();
+        drop(a); // "a" is finished: its slot is free
+        q.add("default/b".into()); // takes the same slot
+        q.add("default/a".into()); // a new slot: "a" is not found in "b"'s
+        assert_eq!(slots(&q).0, 2);
+        let b = q.try_get().unwrap();
+        assert_eq!(*b, "default/b");
+        q.add("default/b".into()); // re-added while held
+        let a = q.try_get().unwrap();
+        assert_eq!(*a, "default/a");
+        assert!(q.try_get().is_none(), "b waits for its worker");
+        drop(b);
+        assert_eq!(*q.try_get().unwrap(), "default/b");
+        drop(a);
+    }
+
+    #[test]
+    fn an_idle_queue_gives_back_the_memory_of_a_burst() {
+        let q: Queue<String> = Queue::new();
+        for i in 0..10_000 {
+            q.add(format!("ns-{}/cm-{i}", i % 7));
+        }
+        assert_eq!(slots(&q).0, 10_000);
+        let mut held = Vec::new();
+        while let Some(item) = q.try_get() {
+            held.push(item);
+        }
+        let last = held.pop().unwrap();
+        drop(held);
+        assert_eq!(slots(&q).0, 10_000, "a held key keeps the slab");
+        drop(last);
+        assert_eq!(slots(&q), (0, 0), "nothing queued or held: slab and table freed");
+        // A small queue keeps its slots for reuse.
+        q.add("default/a".into());
+        drop(q.try_get());
+        assert_eq!(slots(&q).0, 1);
+    }
+}
