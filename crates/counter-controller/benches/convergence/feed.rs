@@ -75,6 +75,11 @@ impl Deployments {
         }
     }
 
+    /// `spec.replicas` of Deployment `name`, if it exists.
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.replicas.get(name).copied()
+    }
+
     /// How many Deployments exist.
     pub fn len(&self) -> usize {
         self.replicas.len()

@@ -9,6 +9,8 @@
 //!    Deployments have 3 replicas;
 //! 2. **scale**: every annotation is set to 5 through the API by a bulk client (16 at a time); until
 //!    N Deployments have 5; the *lag* is the time from the last annotation to the last write;
+//!    Then a **churn** (not in the table): five rounds of new values back to back, one in five
+//!    invalid; the controller's requests until converged and 2 s more, and the Event share;
 //! 3. **delete**: every ConfigMap is deleted the same way; until no Deployment is left;
 //! 4. **exit**: SIGTERM, until the process has exited.
 //!
@@ -23,6 +25,7 @@
 //! are then the profiler's, not the controller's); `CONVERGENCE_BIN=path` runs another build of
 //! the binary (an A/B against an older commit).
 
+use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -179,6 +182,8 @@ struct ControllerRun {
     log_lines: usize,
     /// From the start of the process to its first Deployment write.
     startup: Duration,
+    /// The churn with invalid values: until converged, and the requests until 2 s later.
+    churn: (Duration, Counts),
     /// CPU seconds of the controller process and of this one (the sandbox) during the phases.
     cpu: (f64, f64),
 }
@@ -236,6 +241,38 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
     phases.push(Phase { name: "scale", took: t2 - t1, counts: Counts::default(), converged_at: t2 });
 
+    // Churn with invalid values: five rounds back to back; in each, one ConfigMap in five gets an
+    // invalid value (retried with backoff, a Warning Event each time — aggregated and budgeted)
+    // and the others a new count. Counted until converged and 2 s more.
+    const INVALID: [&str; 5] = ["abc", "-1", "3.5", "", "99999999999"];
+    let churn_start = Instant::now();
+    let mut expected: HashMap<String, i64> = (0..n).map(|i| (name(i), 5)).collect();
+    for round in 0..5_i64 {
+        each(n, BULK, |i| {
+            let api = user_cms.clone();
+            let invalid = (i as i64 + round) % 5 == 0;
+            let value = if invalid { INVALID[round as usize].to_owned() } else { (6 + round).to_string() };
+            async move {
+                let patch = json!({ "metadata": { "annotations": { ANNOTATION: value } } });
+                api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+            }
+        })
+        .await;
+        // The final count is known only where the last value is valid (the controller may never
+        // have seen a valid value that was overwritten quickly by an invalid one).
+        for i in 0..n {
+            if (i as i64 + round) % 5 == 0 {
+                expected.remove(&name(i));
+            } else {
+                expected.insert(name(i), 6 + round);
+            }
+        }
+    }
+    let tc = view.until(&sb, limit, |d| expected.iter().all(|(k, v)| d.get(k) == Some(*v))).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let churn = (tc - churn_start, count(&sb, "(bench_", churn_start, Instant::now()));
+    let t2 = Instant::now();
+
     // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
     // in a cluster is the slower backstop).
     each(n, BULK, |i| {
@@ -261,7 +298,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let _ = tokio::task::spawn_blocking(move || child.wait()).await;
     let exit = term.elapsed();
 
-    let bounds = [(t0, t1), (t1, t2), (t2, term)];
+    let bounds = [(t0, t1), (t1, churn_start), (t2, term)];
     for (p, (from, to)) in phases.iter_mut().zip(bounds) {
         p.counts = count(&sb, "(bench_", from, to);
     }
@@ -272,7 +309,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let log_lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
     let startup = phases[0].counts.first_deployment_write_at.map_or(Duration::ZERO, |t| t - t0);
     server.shutdown();
-    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines, startup, cpu }
+    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines, startup, churn, cpu }
 }
 
 /// The same writes, straight through a client over HTTPS, `workers` at a time.
@@ -362,6 +399,16 @@ pub fn main() {
                 trailing,
             );
         }
+        let (took, ch) = &c.churn;
+        println!(
+            "churn (5 rounds, 1 in 5 values invalid): converged {:.2}s; deploy w {}, event w {}, 409s {}, other {}; events {:.1}% of the controller's requests",
+            took.as_secs_f64(),
+            ch.deployment_writes,
+            ch.event_writes,
+            ch.conflicts,
+            ch.other,
+            100.0 * ch.event_writes as f64 / ch.total().max(1) as f64
+        );
         println!(
             "start to first Deployment write: {:.3}s; lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
             c.startup.as_secs_f64(),
