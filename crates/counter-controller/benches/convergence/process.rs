@@ -170,6 +170,8 @@ fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
 struct Phase {
     name: &'static str,
     took: Duration,
+    /// CPU seconds of this process (the sandbox and the bulk client) during the phase.
+    api_cpu: f64,
     counts: Counts,
     converged_at: Instant,
 }
@@ -223,7 +225,14 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let pid = child.id();
     let mut phases = Vec::new();
     let t1 = view.until(&sb, limit, crate::feed::Deployments::all(n, 3)).await;
-    phases.push(Phase { name: "create", took: t1 - t0, counts: Counts::default(), converged_at: t1 });
+    let cpu1 = cpu_seconds("self");
+    phases.push(Phase {
+        name: "create",
+        took: t1 - t0,
+        api_cpu: cpu1 - sandbox_cpu,
+        counts: Counts::default(),
+        converged_at: t1,
+    });
 
     // The bulk changes come through the API, as from `kubectl annotate` / `kubectl delete` run
     // by a fast client (16 at a time), so they take the API server's time as the controller does.
@@ -239,7 +248,14 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     .await;
     let last_change = Instant::now();
     let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
-    phases.push(Phase { name: "scale", took: t2 - t1, counts: Counts::default(), converged_at: t2 });
+    let cpu2 = cpu_seconds("self");
+    phases.push(Phase {
+        name: "scale",
+        took: t2 - t1,
+        api_cpu: cpu2 - cpu1,
+        counts: Counts::default(),
+        converged_at: t2,
+    });
 
     // Churn with invalid values: five rounds back to back; in each, one ConfigMap in five gets an
     // invalid value (retried with backoff, a Warning Event each time — aggregated and budgeted)
@@ -272,6 +288,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let churn = (tc - churn_start, count(&sb, "(bench_", churn_start, Instant::now()));
     let t2 = Instant::now();
+    let cpu2 = cpu_seconds("self");
 
     // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
     // in a cluster is the slower backstop).
@@ -287,7 +304,13 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     })
     .await;
     let t3 = view.until(&sb, limit, |d| d.len() == 0).await;
-    phases.push(Phase { name: "delete", took: t3 - t2, counts: Counts::default(), converged_at: t3 });
+    phases.push(Phase {
+        name: "delete",
+        took: t3 - t2,
+        api_cpu: cpu_seconds("self") - cpu2,
+        counts: Counts::default(),
+        converged_at: t3,
+    });
 
     // Let trailing Events land before counting, then stop the process.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -313,7 +336,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
 }
 
 /// The same writes, straight through a client over HTTPS, `workers` at a time.
-async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
+async fn run_raw(n: usize, workers: usize) -> Vec<(Duration, f64)> {
     let sb = sandbox_with(n);
     let dir = std::env::temp_dir().join(format!("cc-convergence-raw-{}-{workers}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -326,6 +349,7 @@ async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
         api.list(&Default::default()).await.unwrap().items.into_iter().map(Arc::new).collect()
     };
     let deploys: Api<Deployment> = Api::default_namespaced(client);
+    let cpu0 = cpu_seconds("self");
     let create = each(n, workers, |i| {
         let (deploys, cm) = (deploys.clone(), Arc::clone(&cms[i]));
         async move {
@@ -334,6 +358,7 @@ async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
         }
     })
     .await;
+    let cpu1 = cpu_seconds("self");
     let scale = each(n, workers, |i| {
         let deploys = deploys.clone();
         async move {
@@ -342,6 +367,7 @@ async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
         }
     })
     .await;
+    let cpu2 = cpu_seconds("self");
     let delete = each(n, workers, |i| {
         let deploys = deploys.clone();
         async move {
@@ -349,7 +375,7 @@ async fn run_raw(n: usize, workers: usize) -> Vec<Duration> {
         }
     })
     .await;
-    let out = vec![create, scale, delete];
+    let out = vec![(create, cpu1 - cpu0), (scale, cpu2 - cpu1), (delete, cpu_seconds("self") - cpu2)];
     server.shutdown();
     out
 }
@@ -369,29 +395,32 @@ pub fn main() {
         let raw = rt.block_on(run_raw(n, w));
         println!("\n--workers {w}");
         println!(
-            "{:<7} {:>10} {:>10} {:>7}   {:>8} {:>8} {:>6} {:>8} {:>9}",
+            "{:<7} {:>10} {:>10} {:>7} {:>14}   {:>8} {:>8} {:>6} {:>8} {:>9}",
             "phase",
             "controller",
             "raw writer",
             "ratio",
+            "API CPU c/raw",
             "deploy w",
             "event w",
             "409s",
             "events %",
             "events +s"
         );
-        for (p, r) in c.phases.iter().zip(&raw) {
+        for (p, (r, r_cpu)) in c.phases.iter().zip(&raw) {
             let total = p.counts.total().max(1);
             let trailing = p
                 .counts
                 .last_event_at
                 .map_or(0.0, |t| t.saturating_duration_since(p.converged_at).as_secs_f64());
             println!(
-                "{:<7} {:>9.2}s {:>9.2}s {:>7.2}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
+                "{:<7} {:>9.2}s {:>9.2}s {:>7.2} {:>6.2}/{:<6.2}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
                 p.name,
                 p.took.as_secs_f64(),
                 r.as_secs_f64(),
                 p.took.as_secs_f64() / r.as_secs_f64(),
+                p.api_cpu,
+                r_cpu,
                 p.counts.deployment_writes,
                 p.counts.event_writes,
                 p.counts.conflicts,
