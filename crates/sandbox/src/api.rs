@@ -243,11 +243,28 @@ where
 }
 
 /// An object body: JSON, or the protobuf kubectl's `create` subcommands send.
+/// Whether some media type in an `Accept` header can be served (absent means anything).
+fn acceptable(accept: &str) -> bool {
+    accept.trim().is_empty()
+        || accept.split(',').any(|entry| {
+            let media = entry.split(';').next().unwrap_or("").trim();
+            matches!(media, "*/*" | "application/*") || crate::status::SERVED_MEDIA_TYPES.contains(&media)
+        })
+}
+
+/// A create or update body in its declared encoding: JSON (also when no type is given, as
+/// upstream defaults to it), protobuf for the kinds the sandbox decodes, YAML only in its JSON
+/// form; any other type is 415.
 fn parse_object(bytes: &[u8], content_type: &str, what: &str) -> Result<Value, ApiError> {
-    if content_type.starts_with(crate::protobuf::CONTENT_TYPE) {
-        crate::protobuf::to_json(bytes)
-    } else {
-        parse_json(bytes, what)
+    match content_type.split(';').next().unwrap_or("").trim() {
+        "" | "application/json" => parse_json(bytes, what),
+        crate::protobuf::CONTENT_TYPE => crate::protobuf::to_json(bytes),
+        "application/yaml" => parse_json(bytes, what).map_err(|_| {
+            ApiError::bad_request(format!(
+                "the body of the {what} request is YAML; the sandbox reads YAML only in its JSON form (send application/json)"
+            ))
+        }),
+        other => Err(ApiError::unsupported_body(other)),
     }
 }
 
@@ -308,6 +325,10 @@ where
     B::Error: Into<BoxError>,
 {
     let t = parse_target(path)?;
+    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !acceptable(accept) {
+        return Err(ApiError::not_acceptable());
+    }
     let mut q = parse_query(parts.uri.query(), t.def)?;
     if !shared.sharded_list_watch {
         q.list.shard = None;
@@ -410,12 +431,12 @@ where
             Ok(json_response(201, &created))
         }
         "update" => {
-            let mut obj =
-                store.update(def, ns, name, parse_object(&bytes, content_type, "update")?, t.sub)?;
-            if q.dry_run {
+            let body = parse_object(&bytes, content_type, "update")?;
+            let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub)?;
+            if q.dry_run && !created {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
-            ok(obj)
+            Ok(json_response(if created { 201 } else { 200 }, &obj))
         }
         "patch" => {
             let ptype = PatchType::from_content_type(content_type)?;
@@ -428,8 +449,12 @@ where
             Ok(json_response(if created { 201 } else { 200 }, &obj))
         }
         "delete" => {
-            let opts = delete_options(&q, &parse_json(&bytes, "delete")?)?;
-            ok(store.delete(def, ns, name, &opts)?)
+            let body = parse_json(&bytes, "delete")?;
+            let opts = delete_options(&q, &body)?;
+            let deleted = store.delete(def, ns, name, &opts)?;
+            let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
+            let orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
+            Ok(delete_response(def, store, ns, name, deleted, policy, orphan_dependents))
         }
         "deletecollection" => {
             let opts = delete_options(&q, &parse_json(&bytes, "deletecollection")?)?;
@@ -438,6 +463,65 @@ where
         _ => Err(ApiError::method_not_allowed(parts.method.as_str(), path)),
     }
 }
+
+/// What a DELETE answers, as upstream's generic registry store and delete handler do
+/// (`staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`, `finalizeDelete`;
+/// `.../endpoints/handlers/delete.go`):
+///
+/// * the object lingers (finalizers, a Terminating namespace): the object, 200 — or 202 when the
+///   request set `orphanDependents: false`;
+/// * `Orphan` or `Foreground` propagation: upstream adds the `orphan` / `foregroundDeletion`
+///   finalizer and the garbage collector finishes later, so the answer is the object marked for
+///   deletion, even where the sandbox finished at once;
+/// * removed at once: a `Status` Success whose `details.kind` is the *resource* (`configmaps`),
+///   with the group and uid — except for kinds whose registry returns the deleted object
+///   (`ReturnDeletedObject`: ServiceAccounts).
+fn delete_response(
+    def: &ResourceDef,
+    store: &crate::store::Store,
+    ns: &str,
+    name: &str,
+    deleted: Value,
+    policy: Option<&str>,
+    orphan_dependents: Option<bool>,
+) -> Response<ResponseBody> {
+    let uid = crate::object::meta_str(&deleted, "uid").to_owned();
+    let lingering =
+        store.get(def, ns, name, Subresource::Main).ok().filter(|o| crate::object::meta_str(o, "uid") == uid);
+    if let Some(obj) = lingering {
+        return json_response(if orphan_dependents == Some(false) { 202 } else { 200 }, &obj);
+    }
+    let finalizer = match (policy, orphan_dependents) {
+        (_, Some(true)) | (Some("Orphan"), _) => Some("orphan"),
+        (Some("Foreground"), _) => Some("foregroundDeletion"),
+        _ => None,
+    };
+    if let Some(f) = finalizer {
+        let mut obj = deleted;
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.entry("deletionTimestamp").or_insert_with(|| json!(crate::object::now_rfc3339()));
+            meta.entry("deletionGracePeriodSeconds").or_insert(json!(0));
+            let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+            if let Some(a) = list.as_array_mut().filter(|a| !a.iter().any(|x| x == f)) {
+                a.push(json!(f));
+            }
+        }
+        return json_response(200, &obj);
+    }
+    if RETURNS_DELETED_OBJECT.contains(&def.plural) {
+        return json_response(200, &deleted);
+    }
+    let mut details = json!({ "name": name, "kind": def.plural, "uid": uid });
+    if !def.group.is_empty() {
+        details["group"] = json!(def.group);
+    }
+    let mut status = crate::status::success();
+    status["details"] = details;
+    json_response(200, &status)
+}
+
+/// Kinds whose upstream registry answers a DELETE with the deleted object.
+const RETURNS_DELETED_OBJECT: &[&str] = &["serviceaccounts", "pods"];
 
 /// A dry-run write answers with the version actually stored (nothing new was stored).
 fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {

@@ -241,7 +241,7 @@ fn decode(
                 }
             };
             if r.strict && !zero {
-                return Err(ApiError::unsupported_media_type(&format!(
+                return Err(ApiError::unreadable_protobuf(format!(
                     "{CONTENT_TYPE} for {what} with protobuf field {num} in {} (the sandbox does not read it; send JSON)",
                     if path.is_empty() { "the object" } else { path }
                 )));
@@ -323,7 +323,7 @@ pub fn to_json(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "Secret") => (SECRET, "Secret", false),
         ("apps/v1", "Deployment") => (DEPLOYMENT, "apps/v1 Deployment", true),
         _ => {
-            return Err(ApiError::unsupported_media_type(&format!(
+            return Err(ApiError::unreadable_protobuf(format!(
                 "{CONTENT_TYPE} for {api_version} {kind} (the sandbox reads protobuf for v1 Namespace, ConfigMap, Secret and apps/v1 Deployment; send JSON)"
             )));
         }

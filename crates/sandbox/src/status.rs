@@ -84,9 +84,37 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
-    /// 404 for a path that names no resource.
-    pub fn no_route(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+    /// 404 for a path that names no resource, worded as upstream's last handler
+    /// (`staging/src/k8s.io/apiserver/pkg/util/notfoundhandler/not_found_handler.go`): no path,
+    /// no details.
+    pub fn no_route(_path: &str) -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+    }
+
+    /// 406: no media type in `Accept` can be served (`negotiation.NewNotAcceptableError`).
+    pub fn not_acceptable() -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!("only the following media types are accepted: {}", SERVED_MEDIA_TYPES.join(", ")),
+        )
+    }
+
+    /// 415 for a request body that is not an object encoding (`negotiation.NewUnsupportedMediaTypeError`).
+    pub fn unsupported_body(_content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                SERVED_MEDIA_TYPES.join(", ")
+            ),
+        )
+    }
+
+    /// 500 for an error upstream does not classify (`ErrorToAPIStatus`'s default: no reason).
+    pub fn unclassified(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
     }
 
     /// 405: the resource does not support the verb.
@@ -112,15 +140,19 @@ impl ApiError {
         )
     }
 
-    /// 415: a patch content type the server does not know.
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    /// 415: a patch content type the server does not know (the patch types upstream lists for
+    /// built-in kinds).
+    pub fn unsupported_media_type(_content_type: &str) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"
-            ),
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
         )
+    }
+
+    /// 415 for a protobuf body the sandbox cannot read, saying what it reads instead.
+    pub fn unreadable_protobuf(why: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", why)
     }
 
     /// 500, injected by a fault rule.
@@ -157,15 +189,21 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
             "code": self.code,
         });
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         if let Some(d) = &self.details {
             status["details"] = d.clone();
         }
         status
     }
 }
+
+/// The media types the API serves and reads objects in, in upstream's order.
+pub const SERVED_MEDIA_TYPES: [&str; 3] =
+    ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"];
 
 /// `configmaps` or `deployments.apps`, as the API server names a resource in messages.
 fn qualified(group: &str, plural: &str) -> String {

@@ -734,9 +734,38 @@ impl Store {
         body: Value,
         sub: Subresource,
     ) -> Result<Value, ApiError> {
-        let mut st = self.state.lock();
-        let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub)?;
-        Ok(if sub == Subresource::Scale { scale_of(&obj) } else { def.present(&obj) })
+        self.update_or_create(def, ns, name, body, sub).map(|(obj, _)| obj)
+    }
+
+    /// PUT: an update, or for the kinds whose upstream strategy allows it
+    /// ([`CREATE_ON_UPDATE`]), a create when the object does not exist; `true` when created.
+    ///
+    /// # Errors
+    ///
+    /// As [`update`](Self::update) and [`create`](Self::create).
+    pub fn update_or_create(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+    ) -> Result<(Value, bool), ApiError> {
+        {
+            let mut st = self.state.lock();
+            let creates = sub == Subresource::Main
+                && CREATE_ON_UPDATE.contains(&def.plural)
+                && st.get(def, ns, name).is_err_and(|e| e.code == 404);
+            if !creates {
+                let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub)?;
+                return Ok((
+                    if sub == Subresource::Scale { scale_of(&obj) } else { def.present(&obj) },
+                    false,
+                ));
+            }
+        }
+        check_name(&body, name)?;
+        self.create(def, ns, body).map(|obj| (obj, true))
     }
 
     fn apply_update(
@@ -749,16 +778,32 @@ impl Store {
         sub: Subresource,
     ) -> Result<(Arc<Value>, bool), ApiError> {
         let key = key_of(def, ns, name);
-        let old = st.get(def, ns, name)?;
         let body =
             if sub == Subresource::Scale { check_scale(&body, name)? } else { check_body(def, ns, body)? };
-        let body_name = meta_str(&body, "name");
-        if !body_name.is_empty() && body_name != name {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )));
+        if sub != Subresource::Scale {
+            check_name(&body, name)?;
+        }
+        let old = st.get(def, ns, name)?;
+        // As upstream's storage: the body's uid is a precondition, checked before its
+        // resourceVersion, which must be a number (`ObjectResourceVersion`'s ParseUint error is
+        // not classified: a 500).
+        let (body_uid, old_uid) = (meta_str(&body, "uid"), meta_str(&old, "uid"));
+        if !body_uid.is_empty() && body_uid != old_uid {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {old_uid}"
+                ),
+            ));
         }
         let body_rv = meta_str(&body, "resourceVersion");
+        if !body_rv.is_empty() && body_rv.parse::<u64>().is_err() {
+            return Err(ApiError::unclassified(format!(
+                "strconv.ParseUint: parsing {body_rv:?}: invalid syntax"
+            )));
+        }
         if !body_rv.is_empty() && body_rv != meta_str(&old, "resourceVersion") {
             return Err(ApiError::conflict(
                 def.group,
@@ -1003,6 +1048,35 @@ impl Store {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Kinds whose upstream strategy has `AllowCreateOnUpdate() == true`, so a PUT to a missing
+/// object creates it (`pkg/registry/coordination/lease/strategy.go`, `core/event`, `core/service`,
+/// `core/serviceaccount`, `rbac/*`); ConfigMaps, Secrets, Namespaces, Deployments and
+/// PodDisruptionBudgets answer 404.
+pub const CREATE_ON_UPDATE: &[&str] = &[
+    "leases",
+    "events",
+    "services",
+    "serviceaccounts",
+    "roles",
+    "clusterroles",
+    "rolebindings",
+    "clusterrolebindings",
+];
+
+/// The name check of upstream's update handler (`endpoints/handlers/rest.go`, `checkName`): the
+/// body must name the object of the URL.
+fn check_name(body: &Value, name: &str) -> Result<(), ApiError> {
+    match meta_str(body, "name") {
+        "" => Err(ApiError::bad_request(format!(
+            "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+        ))),
+        n if n != name => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
     }
 }
 
