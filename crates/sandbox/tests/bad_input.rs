@@ -45,7 +45,7 @@ async fn each_bad_request_gets_its_status() {
             "application/json",
             b"{}".to_vec(),
             404,
-            "widgets",
+            "could not find the requested resource",
         ),
         (
             "POST",
@@ -89,14 +89,14 @@ async fn each_bad_request_gets_its_status() {
         ("GET", format!("{CMS}?continue=garbage&limit=1"), "", Vec::new(), 400, "continue"),
         ("GET", format!("{CMS}?resourceVersion=999999"), "", Vec::new(), 504, "Too large resource version"),
         ("PATCH", format!("{CMS}/nope"), "application/merge-patch+json", b"{}".to_vec(), 404, "not found"),
-        ("PATCH", format!("{CMS}/nope"), "text/plain", b"{}".to_vec(), 415, "text/plain"),
+        ("PATCH", format!("{CMS}/nope"), "text/plain", b"{}".to_vec(), 415, "unknown format"),
         (
             "PUT",
             format!("{CMS}/x"),
             "application/json",
             json!({ "metadata": { "name": "y" } }).to_string().into_bytes(),
-            404,
-            "not found",
+            400,
+            "does not match the name on the URL",
         ),
     ];
     for (method, uri, ct, body, code, needle) in cases {
