@@ -291,7 +291,28 @@ async fn by_namespace_the_server_sends_each_member_exactly_its_share() {
     let sb = sandbox::Sandbox::new();
     seed_namespaces(&sb, 40, 3);
     let ring = Ring::with_keying(["r-a", "r-b", "r-c"], Keying::Namespace);
-    let all: Vec<String> = kube::Api::<ConfigMap>::all(sb.client())
+    let all = listed_keys(&kube::Api::<ConfigMap>::all(sb.client())).await;
+    let mut seen = 0;
+    for member in ring.members() {
+        // Through the client layer the controller uses, against the sandbox's KEP-5866 lists.
+        let cell = SelectorCell::default();
+        cell.set(Some(shard_selector(&Ring::ranges([&ring], member).unwrap())));
+        let layered = tower::ServiceBuilder::new()
+            .layer(ShardSelectorLayer::new(["configmaps"], cell))
+            .service(sb.service());
+        let sent = listed_keys(&kube::Api::<ConfigMap>::all(kube::Client::new(layered, "default"))).await;
+        let kept: Vec<String> =
+            all.iter().filter(|k| ring.owner(k) == Some(member.as_str())).cloned().collect();
+        assert_eq!(sent, kept, "{member}: what the server sends is what the ring gives it");
+        assert!(!kept.is_empty(), "{member} owns some of the 40 namespaces");
+        seen += sent.len();
+    }
+    assert_eq!(seen, all.len(), "the shares cover every object once");
+}
+
+/// The `namespace/name` keys a list returns, sorted.
+async fn listed_keys(api: &kube::Api<ConfigMap>) -> Vec<String> {
+    let mut keys: Vec<String> = api
         .list(&Default::default())
         .await
         .unwrap()
@@ -301,38 +322,8 @@ async fn by_namespace_the_server_sends_each_member_exactly_its_share() {
             format!("{}/{}", c.metadata.namespace.as_deref().unwrap(), c.metadata.name.as_deref().unwrap())
         })
         .collect();
-    let mut seen = 0;
-    for member in ring.members() {
-        // Through the client layer the controller uses, against the sandbox's KEP-5866 lists.
-        let cell = SelectorCell::default();
-        cell.set(Some(shard_selector(&Ring::ranges([&ring], member).unwrap())));
-        let layered = tower::ServiceBuilder::new()
-            .layer(ShardSelectorLayer::new(["configmaps"], cell))
-            .service(sb.service());
-        let api = kube::Api::<ConfigMap>::all(kube::Client::new(layered, "default"));
-        let mut sent: Vec<String> = api
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .map(|c| {
-                format!(
-                    "{}/{}",
-                    c.metadata.namespace.as_deref().unwrap(),
-                    c.metadata.name.as_deref().unwrap()
-                )
-            })
-            .collect();
-        let mut kept: Vec<String> =
-            all.iter().filter(|k| ring.owner(k) == Some(member.as_str())).cloned().collect();
-        sent.sort();
-        kept.sort();
-        assert_eq!(sent, kept, "{member}: what the server sends is what the ring gives it");
-        assert!(!kept.is_empty(), "{member} owns some of the 40 namespaces");
-        seen += sent.len();
-    }
-    assert_eq!(seen, all.len(), "the shares cover every object once");
+    keys.sort();
+    keys
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
