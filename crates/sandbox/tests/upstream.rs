@@ -234,3 +234,25 @@ async fn put_creates_only_the_kinds_whose_strategy_allows_it() {
     assert_eq!(code, 404);
     assert_eq!(status_of(&v), ("Failure", "NotFound", "configmaps \"nope\" not found"));
 }
+
+/// `storage/cacher/watch_cache.go`: a watch from a version older than the retained history is
+/// accepted (200) and answered with one ERROR event carrying a 410 Expired Status — what
+/// client-go's reflector and kube's watcher relist on.
+#[tokio::test]
+async fn a_watch_from_a_compacted_version_gets_one_expired_error_event() {
+    let sb = Sandbox::with_config(sandbox::SandboxConfig {
+        store: sandbox::StoreConfig { history_limit: 2, ..Default::default() },
+        ..Default::default()
+    });
+    for i in 0..5 {
+        create(&sb, CMS, json!({ "metadata": { "name": format!("c{i}") } })).await;
+    }
+    let (code, ct, v) =
+        call(&sb, Method::GET, &format!("{CMS}?watch=true&resourceVersion=1&timeoutSeconds=1"), &[], None)
+            .await;
+    assert_eq!((code, ct.as_str()), (200, "application/json"));
+    assert_eq!(v["type"], "ERROR", "{v}");
+    let (status, reason, message) = status_of(&v["object"]);
+    assert_eq!((status, reason, v["object"]["code"].as_u64()), ("Failure", "Expired", Some(410)));
+    assert!(message.starts_with("too old resource version: 1 ("), "{message}");
+}
