@@ -396,6 +396,7 @@ where
             ok(crate::table::table(def, &[obj], &rv, true))
         }
         "get" => ok(store.get(def, ns, name, t.sub)?),
+        "list" | "deletecollection" if let Err(e) = q.list.validate() => Err(e),
         "list" if q.as_table => {
             let list = store.list(def, t.namespace.as_deref(), &q.list)?;
             let items = list["items"].as_array().cloned().unwrap_or_default();

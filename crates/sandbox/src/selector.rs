@@ -22,6 +22,14 @@ enum Requirement {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LabelSelector(Vec<Requirement>);
 
+impl LabelSelector {
+    /// Whether it selects everything.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// Splits on commas that are not inside parentheses.
 fn split_top_level(s: &str) -> Vec<&str> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
@@ -139,6 +147,14 @@ impl LabelSelector {
 /// labels (for core Events, `involvedObject.name`, `reason`, `type`, ...).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FieldSelector(Vec<(&'static str, bool, String)>);
+
+impl FieldSelector {
+    /// Whether it selects everything.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 impl FieldSelector {
     /// Parses a selector string over the metadata fields only.

@@ -60,11 +60,16 @@ impl ApiError {
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{} \"{name}\" is invalid: {}", qualified(group, kind), list.join(", ")),
+            // As `field.ErrorList.ToAggregate()`: one error bare, several in brackets.
+            if list.len() == 1 {
+                format!("{} \"{name}\" is invalid: {}", qualified(group, kind), list[0])
+            } else {
+                format!("{} \"{name}\" is invalid: [{}]", qualified(group, kind), list.join(", "))
+            },
         );
         e.details = Some(json!({
             "name": name, "group": group, "kind": kind,
-            "causes": causes.iter().map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f})).collect::<Vec<_>>(),
+            "causes": causes.iter().map(|(f, m)| json!({"reason": cause_reason(m), "message": m, "field": f})).collect::<Vec<_>>(),
         }));
         e
     }
@@ -199,6 +204,21 @@ impl ApiError {
         }
         status
     }
+}
+
+/// The `reason` of a cause, from the error type its message starts with (as `field.Error`
+/// renders them: `Required value: …`, `Forbidden: …`).
+fn cause_reason(message: &str) -> &'static str {
+    const TYPES: [(&str, &str); 7] = [
+        ("Required value", "FieldValueRequired"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Not found", "FieldValueNotFound"),
+    ];
+    TYPES.iter().find(|(prefix, _)| message.starts_with(prefix)).map_or("FieldValueInvalid", |(_, r)| r)
 }
 
 /// The media types the API serves and reads objects in, in upstream's order.

@@ -119,6 +119,49 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
+    /// Upstream's `ValidateListOptions` (`apimachinery/pkg/apis/meta/internalversion/validation`)
+    /// for a list: `resourceVersionMatch` needs a `resourceVersion`, no `continue`, a known value,
+    /// and not `Exact` with `"0"`. A 422 on `ListOptions.meta.k8s.io`.
+    ///
+    /// # Errors
+    ///
+    /// The 422 with one cause per rule broken.
+    pub fn validate(&self) -> Result<(), ApiError> {
+        let Some(m) = self.resource_version_match.as_deref().filter(|m| !m.is_empty()) else { return Ok(()) };
+        let rv = self.resource_version.as_deref().unwrap_or("");
+        let field = "resourceVersionMatch".to_owned();
+        let mut causes = Vec::new();
+        if rv.is_empty() {
+            causes.push((
+                field.clone(),
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".to_owned(),
+            ));
+        }
+        if self.continue_token.as_deref().is_some_and(|c| !c.is_empty()) {
+            causes.push((
+                field.clone(),
+                "Forbidden: resourceVersionMatch is forbidden when continue is provided".to_owned(),
+            ));
+        }
+        if m != "Exact" && m != "NotOlderThan" {
+            causes.push((
+                field.clone(),
+                format!("Unsupported value: {m:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""),
+            ));
+        }
+        if m == "Exact" && rv == "0" {
+            causes.push((
+                field,
+                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"".to_owned(),
+            ));
+        }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", &causes))
+        }
+    }
+
     /// Whether `obj` is selected by the labels, fields and shard of this query.
     #[must_use]
     pub fn matches(&self, obj: &Value) -> bool {
@@ -526,6 +569,12 @@ impl Store {
         let (rv, items, offset, snapshot) = if let Some(token) =
             q.continue_token.as_deref().filter(|t| !t.is_empty())
         {
+            // etcd3's GetList: a continue token carries its own version.
+            if q.resource_version.as_deref().is_some_and(|v| !v.is_empty() && v != "0") {
+                return Err(ApiError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
             let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
             let (id, offset) = token.strip_prefix('c').and_then(|t| t.split_once('.')).ok_or_else(bad)?;
             let (id, offset): (u64, usize) =
@@ -574,7 +623,10 @@ impl Store {
                 }
             };
             metadata["continue"] = json!(format!("c{id}.{end}"));
-            metadata["remainingItemCount"] = json!(items.len() - end);
+            // Upstream counts what remains only for a list without selectors.
+            if q.labels.is_empty() && q.fields.is_empty() {
+                metadata["remainingItemCount"] = json!(items.len() - end);
+            }
         }
         Ok(json!({
             "kind": format!("{}List", def.kind),

@@ -256,3 +256,73 @@ async fn a_watch_from_a_compacted_version_gets_one_expired_error_event() {
     assert_eq!((status, reason, v["object"]["code"].as_u64()), ("Failure", "Expired", Some(410)));
     assert!(message.starts_with("too old resource version: 1 ("), "{message}");
 }
+
+/// `apimachinery/pkg/apis/meta/internalversion/validation` (`ValidateListOptions`) and
+/// `storage/etcd3/store.go` (`GetList`: continue, remainingItemCount).
+#[tokio::test]
+async fn list_options_are_checked_as_upstream_does() {
+    let sb = Sandbox::new();
+    for i in 0..3 {
+        create(&sb, CMS, json!({ "metadata": { "name": format!("c{i}"), "labels": { "a": "b" } } })).await;
+    }
+    let (_, _, first) = call(&sb, Method::GET, &format!("{CMS}?limit=1"), &[], None).await;
+    assert_eq!(first["metadata"]["remainingItemCount"], 2);
+    let cont = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    // A continue token carries its version; another is refused, "0" is not another.
+    let (code, _, v) =
+        call(&sb, Method::GET, &format!("{CMS}?limit=1&continue={cont}&resourceVersion=5"), &[], None).await;
+    assert_eq!(
+        (code, status_of(&v)),
+        (400, ("Failure", "BadRequest", "specifying resource version is not allowed when using continue"))
+    );
+    let (code, _, _) =
+        call(&sb, Method::GET, &format!("{CMS}?limit=1&continue={cont}&resourceVersion=0"), &[], None).await;
+    assert_eq!(code, 200);
+    // With a selector the remaining count is not given.
+    let (_, _, v) = call(&sb, Method::GET, &format!("{CMS}?limit=1&labelSelector=a%3Db"), &[], None).await;
+    assert!(
+        v["metadata"]["continue"].is_string() && v["metadata"].get("remainingItemCount").is_none(),
+        "{v}"
+    );
+    // resourceVersionMatch rules: a 422 on ListOptions, one cause per rule broken.
+    for (q, message, reasons) in [
+        (
+            "resourceVersionMatch=Exact",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            vec!["FieldValueForbidden"],
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            vec!["FieldValueForbidden"],
+        ),
+        (
+            "resourceVersionMatch=Bogus",
+            "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, resourceVersionMatch: Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\"]",
+            vec!["FieldValueForbidden", "FieldValueNotSupported"],
+        ),
+    ] {
+        let (code, _, v) = call(&sb, Method::GET, &format!("{CMS}?{q}"), &[], None).await;
+        assert_eq!((code, status_of(&v)), (422, ("Failure", "Invalid", message)), "{q}");
+        assert_eq!(
+            (v["details"]["kind"].as_str(), v["details"]["group"].as_str()),
+            (Some("ListOptions"), Some("meta.k8s.io"))
+        );
+        let got: Vec<&str> = v["details"]["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["reason"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, reasons, "{q}");
+    }
+    let (code, _, v) = call(
+        &sb,
+        Method::GET,
+        &format!("{CMS}?resourceVersion=2&resourceVersionMatch=NotOlderThan"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+}
