@@ -12,6 +12,7 @@
 //! | [`api`] | URL routing, query parameters, watch streams |
 //! | [`resource`] | the served resources (one declaration each) |
 //! | [`builtin`] | built-in kinds served generically: shape from k8s-openapi, Service defaults, bindings |
+//! | [`kinds`] | per-kind strategies: ConfigMap and Secret validation, `stringData` |
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
 //! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
@@ -45,6 +46,7 @@ pub mod builtin;
 pub mod deployment;
 pub mod discovery;
 pub mod faults;
+pub mod kinds;
 pub mod object;
 pub mod patch;
 pub mod protobuf;

@@ -178,8 +178,17 @@ pub static RESOURCES: &[ResourceDef] = &[
         default: default_namespace,
         ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
     },
-    resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true),
-    resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true),
+    ResourceDef {
+        decode: decode_as::<api::core::v1::ConfigMap>,
+        validate: crate::kinds::configmap::validate,
+        ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
+    },
+    ResourceDef {
+        decode: decode_as::<api::core::v1::Secret>,
+        default: crate::kinds::secret::default,
+        validate: crate::kinds::secret::validate,
+        ..resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true)
+    },
     ResourceDef {
         storage: "events",
         field_labels: CORE_EVENT_FIELDS,

@@ -326,3 +326,106 @@ async fn list_options_are_checked_as_upstream_does() {
     .await;
     assert_eq!(code, 200, "{v}");
 }
+
+/// `pkg/apis/core/validation/validation.go`: `ValidateConfigMap`, `ValidateConfigMapUpdate`.
+#[tokio::test]
+async fn configmaps_are_validated_as_upstream_does() {
+    let sb = Sandbox::new();
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        CMS,
+        &[],
+        Some(json!({ "metadata": { "name": "bad" },
+        "data": { "a b": "1", "ok": "2", "dup": "3" }, "binaryData": { "dup": "AA==" } })),
+    )
+    .await;
+    assert_eq!(code, 422, "{v}");
+    let causes: Vec<(&str, &str, &str)> = v["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (c["field"].as_str().unwrap(), c["reason"].as_str().unwrap(), c["message"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(causes[0].0, "data[a b]");
+    assert_eq!(causes[0].1, "FieldValueInvalid");
+    assert!(
+        causes[0].2.starts_with(
+            "Invalid value: \"a b\": a valid config key must consist of alphanumeric characters"
+        ),
+        "{causes:?}"
+    );
+    assert_eq!(
+        causes[1],
+        ("data[dup]", "FieldValueInvalid", "Invalid value: \"dup\": duplicate of key present in binaryData")
+    );
+    // A value that is not a string does not decode: 400.
+    let (code, _, v) =
+        call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "name": "n" }, "data": { "k": 1 } })))
+            .await;
+    assert_eq!(code, 400, "{v}");
+    // Over 1 MiB in total.
+    let big = "x".repeat(600 * 1024);
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        CMS,
+        &[],
+        Some(json!({ "metadata": { "name": "big" }, "data": { "a": big, "b": big } })),
+    )
+    .await;
+    assert_eq!(
+        (code, status_of(&v).2),
+        (422, "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes")
+    );
+    // immutable: the data and the flag stay.
+    create(&sb, CMS, json!({ "metadata": { "name": "frozen" }, "data": { "k": "v" }, "immutable": true }))
+        .await;
+    let (code, _, v) = call(
+        &sb,
+        Method::PUT,
+        &format!("{CMS}/frozen"),
+        &[],
+        Some(json!({ "metadata": { "name": "frozen" }, "data": { "k": "w" } })),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status_of(&v).2,
+        "ConfigMap \"frozen\" is invalid: [immutable: Forbidden: field is immutable when `immutable` is set, data: Forbidden: field is immutable when `immutable` is set]"
+    );
+    let (code, _, _) = call(&sb, Method::PUT, &format!("{CMS}/frozen"), &[], Some(json!({ "metadata": { "name": "frozen", "labels": { "x": "y" } }, "data": { "k": "v" }, "immutable": true }))).await;
+    assert_eq!(code, 200, "metadata may still change");
+}
+
+/// `ValidateSecret`, `ValidateSecretUpdate`, and the v1 conversion of `stringData`.
+#[tokio::test]
+async fn secrets_fold_string_data_and_are_validated() {
+    let sb = Sandbox::new();
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let created = create(&sb, secrets, json!({ "metadata": { "name": "s" }, "data": { "a": "b2xk" }, "stringData": { "a": "new", "b": "x" } })).await;
+    assert_eq!(created["data"], json!({ "a": "bmV3", "b": "eA==" }), "stringData wins and is encoded");
+    assert!(created.get("stringData").is_none());
+    assert_eq!(created["type"], "Opaque");
+    let (_, _, got) = call(&sb, Method::GET, &format!("{secrets}/s"), &[], None).await;
+    assert!(got.get("stringData").is_none() && got["data"]["b"] == "eA==", "{got}");
+    let (code, _, v) = call(&sb, Method::PUT, &format!("{secrets}/s"), &[], Some(json!({ "metadata": { "name": "s" }, "type": "kubernetes.io/basic-auth", "data": { "a": "bmV3" } }))).await;
+    assert_eq!(
+        (code, status_of(&v).2),
+        (
+            422,
+            "Secret \"s\" is invalid: type: Invalid value: \"kubernetes.io/basic-auth\": field is immutable"
+        )
+    );
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        secrets,
+        &[],
+        Some(json!({ "metadata": { "name": "t" }, "data": { "k": "not base64!" } })),
+    )
+    .await;
+    assert_eq!(code, 400, "{v}");
+}

@@ -1,0 +1,99 @@
+//! Per-kind *strategies*, as upstream's `pkg/registry/<group>/<kind>/strategy.go` and the kind's
+//! validation in `pkg/apis/<group>/validation`: one file per kind, named for it, holding what the
+//! API server does to that kind's objects beyond the generic metadata rules.
+//!
+//! | module | kind |
+//! |---|---|
+//! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
+//! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
+//!
+//! (Deployments are in [`crate::deployment`], the other built-in kinds in [`crate::builtin`].)
+
+pub mod configmap;
+pub mod secret;
+
+/// The largest total of a ConfigMap's or a Secret's values (`core.MaxSecretSize`).
+pub const MAX_SIZE: usize = 1024 * 1024;
+
+const KEY_MESSAGE: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+
+/// Why `key` is not a valid ConfigMap or Secret key (`validation.IsConfigMapKey`), in upstream's
+/// order and words; empty when it is.
+#[must_use]
+pub fn key_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if key.len() > 253 {
+        errs.push("must be no more than 253 characters".to_owned());
+    }
+    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_')) {
+        errs.push(KEY_MESSAGE.to_owned());
+    }
+    match key {
+        "." => errs.push("must not be '.'".to_owned()),
+        ".." => errs.push("must not be '..'".to_owned()),
+        k if k.starts_with("..") => errs.push("must not start with '..'".to_owned()),
+        _ => {}
+    }
+    errs
+}
+
+/// The `Invalid value` cause for each bad key of the map at `field` (sorted by key: upstream walks
+/// a Go map, in no fixed order).
+pub(crate) fn bad_keys(
+    map: Option<&serde_json::Map<String, serde_json::Value>>,
+    field: &str,
+) -> Vec<(String, String)> {
+    let mut keys: Vec<&String> = map.map(|m| m.keys().collect()).unwrap_or_default();
+    keys.sort();
+    keys.into_iter()
+        .flat_map(|k| {
+            key_errors(k)
+                .into_iter()
+                .map(move |m| (format!("{field}[{k}]"), format!("Invalid value: {k:?}: {m}")))
+        })
+        .collect()
+}
+
+/// `Forbidden` causes for the fields of an `immutable: true` object that an update changes or
+/// unsets (`ValidateConfigMapUpdate` / `ValidateSecretUpdate`).
+pub(crate) fn immutable_errors(
+    new: &serde_json::Value,
+    old: &serde_json::Value,
+    fields: &[&str],
+) -> Vec<(String, String)> {
+    const WHY: &str = "Forbidden: field is immutable when `immutable` is set";
+    if old.get("immutable") != Some(&serde_json::Value::Bool(true)) {
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    if new.get("immutable") != Some(&serde_json::Value::Bool(true)) {
+        errs.push(("immutable".to_owned(), WHY.to_owned()));
+    }
+    for f in fields {
+        if new.get(*f) != old.get(*f) {
+            errs.push(((*f).to_owned(), WHY.to_owned()));
+        }
+    }
+    errs
+}
+
+/// The whole-object size cause, with 1.32's `TooLong` wording.
+pub(crate) fn too_long(field: &str) -> (String, String) {
+    (field.to_owned(), format!("Too long: may not be more than {MAX_SIZE} bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_is_config_map_key() {
+        assert!(key_errors("settings.yaml").is_empty());
+        assert!(key_errors("KEY_NAME-1").is_empty());
+        assert_eq!(key_errors("a b"), [KEY_MESSAGE]);
+        assert_eq!(key_errors(".."), ["must not be '..'"]);
+        assert_eq!(key_errors("..x"), ["must not start with '..'"]);
+        assert_eq!(key_errors(&"k".repeat(254)), ["must be no more than 253 characters"]);
+        assert_eq!(key_errors("../x"), [KEY_MESSAGE, "must not start with '..'"]);
+    }
+}
