@@ -92,15 +92,6 @@ fn no_validation(_: &Value, _: Option<&Value>) -> Vec<FieldError> {
     Vec::new()
 }
 
-fn default_namespace(ns: &mut Value) {
-    if ns.pointer("/status/phase").is_none() {
-        ns["status"] = json!({ "phase": "Active" });
-    }
-    if ns.pointer("/spec/finalizers").is_none() {
-        ns["spec"] = json!({ "finalizers": ["kubernetes"] });
-    }
-}
-
 /// Core v1 Event ↔ events.k8s.io/v1 Event field names; stored in the core form.
 const EVENT_RENAMES: [(&str, &str); 7] = [
     ("involvedObject", "regarding"),
@@ -175,7 +166,7 @@ macro_rules! resource {
 pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         status_subresource: true,
-        default: default_namespace,
+        default: crate::kinds::namespace::default,
         ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
     },
     ResourceDef {

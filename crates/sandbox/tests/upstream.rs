@@ -429,3 +429,40 @@ async fn secrets_fold_string_data_and_are_validated() {
     .await;
     assert_eq!(code, 400, "{v}");
 }
+
+/// `pkg/registry/core/namespace/strategy.go`: the name label is set on create and restored on
+/// every update.
+#[tokio::test]
+async fn a_namespace_always_carries_its_name_label() {
+    let sb = Sandbox::new();
+    let nss = "/api/v1/namespaces";
+    let ns = create(
+        &sb,
+        nss,
+        json!({ "metadata": { "name": "team-a", "labels": { "kubernetes.io/metadata.name": "other" } } }),
+    )
+    .await;
+    assert_eq!(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a");
+    let (code, _, v) = call(
+        &sb,
+        Method::PUT,
+        &format!("{nss}/team-a"),
+        &[],
+        Some(json!({ "metadata": { "name": "team-a", "labels": { "x": "y" } } })),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["metadata"]["labels"], json!({ "kubernetes.io/metadata.name": "team-a", "x": "y" }));
+    let patch = json!({ "metadata": { "labels": { "kubernetes.io/metadata.name": null } } });
+    let (_, _, v) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{nss}/team-a"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(patch),
+    )
+    .await;
+    assert_eq!(v["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a", "{v}");
+    let (_, _, v) = call(&sb, Method::GET, &format!("{nss}/default"), &[], None).await;
+    assert_eq!(v["metadata"]["labels"]["kubernetes.io/metadata.name"], "default", "the built-in ones too");
+}

@@ -5,11 +5,13 @@
 //! | module | kind |
 //! |---|---|
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
+//! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //!
 //! (Deployments are in [`crate::deployment`], the other built-in kinds in [`crate::builtin`].)
 
 pub mod configmap;
+pub mod namespace;
 pub mod secret;
 
 /// The largest total of a ConfigMap's or a Secret's values (`core.MaxSecretSize`).
