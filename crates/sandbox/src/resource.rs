@@ -1,7 +1,7 @@
 //! The resources the sandbox serves. Adding one is a [`ResourceDef`] entry in [`RESOURCES`],
 //! plus optional defaulting and validation hooks.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use k8s_openapi::api;
 
