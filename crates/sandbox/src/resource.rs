@@ -269,6 +269,8 @@ pub fn storages() -> impl Iterator<Item = &'static str> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
