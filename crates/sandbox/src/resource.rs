@@ -201,7 +201,9 @@ pub static RESOURCES: &[ResourceDef] = &[
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {
-        decode: decode_as::<api::coordination::v1::Lease>,
+        decode: crate::kinds::lease::decode,
+        default: crate::kinds::lease::default,
+        validate: crate::kinds::lease::validate,
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
     },
     // Built-in kinds a deployment of a controller uses, served generically (see `builtin`).

@@ -466,3 +466,41 @@ async fn a_namespace_always_carries_its_name_label() {
     let (_, _, v) = call(&sb, Method::GET, &format!("{nss}/default"), &[], None).await;
     assert_eq!(v["metadata"]["labels"]["kubernetes.io/metadata.name"], "default", "the built-in ones too");
 }
+
+/// `ValidateLeaseSpec` and `MicroTime` (`apimachinery/pkg/apis/meta/v1/micro_time.go`).
+#[tokio::test]
+async fn leases_check_ranges_and_micro_times() {
+    let sb = Sandbox::new();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = |name: &str, spec: Value| json!({ "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": { "name": name }, "spec": spec });
+    let l = create(
+        &sb,
+        leases,
+        lease("a", json!({ "holderIdentity": "x", "renewTime": "2026-01-01T10:00:00.123456+02:00" })),
+    )
+    .await;
+    assert_eq!(l["spec"]["renewTime"], "2026-01-01T08:00:00.123456Z", "stored and returned in UTC");
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        leases,
+        &[],
+        Some(lease("b", json!({ "renewTime": "2026-01-01T10:00:00Z" }))),
+    )
+    .await;
+    assert_eq!(code, 400, "{v}");
+    assert!(status_of(&v).2.starts_with("Lease in version \"v1\" cannot be handled as a Lease: "), "{v}");
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        leases,
+        &[],
+        Some(lease("c", json!({ "leaseDurationSeconds": 0, "leaseTransitions": -1 }))),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status_of(&v).2,
+        "Lease.coordination.k8s.io \"c\" is invalid: [spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0, spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0]"
+    );
+}
