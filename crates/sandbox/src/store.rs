@@ -715,8 +715,11 @@ impl Store {
                     &[("metadata.name".into(), "Required value: name or generateName is required".into())],
                 ));
             }
+            // As `names.SimpleNameGenerator`: the prefix is cut so that the name fits 63
+            // characters with the 5 random ones.
+            let prefix = generate.char_indices().nth(58).map_or(generate.as_str(), |(i, _)| &generate[..i]);
             name = loop {
-                let candidate = format!("{generate}{}", name_suffix());
+                let candidate = format!("{prefix}{}", name_suffix());
                 if !st.objects.contains_key(&key_of(def, ns, &candidate)) {
                     break candidate;
                 }

@@ -504,3 +504,17 @@ async fn leases_check_ranges_and_micro_times() {
         "Lease.coordination.k8s.io \"c\" is invalid: [spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0, spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0]"
     );
 }
+
+/// `apiserver/pkg/storage/names/generate.go`: a long `generateName` is cut to 58 characters, so
+/// the generated name is 63.
+#[tokio::test]
+async fn a_long_generate_name_is_cut_to_fit() {
+    let sb = Sandbox::new();
+    let prefix = format!("{}-", "p".repeat(69));
+    let (code, _, v) =
+        call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "generateName": prefix } }))).await;
+    assert_eq!(code, 201, "{v}");
+    let name = v["metadata"]["name"].as_str().unwrap();
+    assert_eq!(name.len(), 63);
+    assert!(name.starts_with(&prefix[..58]));
+}
