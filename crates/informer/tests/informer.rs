@@ -123,6 +123,15 @@ async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
     // Break the watch and keep it down while the object is deleted.
     sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
     sb.faults().cut_watches();
+    // Only once a new watch has been refused is the old one surely gone (under load the cut can
+    // reach the stream after a later event).
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !sb.requests().all().iter().any(|r| r.verb == "watch" && r.code == 500) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the informer tried to watch again");
     api.delete("gone", &DeleteParams::default()).await.unwrap();
     // When it comes back, its version is "expired": the informer must relist.
     sb.faults().expire_next_watch();
