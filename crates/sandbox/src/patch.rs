@@ -137,12 +137,20 @@ fn remove_at(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
 ///
 /// # Errors
 ///
-/// 400 naming the operation that could not be applied; 422 for a failed `test`.
+/// 400 when the body is not a list of operations; an operation that does not apply (a failed
+/// `test`, a missing path, an unknown `op`) is upstream's generic 422, its cause naming the
+/// operation.
 pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
     let ops = ops
         .as_array()
         .ok_or_else(|| ApiError::bad_request("json patch: the body must be an array of operations"))?;
     let mut work = doc.clone();
+    apply_ops(&mut work, ops).map_err(|e| ApiError::unprocessable(e.message))?;
+    *doc = work;
+    Ok(())
+}
+
+fn apply_ops(work: &mut Value, ops: &[Value]) -> Result<(), ApiError> {
     for op in ops {
         let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
         let path = op
@@ -160,32 +168,27 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
                 .ok_or_else(|| ApiError::bad_request(format!("json patch: operation {op} has no from")))
         };
         match kind {
-            "add" => add_at(&mut work, path, value()?)?,
+            "add" => add_at(work, path, value()?)?,
             "remove" => {
-                remove_at(&mut work, path)?;
+                remove_at(work, path)?;
             }
             "replace" => {
-                remove_at(&mut work, path)?;
-                add_at(&mut work, path, value()?)?;
+                remove_at(work, path)?;
+                add_at(work, path, value()?)?;
             }
             "move" => {
-                let v = remove_at(&mut work, from()?)?;
-                add_at(&mut work, path, v)?;
+                let v = remove_at(work, from()?)?;
+                add_at(work, path, v)?;
             }
             "copy" => {
                 let v = work.pointer(from()?).cloned().ok_or_else(|| {
                     ApiError::bad_request(format!("json patch: from path of {op} does not exist"))
                 })?;
-                add_at(&mut work, path, v)?;
+                add_at(work, path, v)?;
             }
             "test" => {
                 if work.pointer(path) != Some(&value()?) {
-                    return Err(ApiError::invalid(
-                        "",
-                        "",
-                        "",
-                        &[(path.to_owned(), format!("json patch test failed: {op}"))],
-                    ));
+                    return Err(ApiError::bad_request(format!("json patch: test failed: {op}")));
                 }
             }
             other => {
@@ -195,7 +198,6 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
             }
         }
     }
-    *doc = work;
     Ok(())
 }
 
@@ -477,7 +479,7 @@ mod tests {
             &json!([{ "op": "add", "path": "/x", "value": 1 }, { "op": "remove", "path": "/nope" }]),
         )
         .unwrap_err();
-        assert_eq!(err.code, 400);
+        assert_eq!(err.code, 422, "an operation that does not apply");
         assert_eq!(d, before, "a failed patch changes nothing");
     }
 

@@ -74,6 +74,17 @@ impl ApiError {
         e
     }
 
+    /// 422 as upstream's `NewGenericServerResponse` words it, the cause carrying `detail`: what
+    /// the patch handler answers for a JSON patch that does not apply
+    /// (`endpoints/handlers/patch.go`, `applyJSPatch`).
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        let mut e =
+            Self::new(422, "Invalid", "the server rejected our request due to an error in our request");
+        e.details =
+            Some(json!({ "causes": [{ "reason": "UnexpectedServerResponse", "message": detail.into() }] }));
+        e
+    }
+
     /// 400: the request itself is malformed.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

@@ -157,7 +157,8 @@ async fn a_failed_json_patch_changes_nothing() {
     let ops = json!([{ "op": "replace", "path": "/data/a", "value": "2" }, { "op": "remove", "path": "/data/missing" }]);
     let (code, status) =
         call(&sb, "PATCH", &format!("{CMS}/web"), "application/json-patch+json", ops.to_string()).await;
-    assert_eq!(code, 400, "{status}");
+    assert_eq!(code, 422, "{status}");
+    assert!(status["details"]["causes"][0]["message"].as_str().unwrap().contains("/data/missing"), "{status}");
     let (_, now) = call(&sb, "GET", &format!("{CMS}/web"), "", Vec::new()).await;
     assert_eq!(now["data"]["a"], "1");
     assert_eq!(now["metadata"]["resourceVersion"], made["metadata"]["resourceVersion"]);

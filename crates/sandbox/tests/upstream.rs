@@ -518,3 +518,45 @@ async fn a_long_generate_name_is_cut_to_fit() {
     assert_eq!(name.len(), 63);
     assert!(name.starts_with(&prefix[..58]));
 }
+
+/// `endpoints/handlers/patch.go` (`applyJSPatch`): a JSON patch that does not apply is a 422
+/// with the generic message and the reason in a cause; a body that is not a patch is 400.
+#[tokio::test]
+async fn json_patch_failures_are_upstreams_generic_422() {
+    let sb = Sandbox::new();
+    create(&sb, CMS, json!({ "metadata": { "name": "p", "labels": { "a": "b" } } })).await;
+    for ops in [
+        json!([{ "op": "test", "path": "/metadata/labels/a", "value": "c" }]),
+        json!([{ "op": "remove", "path": "/metadata/labels/zz" }]),
+        json!([{ "op": "add", "path": "/spec/x/y", "value": 1 }]),
+        json!([{ "op": "frob", "path": "/a" }]),
+    ] {
+        let (code, _, v) = call(
+            &sb,
+            Method::PATCH,
+            &format!("{CMS}/p"),
+            &[("content-type", "application/json-patch+json")],
+            Some(ops.clone()),
+        )
+        .await;
+        assert_eq!(
+            (code, status_of(&v)),
+            (422, ("Failure", "Invalid", "the server rejected our request due to an error in our request")),
+            "{ops}"
+        );
+        let cause = &v["details"]["causes"][0];
+        assert_eq!(cause["reason"], "UnexpectedServerResponse", "{v}");
+        assert!(cause["message"].as_str().unwrap().starts_with("json patch"), "{v}");
+    }
+    let (code, _, _) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/p"),
+        &[("content-type", "application/json-patch+json")],
+        Some(json!({ "not": "a list" })),
+    )
+    .await;
+    assert_eq!(code, 400);
+    let (_, _, v) = call(&sb, Method::GET, &format!("{CMS}/p"), &[], None).await;
+    assert_eq!(v["metadata"]["labels"], json!({ "a": "b" }), "nothing applied");
+}
