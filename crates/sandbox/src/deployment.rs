@@ -142,15 +142,41 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
         None => err("spec.template.spec.containers", "Required value".into()),
         Some(cs) if cs.is_empty() => err("spec.template.spec.containers", "Required value".into()),
         Some(cs) => {
+            let mut names = std::collections::HashSet::new();
             for (i, c) in cs.iter().enumerate() {
-                if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
-                    err(&format!("spec.template.spec.containers[{i}].name"), "Required value".into());
+                // `ValidateContainers`: a DNS-1123 label, unique in the pod.
+                match c.get("name").and_then(Value::as_str).unwrap_or("") {
+                    "" => err(&format!("spec.template.spec.containers[{i}].name"), "Required value".into()),
+                    n => {
+                        if let Some(why) = crate::object::check_label(n) {
+                            err(
+                                &format!("spec.template.spec.containers[{i}].name"),
+                                format!("Invalid value: {n:?}: {why}"),
+                            );
+                        }
+                        if !names.insert(n) {
+                            err(
+                                &format!("spec.template.spec.containers[{i}].name"),
+                                format!("Duplicate value: {n:?}"),
+                            );
+                        }
+                    }
                 }
                 if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
                     err(&format!("spec.template.spec.containers[{i}].image"), "Required value".into());
                 }
             }
         }
+    }
+    // `ValidateDeploymentStrategy`: Recreate takes no rollingUpdate (a client switching the type
+    // must remove it, which `kubectl apply` does with `$retainKeys`).
+    if spec.pointer("/strategy/type").and_then(Value::as_str) == Some("Recreate")
+        && spec.pointer("/strategy/rollingUpdate").is_some_and(|r| !r.is_null())
+    {
+        err(
+            "spec.strategy.rollingUpdate",
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'".into(),
+        );
     }
     if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
         && p != "Always"

@@ -56,34 +56,54 @@ pub fn name_suffix() -> String {
     (0..5).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect()
 }
 
-/// Checks a DNS-1123 name: at most `max` characters of lowercase alphanumerics and `extra`,
-/// starting and ending with an alphanumeric. Returns the reason it is not one.
-fn check_dns1123(name: &str, max: usize, extra: &[char], what: &str) -> Option<String> {
-    if name.len() > max {
-        return Some(format!("must be no more than {max} characters"));
-    }
-    let ok = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || extra.contains(&c))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    (!ok).then(|| {
-        format!("a lowercase RFC 1123 {what}, and must start and end with an alphanumeric character")
-    })
+/// upstream's `RegexError`: the message, examples, and the regex (`apimachinery/pkg/util/validation`).
+fn regex_error(msg: &str, regex: &str, examples: &[&str]) -> String {
+    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!("{msg} (e.g. {}regex used for validation is '{regex}')", examples.join(" or "))
 }
 
-/// Checks a DNS-1123 subdomain (most object names); returns the reason it is not one.
+/// Whether `part` is a DNS-1123 label's shape: lowercase alphanumerics and '-', alphanumeric at
+/// both ends.
+fn label_shaped(part: &str) -> bool {
+    !part.is_empty()
+        && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && part.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && part.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+const LABEL_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+
+/// Checks a DNS-1123 subdomain (most object names), as `IsDNS1123Subdomain`: the reasons it is
+/// not one, joined as upstream's causes are (length first).
 pub fn check_subdomain(name: &str) -> Option<String> {
-    check_dns1123(
-        name,
-        253,
-        &['-', '.'],
-        "subdomain must consist of lower case alphanumeric characters, '-' or '.'",
-    )
+    let mut errs = Vec::new();
+    if name.len() > 253 {
+        errs.push("must be no more than 253 characters".to_owned());
+    }
+    if !name.split('.').all(label_shaped) {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            &format!("{LABEL_REGEX}(\\.{LABEL_REGEX})*"),
+            &["example.com"],
+        ));
+    }
+    (!errs.is_empty()).then(|| errs.join(", "))
 }
 
-/// Checks a DNS-1123 label (namespace names); returns the reason it is not one.
+/// Checks a DNS-1123 label (namespace and container names), as `IsDNS1123Label`.
 pub fn check_label(name: &str) -> Option<String> {
-    check_dns1123(name, 63, &['-'], "label must consist of lower case alphanumeric characters or '-'")
+    let mut errs = Vec::new();
+    if name.len() > 63 {
+        errs.push("must be no more than 63 characters".to_owned());
+    }
+    if !label_shaped(name) {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            LABEL_REGEX,
+            &["my-name", "123-abc"],
+        ));
+    }
+    (!errs.is_empty()).then(|| errs.join(", "))
 }
 
 #[cfg(test)]

@@ -158,7 +158,10 @@ async fn a_failed_json_patch_changes_nothing() {
     let (code, status) =
         call(&sb, "PATCH", &format!("{CMS}/web"), "application/json-patch+json", ops.to_string()).await;
     assert_eq!(code, 422, "{status}");
-    assert!(status["details"]["causes"][0]["message"].as_str().unwrap().contains("/data/missing"), "{status}");
+    assert!(
+        status["details"]["causes"][0]["message"].as_str().unwrap().contains("/data/missing"),
+        "{status}"
+    );
     let (_, now) = call(&sb, "GET", &format!("{CMS}/web"), "", Vec::new()).await;
     assert_eq!(now["data"]["a"], "1");
     assert_eq!(now["metadata"]["resourceVersion"], made["metadata"]["resourceVersion"]);

@@ -560,3 +560,63 @@ async fn json_patch_failures_are_upstreams_generic_422() {
     let (_, _, v) = call(&sb, Method::GET, &format!("{CMS}/p"), &[], None).await;
     assert_eq!(v["metadata"]["labels"], json!({ "a": "b" }), "nothing applied");
 }
+
+/// `pkg/apis/apps/validation` (`ValidateDeploymentStrategy`) and `pkg/apis/core/validation`
+/// (`ValidateContainers`), and `IsDNS1123Label`'s words.
+#[tokio::test]
+async fn deployments_check_container_names_and_strategy() {
+    let sb = Sandbox::new();
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    let d = |containers: Value, strategy: Value| {
+        json!({ "metadata": { "name": "web" }, "spec": {
+            "selector": { "matchLabels": { "app": "web" } }, "strategy": strategy,
+            "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": containers } } } })
+    };
+    let (code, _, v) = call(&sb, Method::POST, deploys, &[], Some(d(
+        json!([{ "name": "Web", "image": "nginx" }, { "name": "side", "image": "a" }, { "name": "side", "image": "b" }]),
+        json!({ "type": "Recreate", "rollingUpdate": { "maxSurge": 1 } }),
+    ))).await;
+    assert_eq!(code, 422, "{v}");
+    let causes: Vec<(String, String)> = v["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap().to_owned(), c["message"].as_str().unwrap().to_owned()))
+        .collect();
+    assert!(causes.contains(&(
+        "spec.template.spec.containers[0].name".into(),
+        "Invalid value: \"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into()
+    )), "{causes:?}");
+    assert!(
+        causes
+            .contains(&("spec.template.spec.containers[2].name".into(), "Duplicate value: \"side\"".into())),
+        "{causes:?}"
+    );
+    assert!(
+        causes.contains(&(
+            "spec.strategy.rollingUpdate".into(),
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'".into()
+        )),
+        "{causes:?}"
+    );
+    let reasons: Vec<&str> =
+        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["reason"].as_str().unwrap()).collect();
+    assert!(
+        reasons.contains(&"FieldValueDuplicate") && reasons.contains(&"FieldValueForbidden"),
+        "{reasons:?}"
+    );
+    let (code, _, _) = call(
+        &sb,
+        Method::POST,
+        deploys,
+        &[],
+        Some(d(json!([{ "name": "web", "image": "nginx" }]), json!({ "type": "Recreate" }))),
+    )
+    .await;
+    assert_eq!(code, 201);
+    // An object name that is not a subdomain, with upstream's example and regex.
+    let (code, _, v) =
+        call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "name": "a..b" } }))).await;
+    assert_eq!(code, 422);
+    assert!(status_of(&v).2.ends_with("(e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"), "{v}");
+}
