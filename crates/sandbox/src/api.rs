@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::Shared;
+use crate::field_validation::{self, Directive};
 use crate::patch::PatchType;
 use crate::record::RequestRecord;
 use crate::resource::{self, ResourceDef};
@@ -124,6 +125,7 @@ struct Query {
     send_initial_events: bool,
     timeout: Option<Duration>,
     field_manager: Option<String>,
+    field_validation: Option<String>,
     force: bool,
     propagation: Option<String>,
     dry_run: bool,
@@ -158,6 +160,7 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
                 out.timeout = Some(Duration::from_secs(secs));
             }
             "fieldManager" => out.field_manager = Some(v.into_owned()),
+            "fieldValidation" => out.field_validation = Some(v.into_owned()),
             "force" => out.force = truthy,
             "propagationPolicy" => out.propagation = Some(v.into_owned()),
             "dryRun" => match v.as_ref() {
@@ -389,6 +392,16 @@ where
     let name = t.name.as_deref().unwrap_or("");
     let ok = |v: Value| Ok(json_response(200, &v));
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let options = match verb {
+        "create" => Some("CreateOptions"),
+        "update" => Some("UpdateOptions"),
+        "patch" => Some("PatchOptions"),
+        _ => None,
+    };
+    let directive = match options {
+        Some(o) => Directive::parse(q.field_validation.as_deref(), o)?,
+        None => Directive::Warn,
+    };
     match verb {
         "get" if q.as_table && t.sub == Subresource::Main => {
             let obj = store.get(def, ns, name, t.sub)?;
@@ -415,7 +428,8 @@ where
             if def.namespaced && t.namespace.is_none() {
                 return Err(ApiError::method_not_allowed("POST", path));
             }
-            let body = parse_object(&bytes, content_type, "create")?;
+            let mut body = parse_object(&bytes, content_type, "create")?;
+            let warnings = field_validation::check(def, &mut body, directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
             let mut created = store.create(def, ns, body)?;
             // The record names what was created (the URL of a create names only the collection).
@@ -429,15 +443,20 @@ where
                     meta.insert("name".into(), Value::String(String::new()));
                 }
             }
-            Ok(json_response(201, &created))
+            Ok(with_warnings(json_response(201, &created), &warnings))
         }
         "update" => {
-            let body = parse_object(&bytes, content_type, "update")?;
+            let mut body = parse_object(&bytes, content_type, "update")?;
+            let warnings = if t.sub == Subresource::Main {
+                field_validation::check(def, &mut body, directive)?
+            } else {
+                Vec::new()
+            };
             let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub)?;
             if q.dry_run && !created {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
-            Ok(json_response(if created { 201 } else { 200 }, &obj))
+            Ok(with_warnings(json_response(if created { 201 } else { 200 }, &obj), &warnings))
         }
         "patch" => {
             let ptype = PatchType::from_content_type(content_type)?;
@@ -519,6 +538,17 @@ fn delete_response(
     let mut status = crate::status::success();
     status["details"] = details;
     json_response(200, &status)
+}
+
+/// `Warning: 299 - "…"` headers, one per warning (RFC 7234, as upstream writes them).
+fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) -> Response<ResponseBody> {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
 }
 
 /// Kinds whose upstream registry answers a DELETE with the deleted object.

@@ -24,6 +24,12 @@ pub fn decode_as<K: DeserializeOwned>(obj: &Value) -> Result<(), String> {
     })
 }
 
+/// `obj` decoded as `K` and encoded again: what the kind's schema keeps of it (unknown fields
+/// gone); `None` when it does not decode (the decode step reports why).
+pub fn known_as<K: DeserializeOwned + serde::Serialize>(obj: &Value) -> Option<Value> {
+    serde_json::from_value::<K>(obj.clone()).ok().and_then(|k| serde_json::to_value(k).ok())
+}
+
 /// The next cluster IP, from the default service range 10.96.0.0/12 (10.96.0.1 is the
 /// `kubernetes` Service's in a real cluster, so allocation starts above it).
 fn next_cluster_ip() -> String {

@@ -12,6 +12,7 @@
 //! | [`api`] | URL routing, query parameters, watch streams |
 //! | [`resource`] | the served resources (one declaration each) |
 //! | [`builtin`] | built-in kinds served generically: shape from k8s-openapi, Service defaults, bindings |
+//! | [`field_validation`] | `fieldValidation`: unknown fields refused, warned about or dropped |
 //! | [`kinds`] | per-kind strategies: ConfigMap and Secret validation, `stringData` |
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
@@ -46,6 +47,7 @@ pub mod builtin;
 pub mod deployment;
 pub mod discovery;
 pub mod faults;
+pub mod field_validation;
 pub mod kinds;
 pub mod object;
 pub mod patch;

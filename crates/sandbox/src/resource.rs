@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use k8s_openapi::api;
 
-use crate::builtin::{decode_as, default_service, validate_binding, validate_service};
+use crate::builtin::{decode_as, default_service, known_as, validate_binding, validate_service};
 use crate::deployment;
 
 /// A field error: `(path, message)`, e.g. `("spec.replicas", "must be greater than or equal to 0")`.
@@ -47,6 +47,10 @@ pub struct ResourceDef {
     pub from_storage: fn(Value) -> Value,
     /// Checks that the object decodes as the kind's type (a failure is a 400 naming the field).
     pub decode: fn(&Value) -> Result<(), String>,
+    /// The object as the kind's schema keeps it (decoded as the typed kind and encoded again), to
+    /// find the fields the schema does not declare (`fieldValidation`); `None` for kinds served
+    /// without a schema.
+    pub known: Option<fn(&Value) -> Option<Value>>,
     /// Fills in the API server's defaults.
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
@@ -156,6 +160,7 @@ macro_rules! resource {
             to_storage: same,
             from_storage: same,
             decode: any_shape,
+            known: None,
             default: no_defaults,
             validate: no_validation,
         }
@@ -171,11 +176,13 @@ pub static RESOURCES: &[ResourceDef] = &[
     },
     ResourceDef {
         decode: decode_as::<api::core::v1::ConfigMap>,
+        known: Some(known_as::<api::core::v1::ConfigMap>),
         validate: crate::kinds::configmap::validate,
         ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::core::v1::Secret>,
+        known: Some(known_as::<api::core::v1::Secret>),
         default: crate::kinds::secret::default,
         validate: crate::kinds::secret::validate,
         ..resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true)
@@ -191,6 +198,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         has_generation: true,
         default: deployment::default,
         validate: deployment::validate,
+        known: Some(known_as::<api::apps::v1::Deployment>),
         categories: &["all"],
         ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
     },
@@ -202,6 +210,7 @@ pub static RESOURCES: &[ResourceDef] = &[
     },
     ResourceDef {
         decode: crate::kinds::lease::decode,
+        known: Some(known_as::<api::coordination::v1::Lease>),
         default: crate::kinds::lease::default,
         validate: crate::kinds::lease::validate,
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
@@ -209,37 +218,44 @@ pub static RESOURCES: &[ResourceDef] = &[
     // Built-in kinds a deployment of a controller uses, served generically (see `builtin`).
     ResourceDef {
         decode: decode_as::<api::core::v1::ServiceAccount>,
+        known: Some(known_as::<api::core::v1::ServiceAccount>),
         ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)
     },
     ResourceDef {
         status_subresource: true,
         categories: &["all"],
         decode: decode_as::<api::core::v1::Service>,
+        known: Some(known_as::<api::core::v1::Service>),
         default: default_service,
         validate: validate_service,
         ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::Role>,
+        known: Some(known_as::<api::rbac::v1::Role>),
         ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::ClusterRole>,
+        known: Some(known_as::<api::rbac::v1::ClusterRole>),
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::RoleBinding>,
+        known: Some(known_as::<api::rbac::v1::RoleBinding>),
         validate: validate_binding,
         ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::ClusterRoleBinding>,
+        known: Some(known_as::<api::rbac::v1::ClusterRoleBinding>),
         validate: validate_binding,
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
     },
     ResourceDef {
         status_subresource: true,
         decode: decode_as::<api::policy::v1::PodDisruptionBudget>,
+        known: Some(known_as::<api::policy::v1::PodDisruptionBudget>),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)
     },
 ];

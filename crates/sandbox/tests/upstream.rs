@@ -16,6 +16,18 @@ async fn call(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> (u16, String, Value) {
+    let (code, ct, _, v) = call_with_headers(sb, method, path, headers, body).await;
+    (code, ct, v)
+}
+
+/// As [`call`], with the response's `Warning` headers.
+async fn call_with_headers(
+    sb: &Sandbox,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (u16, String, Vec<String>, Value) {
     let mut req = Request::builder().method(method).uri(path);
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -27,10 +39,12 @@ async fn call(
     let resp = sb.service().oneshot(req.body(Full::new(Bytes::from(bytes))).unwrap()).await.unwrap();
     let code = resp.status().as_u16();
     let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let warnings: Vec<String> =
+        resp.headers().get_all("warning").iter().map(|v| v.to_str().unwrap_or("").to_owned()).collect();
     let raw = resp.into_body().collect().await.unwrap().to_bytes();
     let v =
         serde_json::from_slice(&raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into()));
-    (code, ct, v)
+    (code, ct, warnings, v)
 }
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
@@ -619,4 +633,44 @@ async fn deployments_check_container_names_and_strategy() {
         call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "name": "a..b" } }))).await;
     assert_eq!(code, 422);
     assert!(status_of(&v).2.ends_with("(e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"), "{v}");
+}
+
+/// `fieldValidation` on create and update: Strict refuses, Warn (the default) drops with a
+/// `Warning` per field, Ignore drops silently, anything else is a 422 on the options kind.
+#[tokio::test]
+async fn field_validation_strict_warn_and_ignore() {
+    let sb = Sandbox::new();
+    let body =
+        |name: &str| json!({ "metadata": { "name": name, "bogus": 1 }, "data": { "k": "v" }, "extra": true });
+    let (code, _, _, v) =
+        call_with_headers(&sb, Method::POST, &format!("{CMS}?fieldValidation=Strict"), &[], Some(body("s")))
+            .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        status_of(&v).2,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"extra\", unknown field \"metadata.bogus\""
+    );
+    let (code, _, warnings, v) = call_with_headers(&sb, Method::POST, CMS, &[], Some(body("w"))).await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        warnings,
+        [r#"299 - "unknown field \"extra\"""#, r#"299 - "unknown field \"metadata.bogus\"""#]
+    );
+    assert!(v.get("extra").is_none() && v["metadata"].get("bogus").is_none() && v["data"]["k"] == "v", "{v}");
+    let (code, _, warnings, _) =
+        call_with_headers(&sb, Method::POST, &format!("{CMS}?fieldValidation=Ignore"), &[], Some(body("i")))
+            .await;
+    assert_eq!((code, warnings.len()), (201, 0));
+    let (code, _, _, v) =
+        call_with_headers(&sb, Method::PUT, &format!("{CMS}/i?fieldValidation=Strict"), &[], Some(body("i")))
+            .await;
+    assert_eq!(code, 400, "{v}");
+    let (code, _, _, v) =
+        call_with_headers(&sb, Method::POST, &format!("{CMS}?fieldValidation=Bogus"), &[], Some(body("b")))
+            .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status_of(&v).2,
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Bogus\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+    );
 }
