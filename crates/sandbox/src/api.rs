@@ -580,15 +580,22 @@ fn event_for(
     if ns.is_some_and(|ns| ns != obj_ns) {
         return None;
     }
-    let now = q.matches(&c.object);
-    let before = c.old.as_ref().is_some_and(|o| q.matches(o));
-    let kind = match (c.kind, before, now) {
-        (ChangeType::Deleted, _, true) | (ChangeType::Modified, true, false) => "DELETED",
-        (ChangeType::Added, _, true) | (ChangeType::Modified, false, true) => "ADDED",
-        (ChangeType::Modified, true, true) => "MODIFIED",
-        _ => return None,
-    };
-    Some((kind, def.present(&c.object)))
+    // As upstream's cache watcher (`storage/cacher/cache_watcher.go`, `convertToWatchEvent`): an
+    // object that stops matching is DELETED with its *previous* content, at the change's version.
+    let deleted = c.kind == ChangeType::Deleted;
+    let now = !deleted && q.matches(&c.object);
+    let before = if deleted { q.matches(&c.object) } else { c.old.as_ref().is_some_and(|o| q.matches(o)) };
+    match (before, now) {
+        (false, true) => Some(("ADDED", def.present(&c.object))),
+        (true, true) => Some(("MODIFIED", def.present(&c.object))),
+        (true, false) if deleted => Some(("DELETED", def.present(&c.object))),
+        (true, false) => {
+            let mut old = def.present(c.old.as_deref()?);
+            crate::object::meta_mut(&mut old).insert("resourceVersion".into(), json!(c.rv.to_string()));
+            Some(("DELETED", old))
+        }
+        (false, false) => None,
+    }
 }
 
 fn frame(kind: &str, object: &Value) -> Bytes {

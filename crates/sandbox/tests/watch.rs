@@ -165,7 +165,12 @@ async fn label_selected_watch_sees_objects_leave_and_enter() {
     c.metadata.labels = None;
     let c = api.replace("x", &PostParams::default(), &c).await.unwrap();
     match tokio::time::timeout(Duration::from_secs(5), stream.try_next()).await.unwrap().unwrap().unwrap() {
-        WatchEvent::Deleted(o) => assert_eq!(o.metadata.name.as_deref(), Some("x")),
+        // Upstream's cache watcher: the previous content (still labelled), at the change's version.
+        WatchEvent::Deleted(o) => {
+            assert_eq!(o.metadata.name.as_deref(), Some("x"));
+            assert_eq!(o.metadata.labels.as_ref().map(|l| l["keep"].as_str()), Some("yes"));
+            assert_eq!(o.metadata.resource_version, c.metadata.resource_version);
+        }
         other => panic!("an object that stops matching is DELETED for the watch, got {other:?}"),
     }
     let mut back = c;
