@@ -190,6 +190,7 @@ pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         storage: "events",
         field_labels: CORE_EVENT_FIELDS,
+        validate: crate::kinds::event::validate_core,
         ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {
@@ -206,6 +207,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         storage: "events",
         to_storage: event_to_core,
         from_storage: event_from_core,
+        validate: crate::kinds::event::validate_events_v1,
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {

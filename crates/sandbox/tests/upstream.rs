@@ -674,3 +674,55 @@ async fn field_validation_strict_warn_and_ignore() {
         "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Bogus\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
     );
 }
+
+/// `pkg/apis/core/validation/events.go`: core/v1 keeps the legacy rules; events.k8s.io/v1 adds
+/// the strict ones, and both name fields as the internal type does.
+#[tokio::test]
+async fn events_are_validated_by_the_api_they_come_through() {
+    let sb = Sandbox::new();
+    let core = "/api/v1/namespaces/default/events";
+    let v1 = "/apis/events.k8s.io/v1/namespaces/default/events";
+    // core/v1 without eventTime: only the namespaces must agree.
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        core,
+        &[],
+        Some(json!({ "metadata": { "name": "a" },
+        "involvedObject": { "kind": "ConfigMap", "name": "web", "namespace": "other" }, "reason": "X" })),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status_of(&v).2,
+        "Event \"a\" is invalid: involvedObject.namespace: Invalid value: \"other\": does not match event.namespace"
+    );
+    create(&sb, core, json!({ "metadata": { "name": "b" }, "involvedObject": { "kind": "ConfigMap", "name": "web", "namespace": "default" } })).await;
+    // events.k8s.io/v1: eventTime, reporting fields, action, reason and type are required.
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        v1,
+        &[],
+        Some(json!({ "metadata": { "name": "c" },
+        "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "note": "hi" })),
+    )
+    .await;
+    assert_eq!(code, 422);
+    let fields: Vec<&str> =
+        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert_eq!(
+        fields,
+        ["eventTime", "type"],
+        "without eventTime: the legacy namespace rule (met), then the strict ones: {v}"
+    );
+    let (code, _, v) = call(&sb, Method::POST, v1, &[], Some(json!({ "metadata": { "name": "d" }, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "type": "Normal", "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "deprecatedCount": 3 }))).await;
+    assert_eq!(code, 422);
+    let fields: Vec<&str> =
+        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert_eq!(fields, ["reportingController", "reportingInstance", "action", "reason", "count"], "{v}");
+    create(&sb, v1, json!({ "metadata": { "name": "e" }, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal",
+        "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "reason": "Created", "action": "Create",
+        "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "note": "made" })).await;
+}

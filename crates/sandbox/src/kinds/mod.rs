@@ -5,6 +5,7 @@
 //! | module | kind |
 //! |---|---|
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
+//! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
@@ -12,6 +13,7 @@
 //! (Deployments are in [`crate::deployment`], the other built-in kinds in [`crate::builtin`].)
 
 pub mod configmap;
+pub mod event;
 pub mod lease;
 pub mod namespace;
 pub mod secret;
