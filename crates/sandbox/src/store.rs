@@ -887,7 +887,17 @@ impl Store {
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, name, &errs));
         }
-        if def.has_generation && new.get("spec") != old_view.get("spec") {
+        // As the Deployment strategy: a spec change bumps the generation, and so does an
+        // annotation change (annotations are copied to the ReplicaSets).
+        let annotations = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .cloned()
+                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+        };
+        if def.has_generation
+            && (new.get("spec") != old_view.get("spec")
+                || (def.plural == "deployments" && annotations(&new) != annotations(&old_view)))
+        {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }

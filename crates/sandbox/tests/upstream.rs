@@ -726,3 +726,35 @@ async fn events_are_validated_by_the_api_they_come_through() {
         "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "reason": "Created", "action": "Create",
         "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "note": "made" })).await;
 }
+
+/// `pkg/registry/apps/deployment/strategy.go` (`PrepareForUpdate`): the generation counts spec and
+/// annotation changes, not label or status changes.
+#[tokio::test]
+async fn a_deployments_generation_counts_spec_and_annotation_changes() {
+    let sb = Sandbox::new();
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    create(&sb, deploys, json!({ "metadata": { "name": "g" }, "spec": {
+        "selector": { "matchLabels": { "app": "g" } },
+        "template": { "metadata": { "labels": { "app": "g" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
+    .await;
+    let merge = [("content-type", "application/merge-patch+json")];
+    let generation = |patch: Value| {
+        let sb = sb.clone();
+        async move {
+            let (code, _, v) = call(&sb, Method::PATCH, &format!("{deploys}/g"), &merge, Some(patch)).await;
+            assert_eq!(code, 200, "{v}");
+            v["metadata"]["generation"].as_i64().unwrap()
+        }
+    };
+    assert_eq!(
+        generation(json!({ "metadata": { "labels": { "tier": "web" } } })).await,
+        1,
+        "a label is not counted"
+    );
+    assert_eq!(
+        generation(json!({ "metadata": { "annotations": { "note": "x" } } })).await,
+        2,
+        "an annotation is"
+    );
+    assert_eq!(generation(json!({ "spec": { "replicas": 3 } })).await, 3, "the spec is");
+}
