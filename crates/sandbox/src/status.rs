@@ -85,6 +85,22 @@ impl ApiError {
         e
     }
 
+    /// 403 from the namespace lifecycle admission (`plugin/pkg/admission/namespace/lifecycle`):
+    /// no new objects in a namespace being deleted; the cause says why, on `metadata.namespace`.
+    pub fn namespace_terminating(group: &str, plural: &str, name: &str, ns: &str) -> Self {
+        let resource = qualified(group, plural);
+        let mut e = Self::new(
+            403,
+            "Forbidden",
+            format!("{resource} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"),
+        )
+        .with_details(group, plural, name);
+        if let Some(d) = e.details.as_mut() {
+            d["causes"] = json!([{ "reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace" }]);
+        }
+        e
+    }
+
     /// 400: the request itself is malformed.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

@@ -734,21 +734,6 @@ impl Store {
                 &[("metadata.name".into(), format!("Invalid value: {name:?}: {why}"))],
             ));
         }
-        if def.namespaced {
-            match st.namespace_state(ns) {
-                None => return Err(ApiError::not_found("", "namespaces", ns)),
-                Some(n) if is_deleting(n) => {
-                    return Err(ApiError::forbidden(format!(
-                        "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                        def.plural
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-        if st.objects.contains_key(&key_of(def, ns, &name)) {
-            return Err(ApiError::already_exists(def.group, def.plural, &name));
-        }
         let meta = meta_mut(&mut obj);
         meta.insert("name".into(), json!(name));
         if def.namespaced {
@@ -770,6 +755,20 @@ impl Store {
         let errs = (def.validate)(&obj, None);
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, &name, &errs));
+        }
+        // Upstream's order: the strategy's validation (422), then validating admission — the
+        // namespace must exist and not be terminating (404, 403) — then storage (409).
+        if def.namespaced {
+            match st.namespace_state(ns) {
+                None => return Err(ApiError::not_found("", "namespaces", ns)),
+                Some(n) if is_deleting(n) => {
+                    return Err(ApiError::namespace_terminating(def.group, def.plural, &name, ns));
+                }
+                Some(_) => {}
+            }
+        }
+        if st.objects.contains_key(&key_of(def, ns, &name)) {
+            return Err(ApiError::already_exists(def.group, def.plural, &name));
         }
         def.stamp(&mut obj);
         Ok(obj)

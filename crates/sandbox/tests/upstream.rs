@@ -758,3 +758,35 @@ async fn a_deployments_generation_counts_spec_and_annotation_changes() {
     );
     assert_eq!(generation(json!({ "spec": { "replicas": 3 } })).await, 3, "the spec is");
 }
+
+/// The namespace lifecycle admission: nothing new in a namespace being deleted.
+#[tokio::test]
+async fn creating_in_a_terminating_namespace_is_forbidden() {
+    let sb = Sandbox::new();
+    create(&sb, "/api/v1/namespaces", json!({ "metadata": { "name": "going" } })).await;
+    let (code, _, v) = call(&sb, Method::DELETE, "/api/v1/namespaces/going", &[], None).await;
+    assert_eq!((code, v["status"]["phase"].as_str()), (200, Some("Terminating")), "{v}");
+    // Validation comes first: an invalid object is 422 wherever it goes.
+    let deploys = "/apis/apps/v1/namespaces/going/deployments";
+    let (code, _, _) =
+        call(&sb, Method::POST, deploys, &[], Some(json!({ "metadata": { "name": "web" } }))).await;
+    assert_eq!(code, 422);
+    let valid = json!({ "metadata": { "name": "web" }, "spec": {
+        "selector": { "matchLabels": { "app": "web" } },
+        "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } });
+    let (code, _, v) = call(&sb, Method::POST, deploys, &[], Some(valid)).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status_of(&v),
+        (
+            "Failure",
+            "Forbidden",
+            "deployments.apps \"web\" is forbidden: unable to create new content in namespace going because it is being terminated"
+        )
+    );
+    assert_eq!(
+        v["details"],
+        json!({ "name": "web", "group": "apps", "kind": "deployments", "causes": [
+            { "reason": "NamespaceTerminating", "message": "namespace going is being terminated", "field": "metadata.namespace" }] })
+    );
+}
