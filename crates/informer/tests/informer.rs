@@ -120,13 +120,23 @@ async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
     assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
     log.take();
 
+    // The watch that follows the first list must be open before it is cut (a watch opened after
+    // the cut would not be cut).
+    let watching = |code: u16| sb.requests().all().iter().any(|r| r.verb == "watch" && r.code == code);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !watching(200) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the informer watches after its list");
     // Break the watch and keep it down while the object is deleted.
     sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
     sb.faults().cut_watches();
     // Only once a new watch has been refused is the old one surely gone (under load the cut can
     // reach the stream after a later event).
     tokio::time::timeout(Duration::from_secs(10), async {
-        while !sb.requests().all().iter().any(|r| r.verb == "watch" && r.code == 500) {
+        while !watching(500) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
