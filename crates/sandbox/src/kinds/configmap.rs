@@ -2,10 +2,9 @@
 //! `ValidateConfigMapUpdate`; the strategy in `pkg/registry/core/configmap/strategy.go` allows
 //! no create on update).
 
-use base64::Engine;
 use serde_json::Value;
 
-use super::{MAX_SIZE, bad_keys, immutable_errors, too_long};
+use super::{MAX_SIZE, bad_keys, decoded_size, immutable_errors, too_long};
 use crate::resource::FieldError;
 
 /// Keys valid in `data` and `binaryData` and never in both, the values' total at most 1 MiB;
@@ -28,13 +27,7 @@ pub fn validate(cm: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs.extend(bad_keys(binary, "binaryData"));
     let text: usize = data.iter().flat_map(|d| d.values()).filter_map(Value::as_str).map(str::len).sum();
     // binaryData travels as base64; its size is the decoded bytes'.
-    let bytes: usize = binary
-        .iter()
-        .flat_map(|b| b.values())
-        .filter_map(Value::as_str)
-        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).map_or(0, |b| b.len()))
-        .sum();
-    if text + bytes > MAX_SIZE {
+    if text + decoded_size(binary) > MAX_SIZE {
         errs.push(too_long("[]"));
     }
     errs

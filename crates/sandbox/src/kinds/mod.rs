@@ -83,6 +83,16 @@ pub(crate) fn immutable_errors(
     errs
 }
 
+/// The bytes a map of base64 values holds once decoded (`binaryData`, a Secret's `data`).
+pub(crate) fn decoded_size(map: Option<&serde_json::Map<String, serde_json::Value>>) -> usize {
+    use base64::Engine;
+    map.iter()
+        .flat_map(|m| m.values())
+        .filter_map(serde_json::Value::as_str)
+        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).map_or(0, |b| b.len()))
+        .sum()
+}
+
 /// The whole-object size cause, with 1.32's `TooLong` wording.
 pub(crate) fn too_long(field: &str) -> (String, String) {
     (field.to_owned(), format!("Too long: may not be more than {MAX_SIZE} bytes"))

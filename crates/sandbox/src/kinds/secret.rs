@@ -5,7 +5,7 @@
 use base64::Engine;
 use serde_json::Value;
 
-use super::{MAX_SIZE, bad_keys, immutable_errors, too_long};
+use super::{MAX_SIZE, bad_keys, decoded_size, immutable_errors, too_long};
 use crate::resource::FieldError;
 
 /// Folds `stringData` into `data` (base64; a `stringData` key wins over the same `data` key) and
@@ -38,13 +38,7 @@ pub fn validate(secret: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     let data = secret.get("data").and_then(Value::as_object);
     errs.extend(bad_keys(data, "data"));
-    let size: usize = data
-        .iter()
-        .flat_map(|d| d.values())
-        .filter_map(Value::as_str)
-        .map(|s| base64::engine::general_purpose::STANDARD.decode(s).map_or(0, |b| b.len()))
-        .sum();
-    if size > MAX_SIZE {
+    if decoded_size(data) > MAX_SIZE {
         errs.push(too_long("data"));
     }
     errs
