@@ -4,8 +4,9 @@
 //! **Strategic merge** follows the patch-merge keys of the kinds served here: lists of containers,
 //! volumes, env vars, ports, volume mounts, owner references, conditions and image-pull secrets are
 //! merged element by element by their key; `finalizers` merge as a set; other lists are replaced.
-//! `$patch: delete` / `$patch: replace` in a map, and `$setElementOrder/` and
-//! `$deleteFromPrimitiveList/` keys, are understood.
+//! `$patch: delete` / `$patch: replace` in a map, `$deleteFromPrimitiveList/`, `$retainKeys`
+//! (only the named fields stay) and `$setElementOrder/` (the named items in that order) are
+//! understood.
 //!
 //! **Server-side apply (subset).** Each field manager that applies owns the leaf fields of its
 //! applied configuration, recorded in `metadata.managedFields` (`operation: Apply`, `FieldsV1`).
@@ -287,6 +288,33 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
             }
             _ => strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v),
         }
+    }
+    // `$setElementOrder/<list>`: the order the client wants the list in (items it names, in that
+    // order; items it does not name keep their places).
+    for (k, order) in p {
+        let Some(field) = k.strip_prefix("$setElementOrder/") else { continue };
+        let (Some(order), Some(list)) = (order.as_array(), t.get_mut(field).and_then(Value::as_array_mut))
+        else {
+            continue;
+        };
+        let key = merge_key(field);
+        let rank = |item: &Value| {
+            order.iter().position(|o| match key {
+                Some(k) => o.get(k).is_some() && o.get(k) == item.get(k),
+                None => o == item,
+            })
+        };
+        let slots: Vec<usize> = (0..list.len()).filter(|i| rank(&list[*i]).is_some()).collect();
+        let mut named: Vec<Value> = slots.iter().map(|i| list[*i].clone()).collect();
+        named.sort_by_key(|item| rank(item));
+        for (slot, item) in slots.into_iter().zip(named) {
+            list[slot] = item;
+        }
+    }
+    // `$retainKeys`: only these fields stay (`kubectl apply` switching a union, e.g. a
+    // Deployment's strategy to Recreate, clears rollingUpdate this way).
+    if let Some(keep) = p.get("$retainKeys").and_then(Value::as_array) {
+        t.retain(|k, _| keep.iter().any(|x| x.as_str() == Some(k.as_str())));
     }
 }
 

@@ -790,3 +790,42 @@ async fn creating_in_a_terminating_namespace_is_forbidden() {
             { "reason": "NamespaceTerminating", "message": "namespace going is being terminated", "field": "metadata.namespace" }] })
     );
 }
+
+/// Strategic merge patch directives as `kubectl apply` sends them
+/// (`apimachinery/pkg/util/strategicpatch/patch.go`): `$retainKeys` clears the fields it does not
+/// name (so switching a Deployment to Recreate drops rollingUpdate and passes validation), and
+/// `$setElementOrder` orders a merged list.
+#[tokio::test]
+async fn strategic_merge_directives_retain_keys_and_order() {
+    let sb = Sandbox::new();
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    create(
+        &sb,
+        deploys,
+        json!({ "metadata": { "name": "web" }, "spec": {
+        "selector": { "matchLabels": { "app": "web" } },
+        "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [
+            { "name": "a", "image": "x" }, { "name": "b", "image": "y" }] } } } }),
+    )
+    .await;
+    let smp = [("content-type", "application/strategic-merge-patch+json")];
+    let patch = json!({ "spec": {
+        "strategy": { "$retainKeys": ["type"], "type": "Recreate" },
+        "template": { "spec": {
+            "$setElementOrder/containers": [{ "name": "c" }, { "name": "b" }, { "name": "a" }],
+            "containers": [{ "name": "c", "image": "z" }] } } } });
+    let (code, _, v) = call(&sb, Method::PATCH, &format!("{deploys}/web"), &smp, Some(patch)).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["spec"]["strategy"], json!({ "type": "Recreate" }));
+    let names: Vec<&str> = v["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["c", "b", "a"]);
+    assert!(
+        v["spec"]["template"]["spec"].get("$setElementOrder/containers").is_none(),
+        "directives are not stored"
+    );
+}
