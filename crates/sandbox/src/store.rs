@@ -882,7 +882,8 @@ impl Store {
         (def.default)(&mut new);
         def.stamp(&mut new);
         decode(def, &new)?;
-        let errs = (def.validate)(&new, Some(&old_view));
+        let mut errs = metadata_update_errors(&new, &old_view);
+        errs.extend((def.validate)(&new, Some(&old_view)));
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, name, &errs));
         }
@@ -1113,6 +1114,27 @@ impl Store {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Upstream's `ValidateObjectMetaUpdate` rules the sandbox keeps: an object being deleted takes no
+/// new finalizers.
+fn metadata_update_errors(new: &Value, old: &Value) -> Vec<(String, String)> {
+    if !is_deleting(old) {
+        return Vec::new();
+    }
+    let before = finalizers(old);
+    let mut added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+    if added.is_empty() {
+        return Vec::new();
+    }
+    added.sort();
+    let go_list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+    vec![(
+        "metadata.finalizers".into(),
+        format!(
+            "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{go_list}}}"
+        ),
+    )]
 }
 
 /// Kinds whose upstream strategy has `AllowCreateOnUpdate() == true`, so a PUT to a missing

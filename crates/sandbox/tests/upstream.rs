@@ -829,3 +829,25 @@ async fn strategic_merge_directives_retain_keys_and_order() {
         "directives are not stored"
     );
 }
+
+/// `apimachinery/pkg/api/validation/objectmeta.go` (`ValidateObjectMetaUpdate`): an object being
+/// deleted takes no new finalizers (removing them is how deletion finishes).
+#[tokio::test]
+async fn an_object_being_deleted_takes_no_new_finalizers() {
+    let sb = Sandbox::new();
+    create(&sb, CMS, json!({ "metadata": { "name": "held", "finalizers": ["example.com/a"] } })).await;
+    let (code, _, _) = call(&sb, Method::DELETE, &format!("{CMS}/held"), &[], None).await;
+    assert_eq!(code, 200);
+    let merge = [("content-type", "application/merge-patch+json")];
+    let add = json!({ "metadata": { "finalizers": ["example.com/a", "example.com/b"] } });
+    let (code, _, v) = call(&sb, Method::PATCH, &format!("{CMS}/held"), &merge, Some(add)).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status_of(&v).2,
+        "ConfigMap \"held\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/b\"}"
+    );
+    let done = json!({ "metadata": { "finalizers": null } });
+    let (code, _, _) = call(&sb, Method::PATCH, &format!("{CMS}/held"), &merge, Some(done)).await;
+    assert_eq!(code, 200, "removing the last finalizer finishes the deletion");
+    assert_eq!(call(&sb, Method::GET, &format!("{CMS}/held"), &[], None).await.0, 404);
+}
