@@ -113,6 +113,19 @@ where
     start.elapsed()
 }
 
+/// Sets ConfigMap `i`'s desired count to `value(i)` for every `i < n`, through the API, [`BULK`]
+/// at a time, as a user's `kubectl annotate` run by a fast client.
+pub async fn annotate(cms: &Api<ConfigMap>, n: usize, value: impl Fn(usize) -> String) {
+    each(n, BULK, |i| {
+        let api = cms.clone();
+        let patch = json!({ "metadata": { "annotations": { ANNOTATION: value(i) } } });
+        async move {
+            api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        }
+    })
+    .await;
+}
+
 pub fn vm_hwm_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -238,14 +251,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     // by a fast client (16 at a time), so they take the API server's time as the controller does.
     let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
     let user_cms: Api<ConfigMap> = Api::default_namespaced(user);
-    each(n, BULK, |i| {
-        let api = user_cms.clone();
-        async move {
-            let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
-            api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        }
-    })
-    .await;
+    annotate(&user_cms, n, |_| "5".into()).await;
     let last_change = Instant::now();
     let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
     let cpu2 = cpu_seconds("self");
@@ -264,14 +270,9 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let churn_start = Instant::now();
     let mut expected: HashMap<String, i64> = (0..n).map(|i| (name(i), 5)).collect();
     for round in 0..5_i64 {
-        each(n, BULK, |i| {
-            let api = user_cms.clone();
+        annotate(&user_cms, n, |i| {
             let invalid = (i as i64 + round) % 5 == 0;
-            let value = if invalid { INVALID[round as usize].to_owned() } else { (6 + round).to_string() };
-            async move {
-                let patch = json!({ "metadata": { "annotations": { ANNOTATION: value } } });
-                api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-            }
+            if invalid { INVALID[round as usize].to_owned() } else { (6 + round).to_string() }
         })
         .await;
         // The final count is known only where the last value is valid (the controller may never

@@ -25,13 +25,12 @@ use std::time::{Duration, Instant};
 
 use election::ring::Ring;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use sandbox::Sandbox;
 use sandbox::resource::find;
-use serde_json::json;
 
 use crate::feed::Deployments;
-use crate::process::{ANNOTATION, BIN, BULK, cpu_seconds, each, name, sandbox_with, vm_hwm_mib};
+use crate::process::{BIN, annotate, cpu_seconds, name, sandbox_with, vm_hwm_mib};
 
 const LIMIT: Duration = Duration::from_secs(600);
 
@@ -121,18 +120,6 @@ fn keys_moved(before: &Ring, after: &Ring, n: usize) -> usize {
         .count()
 }
 
-/// Sets every annotation to `value` through the API; returns when the last change was made.
-async fn annotate_all(cms: &Api<ConfigMap>, n: usize, value: &str) {
-    each(n, BULK, |i| {
-        let api = cms.clone();
-        let patch = json!({ "metadata": { "annotations": { ANNOTATION: value } } });
-        async move {
-            api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        }
-    })
-    .await;
-}
-
 /// Waits until every replica has logged a settled set of `members` members since `since`.
 async fn wait_settled(replicas: &[&Replica], members: u64, since: jiff::Timestamp) {
     let deadline = Instant::now() + LIMIT;
@@ -185,7 +172,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
     let t1 = view.until(&sb, LIMIT, Deployments::all(n, 3)).await;
     let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(user);
-    annotate_all(&cms, n, "5").await;
+    annotate(&cms, n, |_| "5".into()).await;
     let t2 = view.until(&sb, LIMIT, Deployments::all(n, 5)).await;
     let window = (t2 - t0).as_secs_f64();
 
@@ -239,7 +226,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
         wait_settled(&all, 4, since).await;
         let (seen, settled) = handover_window(&all, 4, since);
         let t = Instant::now();
-        annotate_all(&cms, n, "6").await;
+        annotate(&cms, n, |_| "6".into()).await;
         view.until(&sb, LIMIT, Deployments::all(n, 6)).await;
         println!(
             "  join:    {} of {n} keys moved ({:.1}%); longest without an owner {:.2}s (joiner started → settled {:.2}s); then all converged {:.2}s after the change began",
@@ -266,7 +253,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
             .cloned()
             .collect();
         let t = Instant::now();
-        annotate_all(&cms, n, "7").await;
+        annotate(&cms, n, |_| "7".into()).await;
         view.until(&sb, LIMIT, Deployments::all(n, 7)).await;
         println!(
             "  kill -9: {} of {n} keys moved; longest without an owner {:.2}s (kill → survivors settled; lease {}); then all converged {:.2}s after the change began",
