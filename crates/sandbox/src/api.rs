@@ -471,10 +471,10 @@ where
         "delete" => {
             let body = parse_json(&bytes, "delete")?;
             let opts = delete_options(&q, &body)?;
-            let deleted = store.delete(def, ns, name, &opts)?;
+            let (deleted, lingers) = store.delete(def, ns, name, &opts)?;
             let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
             let orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
-            Ok(delete_response(def, store, ns, name, deleted, policy, orphan_dependents))
+            Ok(delete_response(def, name, deleted, lingers, policy, orphan_dependents))
         }
         "deletecollection" => {
             let opts = delete_options(&q, &parse_json(&bytes, "deletecollection")?)?;
@@ -498,19 +498,16 @@ where
 ///   (`ReturnDeletedObject`: ServiceAccounts).
 fn delete_response(
     def: &ResourceDef,
-    store: &crate::store::Store,
-    ns: &str,
     name: &str,
     deleted: Value,
+    lingers: bool,
     policy: Option<&str>,
     orphan_dependents: Option<bool>,
 ) -> Response<ResponseBody> {
-    let uid = crate::object::meta_str(&deleted, "uid").to_owned();
-    let lingering =
-        store.get(def, ns, name, Subresource::Main).ok().filter(|o| crate::object::meta_str(o, "uid") == uid);
-    if let Some(obj) = lingering {
-        return json_response(if orphan_dependents == Some(false) { 202 } else { 200 }, &obj);
+    if lingers {
+        return json_response(if orphan_dependents == Some(false) { 202 } else { 200 }, &deleted);
     }
+    let uid = crate::object::meta_str(&deleted, "uid").to_owned();
     let finalizer = match (policy, orphan_dependents) {
         (_, Some(true)) | (Some("Orphan"), _) => Some("orphan"),
         (Some("Foreground"), _) => Some("foregroundDeletion"),

@@ -975,7 +975,8 @@ impl Store {
         Ok((present(&obj), false))
     }
 
-    /// DELETE: finalizers, preconditions and propagation.
+    /// DELETE: finalizers, preconditions and propagation. Returns the object as it was last
+    /// stored, and whether it is still there (finalizers, a Terminating namespace).
     ///
     /// # Errors
     ///
@@ -986,7 +987,7 @@ impl Store {
         ns: &str,
         name: &str,
         opts: &DeleteOptions,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<(Value, bool), ApiError> {
         let mut st = self.state.lock();
         let key = key_of(def, ns, name);
         let old = st.get(def, ns, name)?;
@@ -1015,10 +1016,11 @@ impl Store {
             ));
         }
         if def.plural == "namespaces" {
-            return Ok(def.present(&self.delete_namespace(&mut st, &key, &old)));
+            let marked = self.delete_namespace(&mut st, &key, &old);
+            return Ok((def.present(&marked), st.objects.contains_key(&key)));
         }
         let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
-        Ok(def.present(&result))
+        Ok((def.present(&result), st.objects.contains_key(&key)))
     }
 
     fn delete_namespace(&self, st: &mut State, key: &Key, old: &Arc<Value>) -> Arc<Value> {
