@@ -564,12 +564,29 @@ fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str,
 
 /// How a change looks to one watch: ADDED / MODIFIED / DELETED, or nothing, taking selector
 /// transitions into account (an object that stops matching is DELETED for this watch).
+/// What a watch event carries.
+enum EventObject {
+    /// A stored object, written out as its resource presents it.
+    Stored(Arc<Value>),
+    /// An object made for the event, already presented.
+    Made(Value),
+}
+
+impl EventObject {
+    fn into_presented(self, def: &ResourceDef) -> Value {
+        match self {
+            Self::Stored(o) => def.present(&o),
+            Self::Made(v) => v,
+        }
+    }
+}
+
 fn event_for(
     def: &ResourceDef,
     ns: Option<&str>,
     q: &ListQuery,
     c: &Change,
-) -> Option<(&'static str, Value)> {
+) -> Option<(&'static str, EventObject)> {
     if c.storage != def.storage {
         return None;
     }
@@ -582,23 +599,36 @@ fn event_for(
     let deleted = c.kind == ChangeType::Deleted;
     let now = !deleted && q.matches(&c.object);
     let before = if deleted { q.matches(&c.object) } else { c.old.as_ref().is_some_and(|o| q.matches(o)) };
+    let stored = || EventObject::Stored(Arc::clone(&c.object));
     match (before, now) {
-        (false, true) => Some(("ADDED", def.present(&c.object))),
-        (true, true) => Some(("MODIFIED", def.present(&c.object))),
-        (true, false) if deleted => Some(("DELETED", def.present(&c.object))),
+        (false, true) => Some(("ADDED", stored())),
+        (true, true) => Some(("MODIFIED", stored())),
+        (true, false) if deleted => Some(("DELETED", stored())),
         (true, false) => {
             let mut old = def.present(c.old.as_deref()?);
             crate::object::meta_mut(&mut old).insert("resourceVersion".into(), json!(c.rv.to_string()));
-            Some(("DELETED", old))
+            Some(("DELETED", EventObject::Made(old)))
         }
         (false, false) => None,
     }
 }
 
-fn frame(kind: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
-    line.push(b'\n');
+/// One line of a watch stream: `type` first, then `object`, as the API server writes them.
+fn frame_with(kind: &str, write_object: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut line = Vec::with_capacity(1024);
+    line.extend_from_slice(b"{\"type\":");
+    // A `&str` always serialises.
+    let _ = serde_json::to_writer(&mut line, kind);
+    line.extend_from_slice(b",\"object\":");
+    write_object(&mut line);
+    line.extend_from_slice(b"}\n");
     Bytes::from(line)
+}
+
+fn frame(kind: &str, object: &Value) -> Bytes {
+    frame_with(kind, |out| {
+        let _ = serde_json::to_writer(out, object);
+    })
 }
 
 fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
@@ -639,14 +669,18 @@ fn watch(
         let mut rv = start.rv;
         let mut headers = true;
         // Tables carry their column definitions in the first event only, as the API server's do.
-        let mut render = |kind: &str, obj: Value| {
+        let mut render = |kind: &str, obj: EventObject| {
             if q.as_table {
+                let obj = obj.into_presented(def);
                 let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
                 let t = crate::table::table(def, &[obj], &rv, headers);
                 headers = false;
                 frame(kind, &t)
             } else {
-                frame(kind, &obj)
+                match obj {
+                    EventObject::Stored(o) => frame_with(kind, |out| def.write_presented(&o, out)),
+                    EventObject::Made(v) => frame(kind, &v),
+                }
             }
         };
         for c in &start.initial {

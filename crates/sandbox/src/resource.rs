@@ -43,8 +43,9 @@ pub struct ResourceDef {
     pub storage: &'static str,
     /// Converts an object of this resource's version into the storage form.
     pub to_storage: fn(Value) -> Value,
-    /// Converts a stored object into this resource's version.
-    pub from_storage: fn(Value) -> Value,
+    /// Converts a stored object into this resource's version; `None` when the stored form is
+    /// this version's (so it is written out without a copy).
+    pub from_storage: Option<fn(Value) -> Value>,
     /// Checks that the object decodes as the kind's type (a failure is a 400 naming the field).
     pub decode: fn(&Value) -> Result<(), String>,
     /// The object as the kind's schema keeps it (decoded as the typed kind and encoded again), to
@@ -76,12 +77,55 @@ impl ResourceDef {
         }
     }
 
+    /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
+    #[must_use]
+    pub fn from_storage(&self, stored: &Value) -> Value {
+        self.from_storage.map_or_else(|| stored.clone(), |convert| convert(stored.clone()))
+    }
+
     /// A stored object as this resource presents it.
     #[must_use]
     pub fn present(&self, stored: &Value) -> Value {
-        let mut v = (self.from_storage)(stored.clone());
+        let mut v = self.from_storage(stored);
         self.stamp(&mut v);
         v
+    }
+
+    /// Appends a stored object as this resource presents it, as JSON, to `out`: `kind` and
+    /// `apiVersion` first, as the API server writes them (a client decoding a watch event or a
+    /// list item meets them before the body), and without copying the object when it is stored
+    /// in this version.
+    pub fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) {
+        let converted;
+        let obj = match self.from_storage {
+            None => stored,
+            Some(convert) => {
+                converted = convert(stored.clone());
+                &converted
+            }
+        };
+        // Serialising a `Value` into a Vec cannot fail.
+        let _ = serde_json::to_writer(out, &Presented { def: self, obj });
+    }
+}
+
+/// An object serialised with this resource's `kind` and `apiVersion` first.
+struct Presented<'a> {
+    def: &'a ResourceDef,
+    obj: &'a Value,
+}
+
+impl serde::Serialize for Presented<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(fields) = self.obj.as_object() else { return self.obj.serialize(s) };
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("kind", self.def.kind)?;
+        m.serialize_entry("apiVersion", &self.def.api_version())?;
+        for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
     }
 }
 
@@ -158,7 +202,7 @@ macro_rules! resource {
             has_generation: false,
             storage: concat!($plural, ".", $group),
             to_storage: same,
-            from_storage: same,
+            from_storage: None,
             decode: any_shape,
             known: None,
             default: no_defaults,
@@ -206,7 +250,7 @@ pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         storage: "events",
         to_storage: event_to_core,
-        from_storage: event_from_core,
+        from_storage: Some(event_from_core),
         validate: crate::kinds::event::validate_events_v1,
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },

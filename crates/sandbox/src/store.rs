@@ -2,8 +2,9 @@
 //! API's write rules.
 //!
 //! Like etcd, the store has a single revision counter: every write takes the next number and it
-//! becomes the object's `metadata.resourceVersion`. Each change is appended to a bounded history
-//! (for watches that resume from a version) and broadcast to open watches. Every verb runs under
+//! becomes the object's `metadata.resourceVersion`. Each change is appended to its resource's
+//! history (for watches that resume from a version), kept as upstream's watch cache keeps it, and
+//! broadcast to open watches. Every verb runs under
 //! one lock and checks everything before it writes, so a rejected request leaves nothing changed.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -196,9 +197,14 @@ const MAX_SNAPSHOTS: usize = 64;
 /// Settings of a [`Store`].
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// How many changes are kept for watches resuming from an older version (etcd's compaction
-    /// window). A watch from before the window gets 410 Expired.
+    /// The most changes kept per resource for watches resuming from an older version (upstream's
+    /// watch cache holds up to 100 × 1024). A watch from before what is kept gets 410 Expired.
     pub history_limit: usize,
+    /// Changes younger than this are kept (up to `history_limit`); older ones go once a resource
+    /// has more than [`HISTORY_FLOOR`]. Upstream's watch cache sizes itself to hold 75 s
+    /// (`eventFreshDuration`), so a watcher that was cut off and resumes within that gets the
+    /// changes it missed rather than a relist.
+    pub history_window: Duration,
     /// Whether deleting an owner deletes its dependents (the cluster's garbage collector). Off, it
     /// behaves like an API server with no controller-manager (envtest).
     pub garbage_collection: bool,
@@ -206,16 +212,28 @@ pub struct StoreConfig {
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { history_limit: 10_000, garbage_collection: true }
+        Self { history_limit: 100 * 1024, history_window: Duration::from_secs(75), garbage_collection: true }
     }
+}
+
+/// Changes kept per resource however old they are (upstream's watch cache's lower bound).
+pub const HISTORY_FLOOR: usize = 100;
+
+/// One resource's retained changes.
+#[derive(Default)]
+struct History {
+    changes: VecDeque<(Instant, Arc<Change>)>,
+    /// Changes at or below this version are no longer kept.
+    compacted: u64,
 }
 
 struct State {
     objects: BTreeMap<Key, Arc<Value>>,
     rv: u64,
-    history: VecDeque<Arc<Change>>,
-    /// Changes at or below this version are no longer in `history`.
-    compacted: u64,
+    /// Per storage.
+    history: HashMap<&'static str, History>,
+    /// No watch resumes from at or below this version (a scratch copy has no history at all).
+    floor: u64,
     config: StoreConfig,
     /// uid → where the object lives.
     uids: HashMap<String, Key>,
@@ -301,11 +319,18 @@ impl State {
             self.objects.insert(key.clone(), Arc::clone(&obj));
         }
         let change = Arc::new(Change { rv: self.rv, storage: key.0, kind, object: Arc::clone(&obj), old });
-        self.history.push_back(Arc::clone(&change));
-        while self.history.len() > self.config.history_limit {
-            if let Some(c) = self.history.pop_front() {
-                self.compacted = c.rv;
+        let now = Instant::now();
+        let h = self.history.entry(key.0).or_default();
+        h.changes.push_back((now, Arc::clone(&change)));
+        while let Some((at, c)) = h.changes.front() {
+            let full = h.changes.len() > self.config.history_limit;
+            let stale =
+                h.changes.len() > HISTORY_FLOOR && now.duration_since(*at) > self.config.history_window;
+            if !(full || stale) {
+                break;
             }
+            h.compacted = c.rv;
+            h.changes.pop_front();
         }
         let _ = self.tx.send(change);
         obj
@@ -482,8 +507,8 @@ impl Store {
             state: Mutex::new(State {
                 objects: BTreeMap::new(),
                 rv: 0,
-                history: VecDeque::new(),
-                compacted: 0,
+                history: HashMap::new(),
+                floor: 0,
                 config,
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
@@ -511,8 +536,8 @@ impl Store {
             state: Mutex::new(State {
                 objects: st.objects.clone(),
                 rv: st.rv,
-                history: VecDeque::new(),
-                compacted: st.rv,
+                history: HashMap::new(),
+                floor: st.rv,
                 config: st.config.clone(),
                 uids: st.uids.clone(),
                 dependents: st.dependents.clone(),
@@ -671,13 +696,14 @@ impl Store {
             return Ok(WatchStart { initial, initial_events_end: send_initial_events, rv: st.rv, feed });
         }
         let from = parse_rv(def, from.unwrap_or("0"))?;
-        if from < st.compacted {
-            return Err(ApiError::expired(format!(
-                "too old resource version: {from} ({})",
-                st.compacted + 1
-            )));
+        let history = st.history.get(def.storage);
+        let compacted = history.map_or(0, |h| h.compacted).max(st.floor);
+        if from < compacted {
+            return Err(ApiError::expired(format!("too old resource version: {from} ({})", compacted + 1)));
         }
-        let initial = st.history.iter().filter(|c| c.rv > from).cloned().collect();
+        let initial = history
+            .map(|h| h.changes.iter().filter(|(_, c)| c.rv > from).map(|(_, c)| Arc::clone(c)).collect())
+            .unwrap_or_default();
         Ok(WatchStart { initial, initial_events_end: false, rv: st.rv, feed })
     }
 
@@ -866,7 +892,7 @@ impl Store {
                 "the object has been modified; please apply your changes to the latest version and try again",
             ));
         }
-        let old_view = (def.from_storage)((*old).clone());
+        let old_view = def.from_storage(&old);
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),

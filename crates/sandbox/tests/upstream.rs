@@ -271,6 +271,53 @@ async fn a_watch_from_a_compacted_version_gets_one_expired_error_event() {
     assert!(message.starts_with("too old resource version: 1 ("), "{message}");
 }
 
+/// `storage/cacher/watch_cache.go` and `watch_cache_interval.go`: each resource's watch cache keeps
+/// its own history, sized to hold `eventFreshDuration` (75 s) between a lower bound of 100 changes
+/// and an upper bound of 100 × 1024; a watch resuming inside it gets what it missed.
+#[tokio::test]
+async fn watch_history_is_kept_per_resource_for_a_window_of_time() {
+    let sb = Sandbox::with_config(sandbox::SandboxConfig {
+        store: sandbox::StoreConfig {
+            history_window: std::time::Duration::from_millis(200),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    const SECRETS: &str = "/api/v1/namespaces/default/secrets";
+    let rv = |v: &Value| v["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let first_event = |v: Value| -> Value {
+        let raw = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+        serde_json::from_str(raw.lines().next().unwrap_or("null")).unwrap()
+    };
+    let s0 = rv(&create(&sb, SECRETS, json!({ "metadata": { "name": "s0" } })).await);
+    create(&sb, SECRETS, json!({ "metadata": { "name": "s1" } })).await;
+    let c0 = rv(&create(&sb, CMS, json!({ "metadata": { "name": "c0" } })).await);
+    for i in 1..=150 {
+        create(&sb, CMS, json!({ "metadata": { "name": format!("c{i}") } })).await;
+    }
+    let watch = |path: &str, from: &str| format!("{path}?watch=true&resourceVersion={from}&timeoutSeconds=1");
+    // Inside the window: the missed changes, however many other writes came since.
+    let (code, _, v) = call(&sb, Method::GET, &watch(CMS, &c0), &[], None).await;
+    assert_eq!((code, first_event(v)["object"]["metadata"]["name"].clone()), (200, json!("c1")));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    create(&sb, CMS, json!({ "metadata": { "name": "late" } })).await;
+    // Out of the window, with more than 100 changes since: expired.
+    let (code, _, v) = call(&sb, Method::GET, &watch(CMS, &c0), &[], None).await;
+    let event = first_event(v);
+    assert_eq!(
+        (code, event["type"].as_str(), event["object"]["code"].as_u64()),
+        (200, Some("ERROR"), Some(410))
+    );
+    // Secrets saw two changes: under the lower bound, kept however old, and not pushed out by
+    // the ConfigMaps' writes.
+    let (code, _, v) = call(&sb, Method::GET, &watch(SECRETS, &s0), &[], None).await;
+    let event = first_event(v);
+    assert_eq!(
+        (code, event["type"].as_str(), event["object"]["metadata"]["name"].as_str()),
+        (200, Some("ADDED"), Some("s1"))
+    );
+}
+
 /// `apimachinery/pkg/apis/meta/internalversion/validation` (`ValidateListOptions`) and
 /// `storage/etcd3/store.go` (`GetList`: continue, remainingItemCount).
 #[tokio::test]
