@@ -3,7 +3,8 @@
 //! * `process` (the default; `CONVERGENCE_MODE=process`): what a user runs — the controller binary
 //!   in its own process against the sandbox served over HTTPS from this process, N realistic
 //!   ConfigMaps created, scaled and deleted, next to a *raw writer* that issues the same writes
-//!   straight through `kube::Client` at the same concurrency, in the same run. See `process.rs`.
+//!   straight through `kube::Client` at the same concurrency, and an *oracle* that does so as the
+//!   user's changes land, in the same run. See `process.rs`.
 //! * `seed` (`CONVERGENCE_MODE=seed`): this controller's cache reads against the seed's
 //!   GET-per-reconcile, both in-process. See `seed.rs`.
 //!

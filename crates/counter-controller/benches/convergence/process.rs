@@ -17,8 +17,15 @@
 //! Per phase: the controller's requests by kind (Deployment writes, Event writes, 409s), and when
 //! its last Event write arrived relative to convergence. At the end: peak RSS (VmHWM), log lines.
 //!
-//! The **raw writer** baseline does the same N creates, N replica patches and N deletes through a
-//! `kube::Client` over the same HTTPS path with the same concurrency, and nothing else.
+//! Two baselines, each on a fresh sandbox in the same run, through a `kube::Client` over the same
+//! HTTPS path at the controller's concurrency:
+//! * **raw**: the same N creates, N replica patches and N deletes, and nothing else;
+//! * **oracle**: the user's changes go through the API exactly as in the controller's run, and each
+//!   Deployment write is issued the moment its key's change is acknowledged — the controller
+//!   replaced by something that needs no watch, cache or queue. The phases of the controller's run
+//!   carry the user's own writes (and, for deletes, the orphaning updates they cause), which the
+//!   raw writer does not, so on a server bound by its CPU the oracle is the fair yardstick for
+//!   what the controller itself adds, and its lag is the floor for the controller's.
 //!
 //! `CONVERGENCE_PROCESS_N=5000` (default) and `CONVERGENCE_WORKERS=2,16` (default).
 //! `CONVERGENCE_WRAP="heaptrack -o /tmp/cc"` runs the controller under a profiler (the figures
@@ -116,24 +123,62 @@ where
 /// Sets ConfigMap `i`'s desired count to `value(i)` for every `i < n`, through the API, [`BULK`]
 /// at a time, as a user's `kubectl annotate` run by a fast client.
 pub async fn annotate(cms: &Api<ConfigMap>, n: usize, value: impl Fn(usize) -> String) {
+    annotate_then(cms, n, value, |_| ()).await;
+}
+
+/// As [`annotate`], calling `done(i)` as each change is acknowledged.
+async fn annotate_then(
+    cms: &Api<ConfigMap>,
+    n: usize,
+    value: impl Fn(usize) -> String,
+    done: impl Fn(usize),
+) {
+    let done = &done;
     each(n, BULK, |i| {
         let api = cms.clone();
         let patch = json!({ "metadata": { "annotations": { ANNOTATION: value(i) } } });
         async move {
             api.patch(&name(i), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+            done(i);
         }
     })
     .await;
 }
 
-pub fn vm_hwm_mib(pid: u32) -> f64 {
+/// Deletes every ConfigMap `i < n` through the API, [`BULK`] at a time, orphaning dependents (so
+/// the Deployments are left to be deleted by whoever owns them, not the sandbox's garbage
+/// collector, which in a cluster is the slower backstop); calls `done(i)` as each is acknowledged.
+async fn delete_then(cms: &Api<ConfigMap>, n: usize, done: impl Fn(usize)) {
+    let done = &done;
+    each(n, BULK, |i| {
+        let api = cms.clone();
+        async move {
+            let orphan = DeleteParams {
+                propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
+                ..DeleteParams::default()
+            };
+            api.delete(&name(i), &orphan).await.unwrap();
+            done(i);
+        }
+    })
+    .await;
+}
+
+/// A `kB` field of `/proc/<pid>/status` (`VmHWM`, `RssAnon`, `RssFile`), in MiB.
+pub fn status_mib(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse::<f64>().ok()
+            let line = s.lines().find(|l| l.split(':').next() == Some(field))?;
+            line.split_whitespace().nth(1)?.parse::<f64>().ok()
         })
         .unwrap_or(0.0)
         / 1024.0
+}
+
+/// Peak resident memory of process `pid` so far, in MiB.
+pub fn vm_hwm_mib(pid: u32) -> f64 {
+    status_mib(pid, "VmHWM")
 }
 
 #[derive(Default, Debug, Clone)]
@@ -194,6 +239,8 @@ struct ControllerRun {
     lag: Duration,
     exit: Duration,
     peak_rss_mib: f64,
+    /// Resident memory before SIGTERM, anonymous (heap, stacks) and file-backed (the binary), MiB.
+    rss_now: (f64, f64),
     log_lines: usize,
     /// From the start of the process to its first Deployment write.
     startup: Duration,
@@ -237,7 +284,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         .unwrap();
     let pid = child.id();
     let mut phases = Vec::new();
-    let t1 = view.until(&sb, limit, crate::feed::Deployments::all(n, 3)).await;
+    let t1 = view.until(limit, crate::feed::Deployments::all(n, 3)).await;
     let cpu1 = cpu_seconds("self");
     phases.push(Phase {
         name: "create",
@@ -253,7 +300,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let user_cms: Api<ConfigMap> = Api::default_namespaced(user);
     annotate(&user_cms, n, |_| "5".into()).await;
     let last_change = Instant::now();
-    let t2 = view.until(&sb, limit, crate::feed::Deployments::all(n, 5)).await;
+    let t2 = view.until(limit, crate::feed::Deployments::all(n, 5)).await;
     let cpu2 = cpu_seconds("self");
     phases.push(Phase {
         name: "scale",
@@ -285,26 +332,14 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
             }
         }
     }
-    let tc = view.until(&sb, limit, |d| expected.iter().all(|(k, v)| d.get(k) == Some(*v))).await;
+    let tc = view.until(limit, |d| expected.iter().all(|(k, v)| d.get(k) == Some(*v))).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let churn = (tc - churn_start, count(&sb, "(bench_", churn_start, Instant::now()));
     let t2 = Instant::now();
     let cpu2 = cpu_seconds("self");
 
-    // Orphan: the controller deletes the Deployments, not the sandbox's garbage collector (which
-    // in a cluster is the slower backstop).
-    each(n, BULK, |i| {
-        let api = user_cms.clone();
-        async move {
-            let orphan = DeleteParams {
-                propagation_policy: Some(kube::api::PropagationPolicy::Orphan),
-                ..DeleteParams::default()
-            };
-            api.delete(&name(i), &orphan).await.unwrap();
-        }
-    })
-    .await;
-    let t3 = view.until(&sb, limit, |d| d.len() == 0).await;
+    delete_then(&user_cms, n, |_| ()).await;
+    let t3 = view.until(limit, |d| d.len() == 0).await;
     phases.push(Phase {
         name: "delete",
         took: t3 - t2,
@@ -316,6 +351,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     // Let trailing Events land before counting, then stop the process.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let peak_rss_mib = vm_hwm_mib(pid);
+    let rss_now = (status_mib(pid, "RssAnon"), status_mib(pid, "RssFile"));
     let cpu = (cpu_seconds(&pid.to_string()), cpu_seconds("self") - sandbox_cpu);
     let term = Instant::now();
     Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
@@ -333,11 +369,54 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let log_lines = std::fs::read_to_string(&log).map(|s| s.lines().count()).unwrap_or(0);
     let startup = phases[0].counts.first_deployment_write_at.map_or(Duration::ZERO, |t| t - t0);
     server.shutdown();
-    ControllerRun { phases, lag, exit, peak_rss_mib, log_lines, startup, churn, cpu }
+    ControllerRun { phases, lag, exit, peak_rss_mib, rss_now, log_lines, startup, churn, cpu }
 }
 
-/// The same writes, straight through a client over HTTPS, `workers` at a time.
-async fn run_raw(n: usize, workers: usize) -> Vec<(Duration, f64)> {
+/// What triggers a baseline's writes.
+#[derive(Clone, Copy, PartialEq)]
+enum Baseline {
+    /// The N writes of each phase alone, back to back, `workers` at a time.
+    Raw,
+    /// The user's changes go through the API as in the controller's run (16 at a time), and each
+    /// Deployment write is issued, `workers` at a time, the moment the change for its key is
+    /// acknowledged: the controller replaced by an oracle that needs no watch, no cache and no
+    /// queue. What the controller adds over this is its own cost.
+    Oracle,
+}
+
+/// One baseline phase: how long, the CPU of this process (the sandbox and the clients) during it,
+/// and for [`Baseline::Oracle`] the time from the user's last change to the last write.
+struct BaselinePhase {
+    took: Duration,
+    api_cpu: f64,
+    lag: Duration,
+}
+
+/// Runs `user` (which calls `done(i)` as each change lands) and, `workers` at a time, `write(i)`
+/// for each `i` it reports; the whole time and the time from the user's end to the writes' end.
+async fn oracle<U, W, Fut>(
+    workers: usize,
+    user: impl FnOnce(Box<dyn Fn(usize)>) -> U,
+    write: W,
+) -> (Duration, Duration)
+where
+    U: std::future::Future<Output = ()>,
+    W: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let start = Instant::now();
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    let user = async move {
+        user(Box::new(move |i| tx.unbounded_send(i).unwrap())).await;
+        Instant::now()
+    };
+    let (user_done, ()) = futures::join!(user, rx.for_each_concurrent(workers, write));
+    (start.elapsed(), user_done.elapsed())
+}
+
+/// The same Deployment writes as the controller makes, straight through a client over HTTPS,
+/// `workers` at a time, triggered as `baseline` says.
+async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<BaselinePhase> {
     let sb = sandbox_with(n);
     let dir = std::env::temp_dir().join(format!("cc-convergence-raw-{}-{workers}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -345,13 +424,16 @@ async fn run_raw(n: usize, workers: usize) -> Vec<(Duration, f64)> {
     let kubeconfig = dir.join("kubeconfig");
     sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
     let client = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
-    let cms: Vec<Arc<ConfigMap>> = {
-        let api: Api<ConfigMap> = Api::default_namespaced(client.clone());
-        api.list(&Default::default()).await.unwrap().items.into_iter().map(Arc::new).collect()
-    };
+    let user_cms: Api<ConfigMap> =
+        Api::default_namespaced(counter_controller::client::client(Some(&kubeconfig)).await.unwrap());
+    let cms: Vec<Arc<ConfigMap>> =
+        user_cms.list(&Default::default()).await.unwrap().items.into_iter().map(Arc::new).collect();
     let deploys: Api<Deployment> = Api::default_namespaced(client);
-    let cpu0 = cpu_seconds("self");
-    let create = each(n, workers, |i| {
+    let mut out = Vec::new();
+
+    // create: the ConfigMaps exist before, in both runs.
+    let cpu = cpu_seconds("self");
+    let took = each(n, workers, |i| {
         let (deploys, cm) = (deploys.clone(), Arc::clone(&cms[i]));
         async move {
             let d = counter_controller::controller::new_deployment(cm.as_ref(), 3);
@@ -359,24 +441,36 @@ async fn run_raw(n: usize, workers: usize) -> Vec<(Duration, f64)> {
         }
     })
     .await;
-    let cpu1 = cpu_seconds("self");
-    let scale = each(n, workers, |i| {
+    out.push(BaselinePhase { took, api_cpu: cpu_seconds("self") - cpu, lag: Duration::ZERO });
+
+    let scale = |i: usize| {
         let deploys = deploys.clone();
         async move {
             let p = json!({ "spec": { "replicas": 5 } });
             deploys.patch(&name(i), &PatchParams::default(), &Patch::Merge(&p)).await.unwrap();
         }
-    })
-    .await;
-    let cpu2 = cpu_seconds("self");
-    let delete = each(n, workers, |i| {
+    };
+    let cpu = cpu_seconds("self");
+    let (took, lag) = match baseline {
+        Baseline::Raw => (each(n, workers, scale).await, Duration::ZERO),
+        Baseline::Oracle => {
+            oracle(workers, |done| annotate_then(&user_cms, n, |_| "5".into(), done), scale).await
+        }
+    };
+    out.push(BaselinePhase { took, api_cpu: cpu_seconds("self") - cpu, lag });
+
+    let delete = |i: usize| {
         let deploys = deploys.clone();
         async move {
             deploys.delete(&name(i), &DeleteParams::background()).await.unwrap();
         }
-    })
-    .await;
-    let out = vec![(create, cpu1 - cpu0), (scale, cpu2 - cpu1), (delete, cpu_seconds("self") - cpu2)];
+    };
+    let cpu = cpu_seconds("self");
+    let (took, lag) = match baseline {
+        Baseline::Raw => (each(n, workers, delete).await, Duration::ZERO),
+        Baseline::Oracle => oracle(workers, |done| delete_then(&user_cms, n, done), delete).await,
+    };
+    out.push(BaselinePhase { took, api_cpu: cpu_seconds("self") - cpu, lag });
     server.shutdown();
     out
 }
@@ -390,38 +484,54 @@ pub fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    println!("whole-process convergence: the controller binary vs a raw writer, N = {n}, same run");
+    println!("whole-process convergence: the controller binary vs two baselines, N = {n}, same run");
+    println!(
+        "  raw: the Deployment writes alone; oracle: the same user traffic, each write issued as its change lands"
+    );
     for w in workers {
+        // Each run's sandbox (its objects and 75 s of history) is torn down by tasks that outlive
+        // the run; a pause keeps that out of the next run's figures.
+        let settle = || std::thread::sleep(Duration::from_secs(2));
         let c = rt.block_on(run_controller(n, w));
-        let raw = rt.block_on(run_raw(n, w));
+        settle();
+        let raw = rt.block_on(run_baseline(n, w, Baseline::Raw));
+        settle();
+        let oracle = rt.block_on(run_baseline(n, w, Baseline::Oracle));
+        settle();
         println!("\n--workers {w}");
         println!(
-            "{:<7} {:>10} {:>10} {:>7} {:>14}   {:>8} {:>8} {:>6} {:>8} {:>9}",
+            "{:<7} {:>10} {:>8} {:>6} {:>8} {:>6} {:>20}   {:>8} {:>8} {:>6} {:>8} {:>9}",
             "phase",
             "controller",
-            "raw writer",
+            "raw",
             "ratio",
-            "API CPU c/raw",
+            "oracle",
+            "ratio",
+            "API CPU c/raw/oracle",
             "deploy w",
             "event w",
             "409s",
             "events %",
             "events +s"
         );
-        for (p, (r, r_cpu)) in c.phases.iter().zip(&raw) {
+        for ((p, r), o) in c.phases.iter().zip(&raw).zip(&oracle) {
             let total = p.counts.total().max(1);
             let trailing = p
                 .counts
                 .last_event_at
                 .map_or(0.0, |t| t.saturating_duration_since(p.converged_at).as_secs_f64());
+            let t = p.took.as_secs_f64();
             println!(
-                "{:<7} {:>9.2}s {:>9.2}s {:>7.2} {:>6.2}/{:<6.2}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
+                "{:<7} {:>9.2}s {:>7.2}s {:>6.2} {:>7.2}s {:>6.2} {:>6.2}/{:.2}/{:<6.2}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
                 p.name,
-                p.took.as_secs_f64(),
-                r.as_secs_f64(),
-                p.took.as_secs_f64() / r.as_secs_f64(),
+                t,
+                r.took.as_secs_f64(),
+                t / r.took.as_secs_f64(),
+                o.took.as_secs_f64(),
+                t / o.took.as_secs_f64(),
                 p.api_cpu,
-                r_cpu,
+                r.api_cpu,
+                o.api_cpu,
                 p.counts.deployment_writes,
                 p.counts.event_writes,
                 p.counts.conflicts,
@@ -429,6 +539,11 @@ pub fn main() {
                 trailing,
             );
         }
+        println!(
+            "lag from the last annotation to the last Deployment write: controller {:.3}s, oracle {:.3}s",
+            c.lag.as_secs_f64(),
+            oracle[1].lag.as_secs_f64()
+        );
         let (took, ch) = &c.churn;
         println!(
             "churn (5 rounds, 1 in 5 values invalid): converged {:.2}s; deploy w {}, event w {}, 409s {}, other {}; events {:.1}% of the controller's requests",
@@ -440,11 +555,12 @@ pub fn main() {
             100.0 * ch.event_writes as f64 / ch.total().max(1) as f64
         );
         println!(
-            "start to first Deployment write: {:.3}s; lag from the last annotation to the last Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB; {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
+            "start to first Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB (at the end: {:.1} anonymous + {:.1} file-backed); {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
             c.startup.as_secs_f64(),
-            c.lag.as_secs_f64(),
             c.exit.as_secs_f64(),
             c.peak_rss_mib,
+            c.rss_now.0,
+            c.rss_now.1,
             c.log_lines,
             c.cpu.0,
             c.cpu.1

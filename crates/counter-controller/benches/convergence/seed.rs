@@ -139,7 +139,7 @@ async fn child(variant: &str, n: usize) -> Value {
     } else {
         tokio::spawn(run_seed_controller(sb.client(), stop.clone()))
     };
-    view.until(&sb, Duration::from_secs(600), crate::feed::Deployments::all(n, 3)).await;
+    view.until(Duration::from_secs(600), crate::feed::Deployments::all(n, 3)).await;
     let create = start.elapsed();
 
     let start = Instant::now();
@@ -158,7 +158,7 @@ async fn child(variant: &str, n: usize) -> Value {
             )
             .unwrap();
     }
-    view.until(&sb, Duration::from_secs(600), crate::feed::Deployments::all(n, 5)).await;
+    view.until(Duration::from_secs(600), crate::feed::Deployments::all(n, 5)).await;
     let scale = start.elapsed();
     stop.cancel();
     let _ = task.await;

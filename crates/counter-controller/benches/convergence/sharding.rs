@@ -169,11 +169,11 @@ async fn run(n: usize, size: usize, lease: &[String]) {
     let t0 = Instant::now();
     let mut replicas: Vec<Replica> =
         (0..size).map(|i| Replica::start(&dir, &kubeconfig, &format!("shard-{i}"), lease)).collect();
-    let t1 = view.until(&sb, LIMIT, Deployments::all(n, 3)).await;
+    let t1 = view.until(LIMIT, Deployments::all(n, 3)).await;
     let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(user);
     annotate(&cms, n, |_| "5".into()).await;
-    let t2 = view.until(&sb, LIMIT, Deployments::all(n, 5)).await;
+    let t2 = view.until(LIMIT, Deployments::all(n, 5)).await;
     let window = (t2 - t0).as_secs_f64();
 
     let ring = Ring::new(members(&sb));
@@ -227,7 +227,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
         let (seen, settled) = handover_window(&all, 4, since);
         let t = Instant::now();
         annotate(&cms, n, |_| "6".into()).await;
-        view.until(&sb, LIMIT, Deployments::all(n, 6)).await;
+        view.until(LIMIT, Deployments::all(n, 6)).await;
         println!(
             "  join:    {} of {n} keys moved ({:.1}%); longest without an owner {:.2}s (joiner started → settled {:.2}s); then all converged {:.2}s after the change began",
             keys_moved(&ring, &four, n),
@@ -254,7 +254,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
             .collect();
         let t = Instant::now();
         annotate(&cms, n, |_| "7".into()).await;
-        view.until(&sb, LIMIT, Deployments::all(n, 7)).await;
+        view.until(LIMIT, Deployments::all(n, 7)).await;
         println!(
             "  kill -9: {} of {n} keys moved; longest without an owner {:.2}s (kill → survivors settled; lease {}); then all converged {:.2}s after the change began",
             keys_moved(&four, &Ring::new(survivors), n),
