@@ -44,21 +44,38 @@ macro_rules! cached_kind {
 /// An `apps/v1` Deployment as the controller caches it: metadata and `spec.replicas`.
 ///
 /// ```
-/// let d: counter_controller::cached::CachedDeployment = serde_json::from_value(serde_json::json!({
-///     "metadata": { "name": "web", "labels": { "app": "web" } },
+/// use counter_controller::cached::{CachedDeployment, slim_deployment};
+/// let d: CachedDeployment = serde_json::from_value(serde_json::json!({
+///     "metadata": { "name": "web", "labels": { "app": "web", "managed-by": "counter-controller" } },
 ///     "spec": { "replicas": 3, "template": { "spec": { "containers": [{ "name": "nginx" }] } } },
 ///     "status": { "readyReplicas": 3 },
 /// })).unwrap();
 /// assert_eq!(d.spec.replicas, Some(3));
+/// let d = slim_deployment(d);
+/// assert!(d.is_managed() && d.metadata.labels.is_none());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct CachedDeployment {
-    /// Its metadata (without `managedFields` and annotations once cached: [`slim_deployment`]).
+    /// Its metadata (without `managedFields`, annotations and labels once cached:
+    /// [`slim_deployment`]).
     #[serde(default)]
     pub metadata: ObjectMeta,
     /// Of its spec, the replicas.
     #[serde(default)]
     pub spec: CachedDeploymentSpec,
+    /// Whether its labels said `managed-by=counter-controller`, lifted out by [`slim_deployment`].
+    #[serde(skip)]
+    pub managed: bool,
+}
+
+impl CachedDeployment {
+    /// Whether it carries our `managed-by` label (read from the labels, or from what
+    /// [`slim_deployment`] lifted out of them).
+    #[must_use]
+    pub fn is_managed(&self) -> bool {
+        let (key, value) = crate::decision::MANAGED_BY;
+        self.managed || self.metadata.labels.as_ref().and_then(|l| l.get(key)).is_some_and(|v| v == value)
+    }
 }
 
 /// The part of a Deployment's spec the controller reads.
@@ -71,11 +88,14 @@ pub struct CachedDeploymentSpec {
 
 cached_kind!(CachedDeployment, "apps/v1", "apps", "Deployment", "deployments");
 
-/// What the Deployment cache keeps of the metadata: no `managedFields`, no annotations.
+/// What the Deployment cache keeps of the metadata: no `managedFields`, no annotations, and of
+/// the labels only whether ours is there (a label map costs over half a kilobyte per object).
 #[must_use]
 pub fn slim_deployment(mut d: CachedDeployment) -> CachedDeployment {
+    d.managed = d.is_managed();
     d.metadata.managed_fields = None;
     d.metadata.annotations = None;
+    d.metadata.labels = None;
     d
 }
 

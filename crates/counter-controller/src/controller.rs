@@ -823,7 +823,7 @@ pub fn scale_patch(d: &CachedDeployment, to: i32) -> json_patch::Patch {
 fn decision_inputs_differ(old: &CachedDeployment, new: &CachedDeployment) -> bool {
     let (o, n) = (&old.metadata, &new.metadata);
     o.uid != n.uid
-        || o.labels != n.labels
+        || old.is_managed() != new.is_managed()
         || o.owner_references != n.owner_references
         || o.deletion_timestamp != n.deletion_timestamp
         || old.spec.replicas != new.spec.replicas

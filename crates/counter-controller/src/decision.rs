@@ -67,8 +67,7 @@ pub enum Why {
 /// known).
 #[must_use]
 pub fn is_ours(d: &Deployment, cm_name: &str, cm_uid: Option<&str>) -> bool {
-    let labelled =
-        d.metadata.labels.as_ref().and_then(|l| l.get(MANAGED_BY.0)).is_some_and(|v| v == MANAGED_BY.1);
+    let labelled = d.is_managed();
     let controller = d.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
     let owner_ok = controller.is_none_or(|r| {
         r.kind == "ConfigMap"
