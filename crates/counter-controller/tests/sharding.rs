@@ -67,7 +67,7 @@ fn seed(sb: &sandbox::Sandbox, n: usize) {
         let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
                           "annotations": { "counter.example.com/desired": "2" } } });
-        sb.store().create(cms, "default", cm).unwrap();
+        sb.store().create(cms, "default", cm, None).unwrap();
     }
 }
 
@@ -275,12 +275,12 @@ fn seed_namespaces(sb: &sandbox::Sandbox, count: usize, per: usize) -> Vec<Strin
     let names: Vec<String> = (0..count).map(namespace).collect();
     for ns in &names {
         let obj = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns } });
-        sb.store().create(nss, "", obj).unwrap();
+        sb.store().create(nss, "", obj, None).unwrap();
         for i in 0..per {
             let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": { "name": format!("app-{i:03}"), "namespace": ns,
                               "annotations": { "counter.example.com/desired": "2" } } });
-            sb.store().create(cms, ns, cm).unwrap();
+            sb.store().create(cms, ns, cm, None).unwrap();
         }
     }
     names

@@ -31,7 +31,7 @@ async fn time_creates(through_client: bool) -> Duration {
         if through_client {
             black_box(api.create(&PostParams::default(), &cm(i)).await.unwrap());
         } else {
-            black_box(sb.store().create(def, "default", serde_json::to_value(cm(i)).unwrap()).unwrap());
+            black_box(sb.store().create(def, "default", serde_json::to_value(cm(i)).unwrap(), None).unwrap());
         }
     }
     start.elapsed()
@@ -89,7 +89,9 @@ fn bench(c: &mut Criterion) {
                             .collect();
                         let def = sandbox::resource::find("", "v1", "configmaps").unwrap();
                         for i in 0..N {
-                            sb.store().create(def, "default", serde_json::to_value(cm(i)).unwrap()).unwrap();
+                            sb.store()
+                                .create(def, "default", serde_json::to_value(cm(i)).unwrap(), None)
+                                .unwrap();
                             if i % 64 == 0 {
                                 tokio::task::yield_now().await;
                             }

@@ -398,6 +398,12 @@ where
         "patch" => Some("PatchOptions"),
         _ => None,
     };
+    // Who writes, for `managedFields` (upstream's `managerOrUserAgent`).
+    let manager = q
+        .field_manager
+        .clone()
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| crate::managed_fields::manager_from_user_agent(&record.user_agent));
     let directive = match options {
         Some(o) => Directive::parse(q.field_validation.as_deref(), o)?,
         None => Directive::Warn,
@@ -431,7 +437,7 @@ where
             let mut body = parse_object(&bytes, content_type, "create")?;
             let warnings = field_validation::check(def, &mut body, directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
-            let mut created = store.create(def, ns, body)?;
+            let mut created = store.create(def, ns, body, Some(&manager))?;
             // The record names what was created (the URL of a create names only the collection).
             record.name = crate::object::meta_str(&created, "name").to_owned();
             if q.dry_run {
@@ -452,7 +458,7 @@ where
             } else {
                 Vec::new()
             };
-            let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub)?;
+            let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub, Some(&manager))?;
             if q.dry_run && !created {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
@@ -461,8 +467,10 @@ where
         "patch" => {
             let ptype = PatchType::from_content_type(content_type)?;
             let body = parse_json(&bytes, "patch")?;
-            let (mut obj, created) =
-                store.patch(def, ns, name, ptype, &body, t.sub, q.field_manager.as_deref(), q.force)?;
+            // An apply requires its own `fieldManager`; the User-Agent does not stand in.
+            let manager =
+                if ptype == PatchType::Apply { q.field_manager.as_deref() } else { Some(manager.as_str()) };
+            let (mut obj, created) = store.patch(def, ns, name, ptype, &body, t.sub, manager, q.force)?;
             if q.dry_run {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }

@@ -16,6 +16,7 @@
 //! | [`kinds`] | per-kind strategies: ConfigMap and Secret validation, `stringData` |
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
+//! | [`managed_fields`] | `managedFields`: who set which field, on every write |
 //! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
 //! | [`selector`] | label and field selectors |
 //! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
@@ -49,6 +50,7 @@ pub mod discovery;
 pub mod faults;
 pub mod field_validation;
 pub mod kinds;
+pub mod managed_fields;
 pub mod object;
 pub mod patch;
 pub mod protobuf;
@@ -204,7 +206,7 @@ impl Sandbox {
             })?;
         let ns = object::meta_str(&obj, "namespace");
         let ns = if ns.is_empty() { "default" } else { ns }.to_owned();
-        self.shared.store.create(def, &ns, obj)
+        self.shared.store.create(def, &ns, obj, None)
     }
 
     /// A `kube::Client` talking to this sandbox in-process, with default namespace `default`.

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::deployment;
+use crate::managed_fields::{record_apply, record_update};
 use crate::object::{
     check_label, check_subdomain, finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid,
     now_rfc3339, owner_uids,
@@ -521,7 +522,7 @@ impl Store {
         };
         let ns = resource::find("", "v1", "namespaces").expect("namespaces");
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            store.create(ns, "", json!({ "metadata": { "name": name } })).expect("built-in namespace");
+            store.create(ns, "", json!({ "metadata": { "name": name } }), None).expect("built-in namespace");
         }
         store
     }
@@ -714,9 +715,18 @@ impl Store {
     /// 400 when the body's kind, apiVersion or namespace disagree with the URL; 404 when the
     /// namespace does not exist; 403 when it is terminating; 409 AlreadyExists; 422 for an invalid
     /// name or object.
-    pub fn create(&self, def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiError> {
+    ///
+    /// `manager` is who writes, for `managedFields` (see [`crate::managed_fields`]); `None`
+    /// records nothing (an object put in place, not written through the API).
+    pub fn create(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        body: Value,
+        manager: Option<&str>,
+    ) -> Result<Value, ApiError> {
         let mut st = self.state.lock();
-        let obj = self.prepare_create(&st, def, ns, body)?;
+        let obj = self.prepare_create(&st, def, ns, body, manager)?;
         let key = key_of(def, ns, meta_str(&obj, "name"));
         let stored = st.commit(key, ChangeType::Added, (def.to_storage)(obj), None);
         Ok(def.present(&stored))
@@ -728,6 +738,7 @@ impl Store {
         def: &ResourceDef,
         ns: &str,
         body: Value,
+        manager: Option<&str>,
     ) -> Result<Value, ApiError> {
         let mut obj = check_body(def, ns, body)?;
         let mut name = meta_str(&obj, "name").to_owned();
@@ -777,6 +788,9 @@ impl Store {
             obj.as_object_mut().expect("object").remove("status");
         }
         (def.default)(&mut obj);
+        if let Some(m) = manager {
+            record_update(def, &mut obj, None, m, Subresource::Main);
+        }
         decode(def, &obj)?;
         let errs = (def.validate)(&obj, None);
         if !errs.is_empty() {
@@ -813,8 +827,9 @@ impl Store {
         name: &str,
         body: Value,
         sub: Subresource,
+        manager: Option<&str>,
     ) -> Result<Value, ApiError> {
-        self.update_or_create(def, ns, name, body, sub).map(|(obj, _)| obj)
+        self.update_or_create(def, ns, name, body, sub, manager).map(|(obj, _)| obj)
     }
 
     /// PUT: an update, or for the kinds whose upstream strategy allows it
@@ -830,6 +845,7 @@ impl Store {
         name: &str,
         body: Value,
         sub: Subresource,
+        manager: Option<&str>,
     ) -> Result<(Value, bool), ApiError> {
         {
             let mut st = self.state.lock();
@@ -837,7 +853,7 @@ impl Store {
                 && CREATE_ON_UPDATE.contains(&def.plural)
                 && st.get(def, ns, name).is_err_and(|e| e.code == 404);
             if !creates {
-                let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub)?;
+                let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
                 return Ok((
                     if sub == Subresource::Scale { scale_of(&obj) } else { def.present(&obj) },
                     false,
@@ -845,9 +861,10 @@ impl Store {
             }
         }
         check_name(&body, name)?;
-        self.create(def, ns, body).map(|obj| (obj, true))
+        self.create(def, ns, body, manager).map(|obj| (obj, true))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn apply_update(
         &self,
         st: &mut State,
@@ -856,6 +873,7 @@ impl Store {
         name: &str,
         body: Value,
         sub: Subresource,
+        manager: Option<&str>,
     ) -> Result<(Arc<Value>, bool), ApiError> {
         let key = key_of(def, ns, name);
         let body =
@@ -913,6 +931,9 @@ impl Store {
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, name, &errs));
         }
+        if let Some(m) = manager {
+            record_update(def, &mut new, Some(&old_view), m, sub);
+        }
         // As the Deployment strategy: a spec change bumps the generation, and so does an
         // annotation change (annotations are copied to the ReplicaSets).
         let annotations = |o: &Value| {
@@ -946,6 +967,9 @@ impl Store {
     ///
     /// As [`update`](Self::update), plus 400 for a patch that cannot be applied, 409 for an apply
     /// conflict, and 422 for an apply without a field manager.
+    ///
+    /// `manager`: for an apply, the `fieldManager` it requires; for the other patch types, who
+    /// writes (the `fieldManager` or the User-Agent's), as for [`create`](Self::create).
     #[allow(clippy::too_many_arguments)]
     pub fn patch(
         &self,
@@ -974,13 +998,13 @@ impl Store {
                 let mut obj = body.clone();
                 meta_mut(&mut obj).insert("name".into(), json!(name));
                 record_apply(&mut obj, manager, &patch::leaf_paths(body), &def.api_version());
-                let obj = self.prepare_create(&st, def, ns, obj)?;
+                let obj = self.prepare_create(&st, def, ns, obj, None)?;
                 let stored = st.commit(key_of(def, ns, name), ChangeType::Added, (def.to_storage)(obj), None);
                 return Ok((def.present(&stored), true));
             };
             let live = def.present(&current);
             let merged = server_side_apply(def, &live, body, manager, force)?;
-            let (obj, _) = self.apply_update(&mut st, def, ns, name, merged, sub)?;
+            let (obj, _) = self.apply_update(&mut st, def, ns, name, merged, sub, None)?;
             return Ok((present(&obj), false));
         }
         let current = current.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
@@ -997,7 +1021,7 @@ impl Store {
                 def.plural
             )));
         }
-        let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub)?;
+        let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub, manager)?;
         Ok((present(&obj), false))
     }
 
@@ -1279,18 +1303,6 @@ fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
 }
 
 /// Records (replacing) `manager`'s Apply entry in `managedFields`.
-fn record_apply(obj: &mut Value, manager: &str, paths: &BTreeSet<String>, api_version: &str) {
-    let meta = meta_mut(obj);
-    let mut entries: Vec<Value> =
-        meta.get("managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
-    entries.retain(|e| !(e["manager"] == manager && e["operation"] == "Apply"));
-    entries.push(json!({
-        "manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now_rfc3339(),
-        "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(paths),
-    }));
-    meta.insert("managedFields".into(), Value::Array(entries));
-}
-
 /// Server-side apply of `applied` by `manager` onto `live` (see [`crate::patch`] for the subset).
 fn server_side_apply(
     def: &ResourceDef,
@@ -1307,9 +1319,11 @@ fn server_side_apply(
     let mut conflicts = Vec::new();
     let mut others: BTreeSet<String> = BTreeSet::new();
     let mut previous: BTreeSet<String> = BTreeSet::new();
-    for e in entries.iter().filter(|e| e["operation"] == "Apply") {
+    // Every other manager's fields can conflict, Update managers' too (`kubectl scale` then an
+    // apply of another count is a conflict with "kubectl").
+    for e in &entries {
         let owned = owned_by(e);
-        if e["manager"] == manager {
+        if e["manager"] == manager && e["operation"] == "Apply" {
             previous = owned;
             continue;
         }
@@ -1345,10 +1359,11 @@ fn server_side_apply(
     // Forced fields leave their previous owners.
     let mut kept: Vec<Value> = entries;
     if force {
-        for e in kept.iter_mut().filter(|e| e["operation"] == "Apply" && e["manager"] != manager) {
+        for e in kept.iter_mut().filter(|e| !(e["operation"] == "Apply" && e["manager"] == manager)) {
             let remaining: BTreeSet<String> = owned_by(e).difference(&paths).cloned().collect();
             e["fieldsV1"] = patch::fields_v1(&remaining);
         }
+        kept.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
     }
     meta_mut(&mut merged).insert("managedFields".into(), Value::Array(kept));
     record_apply(&mut merged, manager, &paths, &def.api_version());

@@ -318,6 +318,153 @@ async fn watch_history_is_kept_per_resource_for_a_window_of_time() {
     );
 }
 
+/// `apiserver/pkg/endpoints/handlers/create.go` (`managerOrUserAgent`) and
+/// `apimachinery/pkg/util/managedfields`: every write records who set which field.
+#[tokio::test]
+async fn managed_fields_record_each_writer() {
+    let sb = Sandbox::new();
+    let kubectl = [("user-agent", "kubectl/v1.32.0 (linux/amd64) kubernetes/abc")];
+    let entries = |v: &Value| -> Vec<(String, String, String, Value)> {
+        v["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                assert_eq!(
+                    (e["fieldsType"].as_str(), e["time"].is_string()),
+                    (Some("FieldsV1"), true),
+                    "{e}"
+                );
+                let sub = e.get("subresource").and_then(Value::as_str).unwrap_or("").to_owned();
+                (
+                    e["manager"].as_str().unwrap().to_owned(),
+                    e["operation"].as_str().unwrap().to_owned(),
+                    sub,
+                    e["fieldsV1"].clone(),
+                )
+            })
+            .collect()
+    };
+    let entry = |m: &str, op: &str, sub: &str, f: Value| (m.to_owned(), op.to_owned(), sub.to_owned(), f);
+    // A create without fieldManager: the manager is the User-Agent up to its first '/'.
+    let (code, _, cm) = call(
+        &sb,
+        Method::POST,
+        CMS,
+        &kubectl,
+        Some(json!({ "metadata": { "name": "mf", "labels": { "app": "web" } }, "data": { "a": "1", "b": "2" } })),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let created_fields =
+        json!({ "f:data": { "f:a": {}, "f:b": {} }, "f:metadata": { "f:labels": { "f:app": {} } } });
+    assert_eq!(entries(&cm), [entry("kubectl", "Update", "", created_fields.clone())]);
+    // A patch by another manager: what it changed is its own, and leaves the first.
+    let patch_as = |manager: &'static str, body: Value| {
+        let sb = sb.clone();
+        async move {
+            call(
+                &sb,
+                Method::PATCH,
+                &format!("{CMS}/mf?fieldManager={manager}"),
+                &[("content-type", "application/merge-patch+json")],
+                Some(body),
+            )
+            .await
+        }
+    };
+    let (code, _, cm) = patch_as(
+        "kubectl-edit",
+        json!({ "data": { "a": "9" }, "metadata": { "annotations": { "note": "x" } } }),
+    )
+    .await;
+    assert_eq!(code, 200, "{cm}");
+    assert_eq!(
+        entries(&cm),
+        [
+            entry(
+                "kubectl",
+                "Update",
+                "",
+                json!({ "f:data": { "f:b": {} }, "f:metadata": { "f:labels": { "f:app": {} } } })
+            ),
+            entry(
+                "kubectl-edit",
+                "Update",
+                "",
+                json!({ "f:data": { "f:a": {} }, "f:metadata": { "f:annotations": { "f:note": {} } } })
+            ),
+        ]
+    );
+    // A write that changes nothing records nothing and takes no new version.
+    let (_, _, same) = patch_as("someone", json!({ "data": { "a": "9" } })).await;
+    assert_eq!(
+        (entries(&same).len(), &same["metadata"]["resourceVersion"]),
+        (2, &cm["metadata"]["resourceVersion"])
+    );
+    // Apply: a field another manager set, to another value, is a conflict naming it; forced, the
+    // field moves to the applier.
+    let apply = |force: bool| {
+        let sb = sb.clone();
+        async move {
+            call(
+                &sb,
+                Method::PATCH,
+                &format!("{CMS}/mf?fieldManager=applier&force={force}"),
+                &[("content-type", "application/apply-patch+yaml")],
+                Some(json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "mf" }, "data": { "a": "5" } })),
+            )
+            .await
+        }
+    };
+    let (code, _, v) = apply(false).await;
+    assert_eq!((code, v["reason"].as_str()), (409, Some("Conflict")), "{v}");
+    assert_eq!(v["details"]["causes"][0]["field"], ".data.a", "{v}");
+    assert!(v["details"]["causes"][0]["message"].as_str().unwrap().contains("kubectl-edit"), "{v}");
+    let (code, _, cm) = apply(true).await;
+    assert_eq!(code, 200, "{cm}");
+    assert_eq!(
+        entries(&cm)[1..],
+        [
+            entry(
+                "kubectl-edit",
+                "Update",
+                "",
+                json!({ "f:metadata": { "f:annotations": { "f:note": {} } } })
+            ),
+            entry("applier", "Apply", "", json!({ "f:data": { "f:a": {} } })),
+        ]
+    );
+    // A status write is recorded for the status subresource, apart from the spec's writers.
+    const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
+    let d = json!({ "metadata": { "name": "web" }, "spec": {
+        "selector": { "matchLabels": { "app": "web" } },
+        "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } });
+    let (code, _, d) =
+        call(&sb, Method::POST, &format!("{DEPLOYS}?fieldManager=creator"), &[], Some(d)).await;
+    assert_eq!(code, 201, "{d}");
+    assert!(
+        entries(&d)[0].3["f:spec"]["f:template"]["f:spec"]["f:containers"]
+            .get("k:{\"name\":\"c\"}")
+            .is_some(),
+        "{d}"
+    );
+    let (code, _, d) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{DEPLOYS}/web/status?fieldManager=kube-controller-manager"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(json!({ "status": { "replicas": 1 } })),
+    )
+    .await;
+    assert_eq!(code, 200, "{d}");
+    let status = entries(&d).pop().unwrap();
+    assert_eq!(
+        status,
+        entry("kube-controller-manager", "Update", "status", json!({ "f:status": { "f:replicas": {} } }))
+    );
+}
+
 /// `apimachinery/pkg/apis/meta/internalversion/validation` (`ValidateListOptions`) and
 /// `storage/etcd3/store.go` (`GetList`: continue, remainingItemCount).
 #[tokio::test]

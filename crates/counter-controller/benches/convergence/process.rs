@@ -95,7 +95,7 @@ pub fn sandbox_with(n: usize) -> Sandbox {
     });
     let cms = find("", "v1", "configmaps").unwrap();
     for i in 0..n {
-        sb.store().create(cms, "default", realistic_configmap(i)).unwrap();
+        sb.store().create(cms, "default", realistic_configmap(i), None).unwrap();
     }
     sb
 }

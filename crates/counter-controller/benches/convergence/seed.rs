@@ -116,7 +116,7 @@ async fn child(variant: &str, n: usize) -> Value {
     let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() });
     let cm_def = find("", "v1", "configmaps").unwrap();
     for i in 0..n {
-        sb.store().create(cm_def, "default", configmap(i)).unwrap();
+        sb.store().create(cm_def, "default", configmap(i), None).unwrap();
     }
     let stop = CancellationToken::new();
     let mut view = crate::feed::Deployments::follow(&sb);

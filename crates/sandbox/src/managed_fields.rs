@@ -1,0 +1,153 @@
+//! `metadata.managedFields`: who set which field, recorded on every write as upstream's field
+//! manager does (`apiserver/pkg/endpoints/handlers/fieldmanager`, `managedfields/internal`).
+//!
+//! * An **Update** (create, update, or a JSON, merge or strategic patch) by manager M: the fields
+//!   the write set or changed become M's — in its `Update` entry for that subresource, with the
+//!   time — and leave every other manager; fields the write removed leave everyone. A write that
+//!   changes nothing leaves the entries as they were.
+//! * An **Apply** (server-side apply): the applied configuration's fields are the manager's
+//!   `Apply` entry (see [`record_apply`] and the store's apply).
+//!
+//! The manager is the `fieldManager` parameter or, without one, what precedes the first `/` of
+//! the User-Agent ([`manager_from_user_agent`]). Fields the server sets (uid, creationTimestamp,
+//! generation, …) belong to nobody; status belongs to status writers only, for kinds with a
+//! status subresource. Ownership is tracked per leaf field (no `"."` entries for the maps
+//! themselves).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::object::{meta_mut, now_rfc3339};
+use crate::patch;
+use crate::resource::ResourceDef;
+use crate::store::Subresource;
+
+/// Upstream's `FieldManagerMaxLength`.
+pub const MAX_MANAGER_LENGTH: usize = 128;
+
+/// The manager a request without `fieldManager` writes as: the User-Agent up to its first `/`,
+/// without unprintable characters, cut to [`MAX_MANAGER_LENGTH`] bytes (upstream's
+/// `prefixFromUserAgent`): `kubectl/v1.32.0 (linux/amd64)` → `kubectl`.
+///
+/// ```
+/// assert_eq!(sandbox::managed_fields::manager_from_user_agent("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"), "kubectl");
+/// assert_eq!(sandbox::managed_fields::manager_from_user_agent("python-requests"), "python-requests");
+/// ```
+#[must_use]
+pub fn manager_from_user_agent(user_agent: &str) -> String {
+    let mut out = String::new();
+    for c in user_agent.split('/').next().unwrap_or("").chars().filter(|c| !c.is_control()) {
+        if out.len() + c.len_utf8() > MAX_MANAGER_LENGTH {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Fields the server sets: nobody's.
+const SERVER_FIELDS: [&str; 6] = [
+    ".metadata.uid",
+    ".metadata.creationTimestamp",
+    ".metadata.generation",
+    ".metadata.deletionTimestamp",
+    ".metadata.deletionGracePeriodSeconds",
+    ".metadata.selfLink",
+];
+
+fn under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+}
+
+/// The leaf fields of `obj` a write through `sub` can own.
+fn ownable(def: &ResourceDef, obj: &Value, sub: Subresource) -> BTreeSet<String> {
+    patch::leaf_paths(obj)
+        .into_iter()
+        .filter(|p| {
+            let shown = patch::display_path(p);
+            if SERVER_FIELDS.iter().any(|f| under(&shown, f)) {
+                return false;
+            }
+            match sub {
+                Subresource::Main => !(def.status_subresource && under(&shown, ".status")),
+                Subresource::Status => under(&shown, ".status"),
+                Subresource::Scale => under(&shown, ".spec.replicas"),
+            }
+        })
+        .collect()
+}
+
+fn subresource_name(sub: Subresource) -> &'static str {
+    match sub {
+        Subresource::Main => "",
+        Subresource::Status => "status",
+        Subresource::Scale => "scale",
+    }
+}
+
+/// Records an Update by `manager` that turned `old` (absent for a create) into `new`, in `new`'s
+/// `managedFields` (which start as the body's, or else the stored ones).
+pub fn record_update(
+    def: &ResourceDef,
+    new: &mut Value,
+    old: Option<&Value>,
+    manager: &str,
+    sub: Subresource,
+) {
+    let now = ownable(def, new, sub);
+    let before = old.map(|o| ownable(def, o, sub)).unwrap_or_default();
+    let changed: BTreeSet<String> = now
+        .iter()
+        .filter(|p| old.is_none_or(|o| patch::value_at(o, p) != patch::value_at(new, p)))
+        .cloned()
+        .collect();
+    let removed: BTreeSet<&String> = before.difference(&now).collect();
+    if changed.is_empty() && removed.is_empty() {
+        return;
+    }
+    let subresource = subresource_name(sub);
+    let mut entries: Vec<Value> =
+        new.pointer("/metadata/managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut mine = BTreeSet::new();
+    entries.retain_mut(|e| {
+        let mut owned = patch::paths_from_fields_v1(&e["fieldsV1"]);
+        let is_mine = e["manager"] == manager
+            && e["operation"] == "Update"
+            && e.get("subresource").and_then(Value::as_str).unwrap_or("") == subresource;
+        if is_mine {
+            mine = owned;
+            return false;
+        }
+        let before_len = owned.len();
+        owned.retain(|p| !changed.contains(p) && !removed.contains(p));
+        if owned.len() != before_len {
+            e["fieldsV1"] = patch::fields_v1(&owned);
+        }
+        !owned.is_empty()
+    });
+    mine.retain(|p| !removed.contains(p));
+    mine.extend(changed);
+    let mut entry = json!({
+        "manager": manager, "operation": "Update", "apiVersion": def.api_version(), "time": now_rfc3339(),
+        "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(&mine),
+    });
+    if !subresource.is_empty() {
+        entry["subresource"] = json!(subresource);
+    }
+    entries.push(entry);
+    meta_mut(new).insert("managedFields".into(), Value::Array(entries));
+}
+
+/// Records an Apply by `manager` owning `paths` in `obj`'s `managedFields`.
+pub fn record_apply(obj: &mut Value, manager: &str, paths: &BTreeSet<String>, api_version: &str) {
+    let meta = meta_mut(obj);
+    let mut entries: Vec<Value> =
+        meta.get("managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    entries.retain(|e| !(e["manager"] == manager && e["operation"] == "Apply"));
+    entries.push(json!({
+        "manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now_rfc3339(),
+        "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(paths),
+    }));
+    meta.insert("managedFields".into(), Value::Array(entries));
+}
