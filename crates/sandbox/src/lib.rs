@@ -17,6 +17,7 @@
 //! | [`deployment`] | Deployment defaults, validation, simulated rollout |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
 //! | [`managed_fields`] | `managedFields`: who set which field, on every write |
+//! | [`metadata`] | metadata rules every kind shares: label, annotation and finalizer names |
 //! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
 //! | [`selector`] | label and field selectors |
 //! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
@@ -51,6 +52,7 @@ pub mod faults;
 pub mod field_validation;
 pub mod kinds;
 pub mod managed_fields;
+pub mod metadata;
 pub mod object;
 pub mod patch;
 pub mod protobuf;

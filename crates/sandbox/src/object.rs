@@ -57,7 +57,7 @@ pub fn name_suffix() -> String {
 }
 
 /// upstream's `RegexError`: the message, examples, and the regex (`apimachinery/pkg/util/validation`).
-fn regex_error(msg: &str, regex: &str, examples: &[&str]) -> String {
+pub(crate) fn regex_error(msg: &str, regex: &str, examples: &[&str]) -> String {
     let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
     format!("{msg} (e.g. {}regex used for validation is '{regex}')", examples.join(" or "))
 }

@@ -792,7 +792,8 @@ impl Store {
             record_update(def, &mut obj, None, m, Subresource::Main);
         }
         decode(def, &obj)?;
-        let errs = (def.validate)(&obj, None);
+        let mut errs = crate::metadata::validate(&obj);
+        errs.extend((def.validate)(&obj, None));
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, &name, &errs));
         }
@@ -927,6 +928,7 @@ impl Store {
         def.stamp(&mut new);
         decode(def, &new)?;
         let mut errs = metadata_update_errors(&new, &old_view);
+        errs.extend(crate::metadata::validate(&new));
         errs.extend((def.validate)(&new, Some(&old_view)));
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, name, &errs));

@@ -465,6 +465,77 @@ async fn managed_fields_record_each_writer() {
     );
 }
 
+/// `apimachinery/pkg/api/validation/objectmeta.go` (`ValidateObjectMeta`: labels, annotations,
+/// `ValidateFinalizers`) and `pkg/apis/core/validation` (`validateKubeFinalizerName`): the
+/// metadata every kind shares, on create and on update.
+#[tokio::test]
+async fn metadata_names_are_validated_as_upstream_does() {
+    let sb = Sandbox::new();
+    let causes = |v: &Value| -> Vec<(String, String)> {
+        v["details"]["causes"]
+            .as_array()
+            .unwrap_or(&Vec::new())
+            .iter()
+            .map(|c| (c["field"].as_str().unwrap().to_owned(), c["message"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        CMS,
+        &[],
+        Some(json!({ "metadata": { "name": "m", "labels": { "tier": "-front" }, "finalizers": ["cleanup", "example.com/ok"] } })),
+    )
+    .await;
+    assert_eq!((code, v["reason"].as_str()), (422, Some("Invalid")), "{v}");
+    let got = causes(&v);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "metadata.labels[tier]");
+    assert!(
+        got[0].1.starts_with("Invalid value: \"-front\": a valid label must be an empty string"),
+        "{got:?}"
+    );
+    assert_eq!(
+        got[1],
+        (
+            "metadata.finalizers[0]".to_owned(),
+            "Invalid value: \"cleanup\": name is neither a standard finalizer name nor is it fully qualified"
+                .to_owned()
+        )
+    );
+    // The standard finalizers need no prefix, but orphan and foregroundDeletion exclude each other.
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        CMS,
+        &[],
+        Some(json!({ "metadata": { "name": "m", "finalizers": ["orphan", "foregroundDeletion"] } })),
+    )
+    .await;
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(
+        causes(&v),
+        [(
+            "metadata.finalizers".to_owned(),
+            "Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set".to_owned()
+        )]
+    );
+    // On update too: a bad label key added by a patch.
+    create(&sb, CMS, json!({ "metadata": { "name": "u" } })).await;
+    let (code, _, v) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/u"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(json!({ "metadata": { "labels": { "a/b/c": "x" } } })),
+    )
+    .await;
+    assert_eq!(code, 422, "{v}");
+    let got = causes(&v);
+    assert_eq!(got[0].0, "metadata.labels");
+    assert!(got[0].1.starts_with("Invalid value: \"a/b/c\": a qualified name must consist of"), "{got:?}");
+}
+
 /// `apimachinery/pkg/apis/meta/internalversion/validation` (`ValidateListOptions`) and
 /// `storage/etcd3/store.go` (`GetList`: continue, remainingItemCount).
 #[tokio::test]

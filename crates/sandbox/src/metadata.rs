@@ -1,0 +1,176 @@
+//! Object metadata rules every kind shares, checked on create and update before the kind's own
+//! (upstream's `ValidateObjectMeta` in apimachinery's `api/validation/objectmeta.go`, with the
+//! in-tree API's extra finalizer rule from `pkg/apis/core/validation`): label keys and values,
+//! annotation keys, and finalizer names.
+
+use serde_json::Value;
+
+use crate::object::{check_subdomain, regex_error};
+
+const QUALIFIED_NAME_REGEX: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_SHAPE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_REGEX: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+
+/// Finalizers the API itself understands; any other must be qualified with a `/`.
+pub const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+
+/// `[A-Za-z0-9]` at both ends, `[-A-Za-z0-9_.]` between (a qualified name's name part, and a
+/// non-empty label value).
+fn name_shaped(s: &str) -> bool {
+    let edge = |c: char| c.is_ascii_alphanumeric();
+    s.starts_with(edge)
+        && s.ends_with(edge)
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Why `value` is not a qualified name (`[prefix/]name`: label and annotation keys, finalizers),
+/// as upstream's `IsQualifiedName` words it; empty when it is one.
+#[must_use]
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let shape = || regex_error(QUALIFIED_NAME_SHAPE, QUALIFIED_NAME_REGEX, &["MyName", "my.name", "123-abc"]);
+    let name = match value.split('/').collect::<Vec<_>>()[..] {
+        [name] => name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_owned());
+            } else if let Some(why) = check_subdomain(prefix) {
+                errs.push(format!("prefix part {why}"));
+            }
+            name
+        }
+        _ => {
+            return vec![format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                shape()
+            )];
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_owned());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_owned());
+    }
+    if !name_shaped(name) {
+        errs.push(format!("name part {}", shape()));
+    }
+    errs
+}
+
+/// Why `value` is not a label value (`IsValidLabelValue`); empty when it is one.
+#[must_use]
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 63 {
+        errs.push("must be no more than 63 characters".to_owned());
+    }
+    if !value.is_empty() && !name_shaped(value) {
+        errs.push(regex_error(
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+            LABEL_VALUE_REGEX,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+fn string_map(obj: &Value, field: &str) -> Vec<(String, Value)> {
+    obj.pointer(&format!("/metadata/{field}"))
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// The metadata's field errors, as `(field, message)` in upstream's order: labels, annotations,
+/// finalizers.
+#[must_use]
+pub fn validate(obj: &Value) -> Vec<(String, String)> {
+    let mut errs = Vec::new();
+    let invalid = |value: &str, why: &str| format!("Invalid value: {value:?}: {why}");
+    for (key, value) in string_map(obj, "labels") {
+        for why in qualified_name_errors(&key) {
+            errs.push(("metadata.labels".to_owned(), invalid(&key, &why)));
+        }
+        let value = value.as_str().unwrap_or("");
+        for why in label_value_errors(value) {
+            errs.push((format!("metadata.labels[{key}]"), invalid(value, &why)));
+        }
+    }
+    for (key, _) in string_map(obj, "annotations") {
+        // Annotation keys are checked lower-cased (upper-case letters are allowed in them).
+        for why in qualified_name_errors(&key.to_lowercase()) {
+            errs.push(("metadata.annotations".to_owned(), invalid(&key, &why)));
+        }
+    }
+    let finalizers: Vec<String> = crate::object::finalizers(obj);
+    for f in &finalizers {
+        for why in qualified_name_errors(f) {
+            errs.push(("metadata.finalizers".to_owned(), invalid(f, &why)));
+        }
+    }
+    if finalizers.iter().any(|f| f == "orphan") && finalizers.iter().any(|f| f == "foregroundDeletion") {
+        let list = finalizers.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+        errs.push((
+            "metadata.finalizers".to_owned(),
+            format!(
+                "Invalid value: []string{{{list}}}: finalizer orphan and foregroundDeletion cannot be both set"
+            ),
+        ));
+    }
+    for (i, f) in finalizers.iter().enumerate() {
+        if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
+            errs.push((
+                format!("metadata.finalizers[{i}]"),
+                invalid(f, "name is neither a standard finalizer name nor is it fully qualified"),
+            ));
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn qualified_names_as_upstream_words_them() {
+        assert!(qualified_name_errors("example.com/my-finalizer").is_empty());
+        assert!(qualified_name_errors("app.kubernetes.io/name").is_empty());
+        assert_eq!(qualified_name_errors("/x"), ["prefix part must be non-empty"]);
+        assert_eq!(
+            qualified_name_errors("a/"),
+            [
+                "name part must be non-empty",
+                &format!(
+                    "name part {}",
+                    regex_error(
+                        QUALIFIED_NAME_SHAPE,
+                        QUALIFIED_NAME_REGEX,
+                        &["MyName", "my.name", "123-abc"]
+                    )
+                )
+            ]
+        );
+        assert!(qualified_name_errors("a/b/c")[0].starts_with("a qualified name must consist of"));
+        assert!(
+            qualified_name_errors("Bad_Prefix/x")[0]
+                .starts_with("prefix part a lowercase RFC 1123 subdomain")
+        );
+        assert_eq!(qualified_name_errors(&"x".repeat(64)), ["name part must be no more than 63 characters"]);
+    }
+
+    #[test]
+    fn metadata_errors_name_the_field() {
+        let obj = json!({ "metadata": {
+            "labels": { "ok": "fine", "bad key!": "v", "k": "-bad-value" },
+            "annotations": { "Example.com/Note": "upper case is fine in annotation keys" },
+            "finalizers": ["example.com/ok", "cleanup", "orphan", "foregroundDeletion"],
+        } });
+        let fields: Vec<String> = validate(&obj).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(
+            fields,
+            ["metadata.labels", "metadata.labels[k]", "metadata.finalizers", "metadata.finalizers[1]"]
+        );
+    }
+}
