@@ -175,18 +175,7 @@ fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
     let cms = find("", "v1", "configmaps").unwrap();
     let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": desired } } });
     for i in 0..n {
-        sb.store()
-            .patch(
-                cms,
-                "default",
-                &format!("shop-{i:05}"),
-                sandbox::patch::PatchType::Merge,
-                &patch,
-                sandbox::store::Subresource::Main,
-                None,
-                false,
-            )
-            .unwrap();
+        sb.store().merge(cms, "default", &format!("shop-{i:05}"), &patch).unwrap();
     }
 }
 

@@ -271,6 +271,11 @@ fn parse_object(bytes: &[u8], content_type: &str, what: &str) -> Result<Value, A
     }
 }
 
+/// The body, when it is JSON (for the duplicate-field check).
+fn json_bytes<'a>(bytes: &'a [u8], content_type: &str) -> Option<&'a [u8]> {
+    matches!(content_type.split(';').next().unwrap_or("").trim(), "" | "application/json").then_some(bytes)
+}
+
 fn parse_json(bytes: &[u8], what: &str) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Null);
@@ -435,7 +440,8 @@ where
                 return Err(ApiError::method_not_allowed("POST", path));
             }
             let mut body = parse_object(&bytes, content_type, "create")?;
-            let warnings = field_validation::check(def, &mut body, directive)?;
+            let warnings =
+                field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
             let mut created = store.create(def, ns, body, Some(&manager))?;
             // The record names what was created (the URL of a create names only the collection).
@@ -454,7 +460,7 @@ where
         "update" => {
             let mut body = parse_object(&bytes, content_type, "update")?;
             let warnings = if t.sub == Subresource::Main {
-                field_validation::check(def, &mut body, directive)?
+                field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?
             } else {
                 Vec::new()
             };
@@ -470,11 +476,23 @@ where
             // An apply requires its own `fieldManager`; the User-Agent does not stand in.
             let manager =
                 if ptype == PatchType::Apply { q.field_manager.as_deref() } else { Some(manager.as_str()) };
-            let (mut obj, created) = store.patch(def, ns, name, ptype, &body, t.sub, manager, q.force)?;
+            let mut warnings = Vec::new();
+            let mut check = |patched: &mut Value| {
+                warnings = field_validation::check_patched(
+                    def,
+                    &bytes,
+                    ptype == PatchType::Json,
+                    patched,
+                    directive,
+                )?;
+                Ok(())
+            };
+            let (mut obj, created) =
+                store.patch(def, ns, name, ptype, &body, t.sub, manager, q.force, &mut check)?;
             if q.dry_run {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
-            Ok(json_response(if created { 201 } else { 200 }, &obj))
+            Ok(with_warnings(json_response(if created { 201 } else { 200 }, &obj), &warnings))
         }
         "delete" => {
             let body = parse_json(&bytes, "delete")?;

@@ -1,10 +1,18 @@
-//! `fieldValidation`: what the server does with fields a kind's schema does not declare, on
-//! create and update (`endpoints/handlers/create.go`, `update.go`; the directive's rules in
-//! `apimachinery/pkg/apis/meta/v1/validation`). `Strict` refuses the object (400, a "strict
-//! decoding error" naming every such field), `Warn` — 1.32's default when the parameter is absent
-//! — drops them and answers a `Warning` header per field, `Ignore` drops them silently. Any other
-//! value is a 422 on the request's options kind.
+//! `fieldValidation`: what the server does with fields a kind's schema does not declare, and
+//! with fields a JSON body gives twice (`endpoints/handlers/create.go`, `update.go`, `patch.go`;
+//! the directive's rules in `apimachinery/pkg/apis/meta/v1/validation`). `Strict` refuses the
+//! request, `Warn` — 1.32's default when the parameter is absent — drops unknown fields and
+//! answers a `Warning` header per problem, `Ignore` drops them silently. Any other value is a 422
+//! on the request's options kind.
+//!
+//! A create or update body is checked as it is decoded ([`check`]: 400, "strict decoding
+//! error"); a patch is checked twice, as upstream's patcher does ([`check_patched`]): the patch
+//! itself for duplicates, then the patched object for unknown fields (422 Invalid on `patch`).
 
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::resource::ResourceDef;
@@ -78,16 +86,104 @@ fn prune(body: &mut Value, known: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// Applies `directive` to a create or update body of `def`; the warnings to answer with.
+/// Fields a JSON document gives more than once, as dotted paths (`metadata.labels.a`), in the
+/// order met — what upstream's strict decoder reports as `duplicate field`. Not JSON: none.
+#[must_use]
+pub fn duplicate_fields(json: &[u8]) -> Vec<String> {
+    let out = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let _ = Walk { path: String::new(), out: &out }.deserialize(&mut de);
+    out.into_inner()
+}
+
+/// Walks a JSON document noting repeated keys.
+struct Walk<'a> {
+    path: String,
+    out: &'a RefCell<Vec<String>>,
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() { key.clone() } else { format!("{}.{key}", self.path) };
+            if !seen.insert(key) {
+                self.out.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(Walk { path, out: self.out })?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq.next_element_seed(Walk { path: format!("{}[{i}]", self.path), out: self.out })?.is_some() {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// Removes the fields `def`'s schema does not declare from `obj`; the strict decoder's words for
+/// each (`unknown field "spec.foo"`).
+fn unknown_fields(def: &ResourceDef, obj: &mut Value) -> Vec<String> {
+    let Some(known) = def.known.and_then(|k| k(obj)) else { return Vec::new() };
+    let mut unknown = Vec::new();
+    prune(obj, &known, "", &mut unknown);
+    unknown.iter().map(|f| format!("unknown field {f:?}")).collect()
+}
+
+/// Applies `directive` to a create or update body of `def` (`raw`: the body's JSON, for
+/// duplicate fields; `None` for other encodings); the warnings to answer with.
 ///
 /// # Errors
 ///
-/// `Strict` and an unknown field: the 400 upstream's strict decoder gives.
-pub fn check(def: &ResourceDef, body: &mut Value, directive: Directive) -> Result<Vec<String>, ApiError> {
-    let Some(known) = def.known.and_then(|k| k(body)) else { return Ok(Vec::new()) };
-    let mut unknown = Vec::new();
-    prune(body, &known, "", &mut unknown);
-    let named: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+/// `Strict` and an unknown or duplicate field: the 400 upstream's strict decoder gives.
+pub fn check(
+    def: &ResourceDef,
+    body: &mut Value,
+    raw: Option<&[u8]>,
+    directive: Directive,
+) -> Result<Vec<String>, ApiError> {
+    if directive == Directive::Ignore {
+        let _ = unknown_fields(def, body);
+        return Ok(Vec::new());
+    }
+    let mut named: Vec<String> = raw
+        .map(duplicate_fields)
+        .unwrap_or_default()
+        .iter()
+        .map(|f| format!("duplicate field {f:?}"))
+        .collect();
+    named.extend(unknown_fields(def, body));
     match directive {
         Directive::Strict if !named.is_empty() => Err(ApiError::bad_request(format!(
             "{} in version {:?} cannot be handled as a {}: strict decoding error: {}",
@@ -101,11 +197,60 @@ pub fn check(def: &ResourceDef, body: &mut Value, directive: Directive) -> Resul
     }
 }
 
+/// Applies `directive` to a patch of `def`: `patch` is the patch as sent (its duplicate fields
+/// count; a JSON patch's are named `json patch duplicate field …`), `patched` the object it made
+/// (its unknown fields are dropped); the warnings to answer with.
+///
+/// # Errors
+///
+/// `Strict` and a problem: 422 Invalid on the field `patch`, whose value is the patched object,
+/// as upstream's `jsonPatcher` answers.
+pub fn check_patched(
+    def: &ResourceDef,
+    patch: &[u8],
+    json_patch: bool,
+    patched: &mut Value,
+    directive: Directive,
+) -> Result<Vec<String>, ApiError> {
+    let shown = (directive == Directive::Strict).then(|| patched.to_string());
+    let unknown = unknown_fields(def, patched);
+    if directive == Directive::Ignore {
+        return Ok(Vec::new());
+    }
+    let prefix = if json_patch { "json patch " } else { "" };
+    let mut named: Vec<String> =
+        duplicate_fields(patch).iter().map(|f| format!("{prefix}duplicate field {f:?}")).collect();
+    named.extend(unknown);
+    match (directive, shown) {
+        (Directive::Strict, Some(shown)) if !named.is_empty() => {
+            // An Invalid for no kind and no name, as upstream's `NewInvalid(schema.GroupKind{}, "", …)`.
+            Err(ApiError::invalid(
+                "",
+                "",
+                "",
+                &[(
+                    "patch".into(),
+                    format!("Invalid value: {shown:?}: strict decoding error: {}", named.join(", ")),
+                )],
+            ))
+        }
+        (Directive::Warn, _) => Ok(named),
+        _ => Ok(Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn duplicate_fields_are_found_with_their_paths() {
+        let raw = br#"{"a":1,"m":{"x":1,"x":2},"l":[{"k":1,"k":1}],"a":3}"#;
+        assert_eq!(duplicate_fields(raw), ["m.x", "l[0].k", "a"]);
+        assert!(duplicate_fields(br#"{"a":{"a":1}}"#).is_empty());
+    }
 
     #[test]
     fn unknown_fields_are_found_at_any_depth_and_removed() {

@@ -67,10 +67,16 @@ impl ApiError {
                 format!("{} \"{name}\" is invalid: [{}]", qualified(group, kind), list.join(", "))
             },
         );
-        e.details = Some(json!({
-            "name": name, "group": group, "kind": kind,
+        let mut details = json!({
             "causes": causes.iter().map(|(f, m)| json!({"reason": cause_reason(m), "message": m, "field": f})).collect::<Vec<_>>(),
-        }));
+        });
+        // `StatusDetails` leaves empty strings out (`omitempty`): core kinds have no group.
+        for (k, v) in [("name", name), ("group", group), ("kind", kind)] {
+            if !v.is_empty() {
+                details[k] = json!(v);
+            }
+        }
+        e.details = Some(details);
         e
     }
 

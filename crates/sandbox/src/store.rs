@@ -972,6 +972,8 @@ impl Store {
     ///
     /// `manager`: for an apply, the `fieldManager` it requires; for the other patch types, who
     /// writes (the `fieldManager` or the User-Agent's), as for [`create`](Self::create).
+    /// `check` sees the patched object of a JSON, merge or strategic patch before it is validated
+    /// (the request's `fieldValidation`: see [`crate::field_validation::check_patched`]).
     #[allow(clippy::too_many_arguments)]
     pub fn patch(
         &self,
@@ -983,6 +985,7 @@ impl Store {
         sub: Subresource,
         manager: Option<&str>,
         force: bool,
+        check: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<(Value, bool), ApiError> {
         let mut st = self.state.lock();
         let current = st.objects.get(&key_of(def, ns, name)).cloned();
@@ -1023,8 +1026,22 @@ impl Store {
                 def.plural
             )));
         }
+        if sub == Subresource::Main {
+            check(&mut target)?;
+        }
         let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub, manager)?;
         Ok((present(&obj), false))
+    }
+
+    /// A JSON merge patch of the object itself, made in place rather than through the API: no
+    /// manager recorded, no `fieldValidation`.
+    ///
+    /// # Errors
+    ///
+    /// As [`patch`](Self::patch).
+    pub fn merge(&self, def: &ResourceDef, ns: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
+        self.patch(def, ns, name, PatchType::Merge, patch, Subresource::Main, None, false, &mut |_| Ok(()))
+            .map(|(obj, _)| obj)
     }
 
     /// DELETE: finalizers, preconditions and propagation. Returns the object as it was last

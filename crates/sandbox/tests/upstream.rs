@@ -28,6 +28,18 @@ async fn call_with_headers(
     headers: &[(&str, &str)],
     body: Option<Value>,
 ) -> (u16, String, Vec<String>, Value) {
+    let bytes = body.map(|b| serde_json::to_vec(&b).unwrap());
+    call_raw(sb, method, path, headers, bytes).await
+}
+
+/// As [`call_with_headers`], with the body as bytes (JSON no `Value` can hold: duplicate keys).
+async fn call_raw(
+    sb: &Sandbox,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> (u16, String, Vec<String>, Value) {
     let mut req = Request::builder().method(method).uri(path);
     for (k, v) in headers {
         req = req.header(*k, *v);
@@ -35,7 +47,7 @@ async fn call_with_headers(
     if body.is_some() && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
         req = req.header("content-type", "application/json");
     }
-    let bytes = body.map(|b| serde_json::to_vec(&b).unwrap()).unwrap_or_default();
+    let bytes = body.unwrap_or_default();
     let resp = sb.service().oneshot(req.body(Full::new(Bytes::from(bytes))).unwrap()).await.unwrap();
     let code = resp.status().as_u16();
     let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
@@ -937,6 +949,75 @@ async fn field_validation_strict_warn_and_ignore() {
     assert_eq!(
         status_of(&v).2,
         "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Bogus\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+    );
+}
+
+/// `endpoints/handlers/patch.go` (`jsonPatcher`, `strategicPatchObject`) and the strict decoder:
+/// a patch's duplicate fields and the patched object's unknown fields, by directive; a create's
+/// duplicate fields.
+#[tokio::test]
+async fn field_validation_of_patches_and_duplicate_fields() {
+    let sb = Sandbox::new();
+    create(&sb, CMS, json!({ "metadata": { "name": "p" }, "data": { "a": "1" } })).await;
+    let merge = [("content-type", "application/merge-patch+json")];
+    // Strict: 422 Invalid on `patch`, no kind and no name, the patched object as the value.
+    let (code, _, v) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/p?fieldValidation=Strict"),
+        &merge,
+        Some(json!({ "data": { "a": "2" }, "spec": { "x": 1 } })),
+    )
+    .await;
+    assert_eq!((code, v["reason"].as_str()), (422, Some("Invalid")), "{v}");
+    assert_eq!(
+        v["details"],
+        json!({ "causes": [{ "reason": "FieldValueInvalid", "field": "patch",
+        "message": v["details"]["causes"][0]["message"] }] })
+    );
+    let message = v["details"]["causes"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("Invalid value: \"{"), "{message}");
+    assert!(message.ends_with("\": strict decoding error: unknown field \"spec\""), "{message}");
+    assert!(status_of(&v).2.starts_with(" \"\" is invalid: patch: Invalid value: "), "{v}");
+    // Warn (the default): the unknown field is dropped, the duplicate's last value kept, a
+    // warning for each.
+    let (code, _, warnings, v) = call_raw(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/p"),
+        &merge,
+        Some(br#"{"data":{"a":"3","a":"4"},"spec":{"x":1}}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(warnings, [r#"299 - "duplicate field \"data.a\"""#, r#"299 - "unknown field \"spec\"""#]);
+    assert_eq!((v["data"]["a"].as_str(), v.get("spec")), (Some("4"), None));
+    // A JSON patch names its own duplicates as such.
+    let (code, _, warnings, _) = call_raw(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/p"),
+        &[("content-type", "application/json-patch+json")],
+        Some(br#"[{"op":"replace","path":"/data/a","value":"5","value":"6"}]"#.to_vec()),
+    )
+    .await;
+    assert_eq!(
+        (code, warnings),
+        (200, vec![r#"299 - "json patch duplicate field \"[0].value\"""#.to_owned()])
+    );
+    // A create's duplicate field: refused with Strict as the decoder words it.
+    let (code, _, _, v) = call_raw(
+        &sb,
+        Method::POST,
+        &format!("{CMS}?fieldValidation=Strict"),
+        &[],
+        Some(br#"{"metadata":{"name":"d","name":"d"}}"#.to_vec()),
+    )
+    .await;
+    assert_eq!(code, 400, "{v}");
+    assert_eq!(
+        status_of(&v).2,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\""
     );
 }
 

@@ -146,16 +146,7 @@ async fn child(variant: &str, n: usize) -> Value {
     for i in 0..n {
         let name = format!("cm-{i:05}");
         sb.store()
-            .patch(
-                cm_def,
-                "default",
-                &name,
-                sandbox::patch::PatchType::Merge,
-                &json!({ "metadata": { "annotations": { ANNOTATION: "5" } } }),
-                sandbox::store::Subresource::Main,
-                None,
-                false,
-            )
+            .merge(cm_def, "default", &name, &json!({ "metadata": { "annotations": { ANNOTATION: "5" } } }))
             .unwrap();
     }
     view.until(Duration::from_secs(600), crate::feed::Deployments::all(n, 5)).await;
