@@ -235,6 +235,73 @@ fn the_seed_walkthrough_with_real_kubectl() {
     assert_eq!(err.trim(), "Error from server (NotFound): deployments.apps \"web\" not found");
 }
 
+/// What a user reaches for before writing YAML: `kubectl explain` reads the kinds' schemas from
+/// the OpenAPI v3 documents; `kubectl create deployment` gets upstream's defaults back, and a
+/// client-side `kubectl apply` merges containers by name (the schema's patch merge keys).
+#[test]
+fn kubectl_explain_create_and_apply_read_the_openapi_schemas() {
+    let Some(kubectl) = kubectl() else { return };
+    let dir = temp_dir("explain");
+    let sb = start_sandbox(&dir, &["--no-controller"]);
+    let kc = sb.kubeconfig.clone();
+    let out = kubectl_ok(&kubectl, &kc, &["explain", "deployment.spec.replicas"]);
+    for want in
+        ["GROUP:      apps", "KIND:       Deployment", "FIELD: replicas <integer>", "Number of desired pods"]
+    {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+    let out = kubectl_ok(&kubectl, &kc, &["explain", "configmap"]);
+    assert!(out.contains("data\t<map[string]string>") && out.contains("immutable\t<boolean>"), "{out}");
+    let out = kubectl_ok(&kubectl, &kc, &["explain", "lease.spec.renewTime"]);
+    assert!(out.contains("KIND:       Lease") && out.contains("FIELD: renewTime <"), "{out}");
+
+    kubectl_ok(&kubectl, &kc, &["create", "deployment", "web", "--image=nginx"]);
+    let strategy = kubectl_ok(&kubectl, &kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.strategy}"]);
+    assert_eq!(
+        strategy,
+        r#"{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"}"#
+    );
+    let manager = kubectl_ok(
+        &kubectl,
+        &kc,
+        &[
+            "get",
+            "deploy",
+            "web",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[0].manager}",
+        ],
+    );
+    assert_eq!(manager, "kubectl-create");
+
+    let manifest = dir.join("api.yaml");
+    let two = |image: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: api}}\nspec:\n  selector: {{matchLabels: {{app: api}}}}\n  template:\n    metadata: {{labels: {{app: api}}}}\n    spec:\n      containers:\n      - {{name: a, image: \"{image}\"}}\n      - {{name: b, image: busybox}}\n"
+        )
+    };
+    std::fs::write(&manifest, two("nginx:1")).unwrap();
+    kubectl_ok(&kubectl, &kc, &["apply", "-f", manifest.to_str().unwrap()]);
+    let env =
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"b","env":[{"name":"X","value":"1"}]}]}}}}"#;
+    kubectl_ok(&kubectl, &kc, &["patch", "deploy", "api", "-p", env]);
+    std::fs::write(&manifest, two("nginx:2")).unwrap();
+    kubectl_ok(&kubectl, &kc, &["apply", "-f", manifest.to_str().unwrap()]);
+    let containers = kubectl_ok(
+        &kubectl,
+        &kc,
+        &[
+            "get",
+            "deploy",
+            "api",
+            "-o",
+            "jsonpath={range .spec.template.spec.containers[*]}{.name}={.image}:{.env[0].name} {end}",
+        ],
+    );
+    assert_eq!(containers.trim(), "a=nginx:2: b=busybox:X", "the apply changed a's image and kept b's env");
+}
+
 #[test]
 fn the_demo_shows_the_three_convergences() {
     let dir = temp_dir("demo");

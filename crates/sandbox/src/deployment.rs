@@ -31,7 +31,15 @@ pub fn default(d: &mut Value) {
     set_default(spec, "replicas", json!(1));
     set_default(spec, "revisionHistoryLimit", json!(10));
     set_default(spec, "progressDeadlineSeconds", json!(600));
-    set_default(spec, "strategy", json!({ "type": "RollingUpdate" }));
+    // An absent type is RollingUpdate, also in a strategy given empty (`kubectl create
+    // deployment` sends `strategy: {}`).
+    let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
+    if !strategy.is_object() {
+        *strategy = json!({});
+    }
+    if strategy.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+        strategy["type"] = json!("RollingUpdate");
+    }
     if spec["strategy"]["type"] == "RollingUpdate"
         && let Some(s) = spec["strategy"].as_object_mut()
     {

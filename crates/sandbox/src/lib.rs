@@ -22,7 +22,8 @@
 //! | [`selector`] | label and field selectors |
 //! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
 //! | [`server`] | the same API over HTTP/1.1 with a bearer token, and kubeconfig writing |
-//! | [`discovery`] | `/version`, discovery, OpenAPI, health endpoints |
+//! | [`discovery`] | `/version`, discovery, health endpoints |
+//! | [`openapi`] | the OpenAPI v2 and v3 documents, every kind's full schema (`kubectl explain`) |
 //! | [`faults`] | fault injection |
 //! | [`record`] | the request log |
 //! | [`status`] | `metav1.Status` errors |
@@ -54,6 +55,7 @@ pub mod kinds;
 pub mod managed_fields;
 pub mod metadata;
 pub mod object;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod record;

@@ -203,7 +203,7 @@ fn apply_ops(work: &mut Value, ops: &[Value]) -> Result<(), ApiError> {
 }
 
 /// The patch-merge key of a list field, by field name, for the kinds served here.
-fn merge_key(field: &str) -> Option<&'static str> {
+pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
     Some(match field {
         "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets" => {
             "name"
@@ -217,7 +217,7 @@ fn merge_key(field: &str) -> Option<&'static str> {
 }
 
 /// Lists merged as sets of primitives.
-fn is_primitive_set(field: &str) -> bool {
+pub(crate) fn is_primitive_set(field: &str) -> bool {
     field == "finalizers"
 }
 

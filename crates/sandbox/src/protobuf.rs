@@ -274,7 +274,13 @@ fn decode(
             Kind::Time => {
                 let t = decode(r.bytes()?, &[Field(1, "seconds", Kind::Int)], what, false, &here)?;
                 let secs = t["seconds"].as_i64().unwrap_or(0);
-                json!(jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default())
+                // The zero time is how Go encodes an unset one (`creationTimestamp: null` in a
+                // pod template kubectl sends), and JSON shows it as null.
+                if secs == 0 {
+                    Value::Null
+                } else {
+                    json!(jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default())
+                }
             }
             Kind::MapStr | Kind::MapBytes => {
                 let value_kind = if matches!(kind, Kind::MapStr) { Kind::Str } else { Kind::Bytes };

@@ -52,6 +52,9 @@ pub struct ResourceDef {
     /// find the fields the schema does not declare (`fieldValidation`); `None` for kinds served
     /// without a schema.
     pub known: Option<fn(&Value) -> Option<Value>>,
+    /// The kind's OpenAPI schema, registered with the generator (a reference to its definition),
+    /// for the OpenAPI documents.
+    pub schema: Option<fn(&mut schemars::SchemaGenerator) -> schemars::Schema>,
     /// Fills in the API server's defaults.
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
@@ -127,6 +130,11 @@ impl serde::Serialize for Presented<'_> {
         }
         m.end()
     }
+}
+
+/// Registers `K`'s schema with the generator.
+fn schema_of<K: schemars::JsonSchema>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<K>()
 }
 
 fn same(v: Value) -> Value {
@@ -205,6 +213,7 @@ macro_rules! resource {
             from_storage: None,
             decode: any_shape,
             known: None,
+            schema: None,
             default: no_defaults,
             validate: no_validation,
         }
@@ -216,12 +225,14 @@ pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         status_subresource: true,
         default: crate::kinds::namespace::default,
+        schema: Some(schema_of::<api::core::v1::Namespace>),
         ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
     },
     ResourceDef {
         decode: decode_as::<api::core::v1::ConfigMap>,
         known: Some(known_as::<api::core::v1::ConfigMap>),
         validate: crate::kinds::configmap::validate,
+        schema: Some(schema_of::<api::core::v1::ConfigMap>),
         ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
     },
     ResourceDef {
@@ -229,12 +240,14 @@ pub static RESOURCES: &[ResourceDef] = &[
         known: Some(known_as::<api::core::v1::Secret>),
         default: crate::kinds::secret::default,
         validate: crate::kinds::secret::validate,
+        schema: Some(schema_of::<api::core::v1::Secret>),
         ..resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true)
     },
     ResourceDef {
         storage: "events",
         field_labels: CORE_EVENT_FIELDS,
         validate: crate::kinds::event::validate_core,
+        schema: Some(schema_of::<api::core::v1::Event>),
         ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {
@@ -245,6 +258,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         validate: deployment::validate,
         known: Some(known_as::<api::apps::v1::Deployment>),
         categories: &["all"],
+        schema: Some(schema_of::<api::apps::v1::Deployment>),
         ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
     },
     ResourceDef {
@@ -252,6 +266,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         to_storage: event_to_core,
         from_storage: Some(event_from_core),
         validate: crate::kinds::event::validate_events_v1,
+        schema: Some(schema_of::<api::events::v1::Event>),
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {
@@ -259,12 +274,14 @@ pub static RESOURCES: &[ResourceDef] = &[
         known: Some(known_as::<api::coordination::v1::Lease>),
         default: crate::kinds::lease::default,
         validate: crate::kinds::lease::validate,
+        schema: Some(schema_of::<api::coordination::v1::Lease>),
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
     },
     // Built-in kinds a deployment of a controller uses, served generically (see `builtin`).
     ResourceDef {
         decode: decode_as::<api::core::v1::ServiceAccount>,
         known: Some(known_as::<api::core::v1::ServiceAccount>),
+        schema: Some(schema_of::<api::core::v1::ServiceAccount>),
         ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)
     },
     ResourceDef {
@@ -274,34 +291,40 @@ pub static RESOURCES: &[ResourceDef] = &[
         known: Some(known_as::<api::core::v1::Service>),
         default: default_service,
         validate: validate_service,
+        schema: Some(schema_of::<api::core::v1::Service>),
         ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::Role>,
         known: Some(known_as::<api::rbac::v1::Role>),
+        schema: Some(schema_of::<api::rbac::v1::Role>),
         ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::ClusterRole>,
         known: Some(known_as::<api::rbac::v1::ClusterRole>),
+        schema: Some(schema_of::<api::rbac::v1::ClusterRole>),
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::RoleBinding>,
         known: Some(known_as::<api::rbac::v1::RoleBinding>),
         validate: validate_binding,
+        schema: Some(schema_of::<api::rbac::v1::RoleBinding>),
         ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::ClusterRoleBinding>,
         known: Some(known_as::<api::rbac::v1::ClusterRoleBinding>),
         validate: validate_binding,
+        schema: Some(schema_of::<api::rbac::v1::ClusterRoleBinding>),
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
     },
     ResourceDef {
         status_subresource: true,
         decode: decode_as::<api::policy::v1::PodDisruptionBudget>,
         known: Some(known_as::<api::policy::v1::PodDisruptionBudget>),
+        schema: Some(schema_of::<api::policy::v1::PodDisruptionBudget>),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)
     },
 ];

@@ -27,7 +27,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::api::{self, ResponseBody};
-use crate::{Sandbox, discovery, status::ApiError};
+use crate::{Sandbox, discovery, openapi, status::ApiError};
 
 /// A random bearer token from the operating system's randomness.
 #[must_use]
@@ -234,10 +234,10 @@ async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Respo
         ["apis"] => ok(discovery::group_list()),
         ["api", v] => found(discovery::resource_list("", v)),
         ["apis", g, v] => found(discovery::resource_list(g, v)),
-        ["openapi", "v2"] => ok(discovery::openapi_v2()),
-        ["openapi", "v3"] => ok(discovery::openapi_v3_index()),
-        ["openapi", "v3", "api", v] => found(discovery::openapi_v3("", v)),
-        ["openapi", "v3", "apis", g, v] => found(discovery::openapi_v3(g, v)),
+        ["openapi", "v2"] => ok(openapi::openapi_v2().clone()),
+        ["openapi", "v3"] => ok(openapi::openapi_v3_index()),
+        ["openapi", "v3", "api", v] => found(openapi::openapi_v3("", v).cloned()),
+        ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(g, v).cloned()),
         _ => api::handle(Arc::clone(&sandbox.shared), req).await,
     }
 }
