@@ -1,13 +1,28 @@
-//! The store: every object, one resourceVersion counter, a bounded history of changes, and the
-//! API's write rules.
+//! The store: the API's rules for every verb, over the storage that holds the objects.
 //!
-//! Like etcd, the store has a single revision counter: every write takes the next number and it
+//! Like etcd, the storage has a single revision counter: every write takes the next number and it
 //! becomes the object's `metadata.resourceVersion`. Each change is appended to its resource's
 //! history (for watches that resume from a version), kept as upstream's watch cache keeps it, and
-//! broadcast to open watches. Every verb runs under
-//! one lock and checks everything before it writes, so a rejected request leaves nothing changed.
+//! broadcast to open watches. Every verb runs under one lock and checks everything before it
+//! writes, so a rejected request leaves nothing changed.
+//!
+//! | module | what it is |
+//! |---|---|
+//! | this one | reads (get, list with `continue`, watch start) and writes (create, update, patch) |
+//! | [`storage`] | objects, revision counter, indexes, history, watch fan-out |
+//! | [`deletion`] | finalizers, propagation, the garbage collector, namespace termination |
+//! | [`apply`] | server-side apply |
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+mod apply;
+mod deletion;
+mod storage;
+
+use apply::server_side_apply;
+pub use deletion::NAMESPACE_CLEANUP_DELAY;
+pub use storage::{Change, ChangeType, HISTORY_FLOOR, Key};
+use storage::{State, key_of};
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,53 +34,12 @@ use crate::deployment;
 use crate::managed_fields::{record_apply, record_update};
 use crate::object::{
     check_label, check_subdomain, finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid,
-    now_rfc3339, owner_uids,
+    now_rfc3339,
 };
 use crate::patch::{self, PatchType};
 use crate::resource::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
-
-/// Where an object lives: storage, namespace (`""` when cluster-scoped), name.
-pub type Key = (&'static str, String, String);
-
-/// What a change did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChangeType {
-    /// Created.
-    Added,
-    /// Updated.
-    Modified,
-    /// Removed.
-    Deleted,
-}
-
-impl ChangeType {
-    /// The watch event type.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Modified => "MODIFIED",
-            Self::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One committed change, as watches see it.
-#[derive(Debug)]
-pub struct Change {
-    /// The resourceVersion the change got.
-    pub rv: u64,
-    /// Storage of the object.
-    pub storage: &'static str,
-    /// What happened.
-    pub kind: ChangeType,
-    /// The object after the change (for deletes: its last state, with the delete's version).
-    pub object: Arc<Value>,
-    /// The object before the change, for selector transitions.
-    pub old: Option<Arc<Value>>,
-}
 
 /// Which part of an object a request addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,49 +191,9 @@ impl Default for StoreConfig {
     }
 }
 
-/// Changes kept per resource however old they are (upstream's watch cache's lower bound).
-pub const HISTORY_FLOOR: usize = 100;
-
-/// One resource's retained changes.
-#[derive(Default)]
-struct History {
-    changes: VecDeque<(Instant, Arc<Change>)>,
-    /// Changes at or below this version are no longer kept.
-    compacted: u64,
-}
-
-struct State {
-    objects: BTreeMap<Key, Arc<Value>>,
-    rv: u64,
-    /// Per storage.
-    history: HashMap<&'static str, History>,
-    /// No watch resumes from at or below this version (a scratch copy has no history at all).
-    floor: u64,
-    config: StoreConfig,
-    /// uid → where the object lives.
-    uids: HashMap<String, Key>,
-    /// owner uid → objects naming it in `ownerReferences`.
-    dependents: HashMap<String, BTreeSet<Key>>,
-    /// Deployments whose status has not caught up with their spec.
-    rolling: BTreeSet<Key>,
-    /// Namespaces being deleted, and when that started (the namespace controller's queue).
-    terminating: BTreeMap<String, std::time::Instant>,
-    snapshots: HashMap<u64, Snapshot>,
-    next_snapshot: u64,
-    tx: broadcast::Sender<Arc<Change>>,
-}
-
-/// How long a deleted namespace stays Terminating, with its contents, before the namespace
-/// controller empties it (upstream's takes about as long: it works through discovery first).
-pub const NAMESPACE_CLEANUP_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// The sandbox's object store and API rules.
 pub struct Store {
     state: Mutex<State>,
-}
-
-fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
-    (def.storage, if def.namespaced { ns.to_owned() } else { String::new() }, name.to_owned())
 }
 
 fn parse_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
@@ -298,205 +232,6 @@ fn without_rv(v: &Value) -> Value {
         m.remove("resourceVersion");
     }
     v
-}
-
-impl State {
-    fn namespace_state(&self, ns: &str) -> Option<&Arc<Value>> {
-        self.objects.get(&("namespaces.", String::new(), ns.to_owned()))
-    }
-
-    /// Records a change: next version, object map, indexes, history, broadcast.
-    fn commit(&mut self, key: Key, kind: ChangeType, mut obj: Value, old: Option<Arc<Value>>) -> Arc<Value> {
-        self.rv += 1;
-        meta_mut(&mut obj).insert("resourceVersion".into(), Value::String(self.rv.to_string()));
-        let obj = Arc::new(obj);
-        if let Some(old) = &old {
-            self.unindex(&key, old);
-        }
-        if kind == ChangeType::Deleted {
-            self.objects.remove(&key);
-        } else {
-            self.index(&key, &obj);
-            self.objects.insert(key.clone(), Arc::clone(&obj));
-        }
-        let change = Arc::new(Change { rv: self.rv, storage: key.0, kind, object: Arc::clone(&obj), old });
-        let now = Instant::now();
-        let h = self.history.entry(key.0).or_default();
-        h.changes.push_back((now, Arc::clone(&change)));
-        while let Some((at, c)) = h.changes.front() {
-            let full = h.changes.len() > self.config.history_limit;
-            let stale =
-                h.changes.len() > HISTORY_FLOOR && now.duration_since(*at) > self.config.history_window;
-            if !(full || stale) {
-                break;
-            }
-            h.compacted = c.rv;
-            h.changes.pop_front();
-        }
-        let _ = self.tx.send(change);
-        obj
-    }
-
-    fn index(&mut self, key: &Key, obj: &Value) {
-        let uid = meta_str(obj, "uid");
-        if !uid.is_empty() {
-            self.uids.insert(uid.to_owned(), key.clone());
-        }
-        for owner in owner_uids(obj) {
-            self.dependents.entry(owner).or_default().insert(key.clone());
-        }
-        if key.0 == "deployments.apps" && deployment::needs_rollout(obj) && !is_deleting(obj) {
-            self.rolling.insert(key.clone());
-        } else {
-            self.rolling.remove(key);
-        }
-    }
-
-    fn unindex(&mut self, key: &Key, obj: &Value) {
-        self.uids.remove(meta_str(obj, "uid"));
-        for owner in owner_uids(obj) {
-            if let Some(set) = self.dependents.get_mut(&owner) {
-                set.remove(key);
-                if set.is_empty() {
-                    self.dependents.remove(&owner);
-                }
-            }
-        }
-        self.rolling.remove(key);
-    }
-
-    fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
-        self.objects
-            .get(&key_of(def, ns, name))
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))
-    }
-
-    /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
-    /// its terminating namespace react.
-    fn remove(&mut self, key: &Key) {
-        let Some(old) = self.objects.get(key).cloned() else { return };
-        let obj = self.commit(key.clone(), ChangeType::Deleted, (*old).clone(), Some(Arc::clone(&old)));
-        let uid = meta_str(&obj, "uid").to_owned();
-        if self.config.garbage_collection {
-            self.collect_dependents(&uid);
-        }
-        // An owner waiting in foreground deletion may now be free to go.
-        for owner in owner_uids(&obj) {
-            if let Some(owner_key) = self.uids.get(&owner).cloned() {
-                self.finish_foreground(&owner_key);
-            }
-        }
-        if !key.1.is_empty() {
-            self.finish_namespace(&key.1.clone());
-        }
-    }
-
-    /// Deletes dependents none of whose owners exist any more (background cascading).
-    fn collect_dependents(&mut self, owner_uid: &str) {
-        let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
-        for dep in deps {
-            let Some(obj) = self.objects.get(&dep).cloned() else { continue };
-            if owner_uids(&obj).iter().any(|u| self.uids.contains_key(u)) {
-                continue;
-            }
-            self.delete_key(&dep, Propagation::Background);
-        }
-    }
-
-    /// The delete verb's effect on one object.
-    fn delete_key(&mut self, key: &Key, propagation: Propagation) -> Option<Arc<Value>> {
-        let old = self.objects.get(key).cloned()?;
-        let uid = meta_str(&old, "uid").to_owned();
-        let has_dependents = self.dependents.get(&uid).is_some_and(|d| !d.is_empty());
-        if propagation == Propagation::Orphan && has_dependents {
-            for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
-                let Some(d) = self.objects.get(&dep).cloned() else { continue };
-                let mut d2 = (*d).clone();
-                if let Some(refs) = d2.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
-                {
-                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&uid));
-                }
-                self.commit(dep, ChangeType::Modified, d2, Some(d));
-            }
-        }
-        let foreground = propagation == Propagation::Foreground && has_dependents;
-        if finalizers(&old).is_empty() && !foreground {
-            self.remove(key);
-            return self.objects.get(key).cloned().or(Some(old));
-        }
-        // Finalizers (or dependents to delete first): mark it and let the holders finish.
-        let mut marked = (*old).clone();
-        let meta = meta_mut(&mut marked);
-        if !is_deleting(&old) {
-            meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        }
-        if foreground {
-            let mut f = finalizers(&old);
-            if !f.iter().any(|x| x == "foregroundDeletion") {
-                f.push("foregroundDeletion".into());
-            }
-            meta.insert("finalizers".into(), json!(f));
-        }
-        let marked = self.commit(key.clone(), ChangeType::Modified, marked, Some(old));
-        if foreground {
-            for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
-                self.delete_key(&dep, Propagation::Foreground);
-            }
-            self.finish_foreground(key);
-        }
-        Some(self.objects.get(key).cloned().unwrap_or(marked))
-    }
-
-    /// Drops the `foregroundDeletion` finalizer once no dependents remain.
-    fn finish_foreground(&mut self, key: &Key) {
-        let Some(obj) = self.objects.get(key).cloned() else { return };
-        let f = finalizers(&obj);
-        if !is_deleting(&obj) || !f.iter().any(|x| x == "foregroundDeletion") {
-            return;
-        }
-        if self.dependents.get(meta_str(&obj, "uid")).is_some_and(|d| !d.is_empty()) {
-            return;
-        }
-        let rest: Vec<String> = f.into_iter().filter(|x| x != "foregroundDeletion").collect();
-        if rest.is_empty() {
-            self.remove(key);
-        } else {
-            let mut o = (*obj).clone();
-            meta_mut(&mut o).insert("finalizers".into(), json!(rest));
-            self.commit(key.clone(), ChangeType::Modified, o, Some(obj));
-        }
-    }
-
-    /// Removes a terminating namespace once it holds nothing.
-    fn finish_namespace(&mut self, ns: &str) {
-        let Some(obj) = self.namespace_state(ns).cloned() else { return };
-        if !is_deleting(&obj) || self.namespace_objects(ns).next().is_some() {
-            return;
-        }
-        self.remove(&("namespaces.", String::new(), ns.to_owned()));
-    }
-
-    /// The keys of every object in namespace `ns`, across storages.
-    fn namespace_objects<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Key> + 'a {
-        resource::storages().flat_map(move |s| {
-            self.objects
-                .range((s, ns.to_owned(), String::new())..)
-                .take_while(move |((st, n, _), _)| *st == s && n == ns)
-                .map(|(k, _)| k)
-        })
-    }
-
-    fn list_items(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Vec<Arc<Value>> {
-        let start: Key = (def.storage, ns.unwrap_or("").to_owned(), String::new());
-        self.objects
-            .range(start..)
-            .take_while(|((s, n, _), _)| *s == def.storage && ns.is_none_or(|ns| n == ns))
-            .filter(|(_, o)| q.matches(o))
-            .map(|(_, o)| Arc::clone(o))
-            .collect()
-    }
 }
 
 impl Store {
@@ -1044,120 +779,6 @@ impl Store {
             .map(|(obj, _)| obj)
     }
 
-    /// DELETE: finalizers, preconditions and propagation. Returns the object as it was last
-    /// stored, and whether it is still there (finalizers, a Terminating namespace).
-    ///
-    /// # Errors
-    ///
-    /// 404 when it does not exist; 409 when a precondition fails.
-    pub fn delete(
-        &self,
-        def: &ResourceDef,
-        ns: &str,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<(Value, bool), ApiError> {
-        let mut st = self.state.lock();
-        let key = key_of(def, ns, name);
-        let old = st.get(def, ns, name)?;
-        if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(&old, "uid")) {
-            return Err(ApiError::conflict(
-                def.group,
-                def.plural,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&old, "uid")
-                ),
-            ));
-        }
-        if let Some(rv) =
-            opts.resource_version.as_deref().filter(|rv| *rv != meta_str(&old, "resourceVersion"))
-        {
-            return Err(ApiError::conflict(
-                def.group,
-                def.plural,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    meta_str(&old, "resourceVersion")
-                ),
-            ));
-        }
-        if def.plural == "namespaces" {
-            let marked = self.delete_namespace(&mut st, &key, &old);
-            return Ok((def.present(&marked), st.objects.contains_key(&key)));
-        }
-        let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
-        Ok((def.present(&result), st.objects.contains_key(&key)))
-    }
-
-    fn delete_namespace(&self, st: &mut State, key: &Key, old: &Arc<Value>) -> Arc<Value> {
-        let mut marked = (**old).clone();
-        if !is_deleting(old) {
-            meta_mut(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
-            marked["status"] = json!({ "phase": "Terminating" });
-        }
-        // As upstream, the namespace only turns Terminating here; its contents go (and then the
-        // namespace itself) a moment later, in [`namespace_tick`](Self::namespace_tick), so a
-        // client deleting the namespace and then its objects finds them still there.
-        st.terminating.entry(key.2.clone()).or_insert_with(std::time::Instant::now);
-        if is_deleting(old) {
-            Arc::clone(old)
-        } else {
-            st.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)))
-        }
-    }
-
-    /// Plays the namespace controller: empties every namespace that has been Terminating for at
-    /// least [`NAMESPACE_CLEANUP_DELAY`], then removes it (unless objects with finalizers remain).
-    /// Returns how many namespaces were worked on.
-    pub fn namespace_tick(&self) -> usize {
-        let mut st = self.state.lock();
-        let due: Vec<String> = st
-            .terminating
-            .iter()
-            .filter(|(_, since)| since.elapsed() >= NAMESPACE_CLEANUP_DELAY)
-            .map(|(ns, _)| ns.clone())
-            .collect();
-        for ns in &due {
-            for k in st.namespace_objects(ns).cloned().collect::<Vec<_>>() {
-                st.delete_key(&k, Propagation::Background);
-            }
-            st.finish_namespace(ns);
-            if st.namespace_state(ns).is_none() {
-                st.terminating.remove(ns);
-            }
-        }
-        due.len()
-    }
-
-    /// DELETECOLLECTION: deletes every object a list with the same selectors would return.
-    ///
-    /// # Errors
-    ///
-    /// As [`list`](Self::list).
-    pub fn delete_collection(
-        &self,
-        def: &ResourceDef,
-        ns: Option<&str>,
-        q: &ListQuery,
-        opts: &DeleteOptions,
-    ) -> Result<Value, ApiError> {
-        let mut st = self.state.lock();
-        let items = st.list_items(def, ns, q);
-        let mut deleted = Vec::new();
-        for o in items {
-            let key = key_of(def, meta_str(&o, "namespace"), meta_str(&o, "name"));
-            if let Some(d) = st.delete_key(&key, opts.propagation) {
-                deleted.push(def.present(&d));
-            }
-        }
-        Ok(
-            json!({ "kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": { "resourceVersion": st.rv.to_string() }, "items": deleted }),
-        )
-    }
-
     /// Advances every Deployment whose status lags its spec by one rollout step (all the way
     /// when `jump`). Returns how many were still rolling out.
     pub fn rollout_tick(&self, jump: bool) -> usize {
@@ -1319,75 +940,6 @@ fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
             )],
         )),
     }
-}
-
-/// Records (replacing) `manager`'s Apply entry in `managedFields`.
-/// Server-side apply of `applied` by `manager` onto `live` (see [`crate::patch`] for the subset).
-fn server_side_apply(
-    def: &ResourceDef,
-    live: &Value,
-    applied: &Value,
-    manager: &str,
-    force: bool,
-) -> Result<Value, ApiError> {
-    let name = meta_str(live, "name");
-    let paths = patch::leaf_paths(applied);
-    let entries: Vec<Value> =
-        live.pointer("/metadata/managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
-    let owned_by = |e: &Value| patch::paths_from_fields_v1(&e["fieldsV1"]);
-    let mut conflicts = Vec::new();
-    let mut others: BTreeSet<String> = BTreeSet::new();
-    let mut previous: BTreeSet<String> = BTreeSet::new();
-    // Every other manager's fields can conflict, Update managers' too (`kubectl scale` then an
-    // apply of another count is a conflict with "kubectl").
-    for e in &entries {
-        let owned = owned_by(e);
-        if e["manager"] == manager && e["operation"] == "Apply" {
-            previous = owned;
-            continue;
-        }
-        for p in &paths {
-            if owned.contains(p) && patch::value_at(live, p) != patch::value_at(applied, p) {
-                conflicts.push((patch::display_path(p), e["manager"].as_str().unwrap_or("").to_owned()));
-            }
-        }
-        others.extend(owned);
-    }
-    if !conflicts.is_empty() && !force {
-        let causes: Vec<(String, String)> =
-            conflicts.iter().map(|(p, m)| (p.clone(), format!("conflict with {m:?}"))).collect();
-        let mut e = ApiError::conflict(
-            def.group,
-            def.plural,
-            name,
-            &format!(
-                "Apply failed with {} conflict(s): {}",
-                causes.len(),
-                causes.iter().map(|(p, m)| format!("{m}: {p}")).collect::<Vec<_>>().join("; ")
-            ),
-        );
-        e.details = Some(json!({ "name": name, "group": def.group, "kind": def.plural,
-            "causes": causes.iter().map(|(f, m)| json!({ "reason": "FieldManagerConflict", "message": m, "field": f })).collect::<Vec<_>>() }));
-        return Err(e);
-    }
-    let mut merged = live.clone();
-    patch::strategic_merge(&mut merged, applied);
-    for gone in previous.difference(&paths).filter(|p| !others.contains(*p)) {
-        patch::remove_path(&mut merged, gone);
-    }
-    // Forced fields leave their previous owners.
-    let mut kept: Vec<Value> = entries;
-    if force {
-        for e in kept.iter_mut().filter(|e| !(e["operation"] == "Apply" && e["manager"] == manager)) {
-            let remaining: BTreeSet<String> = owned_by(e).difference(&paths).cloned().collect();
-            e["fieldsV1"] = patch::fields_v1(&remaining);
-        }
-        kept.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
-    }
-    meta_mut(&mut merged).insert("managedFields".into(), Value::Array(kept));
-    record_apply(&mut merged, manager, &paths, &def.api_version());
-    meta_mut(&mut merged).remove("resourceVersion");
-    Ok(merged)
 }
 
 /// A body the kind's type cannot hold is a 400, as the API server's decoder answers.

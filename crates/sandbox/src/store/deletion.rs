@@ -1,0 +1,240 @@
+//! Deletion: finalizers, preconditions, propagation (background, foreground, orphan), the
+//! garbage collector's dependents, and namespaces that empty themselves while Terminating.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::storage::{ChangeType, Key, State, key_of};
+use super::{DeleteOptions, ListQuery, Propagation, Store};
+use crate::object::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
+use crate::resource::ResourceDef;
+use crate::status::ApiError;
+
+/// How long a deleted namespace stays Terminating, with its contents, before the namespace
+/// controller empties it (upstream's takes about as long: it works through discovery first).
+pub const NAMESPACE_CLEANUP_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl State {
+    /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
+    /// its terminating namespace react.
+    pub(super) fn remove(&mut self, key: &Key) {
+        let Some(old) = self.objects.get(key).cloned() else { return };
+        let obj = self.commit(key.clone(), ChangeType::Deleted, (*old).clone(), Some(Arc::clone(&old)));
+        let uid = meta_str(&obj, "uid").to_owned();
+        if self.config.garbage_collection {
+            self.collect_dependents(&uid);
+        }
+        // An owner waiting in foreground deletion may now be free to go.
+        for owner in owner_uids(&obj) {
+            if let Some(owner_key) = self.uids.get(&owner).cloned() {
+                self.finish_foreground(&owner_key);
+            }
+        }
+        if !key.1.is_empty() {
+            self.finish_namespace(&key.1.clone());
+        }
+    }
+
+    /// Deletes dependents none of whose owners exist any more (background cascading).
+    pub(super) fn collect_dependents(&mut self, owner_uid: &str) {
+        let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
+        for dep in deps {
+            let Some(obj) = self.objects.get(&dep).cloned() else { continue };
+            if owner_uids(&obj).iter().any(|u| self.uids.contains_key(u)) {
+                continue;
+            }
+            self.delete_key(&dep, Propagation::Background);
+        }
+    }
+
+    /// The delete verb's effect on one object.
+    pub(super) fn delete_key(&mut self, key: &Key, propagation: Propagation) -> Option<Arc<Value>> {
+        let old = self.objects.get(key).cloned()?;
+        let uid = meta_str(&old, "uid").to_owned();
+        let has_dependents = self.dependents.get(&uid).is_some_and(|d| !d.is_empty());
+        if propagation == Propagation::Orphan && has_dependents {
+            for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
+                let Some(d) = self.objects.get(&dep).cloned() else { continue };
+                let mut d2 = (*d).clone();
+                if let Some(refs) = d2.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
+                {
+                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&uid));
+                }
+                self.commit(dep, ChangeType::Modified, d2, Some(d));
+            }
+        }
+        let foreground = propagation == Propagation::Foreground && has_dependents;
+        if finalizers(&old).is_empty() && !foreground {
+            self.remove(key);
+            return self.objects.get(key).cloned().or(Some(old));
+        }
+        // Finalizers (or dependents to delete first): mark it and let the holders finish.
+        let mut marked = (*old).clone();
+        let meta = meta_mut(&mut marked);
+        if !is_deleting(&old) {
+            meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        if foreground {
+            let mut f = finalizers(&old);
+            if !f.iter().any(|x| x == "foregroundDeletion") {
+                f.push("foregroundDeletion".into());
+            }
+            meta.insert("finalizers".into(), json!(f));
+        }
+        let marked = self.commit(key.clone(), ChangeType::Modified, marked, Some(old));
+        if foreground {
+            for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
+                self.delete_key(&dep, Propagation::Foreground);
+            }
+            self.finish_foreground(key);
+        }
+        Some(self.objects.get(key).cloned().unwrap_or(marked))
+    }
+
+    /// Drops the `foregroundDeletion` finalizer once no dependents remain.
+    pub(super) fn finish_foreground(&mut self, key: &Key) {
+        let Some(obj) = self.objects.get(key).cloned() else { return };
+        let f = finalizers(&obj);
+        if !is_deleting(&obj) || !f.iter().any(|x| x == "foregroundDeletion") {
+            return;
+        }
+        if self.dependents.get(meta_str(&obj, "uid")).is_some_and(|d| !d.is_empty()) {
+            return;
+        }
+        let rest: Vec<String> = f.into_iter().filter(|x| x != "foregroundDeletion").collect();
+        if rest.is_empty() {
+            self.remove(key);
+        } else {
+            let mut o = (*obj).clone();
+            meta_mut(&mut o).insert("finalizers".into(), json!(rest));
+            self.commit(key.clone(), ChangeType::Modified, o, Some(obj));
+        }
+    }
+
+    /// Removes a terminating namespace once it holds nothing.
+    pub(super) fn finish_namespace(&mut self, ns: &str) {
+        let Some(obj) = self.namespace_state(ns).cloned() else { return };
+        if !is_deleting(&obj) || self.namespace_objects(ns).next().is_some() {
+            return;
+        }
+        self.remove(&("namespaces.", String::new(), ns.to_owned()));
+    }
+}
+
+impl Store {
+    /// DELETE: finalizers, preconditions and propagation. Returns the object as it was last
+    /// stored, and whether it is still there (finalizers, a Terminating namespace).
+    ///
+    /// # Errors
+    ///
+    /// 404 when it does not exist; 409 when a precondition fails.
+    pub fn delete(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<(Value, bool), ApiError> {
+        let mut st = self.state.lock();
+        let key = key_of(def, ns, name);
+        let old = st.get(def, ns, name)?;
+        if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(&old, "uid")) {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&old, "uid")
+                ),
+            ));
+        }
+        if let Some(rv) =
+            opts.resource_version.as_deref().filter(|rv| *rv != meta_str(&old, "resourceVersion"))
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta_str(&old, "resourceVersion")
+                ),
+            ));
+        }
+        if def.plural == "namespaces" {
+            let marked = self.delete_namespace(&mut st, &key, &old);
+            return Ok((def.present(&marked), st.objects.contains_key(&key)));
+        }
+        let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
+        Ok((def.present(&result), st.objects.contains_key(&key)))
+    }
+
+    pub(super) fn delete_namespace(&self, st: &mut State, key: &Key, old: &Arc<Value>) -> Arc<Value> {
+        let mut marked = (**old).clone();
+        if !is_deleting(old) {
+            meta_mut(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
+            marked["status"] = json!({ "phase": "Terminating" });
+        }
+        // As upstream, the namespace only turns Terminating here; its contents go (and then the
+        // namespace itself) a moment later, in [`namespace_tick`](Self::namespace_tick), so a
+        // client deleting the namespace and then its objects finds them still there.
+        st.terminating.entry(key.2.clone()).or_insert_with(std::time::Instant::now);
+        if is_deleting(old) {
+            Arc::clone(old)
+        } else {
+            st.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)))
+        }
+    }
+
+    /// Plays the namespace controller: empties every namespace that has been Terminating for at
+    /// least [`NAMESPACE_CLEANUP_DELAY`], then removes it (unless objects with finalizers remain).
+    /// Returns how many namespaces were worked on.
+    pub fn namespace_tick(&self) -> usize {
+        let mut st = self.state.lock();
+        let due: Vec<String> = st
+            .terminating
+            .iter()
+            .filter(|(_, since)| since.elapsed() >= NAMESPACE_CLEANUP_DELAY)
+            .map(|(ns, _)| ns.clone())
+            .collect();
+        for ns in &due {
+            for k in st.namespace_objects(ns).cloned().collect::<Vec<_>>() {
+                st.delete_key(&k, Propagation::Background);
+            }
+            st.finish_namespace(ns);
+            if st.namespace_state(ns).is_none() {
+                st.terminating.remove(ns);
+            }
+        }
+        due.len()
+    }
+
+    /// DELETECOLLECTION: deletes every object a list with the same selectors would return.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub fn delete_collection(
+        &self,
+        def: &ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let items = st.list_items(def, ns, q);
+        let mut deleted = Vec::new();
+        for o in items {
+            let key = key_of(def, meta_str(&o, "namespace"), meta_str(&o, "name"));
+            if let Some(d) = st.delete_key(&key, opts.propagation) {
+                deleted.push(def.present(&d));
+            }
+        }
+        Ok(
+            json!({ "kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": { "resourceVersion": st.rv.to_string() }, "items": deleted }),
+        )
+    }
+}

@@ -1,0 +1,194 @@
+//! Storage: the objects, the one revision counter, the indexes (uids, owners, rolling
+//! Deployments), each resource's change history and the broadcast that feeds open watches — what
+//! etcd and the watch cache are upstream. Only [`State::commit`] writes; the rules that decide what
+//! to commit are the store's verbs around it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::{ListQuery, Snapshot, StoreConfig};
+use crate::deployment;
+use crate::object::{is_deleting, meta_mut, meta_str, owner_uids};
+use crate::resource::{self, ResourceDef};
+use crate::status::ApiError;
+
+/// Where an object lives: storage, namespace (`""` when cluster-scoped), name.
+pub type Key = (&'static str, String, String);
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+impl ChangeType {
+    /// The watch event type.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as watches see it.
+#[derive(Debug)]
+pub struct Change {
+    /// The resourceVersion the change got.
+    pub rv: u64,
+    /// Storage of the object.
+    pub storage: &'static str,
+    /// What happened.
+    pub kind: ChangeType,
+    /// The object after the change (for deletes: its last state, with the delete's version).
+    pub object: Arc<Value>,
+    /// The object before the change, for selector transitions.
+    pub old: Option<Arc<Value>>,
+}
+
+/// Changes kept per resource however old they are (upstream's watch cache's lower bound).
+pub const HISTORY_FLOOR: usize = 100;
+
+/// One resource's retained changes.
+#[derive(Default)]
+pub(super) struct History {
+    pub(super) changes: VecDeque<(Instant, Arc<Change>)>,
+    /// Changes at or below this version are no longer kept.
+    pub(super) compacted: u64,
+}
+
+/// Everything the store holds, behind its one lock.
+pub(super) struct State {
+    pub(super) objects: BTreeMap<Key, Arc<Value>>,
+    pub(super) rv: u64,
+    /// Per storage.
+    pub(super) history: HashMap<&'static str, History>,
+    /// No watch resumes from at or below this version (a scratch copy has no history at all).
+    pub(super) floor: u64,
+    pub(super) config: StoreConfig,
+    /// uid → where the object lives.
+    pub(super) uids: HashMap<String, Key>,
+    /// owner uid → objects naming it in `ownerReferences`.
+    pub(super) dependents: HashMap<String, BTreeSet<Key>>,
+    /// Deployments whose status has not caught up with their spec.
+    pub(super) rolling: BTreeSet<Key>,
+    /// Namespaces being deleted, and when that started (the namespace controller's queue).
+    pub(super) terminating: BTreeMap<String, std::time::Instant>,
+    pub(super) snapshots: HashMap<u64, Snapshot>,
+    pub(super) next_snapshot: u64,
+    pub(super) tx: broadcast::Sender<Arc<Change>>,
+}
+
+pub(super) fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
+    (def.storage, if def.namespaced { ns.to_owned() } else { String::new() }, name.to_owned())
+}
+
+impl State {
+    pub(super) fn namespace_state(&self, ns: &str) -> Option<&Arc<Value>> {
+        self.objects.get(&("namespaces.", String::new(), ns.to_owned()))
+    }
+
+    /// Records a change: next version, object map, indexes, history, broadcast.
+    pub(super) fn commit(
+        &mut self,
+        key: Key,
+        kind: ChangeType,
+        mut obj: Value,
+        old: Option<Arc<Value>>,
+    ) -> Arc<Value> {
+        self.rv += 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), Value::String(self.rv.to_string()));
+        let obj = Arc::new(obj);
+        if let Some(old) = &old {
+            self.unindex(&key, old);
+        }
+        if kind == ChangeType::Deleted {
+            self.objects.remove(&key);
+        } else {
+            self.index(&key, &obj);
+            self.objects.insert(key.clone(), Arc::clone(&obj));
+        }
+        let change = Arc::new(Change { rv: self.rv, storage: key.0, kind, object: Arc::clone(&obj), old });
+        let now = Instant::now();
+        let h = self.history.entry(key.0).or_default();
+        h.changes.push_back((now, Arc::clone(&change)));
+        while let Some((at, c)) = h.changes.front() {
+            let full = h.changes.len() > self.config.history_limit;
+            let stale =
+                h.changes.len() > HISTORY_FLOOR && now.duration_since(*at) > self.config.history_window;
+            if !(full || stale) {
+                break;
+            }
+            h.compacted = c.rv;
+            h.changes.pop_front();
+        }
+        let _ = self.tx.send(change);
+        obj
+    }
+
+    pub(super) fn index(&mut self, key: &Key, obj: &Value) {
+        let uid = meta_str(obj, "uid");
+        if !uid.is_empty() {
+            self.uids.insert(uid.to_owned(), key.clone());
+        }
+        for owner in owner_uids(obj) {
+            self.dependents.entry(owner).or_default().insert(key.clone());
+        }
+        if key.0 == "deployments.apps" && deployment::needs_rollout(obj) && !is_deleting(obj) {
+            self.rolling.insert(key.clone());
+        } else {
+            self.rolling.remove(key);
+        }
+    }
+
+    pub(super) fn unindex(&mut self, key: &Key, obj: &Value) {
+        self.uids.remove(meta_str(obj, "uid"));
+        for owner in owner_uids(obj) {
+            if let Some(set) = self.dependents.get_mut(&owner) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
+        }
+        self.rolling.remove(key);
+    }
+
+    pub(super) fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
+        self.objects
+            .get(&key_of(def, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))
+    }
+
+    /// The keys of every object in namespace `ns`, across storages.
+    pub(super) fn namespace_objects<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Key> + 'a {
+        resource::storages().flat_map(move |s| {
+            self.objects
+                .range((s, ns.to_owned(), String::new())..)
+                .take_while(move |((st, n, _), _)| *st == s && n == ns)
+                .map(|(k, _)| k)
+        })
+    }
+
+    pub(super) fn list_items(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Vec<Arc<Value>> {
+        let start: Key = (def.storage, ns.unwrap_or("").to_owned(), String::new());
+        self.objects
+            .range(start..)
+            .take_while(|((s, n, _), _)| *s == def.storage && ns.is_none_or(|ns| n == ns))
+            .filter(|(_, o)| q.matches(o))
+            .map(|(_, o)| Arc::clone(o))
+            .collect()
+    }
+}
