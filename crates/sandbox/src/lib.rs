@@ -10,11 +10,9 @@
 //! |---|---|
 //! | [`store`] | objects, the resourceVersion counter, history, and the write rules |
 //! | [`api`] | URL routing, query parameters, watch streams |
-//! | [`resource`] | the served resources (one declaration each) |
-//! | [`builtin`] | built-in kinds served generically: shape from k8s-openapi, Service defaults, bindings |
+//! | [`resource`] | the registry of kinds: the served resources, one declaration each |
 //! | [`field_validation`] | `fieldValidation`: unknown fields refused, warned about or dropped |
-//! | [`kinds`] | per-kind strategies: ConfigMap and Secret validation, `stringData` |
-//! | [`deployment`] | Deployment defaults, validation, simulated rollout |
+//! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules |
 //! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
 //! | [`managed_fields`] | `managedFields`: who set which field, on every write |
 //! | [`metadata`] | metadata rules every kind shares: label, annotation and finalizer names |
@@ -46,8 +44,6 @@
 //! ```
 
 pub mod api;
-pub mod builtin;
-pub mod deployment;
 pub mod discovery;
 pub mod faults;
 pub mod field_validation;

@@ -1,12 +1,13 @@
-//! The resources the sandbox serves. Adding one is a [`ResourceDef`] entry in [`RESOURCES`],
-//! plus optional defaulting and validation hooks.
+//! The registry of kinds: the resources the sandbox serves. Adding one is a [`ResourceDef`] entry
+//! in [`RESOURCES`] naming its k8s-openapi type (which gives its shape, unknown fields and
+//! schema), plus its strategy's hooks from [`crate::kinds`] (defaults, validation).
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use k8s_openapi::api;
 
-use crate::builtin::{decode_as, default_service, known_as, validate_binding, validate_service};
-use crate::deployment;
+use crate::kinds::{deployment, rbac, service};
 
 /// A field error: `(path, message)`, e.g. `("spec.replicas", "must be greater than or equal to 0")`.
 pub type FieldError = (String, String);
@@ -130,6 +131,24 @@ impl serde::Serialize for Presented<'_> {
         }
         m.end()
     }
+}
+
+/// Checks that `obj` decodes as the k8s-openapi type `K`; the error names the field.
+///
+/// # Errors
+///
+/// The decode error, e.g. `spec.ports[0].port: invalid type: string "x", expected i32`.
+pub fn decode_as<K: DeserializeOwned>(obj: &Value) -> Result<(), String> {
+    serde_path_to_error::deserialize::<_, K>(obj).map(drop).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
+    })
+}
+
+/// `obj` decoded as `K` and encoded again: what the kind's schema keeps of it (unknown fields
+/// gone); `None` when it does not decode (the decode step reports why).
+pub fn known_as<K: DeserializeOwned + serde::Serialize>(obj: &Value) -> Option<Value> {
+    serde_json::from_value::<K>(obj.clone()).ok().and_then(|k| serde_json::to_value(k).ok())
 }
 
 /// Registers `K`'s schema with the generator.
@@ -277,7 +296,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         schema: Some(schema_of::<api::coordination::v1::Lease>),
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
     },
-    // Built-in kinds a deployment of a controller uses, served generically (see `builtin`).
+    // Built-in kinds a deployment of a controller uses.
     ResourceDef {
         decode: decode_as::<api::core::v1::ServiceAccount>,
         known: Some(known_as::<api::core::v1::ServiceAccount>),
@@ -289,8 +308,8 @@ pub static RESOURCES: &[ResourceDef] = &[
         categories: &["all"],
         decode: decode_as::<api::core::v1::Service>,
         known: Some(known_as::<api::core::v1::Service>),
-        default: default_service,
-        validate: validate_service,
+        default: service::default,
+        validate: service::validate,
         schema: Some(schema_of::<api::core::v1::Service>),
         ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)
     },
@@ -309,14 +328,14 @@ pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         decode: decode_as::<api::rbac::v1::RoleBinding>,
         known: Some(known_as::<api::rbac::v1::RoleBinding>),
-        validate: validate_binding,
+        validate: rbac::validate_binding,
         schema: Some(schema_of::<api::rbac::v1::RoleBinding>),
         ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
     },
     ResourceDef {
         decode: decode_as::<api::rbac::v1::ClusterRoleBinding>,
         known: Some(known_as::<api::rbac::v1::ClusterRoleBinding>),
-        validate: validate_binding,
+        validate: rbac::validate_binding,
         schema: Some(schema_of::<api::rbac::v1::ClusterRoleBinding>),
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
     },
@@ -359,6 +378,16 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_body_that_does_not_decode_names_its_field() {
+        use k8s_openapi::api::rbac::v1::Role;
+        let ok = json!({ "metadata": { "name": "r" }, "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"] }] });
+        assert_eq!(decode_as::<Role>(&ok), Ok(()));
+        let bad = json!({ "metadata": { "name": "r" }, "rules": [{ "verbs": "get" }] });
+        let e = decode_as::<Role>(&bad).unwrap_err();
+        assert!(e.starts_with("rules[0].verbs: invalid type: string"), "{e}");
+    }
 
     #[test]
     fn events_round_trip_between_the_two_apis() {

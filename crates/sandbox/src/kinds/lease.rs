@@ -32,7 +32,7 @@ fn micro_time(s: &str) -> Option<jiff::Timestamp> {
 ///
 /// What does not decode, naming the value and the layout.
 pub fn decode(lease: &Value) -> Result<(), String> {
-    crate::builtin::decode_as::<k8s_openapi::api::coordination::v1::Lease>(lease)?;
+    crate::resource::decode_as::<k8s_openapi::api::coordination::v1::Lease>(lease)?;
     for f in TIMES {
         if let Some(v) = lease.pointer(&format!("/spec/{f}")).and_then(Value::as_str)
             && micro_time(v).is_none()

@@ -5,18 +5,25 @@
 //! | module | kind |
 //! |---|---|
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
+//! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
+//! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
+//! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
 //!
-//! (Deployments are in [`crate::deployment`], the other built-in kinds in [`crate::builtin`].)
+//! Kinds with no rules of their own (ServiceAccount, PodDisruptionBudget) are checked only for
+//! their shape, from their k8s-openapi type (see [`crate::resource`]).
 
 pub mod configmap;
+pub mod deployment;
 pub mod event;
 pub mod lease;
 pub mod namespace;
+pub mod rbac;
 pub mod secret;
+pub mod service;
 
 /// The largest total of a ConfigMap's or a Secret's values (`core.MaxSecretSize`).
 pub const MAX_SIZE: usize = 1024 * 1024;

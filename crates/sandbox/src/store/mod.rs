@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use crate::deployment;
+use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
 use crate::object::{
     check_label, check_subdomain, finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid,

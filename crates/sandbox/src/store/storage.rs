@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::{ListQuery, Snapshot, StoreConfig};
-use crate::deployment;
+use crate::kinds::deployment;
 use crate::object::{is_deleting, meta_mut, meta_str, owner_uids};
 use crate::resource::{self, ResourceDef};
 use crate::status::ApiError;

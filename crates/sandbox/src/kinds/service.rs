@@ -1,34 +1,13 @@
-//! Built-in kinds served through one generic path: their shape is checked against the
-//! k8s-openapi type of the kind (a body the real API server could not decode is a 400 naming the
-//! field), and a few kinds add the rules a user would notice — a Service gets its cluster IP and
-//! port defaults, a binding's `roleRef` cannot change.
-//!
-//! The sandbox enforces no RBAC: Roles and bindings are stored and served, never evaluated.
+//! v1 Service, as upstream's `pkg/registry/core/service` strategy and `ValidateService` in the
+//! parts a user meets first: a cluster IP from the default range and the port defaults; ports
+//! required (except for ExternalName and headless Services), each in 1–65535, named when there are
+//! several; `clusterIP` immutable.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::resource::FieldError;
-
-/// Checks that `obj` decodes as the k8s-openapi type `K`; the error names the field.
-///
-/// # Errors
-///
-/// The decode error, e.g. `spec.ports[0].port: invalid type: string "x", expected i32`.
-pub fn decode_as<K: DeserializeOwned>(obj: &Value) -> Result<(), String> {
-    serde_path_to_error::deserialize::<_, K>(obj).map(drop).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
-    })
-}
-
-/// `obj` decoded as `K` and encoded again: what the kind's schema keeps of it (unknown fields
-/// gone); `None` when it does not decode (the decode step reports why).
-pub fn known_as<K: DeserializeOwned + serde::Serialize>(obj: &Value) -> Option<Value> {
-    serde_json::from_value::<K>(obj.clone()).ok().and_then(|k| serde_json::to_value(k).ok())
-}
 
 /// The next cluster IP, from the default service range 10.96.0.0/12 (10.96.0.1 is the
 /// `kubernetes` Service's in a real cluster, so allocation starts above it).
@@ -39,7 +18,7 @@ fn next_cluster_ip() -> String {
 }
 
 /// The defaults the API server fills in for a v1 Service.
-pub fn default_service(svc: &mut Value) {
+pub fn default(svc: &mut Value) {
     let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else { return };
     let ty = spec.entry("type").or_insert_with(|| json!("ClusterIP")).as_str().unwrap_or("").to_owned();
     spec.entry("sessionAffinity").or_insert_with(|| json!("None"));
@@ -69,7 +48,7 @@ pub fn default_service(svc: &mut Value) {
 
 /// The Service rules a user meets first: ports are required (except for ExternalName and
 /// headless Services), each in 1–65535, named when there are several; `clusterIP` is immutable.
-pub fn validate_service(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+pub fn validate(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = new.get("spec").cloned().unwrap_or_default();
     let ports = spec.get("ports").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -97,56 +76,24 @@ pub fn validate_service(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs
 }
 
-/// RoleBinding and ClusterRoleBinding: `roleRef` cannot change (delete and re-create instead).
-pub fn validate_binding(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    match old {
-        Some(old) if old.get("roleRef") != new.get("roleRef") => {
-            vec![("roleRef".into(), "Invalid value: cannot change roleRef".into())]
-        }
-        _ => Vec::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_body_that_does_not_decode_names_its_field() {
-        use k8s_openapi::api::rbac::v1::Role;
-        let ok = json!({ "metadata": { "name": "r" }, "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"] }] });
-        assert_eq!(decode_as::<Role>(&ok), Ok(()));
-        let bad = json!({ "metadata": { "name": "r" }, "rules": [{ "verbs": "get" }] });
-        let e = decode_as::<Role>(&bad).unwrap_err();
-        assert!(e.starts_with("rules[0].verbs: invalid type: string"), "{e}");
-    }
-
-    #[test]
     fn services_get_an_ip_and_port_defaults() {
         let mut svc = json!({ "spec": { "ports": [{ "port": 8080 }] } });
-        default_service(&mut svc);
+        default(&mut svc);
         assert_eq!(svc["spec"]["type"], "ClusterIP");
         assert!(svc["spec"]["clusterIP"].as_str().unwrap().starts_with("10.96."));
         assert_eq!(svc["spec"]["ports"][0], json!({ "port": 8080, "protocol": "TCP", "targetPort": 8080 }));
-        assert!(validate_service(&svc, None).is_empty());
+        assert!(validate(&svc, None).is_empty());
         let mut moved = svc.clone();
         moved["spec"]["clusterIP"] = json!("10.0.0.1");
-        assert_eq!(validate_service(&moved, Some(&svc))[0].0, "spec.clusterIP");
-        let errs = validate_service(
-            &json!({ "spec": { "ports": [{ "port": 0 }, { "port": 1, "name": "a" }] } }),
-            None,
-        );
+        assert_eq!(validate(&moved, Some(&svc))[0].0, "spec.clusterIP");
+        let errs =
+            validate(&json!({ "spec": { "ports": [{ "port": 0 }, { "port": 1, "name": "a" }] } }), None);
         let fields: Vec<&str> = errs.iter().map(|e| e.0.as_str()).collect();
         assert_eq!(fields, ["spec.ports[0].port", "spec.ports[0].name"]);
-    }
-
-    #[test]
-    fn role_ref_is_immutable() {
-        let a =
-            json!({ "roleRef": { "kind": "Role", "name": "a", "apiGroup": "rbac.authorization.k8s.io" } });
-        let mut b = a.clone();
-        b["roleRef"]["name"] = json!("b");
-        assert!(validate_binding(&a, Some(&a)).is_empty());
-        assert_eq!(validate_binding(&b, Some(&a))[0].0, "roleRef");
     }
 }

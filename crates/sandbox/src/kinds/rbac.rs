@@ -1,0 +1,32 @@
+//! RBAC kinds (Role, ClusterRole, RoleBinding, ClusterRoleBinding): stored and served, never
+//! evaluated — the sandbox enforces no RBAC. A binding's `roleRef` cannot change.
+
+use serde_json::Value;
+
+use crate::resource::FieldError;
+
+/// RoleBinding and ClusterRoleBinding: `roleRef` cannot change (delete and re-create instead).
+pub fn validate_binding(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    match old {
+        Some(old) if old.get("roleRef") != new.get("roleRef") => {
+            vec![("roleRef".into(), "Invalid value: cannot change roleRef".into())]
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn role_ref_is_immutable() {
+        let a =
+            json!({ "roleRef": { "kind": "Role", "name": "a", "apiGroup": "rbac.authorization.k8s.io" } });
+        let mut b = a.clone();
+        b["roleRef"]["name"] = json!("b");
+        assert!(validate_binding(&a, Some(&a)).is_empty());
+        assert_eq!(validate_binding(&b, Some(&a))[0].0, "roleRef");
+    }
+}
