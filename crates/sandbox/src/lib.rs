@@ -8,24 +8,20 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`store`] | objects, the resourceVersion counter, history, and the write rules |
-//! | [`api`] | URL routing, query parameters, watch streams |
+//! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
 //! | [`resource`] | the registry of kinds: the served resources, one declaration each |
-//! | [`field_validation`] | `fieldValidation`: unknown fields refused, warned about or dropped |
 //! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules |
-//! | [`patch`] | merge, JSON, strategic merge patch and server-side apply |
-//! | [`managed_fields`] | `managedFields`: who set which field, on every write |
 //! | [`metadata`] | metadata rules every kind shares: label, annotation and finalizer names |
-//! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
+//! | [`field_validation`] | `fieldValidation`: unknown and duplicate fields refused, warned about or dropped |
+//! | [`managed_fields`] | `managedFields`: who set which field, on every write |
+//! | [`patch`] | merge, JSON and strategic merge patch; the field paths apply and managedFields use |
 //! | [`selector`] | label and field selectors |
 //! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
-//! | [`server`] | the same API over HTTP/1.1 with a bearer token, and kubeconfig writing |
-//! | [`discovery`] | `/version`, discovery, health endpoints |
-//! | [`openapi`] | the OpenAPI v2 and v3 documents, every kind's full schema (`kubectl explain`) |
+//! | [`endpoints`] | the HTTP layer: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | [`faults`] | fault injection |
 //! | [`record`] | the request log |
 //! | [`status`] | `metav1.Status` errors |
-//! | [`table`] | server-side printing (`as=Table`) for `kubectl get` |
+//! | [`object`] | helpers for reading and stamping object metadata |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -43,25 +39,23 @@
 //! # }
 //! ```
 
-pub mod api;
-pub mod discovery;
+pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
 pub mod kinds;
 pub mod managed_fields;
 pub mod metadata;
 pub mod object;
-pub mod openapi;
 pub mod patch;
-pub mod protobuf;
 pub mod record;
 pub mod resource;
 pub mod selector;
-pub mod server;
 pub mod shard;
 pub mod status;
 pub mod store;
-pub mod table;
+
+/// How callers serve the sandbox over HTTPS (`sandbox::server::new_token`, kubeconfig writing).
+pub use endpoints::server;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -69,6 +63,7 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use endpoints::api;
 use http::{Request, Response};
 
 pub use faults::{FaultKind, FaultRule, Faults};

@@ -8,10 +8,10 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | this one | reads (get, list with `continue`, watch start) and writes (create, update, patch) |
-//! | [`storage`] | objects, revision counter, indexes, history, watch fan-out |
-//! | [`deletion`] | finalizers, propagation, the garbage collector, namespace termination |
-//! | [`apply`] | server-side apply |
+//! | `mod.rs` (this one) | reads (get, list with `continue`, watch start) and writes (create, update, patch) |
+//! | `storage.rs` | objects, revision counter, indexes, history, watch fan-out |
+//! | `deletion.rs` | finalizers, propagation, the garbage collector, namespace termination |
+//! | `apply.rs` | server-side apply |
 
 mod apply;
 mod deletion;

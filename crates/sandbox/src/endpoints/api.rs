@@ -261,7 +261,7 @@ fn acceptable(accept: &str) -> bool {
 fn parse_object(bytes: &[u8], content_type: &str, what: &str) -> Result<Value, ApiError> {
     match content_type.split(';').next().unwrap_or("").trim() {
         "" | "application/json" => parse_json(bytes, what),
-        crate::protobuf::CONTENT_TYPE => crate::protobuf::to_json(bytes),
+        crate::endpoints::protobuf::CONTENT_TYPE => crate::endpoints::protobuf::to_json(bytes),
         "application/yaml" => parse_json(bytes, what).map_err(|_| {
             ApiError::bad_request(format!(
                 "the body of the {what} request is YAML; the sandbox reads YAML only in its JSON form (send application/json)"
@@ -417,14 +417,14 @@ where
         "get" if q.as_table && t.sub == Subresource::Main => {
             let obj = store.get(def, ns, name, t.sub)?;
             let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
-            ok(crate::table::table(def, &[obj], &rv, true))
+            ok(crate::endpoints::table::table(def, &[obj], &rv, true))
         }
         "get" => ok(store.get(def, ns, name, t.sub)?),
         "list" | "deletecollection" if let Err(e) = q.list.validate() => Err(e),
         "list" if q.as_table => {
             let list = store.list(def, t.namespace.as_deref(), &q.list)?;
             let items = list["items"].as_array().cloned().unwrap_or_default();
-            let mut table = crate::table::table(
+            let mut table = crate::endpoints::table::table(
                 def,
                 &items,
                 list["metadata"]["resourceVersion"].as_str().unwrap_or(""),
@@ -699,7 +699,7 @@ fn watch(
             if q.as_table {
                 let obj = obj.into_presented(def);
                 let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
-                let t = crate::table::table(def, &[obj], &rv, headers);
+                let t = crate::endpoints::table::table(def, &[obj], &rv, headers);
                 headers = false;
                 frame(kind, &t)
             } else {

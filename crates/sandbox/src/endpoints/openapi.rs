@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use crate::discovery::{GIT_VERSION, groups};
+use crate::endpoints::discovery::{GIT_VERSION, groups};
 use crate::patch;
 use crate::resource::{RESOURCES, ResourceDef};
 

@@ -1,7 +1,7 @@
 //! The non-resource endpoints real clients read before they touch a resource: `/version`,
 //! legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/<group>/<version>`), aggregated discovery
 //! (`apidiscovery.k8s.io/v2`), and `/healthz`, `/readyz`, `/livez`. The OpenAPI documents are in
-//! [`crate::openapi`].
+//! [`crate::endpoints::openapi`].
 
 use serde_json::{Value, json};
 

@@ -26,8 +26,9 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::api::{self, ResponseBody};
-use crate::{Sandbox, discovery, openapi, status::ApiError};
+use super::{discovery, openapi};
+use crate::endpoints::api::{self, ResponseBody};
+use crate::{Sandbox, status::ApiError};
 
 /// A random bearer token from the operating system's randomness.
 #[must_use]
