@@ -1071,6 +1071,54 @@ async fn events_are_validated_by_the_api_they_come_through() {
     create(&sb, v1, json!({ "metadata": { "name": "e" }, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal",
         "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "reason": "Created", "action": "Create",
         "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "note": "made" })).await;
+
+    // `ValidateEventUpdate`: through events.k8s.io/v1 the series may grow, the rest may not
+    // change; errors name the internal fields (`message` for `note`).
+    let merge = [("content-type", "application/merge-patch+json")];
+    let patch = |body: Value| {
+        let sb = sb.clone();
+        async move { call(&sb, Method::PATCH, &format!("{v1}/e"), &merge, Some(body)).await }
+    };
+    let (code, _, v) =
+        patch(json!({ "series": { "count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z" } })).await;
+    assert_eq!(code, 200, "{v}");
+    let (code, _, v) = patch(json!({ "series": { "count": 1, "lastObservedTime": null } })).await;
+    let fields: Vec<&str> =
+        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert_eq!((code, fields), (422, vec!["series.count", "series.lastObservedTime"]), "{v}");
+    let (code, _, v) = patch(json!({ "note": "changed", "reason": "Other" })).await;
+    assert_eq!(code, 422, "{v}");
+    let causes: Vec<(&str, &str)> = v["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("reason", "Invalid value: \"Other\": field is immutable"),
+            ("message", "Invalid value: \"changed\": field is immutable")
+        ]
+    );
+    // Through core/v1 only the legacy rules apply, on update too.
+    let (code, _, v) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{core}/b"),
+        &merge,
+        Some(json!({ "involvedObject": { "namespace": "other" }, "message": "changed is fine" })),
+    )
+    .await;
+    assert_eq!(
+        (code, v["details"]["causes"][0]["field"].as_str()),
+        (422, Some("involvedObject.namespace")),
+        "{v}"
+    );
+    let (code, _, v) =
+        call(&sb, Method::PATCH, &format!("{core}/b"), &merge, Some(json!({ "message": "changed is fine" })))
+            .await;
+    assert_eq!(code, 200, "{v}");
 }
 
 /// `pkg/registry/apps/deployment/strategy.go` (`PrepareForUpdate`): the generation counts spec and

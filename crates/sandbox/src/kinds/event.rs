@@ -1,5 +1,5 @@
 //! Events, core/v1 and events.k8s.io/v1 (`pkg/apis/core/validation/events.go`,
-//! `ValidateEventCreate`). Both APIs share one storage; the rules differ by the API a client
+//! `ValidateEventCreate`, `ValidateEventUpdate`). Both APIs share one storage; the rules differ by the API a client
 //! writes through, and — as upstream — the fields are named as in the internal (core) type, so an
 //! events.k8s.io client reads `involvedObject.namespace` for its `regarding.namespace`.
 
@@ -85,23 +85,66 @@ fn legacy(ev: &Value, n: &Names) -> Vec<FieldError> {
     errs
 }
 
-/// core/v1 Event: the legacy rules only (backwards compatibility).
+/// core/v1 Event: the legacy rules only, on create and update (backwards compatibility).
 #[must_use]
-pub fn validate_core(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    if old.is_some() {
-        return Vec::new();
-    }
+pub fn validate_core(ev: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     legacy(ev, &CORE)
 }
 
-/// events.k8s.io/v1 Event: the legacy rules, then the strict ones — `eventTime` required, `type`
-/// Normal or Warning, and none of the deprecated fields set.
+/// A series, when there is one, counts at least 2 and says when it was last seen
+/// (`validateV1EventSeries`).
+fn series_errors(ev: &Value) -> Vec<FieldError> {
+    let Some(series) = ev.get("series").filter(|s| !s.is_null()) else { return Vec::new() };
+    let mut errs = Vec::new();
+    if series.get("count").and_then(Value::as_i64).unwrap_or(0) < 2 {
+        errs.push(("series.count".into(), "Invalid value: \"\": should be at least 2".into()));
+    }
+    if !set(series, "lastObservedTime") {
+        errs.push(("series.lastObservedTime".into(), "Required value".into()));
+    }
+    errs
+}
+
+/// The fields an events.k8s.io/v1 update may not change, by their v1 name and the internal name
+/// errors use (the series, and metadata, may change).
+const IMMUTABLE: [(&str, &str); 13] = [
+    ("regarding", "involvedObject"),
+    ("reason", "reason"),
+    ("note", "message"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+    ("type", "type"),
+    ("eventTime", "eventTime"),
+    ("action", "action"),
+    ("related", "related"),
+    ("reportingController", "reportingController"),
+    ("reportingInstance", "reportingInstance"),
+];
+
+/// events.k8s.io/v1 Event. Create: the legacy rules, then the strict ones — `eventTime` required,
+/// `type` Normal or Warning, a valid series, and none of the deprecated fields set. Update: the
+/// legacy rules, the series when it changed, and everything else but metadata immutable.
 #[must_use]
 pub fn validate_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    if old.is_some() {
-        return Vec::new();
+    if let Some(old) = old {
+        let mut errs = legacy(ev, &EVENTS_V1);
+        if ev.get("series") != old.get("series") {
+            errs.extend(series_errors(ev));
+        }
+        let absent = |v: Option<&Value>| v.is_none_or(Value::is_null);
+        for (field, internal) in IMMUTABLE {
+            let (new, was) = (ev.get(field), old.get(field));
+            if new != was && !(absent(new) && absent(was)) {
+                let shown = new.map_or_else(|| "null".to_owned(), Value::to_string);
+                errs.push((internal.into(), format!("Invalid value: {shown}: field is immutable")));
+            }
+        }
+        return errs;
     }
     let mut errs = legacy(ev, &EVENTS_V1);
+    errs.extend(series_errors(ev));
     if !set(ev, "eventTime") {
         errs.push(("eventTime".into(), "Required value".into()));
     }
