@@ -1121,6 +1121,47 @@ async fn events_are_validated_by_the_api_they_come_through() {
     assert_eq!(code, 200, "{v}");
 }
 
+/// `pkg/apis/apps/validation` (`ValidateDeploymentStatus`) through `/status`: counts are
+/// non-negative and none exceeds what it is part of.
+#[tokio::test]
+async fn a_deployments_status_is_validated_on_the_status_subresource() {
+    let sb = Sandbox::new();
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    create(&sb, deploys, json!({ "metadata": { "name": "s" }, "spec": {
+        "selector": { "matchLabels": { "app": "s" } },
+        "template": { "metadata": { "labels": { "app": "s" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
+    .await;
+    let merge = [("content-type", "application/merge-patch+json")];
+    let status = |body: Value| {
+        let sb = sb.clone();
+        async move { call(&sb, Method::PATCH, &format!("{deploys}/s/status"), &merge, Some(body)).await }
+    };
+    let (code, _, v) = status(json!({ "status": { "replicas": 2, "readyReplicas": 3, "availableReplicas": 1, "observedGeneration": -1 } })).await;
+    assert_eq!(code, 422, "{v}");
+    let causes: Vec<(&str, &str)> = v["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("status.observedGeneration", "Invalid value: -1: must be greater than or equal to 0"),
+            ("status.readyReplicas", "Invalid value: 3: cannot be greater than status.replicas"),
+        ]
+    );
+    let (code, _, v) = status(json!({ "status": { "replicas": 2, "readyReplicas": 1, "availableReplicas": 2, "observedGeneration": 1 } })).await;
+    assert_eq!(
+        (code, v["details"]["causes"][0]["field"].as_str()),
+        (422, Some("status.availableReplicas")),
+        "{v}"
+    );
+    let (code, _, v) =
+        status(json!({ "status": { "replicas": 2, "readyReplicas": 2, "availableReplicas": 1 } })).await;
+    assert_eq!(code, 200, "{v}");
+}
+
 /// `pkg/registry/apps/deployment/strategy.go` (`PrepareForUpdate`): the generation counts spec and
 /// annotation changes, not label or status changes.
 #[tokio::test]

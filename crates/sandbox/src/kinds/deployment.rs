@@ -194,6 +194,42 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
             format!("Unsupported value: {p:?}: supported values: \"Always\""),
         );
     }
+    errs.extend(status_errors(d));
+    errs
+}
+
+/// `ValidateDeploymentStatus`: counts are non-negative, and none exceeds what it is part of. (On
+/// the main endpoint the status is the stored one, so only `/status` writes can fail these.)
+fn status_errors(d: &Value) -> Vec<FieldError> {
+    let Some(status) = d.get("status").filter(|s| s.is_object()) else { return Vec::new() };
+    let count = |k: &str| status.get(k).and_then(Value::as_i64);
+    let mut errs = Vec::new();
+    for k in [
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "collisionCount",
+    ] {
+        if let Some(n) = count(k).filter(|n| *n < 0) {
+            errs.push((
+                format!("status.{k}"),
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    let replicas = count("replicas").unwrap_or(0);
+    let more_than = |k: &str, limit: i64, what: &str| {
+        count(k)
+            .filter(|n| *n > limit)
+            .map(|n| (format!("status.{k}"), format!("Invalid value: {n}: cannot be greater than {what}")))
+    };
+    errs.extend(more_than("updatedReplicas", replicas, "status.replicas"));
+    errs.extend(more_than("readyReplicas", replicas, "status.replicas"));
+    errs.extend(more_than("availableReplicas", replicas, "status.replicas"));
+    errs.extend(more_than("availableReplicas", count("readyReplicas").unwrap_or(0), "readyReplicas"));
     errs
 }
 
