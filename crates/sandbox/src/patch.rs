@@ -5,7 +5,8 @@
 //! volumes, env vars, ports, volume mounts, owner references, conditions and image-pull secrets are
 //! merged element by element by their key; `finalizers` merge as a set; other lists are replaced.
 //! `$patch: delete` / `$patch: replace` in a map, `$deleteFromPrimitiveList/`, `$retainKeys`
-//! (only the named fields stay) and `$setElementOrder/` (the named items in that order) are
+//! (only the named fields stay) and `$setElementOrder/` (the order upstream computes: see
+//! `normalize_order`) are
 //! understood.
 //!
 //! **Server-side apply (subset).** Each field manager that applies owns the leaf fields of its
@@ -258,6 +259,14 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
                     *list = json!([]);
                 }
                 let list = list.as_array_mut().expect("array");
+                let server = ids(list.iter(), Some(key));
+                let named = match p.get(&format!("$setElementOrder/{k}")).and_then(Value::as_array) {
+                    Some(order) => ids(order, Some(key)),
+                    None => ids(
+                        items.iter().filter(|i| i.get("$patch").and_then(Value::as_str) != Some("delete")),
+                        Some(key),
+                    ),
+                };
                 for item in items {
                     let id = item.get(key);
                     let pos = list.iter().position(|x| id.is_some() && x.get(key) == id);
@@ -275,46 +284,81 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
                         }
                     }
                 }
+                *list = normalize_order(std::mem::take(list), &server, &named, Some(key));
             }
             (Value::Array(items), None, true) => {
                 let list = t.entry(k.clone()).or_insert_with(|| json!([]));
                 if let Some(list) = list.as_array_mut() {
+                    let server = list.clone();
+                    let named =
+                        p.get(&format!("$setElementOrder/{k}")).and_then(Value::as_array).unwrap_or(items);
+                    let named = named.clone();
                     for item in items {
                         if !list.contains(item) {
                             list.push(item.clone());
                         }
                     }
+                    *list = normalize_order(std::mem::take(list), &server, &named, None);
                 }
             }
             _ => strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v),
         }
     }
-    // `$setElementOrder/<list>`: the order the client wants the list in (items it names, in that
-    // order; items it does not name keep their places).
+    // `$setElementOrder/<list>` with no patch of the list itself: a reorder of what is there
+    // (with the list in the patch, the order was set as it merged).
     for (k, order) in p {
         let Some(field) = k.strip_prefix("$setElementOrder/") else { continue };
+        if p.contains_key(field) {
+            continue;
+        }
         let (Some(order), Some(list)) = (order.as_array(), t.get_mut(field).and_then(Value::as_array_mut))
         else {
             continue;
         };
         let key = merge_key(field);
-        let rank = |item: &Value| {
-            order.iter().position(|o| match key {
-                Some(k) => o.get(k).is_some() && o.get(k) == item.get(k),
-                None => o == item,
-            })
-        };
-        let slots: Vec<usize> = (0..list.len()).filter(|i| rank(&list[*i]).is_some()).collect();
-        let mut named: Vec<Value> = slots.iter().map(|i| list[*i].clone()).collect();
-        named.sort_by_key(|item| rank(item));
-        for (slot, item) in slots.into_iter().zip(named) {
-            list[slot] = item;
-        }
+        let server = ids(list.iter(), key);
+        *list = normalize_order(std::mem::take(list), &server, &ids(order, key), key);
     }
     // `$retainKeys`: only these fields stay (`kubectl apply` switching a union, e.g. a
     // Deployment's strategy to Recreate, clears rollingUpdate this way).
     if let Some(keep) = p.get("$retainKeys").and_then(Value::as_array) {
         t.retain(|k, _| keep.iter().any(|x| x.as_str() == Some(k.as_str())));
+    }
+}
+
+/// What identifies a list item for ordering: its merge key's value, or (a primitive) itself.
+fn id_of(item: &Value, key: Option<&str>) -> Option<Value> {
+    match key {
+        Some(k) => item.get(k).cloned(),
+        None => Some(item.clone()),
+    }
+}
+
+fn ids<'a>(items: impl IntoIterator<Item = &'a Value>, key: Option<&str>) -> Vec<Value> {
+    items.into_iter().filter_map(|i| id_of(i, key)).collect()
+}
+
+/// The order of a merged list, as upstream's `normalizeElementOrder` and `mergeSortedSlice`
+/// compute it: the items the patch names (`named`: the patch's own items, or its
+/// `$setElementOrder`) in the patch's order, the others in the order the server had them
+/// (`server`), interleaved — a server-only item goes first only when both it and the next named
+/// item were on the server and it came earlier there; otherwise the named item does.
+fn normalize_order(merged: Vec<Value>, server: &[Value], named: &[Value], key: Option<&str>) -> Vec<Value> {
+    let pos =
+        |list: &[Value], item: &Value| id_of(item, key).and_then(|id| list.iter().position(|x| *x == id));
+    let (mut patch_items, server_only): (Vec<Value>, Vec<Value>) =
+        merged.into_iter().partition(|item| pos(named, item).is_some());
+    patch_items.sort_by_key(|item| pos(named, item));
+    let (mut left, mut right) = (server_only.into_iter().peekable(), patch_items.into_iter().peekable());
+    let mut out = Vec::new();
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => return out,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!((pos(server, l), pos(server, r)), (Some(i), Some(j)) if i < j),
+        };
+        out.extend(if take_left { left.next() } else { right.next() });
     }
 }
 
@@ -526,7 +570,24 @@ mod tests {
             d["spec"]["containers"],
             json!([{ "name": "b", "image": "y:2" }, { "name": "c", "image": "z:1" }])
         );
-        assert_eq!(d["metadata"]["finalizers"], json!(["f1", "f2"]));
+        // A new item goes before the server's (upstream's `mergeSortedSlice`: an item the server
+        // never had cannot be placed after one it had).
+        assert_eq!(d["metadata"]["finalizers"], json!(["f2", "f1"]));
+        // Named items keep the patch's order; the server's others slot in where the server had
+        // them relative to named ones it also had.
+        let mut d = json!({ "containers": [{ "name": "a" }, { "name": "b" }, { "name": "c" }] });
+        strategic_merge(&mut d, &json!({ "containers": [{ "name": "x" }, { "name": "b", "v": 1 }] }));
+        let names: Vec<&str> =
+            d["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["x", "a", "b", "c"]);
+        let mut d = json!({ "containers": [{ "name": "a" }, { "name": "b" }, { "name": "c" }] });
+        strategic_merge(
+            &mut d,
+            &json!({ "$setElementOrder/containers": [{ "name": "c" }, { "name": "a" }] }),
+        );
+        let names: Vec<&str> =
+            d["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["b", "c", "a"]);
     }
 
     #[test]

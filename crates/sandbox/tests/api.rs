@@ -237,7 +237,8 @@ async fn patch_types() {
     api.patch("web", &pp, &Patch::Strategic(json!({ "spec": { "template": { "spec": { "containers": [{ "name": "sidecar", "image": "busybox:1" }] } } } }))).await.unwrap();
     let d = api.get("web").await.unwrap();
     let names: Vec<_> = d.spec.template.spec.unwrap().containers.into_iter().map(|c| c.name).collect();
-    assert_eq!(names, ["web", "sidecar"], "strategic merge adds by name");
+    // Merged by name, and — as upstream's `mergeSortedSlice` orders it — the new one first.
+    assert_eq!(names, ["sidecar", "web"], "strategic merge adds by name");
     let d = api.get("web").await.unwrap();
     assert_eq!(d.metadata.labels.unwrap()["a"], "1");
 }

@@ -1162,6 +1162,50 @@ async fn a_deployments_status_is_validated_on_the_status_subresource() {
     assert_eq!(code, 200, "{v}");
 }
 
+/// `apimachinery/pkg/util/strategicpatch/patch.go` (`mergeSlice`, `normalizeElementOrder`,
+/// `mergeSortedSlice`): the order of a merged list — the patch's items in its order, the
+/// server's others placed among them by where the server had them; a new item goes first.
+#[tokio::test]
+async fn strategic_merge_orders_merged_lists_as_upstream() {
+    let sb = Sandbox::new();
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    let containers = |names: &[&str]| -> Value {
+        names.iter().map(|n| json!({ "name": n, "image": "nginx" })).collect::<Vec<_>>().into()
+    };
+    create(&sb, deploys, json!({ "metadata": { "name": "o", "finalizers": ["example.com/a"] }, "spec": {
+        "selector": { "matchLabels": { "app": "o" } },
+        "template": { "metadata": { "labels": { "app": "o" } }, "spec": { "containers": containers(&["a", "b", "c"]) } } } }))
+    .await;
+    let smp = [("content-type", "application/strategic-merge-patch+json")];
+    let (code, _, v) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{deploys}/o"),
+        &smp,
+        Some(json!({ "metadata": { "finalizers": ["example.com/b"] },
+            "spec": { "template": { "spec": { "containers": [{ "name": "x", "image": "busybox" }, { "name": "b", "image": "nginx:2" }] } } } })),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let names: Vec<&str> = v["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["x", "a", "b", "c"]);
+    assert_eq!(v["metadata"]["finalizers"], json!(["example.com/b", "example.com/a"]));
+    // Cleared so the test's sandbox can delete it.
+    call(
+        &sb,
+        Method::PATCH,
+        &format!("{deploys}/o"),
+        &[("content-type", "application/merge-patch+json")],
+        Some(json!({ "metadata": { "finalizers": null } })),
+    )
+    .await;
+}
+
 /// `pkg/registry/apps/deployment/strategy.go` (`PrepareForUpdate`): the generation counts spec and
 /// annotation changes, not label or status changes.
 #[tokio::test]
