@@ -214,9 +214,20 @@ impl ApiError {
         Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")
     }
 
-    /// 504: a resourceVersion newer than the store's.
+    /// 504: a resourceVersion newer than the store's, as upstream's
+    /// `NewTooLargeResourceVersionError` (a Timeout that says to retry in a second, with a
+    /// `ResourceVersionTooLarge` cause — what client-go's reflector retries on).
     pub fn too_large_resource_version(asked: u64, current: u64) -> Self {
-        Self::new(504, "Timeout", format!("Too large resource version: {asked}, current: {current}"))
+        let mut e = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {asked}, current: {current}"),
+        );
+        e.details = Some(json!({
+            "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+            "retryAfterSeconds": 1,
+        }));
+        e
     }
 
     /// The `metav1.Status` body.

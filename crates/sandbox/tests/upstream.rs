@@ -548,6 +548,21 @@ async fn metadata_names_are_validated_as_upstream_does() {
     assert!(got[0].1.starts_with("Invalid value: \"a/b/c\": a qualified name must consist of"), "{got:?}");
 }
 
+/// `storage/cacher/cacher.go` and `storage/errors.go` (`NewTooLargeResourceVersionError`): a
+/// list at a version the server has not reached is a 504 Timeout to retry in a second.
+#[tokio::test]
+async fn a_list_at_a_future_version_is_a_timeout_to_retry() {
+    let sb = Sandbox::new();
+    let (code, _, v) = call(&sb, Method::GET, &format!("{CMS}?resourceVersion=999999"), &[], None).await;
+    assert_eq!(code, 504);
+    assert_eq!(v["reason"], "Timeout");
+    assert!(status_of(&v).2.starts_with("Timeout: Too large resource version: 999999, current: "), "{v}");
+    assert_eq!(
+        v["details"],
+        json!({ "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }], "retryAfterSeconds": 1 })
+    );
+}
+
 /// `apimachinery/pkg/apis/meta/internalversion/validation` (`ValidateListOptions`) and
 /// `storage/etcd3/store.go` (`GetList`: continue, remainingItemCount).
 #[tokio::test]
