@@ -60,22 +60,17 @@ fn under(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
-/// The leaf fields of `obj` a write through `sub` can own.
-fn ownable(def: &ResourceDef, obj: &Value, sub: Subresource) -> BTreeSet<String> {
-    patch::leaf_paths(obj)
-        .into_iter()
-        .filter(|p| {
-            let shown = patch::display_path(p);
-            if SERVER_FIELDS.iter().any(|f| under(&shown, f)) {
-                return false;
-            }
-            match sub {
-                Subresource::Main => !(def.status_subresource && under(&shown, ".status")),
-                Subresource::Status => under(&shown, ".status"),
-                Subresource::Scale => under(&shown, ".spec.replicas"),
-            }
-        })
-        .collect()
+/// Whether a write through `sub` can own the leaf field `path`.
+fn ownable(def: &ResourceDef, path: &str, sub: Subresource) -> bool {
+    let shown = patch::display_path(path);
+    if SERVER_FIELDS.iter().any(|f| under(&shown, f)) {
+        return false;
+    }
+    match sub {
+        Subresource::Main => !(def.status_subresource && under(&shown, ".status")),
+        Subresource::Status => under(&shown, ".status"),
+        Subresource::Scale => under(&shown, ".spec.replicas"),
+    }
 }
 
 fn subresource_name(sub: Subresource) -> &'static str {
@@ -95,14 +90,9 @@ pub fn record_update(
     manager: &str,
     sub: Subresource,
 ) {
-    let now = ownable(def, new, sub);
-    let before = old.map(|o| ownable(def, o, sub)).unwrap_or_default();
-    let changed: BTreeSet<String> = now
-        .iter()
-        .filter(|p| old.is_none_or(|o| patch::value_at(o, p) != patch::value_at(new, p)))
-        .cloned()
-        .collect();
-    let removed: BTreeSet<&String> = before.difference(&now).collect();
+    let (mut changed, mut removed) = patch::changed_leaves(old, new);
+    changed.retain(|p| ownable(def, p, sub));
+    removed.retain(|p| ownable(def, p, sub));
     if changed.is_empty() && removed.is_empty() {
         return;
     }

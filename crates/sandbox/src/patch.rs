@@ -379,35 +379,96 @@ pub fn leaf_paths(v: &Value) -> BTreeSet<String> {
     out
 }
 
-fn collect_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, child) in m {
-                if prefix.is_empty() && matches!(k.as_str(), "apiVersion" | "kind") {
-                    continue;
-                }
-                if prefix == "\u{1f}metadata"
-                    && matches!(k.as_str(), "name" | "namespace" | "resourceVersion" | "managedFields")
-                {
-                    continue;
-                }
-                let field = format!("{prefix}{SEP}{k}");
-                match (child, merge_key(k)) {
-                    (Value::Array(items), Some(key)) if !items.is_empty() => {
-                        for item in items {
-                            let id = item
-                                .get(key)
-                                .map(|x| x.to_string().trim_matches('"').to_owned())
-                                .unwrap_or_default();
-                            collect_paths(item, &format!("{field}[{key}={id}]"), out);
-                        }
-                    }
-                    _ => collect_paths(child, &field, out),
+/// The fields under `v` at `prefix`, as `(path, value)` by the rules of [`leaf_paths`] (no
+/// `apiVersion`/`kind`, no server-kept metadata, merge-key lists item by item); `None` for a leaf.
+fn children<'a>(v: &'a Value, prefix: &str) -> Option<Vec<(String, &'a Value)>> {
+    let Value::Object(m) = v else { return None };
+    if m.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(m.len());
+    for (k, child) in m {
+        if prefix.is_empty() && matches!(k.as_str(), "apiVersion" | "kind") {
+            continue;
+        }
+        if prefix == "\u{1f}metadata"
+            && matches!(k.as_str(), "name" | "namespace" | "resourceVersion" | "managedFields")
+        {
+            continue;
+        }
+        let field = format!("{prefix}{SEP}{k}");
+        match (child, merge_key(k)) {
+            (Value::Array(items), Some(key)) if !items.is_empty() => {
+                for item in items {
+                    let id =
+                        item.get(key).map(|x| x.to_string().trim_matches('"').to_owned()).unwrap_or_default();
+                    out.push((format!("{field}[{key}={id}]"), item));
                 }
             }
+            _ => out.push((field, child)),
         }
-        _ => {
+    }
+    Some(out)
+}
+
+fn collect_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match children(v, prefix) {
+        Some(fields) => {
+            for (path, child) in fields {
+                collect_paths(child, &path, out);
+            }
+        }
+        None => {
             out.insert(prefix.to_owned());
+        }
+    }
+}
+
+/// The leaf fields (as [`leaf_paths`] names them) that `new` sets to something `old` (absent for
+/// a create) did not have, and those `old` had that `new` has not — in one walk of both.
+#[must_use]
+pub fn changed_leaves(old: Option<&Value>, new: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut changed, mut removed) = (BTreeSet::new(), BTreeSet::new());
+    diff(old, new, "", &mut changed, &mut removed);
+    (changed, removed)
+}
+
+fn diff(
+    old: Option<&Value>,
+    new: &Value,
+    prefix: &str,
+    changed: &mut BTreeSet<String>,
+    removed: &mut BTreeSet<String>,
+) {
+    match (children(new, prefix), old.and_then(|o| children(o, prefix))) {
+        (Some(now), Some(before)) => {
+            let mut before: std::collections::HashMap<String, &Value> = before.into_iter().collect();
+            for (path, child) in now {
+                let was = before.remove(&path);
+                diff(was, child, &path, changed, removed);
+            }
+            for (path, child) in before {
+                collect_paths(child, &path, removed);
+            }
+        }
+        (Some(now), None) => {
+            if old.is_some() {
+                removed.insert(prefix.to_owned());
+            }
+            for (path, child) in now {
+                diff(None, child, &path, changed, removed);
+            }
+        }
+        (None, Some(before)) => {
+            for (path, child) in before {
+                collect_paths(child, &path, removed);
+            }
+            changed.insert(prefix.to_owned());
+        }
+        (None, None) => {
+            if old != Some(new) {
+                changed.insert(prefix.to_owned());
+            }
         }
     }
 }
@@ -588,6 +649,28 @@ mod tests {
         let names: Vec<&str> =
             d["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["b", "c", "a"]);
+    }
+
+    #[test]
+    fn changed_leaves_are_found_in_one_walk() {
+        let old = json!({ "metadata": { "name": "x", "labels": { "a": "1", "b": "2" } },
+            "spec": { "containers": [{ "name": "c", "image": "1" }, { "name": "d", "image": "1" }], "x": { "y": 1 } } });
+        let new = json!({ "metadata": { "name": "x", "labels": { "a": "1", "c": "3" } },
+            "spec": { "containers": [{ "name": "c", "image": "2" }], "x": 5 } });
+        let (changed, removed) = changed_leaves(Some(&old), &new);
+        let shown = |s: BTreeSet<String>| s.iter().map(|p| display_path(p)).collect::<Vec<_>>();
+        assert_eq!(shown(changed), [".metadata.labels.c", ".spec.containers[name=c].image", ".spec.x"]);
+        assert_eq!(
+            shown(removed),
+            [
+                ".metadata.labels.b",
+                ".spec.containers[name=d].image",
+                ".spec.containers[name=d].name",
+                ".spec.x.y"
+            ]
+        );
+        let (created, none) = changed_leaves(None, &new);
+        assert_eq!((created, none.len()), (leaf_paths(&new), 0));
     }
 
     #[test]

@@ -27,7 +27,9 @@
 //!   raw writer does not, so on a server bound by its CPU the oracle is the fair yardstick for
 //!   what the controller itself adds, and its lag is the floor for the controller's.
 //!
-//! `CONVERGENCE_PROCESS_N=5000` (default) and `CONVERGENCE_WORKERS=2,16` (default).
+//! `CONVERGENCE_PROCESS_N=5000` (default) and `CONVERGENCE_WORKERS=2,16` (default);
+//! `CONVERGENCE_LATENCY_MS=2` delays every request by that much, for every client alike (a real
+//! API server's per-request time; 0, the default, is the in-memory sandbox's own speed).
 //! `CONVERGENCE_WRAP="heaptrack -o /tmp/cc"` runs the controller under a profiler (the figures
 //! are then the profiler's, not the controller's); `CONVERGENCE_BIN=path` runs another build of
 //! the binary (an A/B against an older commit).
@@ -97,6 +99,12 @@ pub fn sandbox_with(n: usize) -> Sandbox {
     for i in 0..n {
         sb.store().create(cms, "default", realistic_configmap(i), None).unwrap();
     }
+    // A real API server takes milliseconds per request (etcd's commit, the network); the in-memory
+    // sandbox takes microseconds, so a client's own CPU weighs far more against it. This models
+    // the former, for every client alike.
+    let latency =
+        std::env::var("CONVERGENCE_LATENCY_MS").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    sb.faults().set_latency(Duration::from_millis(latency));
     sb
 }
 
@@ -484,7 +492,10 @@ pub fn main() {
         .filter_map(|s| s.trim().parse().ok())
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    println!("whole-process convergence: the controller binary vs two baselines, N = {n}, same run");
+    let latency = std::env::var("CONVERGENCE_LATENCY_MS").unwrap_or_else(|_| "0".into());
+    println!(
+        "whole-process convergence: the controller binary vs two baselines, N = {n}, request latency {latency} ms, same run"
+    );
     println!(
         "  raw: the Deployment writes alone; oracle: the same user traffic, each write issued as its change lands"
     );
