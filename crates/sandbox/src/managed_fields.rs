@@ -97,8 +97,10 @@ pub fn record_update(
         return;
     }
     let subresource = subresource_name(sub);
-    let mut entries: Vec<Value> =
-        new.pointer("/metadata/managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut entries: Vec<Value> = match meta_mut(new).remove("managedFields") {
+        Some(Value::Array(entries)) => entries,
+        _ => Vec::new(),
+    };
     let mut mine = BTreeSet::new();
     entries.retain_mut(|e| {
         let mut owned = patch::paths_from_fields_v1(&e["fieldsV1"]);

@@ -148,7 +148,8 @@ pub fn decode_as<K: DeserializeOwned>(obj: &Value) -> Result<(), String> {
 /// `obj` decoded as `K` and encoded again: what the kind's schema keeps of it (unknown fields
 /// gone); `None` when it does not decode (the decode step reports why).
 pub fn known_as<K: DeserializeOwned + serde::Serialize>(obj: &Value) -> Option<Value> {
-    serde_json::from_value::<K>(obj.clone()).ok().and_then(|k| serde_json::to_value(k).ok())
+    // Decoded from the borrowed value: no copy of the object on the way in.
+    K::deserialize(obj).ok().and_then(|k| serde_json::to_value(k).ok())
 }
 
 /// Registers `K`'s schema with the generator.

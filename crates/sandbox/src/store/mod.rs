@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
 use crate::kinds::deployment;
@@ -226,12 +226,20 @@ fn keep_server_fields(new: &mut Value, old: &Value) {
     }
 }
 
-fn without_rv(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
+/// Whether two versions of an object are the same but for their resourceVersion (and the
+/// `apiVersion`/`kind` stamp, which the endpoint decides) — without copying either.
+fn same_but_version(a: &Value, b: &Value) -> bool {
+    fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
+        let kept = |m: &Map<String, Value>| m.iter().filter(|(k, _)| !skip.contains(&k.as_str())).count();
+        kept(a) == kept(b) && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
     }
-    v
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return a == b };
+    let empty = Map::new();
+    let (ma, mb) = (
+        a.get("metadata").and_then(Value::as_object).unwrap_or(&empty),
+        b.get("metadata").and_then(Value::as_object).unwrap_or(&empty),
+    );
+    same_except(ma, mb, &["resourceVersion"]) && same_except(a, b, &["apiVersion", "kind", "metadata"])
 }
 
 impl Store {
@@ -646,14 +654,18 @@ impl Store {
                 "the object has been modified; please apply your changes to the latest version and try again",
             ));
         }
-        let old_view = def.from_storage(&old);
+        // The stored object in the request's version: borrowed when it is stored in that version.
+        let old_view: std::borrow::Cow<'_, Value> = match def.from_storage {
+            None => std::borrow::Cow::Borrowed(old.as_ref()),
+            Some(_) => std::borrow::Cow::Owned(def.from_storage(&old)),
+        };
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
             Subresource::Main => body,
-            Subresource::Status => with_status(old_view.clone(), body.get("status")),
+            Subresource::Status => with_status(old_view.clone().into_owned(), body.get("status")),
             Subresource::Scale => {
-                let mut n = old_view.clone();
+                let mut n = old_view.clone().into_owned();
                 n["spec"]["replicas"] = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
                 n
             }
@@ -685,7 +697,7 @@ impl Store {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
-        if without_rv(&new) == without_rv(&def.present(&old)) {
+        if same_but_version(&new, &old_view) {
             return Ok((old, false)); // a no-op write does not take a new version
         }
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
