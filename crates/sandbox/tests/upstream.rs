@@ -60,6 +60,14 @@ async fn call_raw(
 }
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
+
+/// A valid Deployment `name`: one container `c`, selector and template labels `app: <name>`.
+fn deployment(name: &str) -> Value {
+    json!({ "metadata": { "name": name }, "spec": {
+        "selector": { "matchLabels": { "app": name } },
+        "template": { "metadata": { "labels": { "app": name } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } })
+}
 
 async fn create(sb: &Sandbox, path: &str, obj: Value) -> Value {
     let (code, _, v) = call(sb, Method::POST, path, &[], Some(obj)).await;
@@ -89,12 +97,8 @@ async fn delete_answers_a_status_or_the_lingering_object() {
                 "details": { "name": "gone", "kind": "configmaps", "uid": cm["metadata"]["uid"] } })
     );
     // A grouped resource carries its group.
-    let deploys = "/apis/apps/v1/namespaces/default/deployments";
-    create(&sb, deploys, json!({ "metadata": { "name": "web" }, "spec": {
-        "selector": { "matchLabels": { "app": "web" } },
-        "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "web", "image": "nginx" }] } } } }))
-    .await;
-    let (_, _, v) = call(&sb, Method::DELETE, &format!("{deploys}/web"), &[], None).await;
+    create(&sb, DEPLOYS, deployment("web")).await;
+    let (_, _, v) = call(&sb, Method::DELETE, &format!("{DEPLOYS}/web"), &[], None).await;
     assert_eq!(
         (v["details"]["group"].as_str(), v["details"]["kind"].as_str()),
         (Some("apps"), Some("deployments"))
@@ -448,12 +452,9 @@ async fn managed_fields_record_each_writer() {
         ]
     );
     // A status write is recorded for the status subresource, apart from the spec's writers.
-    const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
-    let d = json!({ "metadata": { "name": "web" }, "spec": {
-        "selector": { "matchLabels": { "app": "web" } },
-        "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } });
     let (code, _, d) =
-        call(&sb, Method::POST, &format!("{DEPLOYS}?fieldManager=creator"), &[], Some(d)).await;
+        call(&sb, Method::POST, &format!("{DEPLOYS}?fieldManager=creator"), &[], Some(deployment("web")))
+            .await;
     assert_eq!(code, 201, "{d}");
     assert!(
         entries(&d)[0].3["f:spec"]["f:template"]["f:spec"]["f:containers"]
@@ -1141,15 +1142,11 @@ async fn events_are_validated_by_the_api_they_come_through() {
 #[tokio::test]
 async fn a_deployments_status_is_validated_on_the_status_subresource() {
     let sb = Sandbox::new();
-    let deploys = "/apis/apps/v1/namespaces/default/deployments";
-    create(&sb, deploys, json!({ "metadata": { "name": "s" }, "spec": {
-        "selector": { "matchLabels": { "app": "s" } },
-        "template": { "metadata": { "labels": { "app": "s" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
-    .await;
+    create(&sb, DEPLOYS, deployment("s")).await;
     let merge = [("content-type", "application/merge-patch+json")];
     let status = |body: Value| {
         let sb = sb.clone();
-        async move { call(&sb, Method::PATCH, &format!("{deploys}/s/status"), &merge, Some(body)).await }
+        async move { call(&sb, Method::PATCH, &format!("{DEPLOYS}/s/status"), &merge, Some(body)).await }
     };
     let (code, _, v) = status(json!({ "status": { "replicas": 2, "readyReplicas": 3, "availableReplicas": 1, "observedGeneration": -1 } })).await;
     assert_eq!(code, 422, "{v}");
@@ -1226,16 +1223,12 @@ async fn strategic_merge_orders_merged_lists_as_upstream() {
 #[tokio::test]
 async fn a_deployments_generation_counts_spec_and_annotation_changes() {
     let sb = Sandbox::new();
-    let deploys = "/apis/apps/v1/namespaces/default/deployments";
-    create(&sb, deploys, json!({ "metadata": { "name": "g" }, "spec": {
-        "selector": { "matchLabels": { "app": "g" } },
-        "template": { "metadata": { "labels": { "app": "g" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
-    .await;
+    create(&sb, DEPLOYS, deployment("g")).await;
     let merge = [("content-type", "application/merge-patch+json")];
     let generation = |patch: Value| {
         let sb = sb.clone();
         async move {
-            let (code, _, v) = call(&sb, Method::PATCH, &format!("{deploys}/g"), &merge, Some(patch)).await;
+            let (code, _, v) = call(&sb, Method::PATCH, &format!("{DEPLOYS}/g"), &merge, Some(patch)).await;
             assert_eq!(code, 200, "{v}");
             v["metadata"]["generation"].as_i64().unwrap()
         }
@@ -1265,10 +1258,7 @@ async fn creating_in_a_terminating_namespace_is_forbidden() {
     let (code, _, _) =
         call(&sb, Method::POST, deploys, &[], Some(json!({ "metadata": { "name": "web" } }))).await;
     assert_eq!(code, 422);
-    let valid = json!({ "metadata": { "name": "web" }, "spec": {
-        "selector": { "matchLabels": { "app": "web" } },
-        "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } });
-    let (code, _, v) = call(&sb, Method::POST, deploys, &[], Some(valid)).await;
+    let (code, _, v) = call(&sb, Method::POST, deploys, &[], Some(deployment("web"))).await;
     assert_eq!(code, 403);
     assert_eq!(
         status_of(&v),

@@ -231,7 +231,8 @@ fn keep_server_fields(new: &mut Value, old: &Value) {
 fn same_but_version(a: &Value, b: &Value) -> bool {
     fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
         let kept = |m: &Map<String, Value>| m.iter().filter(|(k, _)| !skip.contains(&k.as_str())).count();
-        kept(a) == kept(b) && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
+        kept(a) == kept(b)
+            && a.iter().filter(|(k, _)| !skip.contains(&k.as_str())).all(|(k, v)| b.get(k) == Some(v))
     }
     let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return a == b };
     let empty = Map::new();
