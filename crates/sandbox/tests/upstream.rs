@@ -75,6 +75,23 @@ async fn create(sb: &Sandbox, path: &str, obj: Value) -> Value {
     v
 }
 
+/// A Status' causes, as `(field, message)`.
+fn causes(v: &Value) -> Vec<(&str, &str)> {
+    v["details"]["causes"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| (c["field"].as_str().unwrap_or(""), c["message"].as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A Status' causes' fields.
+fn cause_fields(v: &Value) -> Vec<&str> {
+    causes(v).into_iter().map(|(f, _)| f).collect()
+}
+
 fn status_of(v: &Value) -> (&str, &str, &str) {
     (
         v["status"].as_str().unwrap_or(""),
@@ -484,14 +501,6 @@ async fn managed_fields_record_each_writer() {
 #[tokio::test]
 async fn metadata_names_are_validated_as_upstream_does() {
     let sb = Sandbox::new();
-    let causes = |v: &Value| -> Vec<(String, String)> {
-        v["details"]["causes"]
-            .as_array()
-            .unwrap_or(&Vec::new())
-            .iter()
-            .map(|c| (c["field"].as_str().unwrap().to_owned(), c["message"].as_str().unwrap().to_owned()))
-            .collect()
-    };
     let (code, _, v) = call(
         &sb,
         Method::POST,
@@ -511,9 +520,8 @@ async fn metadata_names_are_validated_as_upstream_does() {
     assert_eq!(
         got[1],
         (
-            "metadata.finalizers[0]".to_owned(),
+            "metadata.finalizers[0]",
             "Invalid value: \"cleanup\": name is neither a standard finalizer name nor is it fully qualified"
-                .to_owned()
         )
     );
     // The standard finalizers need no prefix, but orphan and foregroundDeletion exclude each other.
@@ -529,8 +537,8 @@ async fn metadata_names_are_validated_as_upstream_does() {
     assert_eq!(
         causes(&v),
         [(
-            "metadata.finalizers".to_owned(),
-            "Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set".to_owned()
+            "metadata.finalizers",
+            "Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set"
         )]
     );
     // On update too: a bad label key added by a patch.
@@ -884,12 +892,7 @@ async fn deployments_check_container_names_and_strategy() {
         json!({ "type": "Recreate", "rollingUpdate": { "maxSurge": 1 } }),
     ))).await;
     assert_eq!(code, 422, "{v}");
-    let causes: Vec<(String, String)> = v["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["field"].as_str().unwrap().to_owned(), c["message"].as_str().unwrap().to_owned()))
-        .collect();
+    let causes = causes(&v);
     assert!(causes.contains(&(
         "spec.template.spec.containers[0].name".into(),
         "Invalid value: \"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into()
@@ -1071,8 +1074,7 @@ async fn events_are_validated_by_the_api_they_come_through() {
     )
     .await;
     assert_eq!(code, 422);
-    let fields: Vec<&str> =
-        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields = cause_fields(&v);
     assert_eq!(
         fields,
         ["eventTime", "type"],
@@ -1081,8 +1083,7 @@ async fn events_are_validated_by_the_api_they_come_through() {
     let (code, _, v) = call(&sb, Method::POST, v1, &[], Some(json!({ "metadata": { "name": "d" }, "eventTime": "2026-01-01T00:00:00.000000Z",
         "type": "Normal", "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "deprecatedCount": 3 }))).await;
     assert_eq!(code, 422);
-    let fields: Vec<&str> =
-        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields = cause_fields(&v);
     assert_eq!(fields, ["reportingController", "reportingInstance", "action", "reason", "count"], "{v}");
     create(&sb, v1, json!({ "metadata": { "name": "e" }, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal",
         "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "reason": "Created", "action": "Create",
@@ -1099,17 +1100,11 @@ async fn events_are_validated_by_the_api_they_come_through() {
         patch(json!({ "series": { "count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z" } })).await;
     assert_eq!(code, 200, "{v}");
     let (code, _, v) = patch(json!({ "series": { "count": 1, "lastObservedTime": null } })).await;
-    let fields: Vec<&str> =
-        v["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    let fields = cause_fields(&v);
     assert_eq!((code, fields), (422, vec!["series.count", "series.lastObservedTime"]), "{v}");
     let (code, _, v) = patch(json!({ "note": "changed", "reason": "Other" })).await;
     assert_eq!(code, 422, "{v}");
-    let causes: Vec<(&str, &str)> = v["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
-        .collect();
+    let causes = causes(&v);
     assert_eq!(
         causes,
         [
@@ -1150,12 +1145,7 @@ async fn a_deployments_status_is_validated_on_the_status_subresource() {
     };
     let (code, _, v) = status(json!({ "status": { "replicas": 2, "readyReplicas": 3, "availableReplicas": 1, "observedGeneration": -1 } })).await;
     assert_eq!(code, 422, "{v}");
-    let causes: Vec<(&str, &str)> = v["details"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
-        .collect();
+    let causes = causes(&v);
     assert_eq!(
         causes,
         [
