@@ -894,18 +894,17 @@ async fn deployments_check_container_names_and_strategy() {
     assert_eq!(code, 422, "{v}");
     let causes = causes(&v);
     assert!(causes.contains(&(
-        "spec.template.spec.containers[0].name".into(),
-        "Invalid value: \"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into()
+        "spec.template.spec.containers[0].name",
+        "Invalid value: \"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
     )), "{causes:?}");
     assert!(
-        causes
-            .contains(&("spec.template.spec.containers[2].name".into(), "Duplicate value: \"side\"".into())),
+        causes.contains(&("spec.template.spec.containers[2].name", "Duplicate value: \"side\"")),
         "{causes:?}"
     );
     assert!(
         causes.contains(&(
-            "spec.strategy.rollingUpdate".into(),
-            "Forbidden: may not be specified when strategy `type` is 'Recreate'".into()
+            "spec.strategy.rollingUpdate",
+            "Forbidden: may not be specified when strategy `type` is 'Recreate'"
         )),
         "{causes:?}"
     );
