@@ -203,13 +203,17 @@ fn apply_ops(work: &mut Value, ops: &[Value]) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The patch-merge key of a list field, by field name, for the kinds served here.
-pub(crate) fn merge_key(field: &str) -> Option<&'static str> {
+/// The patch-merge key of a list field, by field name, for the kinds served here. `ports` is two
+/// lists upstream — a container's, merged by `containerPort`, and a Service's, by `port` — and
+/// the items (`lists`: the patch's and the object's) say which.
+pub(crate) fn merge_key(field: &str, lists: &[&[Value]]) -> Option<&'static str> {
+    let has = |f: &str| lists.iter().any(|l| l.iter().any(|i| i.get(f).is_some()));
     Some(match field {
         "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets" => {
             "name"
         }
-        "ports" => "containerPort",
+        "ports" if has("containerPort") => "containerPort",
+        "ports" => "port",
         "volumeMounts" => "mountPath",
         "ownerReferences" => "uid",
         "conditions" => "type",
@@ -252,7 +256,9 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
             t.remove(k);
             continue;
         }
-        match (v, merge_key(k), is_primitive_set(k)) {
+        let present = t.get(k).and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        let key = merge_key(k, &[v.as_array().map_or(&[][..], Vec::as_slice), present]);
+        match (v, key, is_primitive_set(k)) {
             (Value::Array(items), Some(key), _) => {
                 let list = t.entry(k.clone()).or_insert_with(|| json!([]));
                 if !list.is_array() {
@@ -315,7 +321,7 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
         else {
             continue;
         };
-        let key = merge_key(field);
+        let key = merge_key(field, &[order, list]);
         let server = ids(list.iter(), key);
         *list = normalize_order(std::mem::take(list), &server, &ids(order, key), key);
     }
@@ -397,7 +403,7 @@ fn children<'a>(v: &'a Value, prefix: &str) -> Option<Vec<(String, &'a Value)>> 
             continue;
         }
         let field = format!("{prefix}{SEP}{k}");
-        match (child, merge_key(k)) {
+        match (child, merge_key(k, &[child.as_array().map_or(&[][..], Vec::as_slice)])) {
             (Value::Array(items), Some(key)) if !items.is_empty() => {
                 for item in items {
                     let id =

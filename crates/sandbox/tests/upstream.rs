@@ -1196,6 +1196,31 @@ async fn strategic_merge_orders_merged_lists_as_upstream() {
         .collect();
     assert_eq!(names, ["x", "a", "b", "c"]);
     assert_eq!(v["metadata"]["finalizers"], json!(["example.com/b", "example.com/a"]));
+    // A Service's ports merge by `port` (a container's by `containerPort`).
+    let svcs = "/api/v1/namespaces/default/services";
+    create(
+        &sb,
+        svcs,
+        json!({ "metadata": { "name": "s" }, "spec": { "selector": { "app": "o" },
+        "ports": [{ "name": "http", "port": 80 }, { "name": "metrics", "port": 9090 }] } }),
+    )
+    .await;
+    let (code, _, v) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{svcs}/s"),
+        &smp,
+        Some(json!({ "spec": { "ports": [{ "port": 80, "targetPort": 8080 }] } })),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let ports: Vec<(i64, i64)> = v["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["port"].as_i64().unwrap(), p["targetPort"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(ports, [(80, 8080), (9090, 9090)]);
     // Cleared so the test's sandbox can delete it.
     call(
         &sb,

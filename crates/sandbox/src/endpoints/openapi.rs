@@ -44,17 +44,23 @@ fn schemas<'a>(
                 json!([{ "group": r.group, "version": r.version, "kind": r.kind }]);
         }
     }
-    for def in defs.values_mut() {
-        mark_merge_lists(def);
+    for (name, def) in &mut defs {
+        mark_merge_lists(name, def);
     }
     defs
 }
 
-/// Marks the list properties strategic merge merges (by the sandbox's own table of merge keys).
-fn mark_merge_lists(def: &mut Value) {
+/// Marks the list properties strategic merge merges (by the sandbox's own table of merge keys;
+/// a Service's `ports` merge by `port`, a container's by `containerPort`).
+fn mark_merge_lists(name: &str, def: &mut Value) {
     let Some(props) = def.get_mut("properties").and_then(Value::as_object_mut) else { return };
     for (field, prop) in props.iter_mut().filter(|(_, p)| p["type"] == "array") {
-        if let Some(key) = patch::merge_key(field) {
+        let key = match field.as_str() {
+            "ports" if name.ends_with(".ServiceSpec") => Some("port"),
+            "ports" => Some("containerPort"),
+            _ => patch::merge_key(field, &[]),
+        };
+        if let Some(key) = key {
             prop["x-kubernetes-patch-merge-key"] = json!(key);
             prop["x-kubernetes-patch-strategy"] = json!("merge");
         } else if patch::is_primitive_set(field) {
@@ -161,6 +167,13 @@ mod tests {
         );
         let containers = &schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
         assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        // A Service's ports merge by port (core/v1's document), a container's by containerPort.
+        let v1 = openapi_v3("", "v1").unwrap();
+        let merge_key = |schemas: &Value, def: &str| {
+            schemas[def]["properties"]["ports"]["x-kubernetes-patch-merge-key"].clone()
+        };
+        assert_eq!(merge_key(&v1["components"]["schemas"], "io.k8s.api.core.v1.ServiceSpec"), "port");
+        assert_eq!(merge_key(schemas, "io.k8s.api.core.v1.Container"), "containerPort");
         assert!(openapi_v3("apps", "v2").is_none());
         assert!(
             openapi_v2()["definitions"]["io.k8s.api.core.v1.ConfigMap"]["properties"]["data"].is_object()
