@@ -60,6 +60,7 @@ async fn call_raw(
 }
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
+const MERGE: [(&str, &str); 1] = [("content-type", "application/merge-patch+json")];
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
 
 /// A valid Deployment `name`: one container `c`, selector and template labels `app: <name>`.
@@ -73,6 +74,11 @@ async fn create(sb: &Sandbox, path: &str, obj: Value) -> Value {
     let (code, _, v) = call(sb, Method::POST, path, &[], Some(obj)).await;
     assert_eq!(code, 201, "{v}");
     v
+}
+
+/// A JSON merge patch of `path`.
+async fn merge_patch(sb: &Sandbox, path: &str, body: Value) -> (u16, String, Value) {
+    call(sb, Method::PATCH, path, &MERGE, Some(body)).await
 }
 
 /// A Status' causes, as `(field, message)`.
@@ -395,16 +401,7 @@ async fn managed_fields_record_each_writer() {
     // A patch by another manager: what it changed is its own, and leaves the first.
     let patch_as = |manager: &'static str, body: Value| {
         let sb = sb.clone();
-        async move {
-            call(
-                &sb,
-                Method::PATCH,
-                &format!("{CMS}/mf?fieldManager={manager}"),
-                &[("content-type", "application/merge-patch+json")],
-                Some(body),
-            )
-            .await
-        }
+        async move { merge_patch(&sb, &format!("{CMS}/mf?fieldManager={manager}"), body).await }
     };
     let (code, _, cm) = patch_as(
         "kubectl-edit",
@@ -479,12 +476,10 @@ async fn managed_fields_record_each_writer() {
             .is_some(),
         "{d}"
     );
-    let (code, _, d) = call(
+    let (code, _, d) = merge_patch(
         &sb,
-        Method::PATCH,
         &format!("{DEPLOYS}/web/status?fieldManager=kube-controller-manager"),
-        &[("content-type", "application/merge-patch+json")],
-        Some(json!({ "status": { "replicas": 1 } })),
+        json!({ "status": { "replicas": 1 } }),
     )
     .await;
     assert_eq!(code, 200, "{d}");
@@ -543,14 +538,8 @@ async fn metadata_names_are_validated_as_upstream_does() {
     );
     // On update too: a bad label key added by a patch.
     create(&sb, CMS, json!({ "metadata": { "name": "u" } })).await;
-    let (code, _, v) = call(
-        &sb,
-        Method::PATCH,
-        &format!("{CMS}/u"),
-        &[("content-type", "application/merge-patch+json")],
-        Some(json!({ "metadata": { "labels": { "a/b/c": "x" } } })),
-    )
-    .await;
+    let (code, _, v) =
+        merge_patch(&sb, &format!("{CMS}/u"), json!({ "metadata": { "labels": { "a/b/c": "x" } } })).await;
     assert_eq!(code, 422, "{v}");
     let got = causes(&v);
     assert_eq!(got[0].0, "metadata.labels");
@@ -769,14 +758,7 @@ async fn a_namespace_always_carries_its_name_label() {
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["metadata"]["labels"], json!({ "kubernetes.io/metadata.name": "team-a", "x": "y" }));
     let patch = json!({ "metadata": { "labels": { "kubernetes.io/metadata.name": null } } });
-    let (_, _, v) = call(
-        &sb,
-        Method::PATCH,
-        &format!("{nss}/team-a"),
-        &[("content-type", "application/merge-patch+json")],
-        Some(patch),
-    )
-    .await;
+    let (_, _, v) = merge_patch(&sb, &format!("{nss}/team-a"), patch).await;
     assert_eq!(v["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a", "{v}");
     let (_, _, v) = call(&sb, Method::GET, &format!("{nss}/default"), &[], None).await;
     assert_eq!(v["metadata"]["labels"]["kubernetes.io/metadata.name"], "default", "the built-in ones too");
@@ -977,14 +959,11 @@ async fn field_validation_strict_warn_and_ignore() {
 async fn field_validation_of_patches_and_duplicate_fields() {
     let sb = Sandbox::new();
     create(&sb, CMS, json!({ "metadata": { "name": "p" }, "data": { "a": "1" } })).await;
-    let merge = [("content-type", "application/merge-patch+json")];
     // Strict: 422 Invalid on `patch`, no kind and no name, the patched object as the value.
-    let (code, _, v) = call(
+    let (code, _, v) = merge_patch(
         &sb,
-        Method::PATCH,
         &format!("{CMS}/p?fieldValidation=Strict"),
-        &merge,
-        Some(json!({ "data": { "a": "2" }, "spec": { "x": 1 } })),
+        json!({ "data": { "a": "2" }, "spec": { "x": 1 } }),
     )
     .await;
     assert_eq!((code, v["reason"].as_str()), (422, Some("Invalid")), "{v}");
@@ -1003,7 +982,7 @@ async fn field_validation_of_patches_and_duplicate_fields() {
         &sb,
         Method::PATCH,
         &format!("{CMS}/p"),
-        &merge,
+        &MERGE,
         Some(br#"{"data":{"a":"3","a":"4"},"spec":{"x":1}}"#.to_vec()),
     )
     .await;
@@ -1090,10 +1069,9 @@ async fn events_are_validated_by_the_api_they_come_through() {
 
     // `ValidateEventUpdate`: through events.k8s.io/v1 the series may grow, the rest may not
     // change; errors name the internal fields (`message` for `note`).
-    let merge = [("content-type", "application/merge-patch+json")];
     let patch = |body: Value| {
         let sb = sb.clone();
-        async move { call(&sb, Method::PATCH, &format!("{v1}/e"), &merge, Some(body)).await }
+        async move { merge_patch(&sb, &format!("{v1}/e"), body).await }
     };
     let (code, _, v) =
         patch(json!({ "series": { "count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z" } })).await;
@@ -1112,12 +1090,10 @@ async fn events_are_validated_by_the_api_they_come_through() {
         ]
     );
     // Through core/v1 only the legacy rules apply, on update too.
-    let (code, _, v) = call(
+    let (code, _, v) = merge_patch(
         &sb,
-        Method::PATCH,
         &format!("{core}/b"),
-        &merge,
-        Some(json!({ "involvedObject": { "namespace": "other" }, "message": "changed is fine" })),
+        json!({ "involvedObject": { "namespace": "other" }, "message": "changed is fine" }),
     )
     .await;
     assert_eq!(
@@ -1125,9 +1101,7 @@ async fn events_are_validated_by_the_api_they_come_through() {
         (422, Some("involvedObject.namespace")),
         "{v}"
     );
-    let (code, _, v) =
-        call(&sb, Method::PATCH, &format!("{core}/b"), &merge, Some(json!({ "message": "changed is fine" })))
-            .await;
+    let (code, _, v) = merge_patch(&sb, &format!("{core}/b"), json!({ "message": "changed is fine" })).await;
     assert_eq!(code, 200, "{v}");
 }
 
@@ -1137,10 +1111,9 @@ async fn events_are_validated_by_the_api_they_come_through() {
 async fn a_deployments_status_is_validated_on_the_status_subresource() {
     let sb = Sandbox::new();
     create(&sb, DEPLOYS, deployment("s")).await;
-    let merge = [("content-type", "application/merge-patch+json")];
     let status = |body: Value| {
         let sb = sb.clone();
-        async move { call(&sb, Method::PATCH, &format!("{DEPLOYS}/s/status"), &merge, Some(body)).await }
+        async move { merge_patch(&sb, &format!("{DEPLOYS}/s/status"), body).await }
     };
     let (code, _, v) = status(json!({ "status": { "replicas": 2, "readyReplicas": 3, "availableReplicas": 1, "observedGeneration": -1 } })).await;
     assert_eq!(code, 422, "{v}");
@@ -1222,14 +1195,7 @@ async fn strategic_merge_orders_merged_lists_as_upstream() {
         .collect();
     assert_eq!(ports, [(80, 8080), (9090, 9090)]);
     // Cleared so the test's sandbox can delete it.
-    call(
-        &sb,
-        Method::PATCH,
-        &format!("{deploys}/o"),
-        &[("content-type", "application/merge-patch+json")],
-        Some(json!({ "metadata": { "finalizers": null } })),
-    )
-    .await;
+    merge_patch(&sb, &format!("{deploys}/o"), json!({ "metadata": { "finalizers": null } })).await;
 }
 
 /// `pkg/registry/apps/deployment/strategy.go` (`PrepareForUpdate`): the generation counts spec and
@@ -1238,11 +1204,10 @@ async fn strategic_merge_orders_merged_lists_as_upstream() {
 async fn a_deployments_generation_counts_spec_and_annotation_changes() {
     let sb = Sandbox::new();
     create(&sb, DEPLOYS, deployment("g")).await;
-    let merge = [("content-type", "application/merge-patch+json")];
     let generation = |patch: Value| {
         let sb = sb.clone();
         async move {
-            let (code, _, v) = call(&sb, Method::PATCH, &format!("{DEPLOYS}/g"), &merge, Some(patch)).await;
+            let (code, _, v) = merge_patch(&sb, &format!("{DEPLOYS}/g"), patch).await;
             assert_eq!(code, 200, "{v}");
             v["metadata"]["generation"].as_i64().unwrap()
         }
@@ -1336,16 +1301,15 @@ async fn an_object_being_deleted_takes_no_new_finalizers() {
     create(&sb, CMS, json!({ "metadata": { "name": "held", "finalizers": ["example.com/a"] } })).await;
     let (code, _, _) = call(&sb, Method::DELETE, &format!("{CMS}/held"), &[], None).await;
     assert_eq!(code, 200);
-    let merge = [("content-type", "application/merge-patch+json")];
     let add = json!({ "metadata": { "finalizers": ["example.com/a", "example.com/b"] } });
-    let (code, _, v) = call(&sb, Method::PATCH, &format!("{CMS}/held"), &merge, Some(add)).await;
+    let (code, _, v) = merge_patch(&sb, &format!("{CMS}/held"), add).await;
     assert_eq!(code, 422);
     assert_eq!(
         status_of(&v).2,
         "ConfigMap \"held\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/b\"}"
     );
     let done = json!({ "metadata": { "finalizers": null } });
-    let (code, _, _) = call(&sb, Method::PATCH, &format!("{CMS}/held"), &merge, Some(done)).await;
+    let (code, _, _) = merge_patch(&sb, &format!("{CMS}/held"), done).await;
     assert_eq!(code, 200, "removing the last finalizer finishes the deletion");
     assert_eq!(call(&sb, Method::GET, &format!("{CMS}/held"), &[], None).await.0, 404);
 }
