@@ -74,11 +74,9 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
     errs
 }
 
-fn string_map(obj: &Value, field: &str) -> Vec<(String, Value)> {
-    obj.pointer(&format!("/metadata/{field}"))
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-        .unwrap_or_default()
+/// A metadata map's entries, borrowed (annotations can hold a copy of the whole object).
+fn string_map<'a>(obj: &'a Value, field: &str) -> impl Iterator<Item = (&'a String, &'a Value)> {
+    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_object).into_iter().flatten()
 }
 
 /// The metadata's field errors, as `(field, message)` in upstream's order: labels, annotations,
@@ -88,8 +86,8 @@ pub fn validate(obj: &Value) -> Vec<(String, String)> {
     let mut errs = Vec::new();
     let invalid = |value: &str, why: &str| format!("Invalid value: {value:?}: {why}");
     for (key, value) in string_map(obj, "labels") {
-        for why in qualified_name_errors(&key) {
-            errs.push(("metadata.labels".to_owned(), invalid(&key, &why)));
+        for why in qualified_name_errors(key) {
+            errs.push(("metadata.labels".to_owned(), invalid(key, &why)));
         }
         let value = value.as_str().unwrap_or("");
         for why in label_value_errors(value) {
@@ -99,7 +97,7 @@ pub fn validate(obj: &Value) -> Vec<(String, String)> {
     for (key, _) in string_map(obj, "annotations") {
         // Annotation keys are checked lower-cased (upper-case letters are allowed in them).
         for why in qualified_name_errors(&key.to_lowercase()) {
-            errs.push(("metadata.annotations".to_owned(), invalid(&key, &why)));
+            errs.push(("metadata.annotations".to_owned(), invalid(key, &why)));
         }
     }
     let finalizers: Vec<String> = crate::object::finalizers(obj);

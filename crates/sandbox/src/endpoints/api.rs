@@ -403,12 +403,13 @@ where
         "patch" => Some("PatchOptions"),
         _ => None,
     };
-    // Who writes, for `managedFields` (upstream's `managerOrUserAgent`).
-    let manager = q
-        .field_manager
-        .clone()
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| crate::managed_fields::manager_from_user_agent(&record.user_agent));
+    // Who writes, for `managedFields` (upstream's `managerOrUserAgent`); reads never ask.
+    let manager = || {
+        q.field_manager
+            .clone()
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| crate::managed_fields::manager_from_user_agent(&record.user_agent))
+    };
     let directive = match options {
         Some(o) => Directive::parse(q.field_validation.as_deref(), o)?,
         None => Directive::Warn,
@@ -443,7 +444,7 @@ where
             let warnings =
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
-            let mut created = store.create(def, ns, body, Some(&manager))?;
+            let mut created = store.create(def, ns, body, Some(&manager()))?;
             // The record names what was created (the URL of a create names only the collection).
             record.name = crate::object::meta_str(&created, "name").to_owned();
             if q.dry_run {
@@ -464,7 +465,7 @@ where
             } else {
                 Vec::new()
             };
-            let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub, Some(&manager))?;
+            let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub, Some(&manager()))?;
             if q.dry_run && !created {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
@@ -474,8 +475,9 @@ where
             let ptype = PatchType::from_content_type(content_type)?;
             let body = parse_json(&bytes, "patch")?;
             // An apply requires its own `fieldManager`; the User-Agent does not stand in.
+            let writer = manager();
             let manager =
-                if ptype == PatchType::Apply { q.field_manager.as_deref() } else { Some(manager.as_str()) };
+                if ptype == PatchType::Apply { q.field_manager.as_deref() } else { Some(writer.as_str()) };
             let mut warnings = Vec::new();
             let mut check = |patched: &mut Value| {
                 warnings = field_validation::check_patched(
