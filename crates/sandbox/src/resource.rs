@@ -83,14 +83,14 @@ impl ResourceDef {
 
     /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
     #[must_use]
-    pub fn from_storage(&self, stored: &Value) -> Value {
+    pub fn in_version(&self, stored: &Value) -> Value {
         self.from_storage.map_or_else(|| stored.clone(), |convert| convert(stored.clone()))
     }
 
     /// A stored object as this resource presents it.
     #[must_use]
     pub fn present(&self, stored: &Value) -> Value {
-        let mut v = self.from_storage(stored);
+        let mut v = self.in_version(stored);
         self.stamp(&mut v);
         v
     }

@@ -658,7 +658,7 @@ impl Store {
         // The stored object in the request's version: borrowed when it is stored in that version.
         let old_view: std::borrow::Cow<'_, Value> = match def.from_storage {
             None => std::borrow::Cow::Borrowed(old.as_ref()),
-            Some(_) => std::borrow::Cow::Owned(def.from_storage(&old)),
+            Some(_) => std::borrow::Cow::Owned(def.in_version(&old)),
         };
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
