@@ -1,7 +1,7 @@
 //! The record of every request, so tests can assert what a client did (client-go's fake
 //! `Actions()`).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -27,6 +27,10 @@ pub struct RequestRecord {
     pub code: u16,
     /// When the request arrived (before any injected latency).
     pub at: Instant,
+    /// From arrival until the answer was ready (its head, for a watch), injected latency
+    /// included: the server's share of the request's time, as a client would see it less the
+    /// network.
+    pub took: Duration,
 }
 
 impl RequestRecord {

@@ -18,8 +18,12 @@ mod feed;
 mod process;
 mod seed;
 mod sharding;
+mod writer;
 
 fn main() {
+    if let Ok(spec) = std::env::var(writer::ENV) {
+        return writer::main(&spec); // this process is a baseline's writer
+    }
     if std::env::args().any(|a| a == "--list") {
         return; // `cargo bench -- --list`
     }

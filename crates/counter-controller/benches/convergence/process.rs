@@ -15,10 +15,15 @@
 //! 4. **exit**: SIGTERM, until the process has exited.
 //!
 //! Per phase: the controller's requests by kind (Deployment writes, Event writes, 409s), and when
-//! its last Event write arrived relative to convergence. At the end: peak RSS (VmHWM), log lines.
+//! its last Event write arrived relative to convergence; the CPU of this process (sandbox and
+//! clients) and of the controller, and how busy that kept the machine's cores (near 100 %, the
+//! phase was bound by the CPU the processes share, not by anyone's latency); the sandbox's mean
+//! time answering a Deployment write (the rest of a worker's cycle is the writer's own). At the
+//! end: peak RSS (VmHWM), log lines.
 //!
 //! Two baselines, each on a fresh sandbox in the same run, through a `kube::Client` over the same
-//! HTTPS path at the controller's concurrency:
+//! HTTPS path at the controller's concurrency, from a writer process of its own as the controller
+//! is (`writer.rs`: its CPU is its own, apart from the sandbox's, as the controller's is):
 //! * **raw**: the same N creates, N replica patches and N deletes, and nothing else;
 //! * **oracle**: the user's changes go through the API exactly as in the controller's run, and each
 //!   Deployment write is issued the moment its key's change is acknowledged — the controller
@@ -36,13 +41,13 @@
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::Deployment;
+
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use sandbox::resource::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
@@ -192,6 +197,8 @@ pub fn vm_hwm_mib(pid: u32) -> f64 {
 #[derive(Default, Debug, Clone)]
 struct Counts {
     deployment_writes: usize,
+    /// The sandbox's time answering them, summed.
+    deployment_write_time: Duration,
     event_writes: usize,
     conflicts: usize,
     other: usize,
@@ -203,6 +210,11 @@ struct Counts {
 impl Counts {
     fn total(&self) -> usize {
         self.deployment_writes + self.event_writes + self.other
+    }
+
+    /// The sandbox's mean time answering a Deployment write, in microseconds.
+    fn server_us(&self) -> f64 {
+        self.deployment_write_time.as_secs_f64() * 1e6 / self.deployment_writes.max(1) as f64
     }
 }
 
@@ -224,6 +236,7 @@ fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
             }
             ("deployments", true) => {
                 c.deployment_writes += 1;
+                c.deployment_write_time += r.took;
                 c.last_deployment_write_at = Some(r.at);
                 c.first_deployment_write_at.get_or_insert(r.at);
             }
@@ -238,8 +251,17 @@ struct Phase {
     took: Duration,
     /// CPU seconds of this process (the sandbox and the bulk client) during the phase.
     api_cpu: f64,
+    /// CPU seconds of the controller process during the phase.
+    controller_cpu: f64,
     counts: Counts,
     converged_at: Instant,
+}
+
+/// The share of the machine's cores that were busy while `took` passed and `cpu` seconds of CPU
+/// were spent: near 1, the phase was bound by the CPU, not by anyone's latency.
+fn busy(cpu: f64, took: Duration) -> f64 {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get) as f64;
+    cpu / (cores * took.as_secs_f64())
 }
 
 struct ControllerRun {
@@ -291,13 +313,15 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         .spawn()
         .unwrap();
     let pid = child.id();
+    let controller_cpu = || cpu_seconds(&pid.to_string());
     let mut phases = Vec::new();
     let t1 = view.until(limit, crate::feed::Deployments::all(n, 3)).await;
-    let cpu1 = cpu_seconds("self");
+    let (cpu1, ccpu1) = (cpu_seconds("self"), controller_cpu());
     phases.push(Phase {
         name: "create",
         took: t1 - t0,
         api_cpu: cpu1 - sandbox_cpu,
+        controller_cpu: ccpu1,
         counts: Counts::default(),
         converged_at: t1,
     });
@@ -309,11 +333,12 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     annotate(&user_cms, n, |_| "5".into()).await;
     let last_change = Instant::now();
     let t2 = view.until(limit, crate::feed::Deployments::all(n, 5)).await;
-    let cpu2 = cpu_seconds("self");
+    let (cpu2, ccpu2) = (cpu_seconds("self"), controller_cpu());
     phases.push(Phase {
         name: "scale",
         took: t2 - t1,
         api_cpu: cpu2 - cpu1,
+        controller_cpu: ccpu2 - ccpu1,
         counts: Counts::default(),
         converged_at: t2,
     });
@@ -344,7 +369,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let churn = (tc - churn_start, count(&sb, "(bench_", churn_start, Instant::now()));
     let t2 = Instant::now();
-    let cpu2 = cpu_seconds("self");
+    let (cpu2, ccpu2) = (cpu_seconds("self"), controller_cpu());
 
     delete_then(&user_cms, n, |_| ()).await;
     let t3 = view.until(limit, |d| d.len() == 0).await;
@@ -352,6 +377,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         name: "delete",
         took: t3 - t2,
         api_cpu: cpu_seconds("self") - cpu2,
+        controller_cpu: controller_cpu() - ccpu2,
         counts: Counts::default(),
         converged_at: t3,
     });
@@ -360,7 +386,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let peak_rss_mib = vm_hwm_mib(pid);
     let rss_now = (status_mib(pid, "RssAnon"), status_mib(pid, "RssFile"));
-    let cpu = (cpu_seconds(&pid.to_string()), cpu_seconds("self") - sandbox_cpu);
+    let cpu = (controller_cpu(), cpu_seconds("self") - sandbox_cpu);
     let term = Instant::now();
     Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
     let _ = tokio::task::spawn_blocking(move || child.wait()).await;
@@ -385,45 +411,31 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
 enum Baseline {
     /// The N writes of each phase alone, back to back, `workers` at a time.
     Raw,
-    /// The user's changes go through the API as in the controller's run (16 at a time), and each
-    /// Deployment write is issued, `workers` at a time, the moment the change for its key is
-    /// acknowledged: the controller replaced by an oracle that needs no watch, no cache and no
-    /// queue. What the controller adds over this is its own cost.
+    /// The user's changes go through the API as in the controller's run (16 at a time, from this
+    /// process), and each Deployment write is issued, `workers` at a time, the moment the change
+    /// for its key is acknowledged: the controller replaced by an oracle that needs no watch, no
+    /// cache and no queue. What the controller adds over this is its own cost.
     Oracle,
 }
 
-/// One baseline phase: how long, the CPU of this process (the sandbox and the clients) during it,
-/// and for [`Baseline::Oracle`] the time from the user's last change to the last write.
+/// One baseline phase: how long, the CPU of this process (the sandbox and the user's client) and
+/// of the writer's during it, and for [`Baseline::Oracle`] the time from the user's last change
+/// to the last write.
 struct BaselinePhase {
     took: Duration,
     api_cpu: f64,
+    writer_cpu: f64,
     lag: Duration,
+    /// The requests during the phase (of every client).
+    counts: Counts,
 }
 
-/// Runs `user` (which calls `done(i)` as each change lands) and, `workers` at a time, `write(i)`
-/// for each `i` it reports; the whole time and the time from the user's end to the writes' end.
-async fn oracle<U, W, Fut>(
-    workers: usize,
-    user: impl FnOnce(Box<dyn Fn(usize)>) -> U,
-    write: W,
-) -> (Duration, Duration)
-where
-    U: std::future::Future<Output = ()>,
-    W: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    let start = Instant::now();
-    let (tx, rx) = futures::channel::mpsc::unbounded();
-    let user = async move {
-        user(Box::new(move |i| tx.unbounded_send(i).unwrap())).await;
-        Instant::now()
-    };
-    let (user_done, ()) = futures::join!(user, rx.for_each_concurrent(workers, write));
-    (start.elapsed(), user_done.elapsed())
-}
-
-/// The same Deployment writes as the controller makes, straight through a client over HTTPS,
-/// `workers` at a time, triggered as `baseline` says.
+/// The same Deployment writes as the controller makes, from a writer process of its own (see
+/// `writer.rs`) through a client over HTTPS, `workers` at a time, triggered as `baseline` says.
+///
+/// The writer runs in its own process for the same reason the controller does: in this one it
+/// would share the sandbox's threads, and a request and its answer would never wait for another
+/// process to be scheduled — a head start the controller does not get.
 async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<BaselinePhase> {
     let sb = sandbox_with(n);
     let dir = std::env::temp_dir().join(format!("cc-convergence-raw-{}-{workers}", std::process::id()));
@@ -431,54 +443,39 @@ async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<Basel
     let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
     sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
-    let client = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
     let user_cms: Api<ConfigMap> =
         Api::default_namespaced(counter_controller::client::client(Some(&kubeconfig)).await.unwrap());
-    let cms: Vec<Arc<ConfigMap>> =
-        user_cms.list(&Default::default()).await.unwrap().items.into_iter().map(Arc::new).collect();
-    let deploys: Api<Deployment> = Api::default_namespaced(client);
+    let writer = crate::writer::Writer::spawn(&kubeconfig, n, workers).await;
     let mut out = Vec::new();
-
-    // create: the ConfigMaps exist before, in both runs.
-    let cpu = cpu_seconds("self");
-    let took = each(n, workers, |i| {
-        let (deploys, cm) = (deploys.clone(), Arc::clone(&cms[i]));
-        async move {
-            let d = counter_controller::controller::new_deployment(cm.as_ref(), 3);
-            deploys.create(&PostParams::default(), &d).await.unwrap();
-        }
-    })
-    .await;
-    out.push(BaselinePhase { took, api_cpu: cpu_seconds("self") - cpu, lag: Duration::ZERO });
-
-    let scale = |i: usize| {
-        let deploys = deploys.clone();
-        async move {
-            let p = json!({ "spec": { "replicas": 5 } });
-            deploys.patch(&name(i), &PatchParams::default(), &Patch::Merge(&p)).await.unwrap();
-        }
+    let phase = |from: Instant, (cpu, wcpu): (f64, f64), lag: Duration| BaselinePhase {
+        took: from.elapsed(),
+        api_cpu: cpu_seconds("self") - cpu,
+        writer_cpu: writer.cpu() - wcpu,
+        lag,
+        counts: count(&sb, "", from, Instant::now()),
     };
-    let cpu = cpu_seconds("self");
-    let (took, lag) = match baseline {
-        Baseline::Raw => (each(n, workers, scale).await, Duration::ZERO),
+
+    // create: the ConfigMaps exist before, in every run.
+    let (from, cpu) = (Instant::now(), (cpu_seconds("self"), writer.cpu()));
+    writer.run("create").await;
+    out.push(phase(from, cpu, Duration::ZERO));
+
+    let (from, cpu) = (Instant::now(), (cpu_seconds("self"), writer.cpu()));
+    let lag = match baseline {
+        Baseline::Raw => writer.run("scale").await,
         Baseline::Oracle => {
-            oracle(workers, |done| annotate_then(&user_cms, n, |_| "5".into(), done), scale).await
+            writer.each("scale", |done| annotate_then(&user_cms, n, |_| "5".into(), done)).await
         }
     };
-    out.push(BaselinePhase { took, api_cpu: cpu_seconds("self") - cpu, lag });
+    out.push(phase(from, cpu, lag));
 
-    let delete = |i: usize| {
-        let deploys = deploys.clone();
-        async move {
-            deploys.delete(&name(i), &DeleteParams::background()).await.unwrap();
-        }
+    let (from, cpu) = (Instant::now(), (cpu_seconds("self"), writer.cpu()));
+    let lag = match baseline {
+        Baseline::Raw => writer.run("delete").await,
+        Baseline::Oracle => writer.each("delete", |done| delete_then(&user_cms, n, done)).await,
     };
-    let cpu = cpu_seconds("self");
-    let (took, lag) = match baseline {
-        Baseline::Raw => (each(n, workers, delete).await, Duration::ZERO),
-        Baseline::Oracle => oracle(workers, |done| delete_then(&user_cms, n, done), delete).await,
-    };
-    out.push(BaselinePhase { took, api_cpu: cpu_seconds("self") - cpu, lag });
+    out.push(phase(from, cpu, lag));
+    writer.finish().await;
     server.shutdown();
     out
 }
@@ -499,6 +496,14 @@ pub fn main() {
     println!(
         "  raw: the Deployment writes alone; oracle: the same user traffic, each write issued as its change lands"
     );
+    // The first sandbox of this process grows its heap from nothing (page faults, `sysmalloc`);
+    // later ones reuse what the earlier ones freed. Measured first, the controller's create
+    // phase was 0.3 s slower than measured after a baseline, and so was the raw writer's: a
+    // run nobody measures warms the heap for all of them.
+    if let Some(&w) = workers.first() {
+        rt.block_on(run_baseline(n, w, Baseline::Raw));
+        std::thread::sleep(Duration::from_secs(2));
+    }
     for w in workers {
         // Each run's sandbox (its objects and 75 s of history) is torn down by tasks that outlive
         // the run; a pause keeps that out of the next run's figures.
@@ -511,7 +516,7 @@ pub fn main() {
         settle();
         println!("\n--workers {w}");
         println!(
-            "{:<7} {:>10} {:>8} {:>6} {:>8} {:>6} {:>20}   {:>8} {:>8} {:>6} {:>8} {:>9}",
+            "{:<7} {:>10} {:>8} {:>6} {:>8} {:>6} {:>20} {:>20} {:>17} {:>19}   {:>8} {:>8} {:>6} {:>8} {:>9}",
             "phase",
             "controller",
             "raw",
@@ -519,6 +524,9 @@ pub fn main() {
             "oracle",
             "ratio",
             "API CPU c/raw/oracle",
+            "writer CPU c/raw/or",
+            "busy c/raw/oracle",
+            "server µs c/raw/or",
             "deploy w",
             "event w",
             "409s",
@@ -533,7 +541,7 @@ pub fn main() {
                 .map_or(0.0, |t| t.saturating_duration_since(p.converged_at).as_secs_f64());
             let t = p.took.as_secs_f64();
             println!(
-                "{:<7} {:>9.2}s {:>7.2}s {:>6.2} {:>7.2}s {:>6.2} {:>6.2}/{:.2}/{:<6.2}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
+                "{:<7} {:>9.2}s {:>7.2}s {:>6.2} {:>7.2}s {:>6.2} {:>6.2}/{:.2}/{:<6.2} {:>9.2}/{:.2}/{:<5.2} {:>7.0}%/{:.0}%/{:<3.0}% {:>9.0}/{:.0}/{:<4.0}   {:>8} {:>8} {:>6} {:>7.1}% {:>8.2}s",
                 p.name,
                 t,
                 r.took.as_secs_f64(),
@@ -543,6 +551,15 @@ pub fn main() {
                 p.api_cpu,
                 r.api_cpu,
                 o.api_cpu,
+                p.controller_cpu,
+                r.writer_cpu,
+                o.writer_cpu,
+                100.0 * busy(p.api_cpu + p.controller_cpu, p.took),
+                100.0 * busy(r.api_cpu + r.writer_cpu, r.took),
+                100.0 * busy(o.api_cpu + o.writer_cpu, o.took),
+                p.counts.server_us(),
+                r.counts.server_us(),
+                o.counts.server_us(),
                 p.counts.deployment_writes,
                 p.counts.event_writes,
                 p.counts.conflicts,

@@ -305,6 +305,7 @@ where
         user_agent,
         code: 0,
         at: std::time::Instant::now(),
+        took: std::time::Duration::ZERO,
     };
     let latency = shared.faults.latency();
     if !latency.is_zero() {
@@ -316,6 +317,7 @@ where
     };
     record.code =
         if response.extensions().get::<Disconnect>().is_some() { 0 } else { response.status().as_u16() };
+    record.took = record.at.elapsed();
     shared.requests.push(record);
     response
 }
