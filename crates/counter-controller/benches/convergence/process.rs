@@ -200,6 +200,9 @@ struct Counts {
     /// The sandbox's time answering them, summed.
     deployment_write_time: Duration,
     event_writes: usize,
+    /// Lists, and the sandbox's time answering them, summed.
+    lists: usize,
+    list_time: Duration,
     conflicts: usize,
     other: usize,
     last_event_at: Option<Instant>,
@@ -241,6 +244,10 @@ fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
                 c.first_deployment_write_at.get_or_insert(r.at);
             }
             _ => c.other += 1,
+        }
+        if r.verb == "list" {
+            c.lists += 1;
+            c.list_time += r.took;
         }
     }
     c
@@ -583,8 +590,10 @@ pub fn main() {
             100.0 * ch.event_writes as f64 / ch.total().max(1) as f64
         );
         println!(
-            "start to first Deployment write: {:.3}s; exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB (at the end: {:.1} anonymous + {:.1} file-backed); {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
+            "start to first Deployment write: {:.3}s ({} lists answered in {:.3}s); exit after SIGTERM: {:.3}s; peak RSS {:.1} MiB (at the end: {:.1} anonymous + {:.1} file-backed); {} log lines; CPU: controller {:.1}s, sandbox process {:.1}s",
             c.startup.as_secs_f64(),
+            c.phases[0].counts.lists,
+            c.phases[0].counts.list_time.as_secs_f64(),
             c.exit.as_secs_f64(),
             c.peak_rss_mib,
             c.rss_now.0,
