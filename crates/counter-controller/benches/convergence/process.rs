@@ -253,6 +253,51 @@ fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
     c
 }
 
+/// Per key, from the user's change of a ConfigMap (its request's arrival) to the first
+/// Deployment write for it after: the latency of one change, as its owner sees it.
+#[derive(Default, Clone, Copy)]
+struct Reaction {
+    p50: Duration,
+    p99: Duration,
+    max: Duration,
+}
+
+impl Reaction {
+    /// Over the requests that arrived in `[from, to)`; zero when no ConfigMap was changed.
+    fn of(sb: &Sandbox, from: Instant, to: Instant) -> Self {
+        let mut changed: HashMap<String, Instant> = HashMap::new();
+        let mut took = Vec::new();
+        for r in sb.requests().all().into_iter().filter(|r| r.at >= from && r.at < to && r.is_write()) {
+            match r.resource.as_str() {
+                "configmaps" if r.code < 400 => {
+                    changed.entry(r.name).or_insert(r.at);
+                }
+                "deployments" => {
+                    if let Some(at) = changed.remove(&r.name) {
+                        took.push(r.at - at);
+                    }
+                }
+                _ => {}
+            }
+        }
+        took.sort();
+        let at =
+            |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
+        Self {
+            p50: at(0.5).unwrap_or_default(),
+            p99: at(0.99).unwrap_or_default(),
+            max: took.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+impl std::fmt::Display for Reaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        write!(f, "{:.1}/{:.1}/{:.0} ms", ms(self.p50), ms(self.p99), ms(self.max))
+    }
+}
+
 struct Phase {
     name: &'static str,
     took: Duration,
@@ -261,6 +306,7 @@ struct Phase {
     /// CPU seconds of the controller process during the phase.
     controller_cpu: f64,
     counts: Counts,
+    reaction: Reaction,
     converged_at: Instant,
 }
 
@@ -330,6 +376,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         api_cpu: cpu1 - sandbox_cpu,
         controller_cpu: ccpu1,
         counts: Counts::default(),
+        reaction: Reaction::default(),
         converged_at: t1,
     });
 
@@ -347,6 +394,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         api_cpu: cpu2 - cpu1,
         controller_cpu: ccpu2 - ccpu1,
         counts: Counts::default(),
+        reaction: Reaction::default(),
         converged_at: t2,
     });
 
@@ -386,6 +434,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
         api_cpu: cpu_seconds("self") - cpu2,
         controller_cpu: controller_cpu() - ccpu2,
         counts: Counts::default(),
+        reaction: Reaction::default(),
         converged_at: t3,
     });
 
@@ -402,6 +451,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let bounds = [(t0, t1), (t1, churn_start), (t2, term)];
     for (p, (from, to)) in phases.iter_mut().zip(bounds) {
         p.counts = count(&sb, "(bench_", from, to);
+        p.reaction = Reaction::of(&sb, from, to);
     }
     let lag = phases[1]
         .counts
@@ -435,6 +485,7 @@ struct BaselinePhase {
     lag: Duration,
     /// The requests during the phase (of every client).
     counts: Counts,
+    reaction: Reaction,
 }
 
 /// The same Deployment writes as the controller makes, from a writer process of its own (see
@@ -460,6 +511,7 @@ async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<Basel
         writer_cpu: writer.cpu() - wcpu,
         lag,
         counts: count(&sb, "", from, Instant::now()),
+        reaction: Reaction::of(&sb, from, Instant::now()),
     };
 
     // create: the ConfigMaps exist before, in every run.
@@ -572,6 +624,12 @@ pub fn main() {
                 p.counts.conflicts,
                 100.0 * p.counts.event_writes as f64 / total as f64,
                 trailing,
+            );
+        }
+        for (p, o) in c.phases.iter().zip(&oracle).skip(1) {
+            println!(
+                "{}: a change's reaction (the user's request → its Deployment write), p50/p99/max: controller {}, oracle {}",
+                p.name, p.reaction, o.reaction
             );
         }
         println!(

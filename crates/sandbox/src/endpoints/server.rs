@@ -144,6 +144,10 @@ impl Sandbox {
                     },
                     _ = stopped.changed() => return,
                 };
+                // As the API server's (Go sets TCP_NODELAY on every connection): a watch event is
+                // sent when written, not held back by Nagle's algorithm until the client
+                // acknowledges the previous one (up to its 40 ms delayed ACK).
+                let _ = stream.set_nodelay(true);
                 let (sandbox, auth, acceptor) = (sandbox.clone(), Arc::clone(&auth), acceptor.clone());
                 tokio::spawn(async move {
                     // A client that fails the handshake, drops or half-closes ends only this task.
