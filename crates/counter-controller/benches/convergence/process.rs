@@ -34,7 +34,9 @@
 //!
 //! `CONVERGENCE_PROCESS_N=5000` (default) and `CONVERGENCE_WORKERS=2,16` (default);
 //! `CONVERGENCE_LATENCY_MS=2` delays every request by that much, for every client alike (a real
-//! API server's per-request time; 0, the default, is the in-memory sandbox's own speed).
+//! API server's per-request time; 0, the default, is the in-memory sandbox's own speed);
+//! `CONVERGENCE_POD_READY_MS=100` (default) is the rollout's pace — how often every rolling
+//! Deployment gets a status write (and the controller a watch event to decode and drop).
 //! `CONVERGENCE_WRAP="heaptrack -o /tmp/cc"` runs the controller under a profiler (the figures
 //! are then the profiler's, not the controller's); `CONVERGENCE_BIN=path` runs another build of
 //! the binary (an A/B against an older commit).
@@ -94,10 +96,12 @@ fn realistic_configmap(i: usize) -> Value {
 }
 
 pub fn sandbox_with(n: usize) -> Sandbox {
-    // One pod per 100 ms: every rolling Deployment gets a status write per tick, as from the
-    // cluster's Deployment controller.
+    // One pod per 100 ms (`CONVERGENCE_POD_READY_MS`): every rolling Deployment gets a status
+    // write per tick, as from the cluster's Deployment controller.
+    let pod_ready =
+        std::env::var("CONVERGENCE_POD_READY_MS").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(100);
     let sb = Sandbox::with_config(SandboxConfig {
-        rollout: Rollout::Paced(Duration::from_millis(100)),
+        rollout: Rollout::Paced(Duration::from_millis(pod_ready)),
         ..SandboxConfig::default()
     });
     let cms = find("", "v1", "configmaps").unwrap();
