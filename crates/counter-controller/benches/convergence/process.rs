@@ -43,11 +43,9 @@
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
-
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use sandbox::resource::find;
