@@ -117,8 +117,8 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
     );
     assert_eq!(shown, holder);
     for p in &pods {
-        eventually("ready", || http_get(p.metrics, "/readyz").0 == 200);
-        assert_eq!(http_get(p.metrics, "/healthz").0, 200);
+        eventually("ready", || http_get(p.metrics_addr(), "/readyz").0 == 200);
+        assert_eq!(http_get(p.metrics_addr(), "/healthz").0, 200);
     }
 
     exercise(&kubectl, &kc, &sb.sandbox);
@@ -283,7 +283,7 @@ async fn apply_k_sharded_runs_three_active_replicas_with_exactly_the_rights_they
         eventually("a member of a ring of three", || {
             sample(&p.metrics(), "counter_controller_shard_members", &[]) == Some(3.0)
         });
-        eventually("ready", || http_get(p.metrics, "/readyz").0 == 200);
+        eventually("ready", || http_get(p.metrics_addr(), "/readyz").0 == 200);
     }
     let leases = kubectl_ok(
         &kubectl,

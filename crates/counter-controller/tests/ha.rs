@@ -146,8 +146,8 @@ async fn one_leads_the_follower_never_writes_and_kill_9_fails_over() {
         c.sb.sandbox.requests().all().iter().filter(|q| follower.sent(&q.user_agent)).count();
     assert!(follower_reads > 0, "the follower is connected (informers and Lease reads)");
     for r in [&leader, &follower] {
-        assert_eq!(http_get(r.metrics, "/readyz").0, 200, "{} ready with warm caches", r.hostname);
-        assert_eq!(http_get(r.metrics, "/healthz").0, 200);
+        assert_eq!(http_get(r.metrics_addr(), "/readyz").0, 200, "{} ready with warm caches", r.hostname);
+        assert_eq!(http_get(r.metrics_addr(), "/healthz").0, 200);
     }
     let master =
         |r: &Replica| sample(&r.metrics(), "leader_election_master_status", &["name=\"counter-controller\""]);
@@ -243,7 +243,7 @@ async fn renew_faults_stop_the_writes(kind: FaultKind, name: &str) {
     assert!(late.is_empty(), "writes after the renew deadline: {late:?}");
     assert_eq!(sample(&a.metrics(), "leader_election_master_status", &[]), Some(0.0));
     assert!(a.log().contains("stopped leading"), "{}", a.log());
-    assert_eq!(http_get(a.metrics, "/healthz").0, 200, "a follower is healthy (no restart needed)");
+    assert_eq!(http_get(a.metrics_addr(), "/healthz").0, 200, "a follower is healthy (no restart needed)");
 
     c.sb.sandbox.faults().clear();
     c.set_desired("web", "5").await;

@@ -104,10 +104,6 @@ pub fn sample(metrics: &str, family: &str, labels: &[&str]) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-pub fn free_port() -> SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
-}
-
 /// A sandbox in this process, served over HTTPS, with a kubeconfig for the binary and kubectl.
 pub struct ServedSandbox {
     pub sandbox: sandbox::Sandbox,
@@ -142,17 +138,18 @@ pub async fn serve_sandbox_with(dir: &Path, config: sandbox::SandboxConfig) -> S
 pub struct Replica {
     pub process: KillOnDrop,
     pub hostname: String,
-    pub metrics: SocketAddr,
     pub log: PathBuf,
+    metrics: std::sync::OnceLock<SocketAddr>,
 }
 
 impl Replica {
     pub fn start(dir: &Path, kubeconfig: &Path, hostname: &str, args: &[String]) -> Self {
-        let metrics = free_port();
         let log = dir.join(format!("{hostname}.log"));
+        // Port 0, read back from the log: a free port picked here and released for the child to
+        // bind was, now and then, taken by a process of a parallel test first.
         let child = Command::new(BIN)
             .args(args)
-            .arg(format!("--metrics-addr={metrics}"))
+            .arg("--metrics-addr=127.0.0.1:0")
             .env("KUBECONFIG", kubeconfig)
             .env("HOSTNAME", hostname)
             .env("RUST_LOG", "info,counter_controller=debug,election=debug")
@@ -160,7 +157,36 @@ impl Replica {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("the binary starts");
-        Self { process: KillOnDrop(child), hostname: hostname.to_owned(), metrics, log }
+        Self {
+            process: KillOnDrop(child),
+            hostname: hostname.to_owned(),
+            log,
+            metrics: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Where it serves `/metrics`, `/healthz` and `/readyz`: the address its log says it bound.
+    pub fn metrics_addr(&self) -> SocketAddr {
+        *self.metrics.get_or_init(|| {
+            let deadline = Instant::now() + Duration::from_secs(90);
+            loop {
+                let log = self.log();
+                let bound = log.lines().filter(|l| l.contains("serving /metrics")).find_map(|l| {
+                    let port = l.split("127.0.0.1:").nth(1)?;
+                    let digits: String = port.chars().take_while(char::is_ascii_digit).collect();
+                    format!("127.0.0.1:{digits}").parse().ok()
+                });
+                if let Some(addr) = bound {
+                    return addr;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{} never served its metrics; its log:\n{log}",
+                    self.hostname
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
     }
 
     /// Whether `user_agent` is this replica's.
@@ -174,7 +200,7 @@ impl Replica {
     }
 
     pub fn metrics(&self) -> String {
-        http_get(self.metrics, "/metrics").1
+        http_get(self.metrics_addr(), "/metrics").1
     }
 
     pub fn log(&self) -> String {
