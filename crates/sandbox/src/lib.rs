@@ -87,6 +87,11 @@ pub struct SandboxConfig {
     pub store: StoreConfig,
     /// Rollout pace.
     pub rollout: Rollout,
+    /// At most this many rollout status writes a second, as the cluster's Deployment controller
+    /// is held to by its client's rate limiter (kube-controller-manager's `--kube-api-qps`, 20
+    /// by default, with a burst of one and a half seconds' worth, its `--kube-api-burst` 30).
+    /// `None` (the default): every rolling Deployment is written on every tick.
+    pub status_writes_per_second: Option<u32>,
     /// How often watches with `allowWatchBookmarks` get a BOOKMARK.
     pub bookmark_interval: Duration,
     /// Serve KEP-5866's sharded list and watch (`shardSelector`); `false` answers as a server
@@ -99,6 +104,7 @@ impl Default for SandboxConfig {
         Self {
             store: StoreConfig::default(),
             rollout: Rollout::Paced(Duration::from_millis(300)),
+            status_writes_per_second: None,
             bookmark_interval: Duration::from_secs(1),
             sharded_list_watch: true,
         }
@@ -164,7 +170,7 @@ impl Sandbox {
             bookmark_interval: config.bookmark_interval,
             sharded_list_watch: config.sharded_list_watch,
         });
-        tokio::spawn(rollout_loop(Arc::downgrade(&shared), config.rollout));
+        tokio::spawn(rollout_loop(Arc::downgrade(&shared), config.rollout, config.status_writes_per_second));
         Self { shared }
     }
 
@@ -269,17 +275,50 @@ where
 
 /// Plays the Deployment and namespace controllers: advances rollouts and empties Terminating
 /// namespaces, until the sandbox is dropped.
-async fn rollout_loop(shared: Weak<Shared>, pace: Rollout) {
+async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>) {
     let (every, jump) = match pace {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
         Rollout::Instant => (Duration::from_millis(10), true),
     };
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut bucket = per_second.map(StatusBucket::new);
     loop {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else { return };
-        shared.store.rollout_tick(jump);
+        let budget = bucket.as_mut().map(StatusBucket::available);
+        let made = shared.store.rollout_tick(jump, budget);
+        if let Some(b) = bucket.as_mut() {
+            b.take(made);
+        }
         shared.store.namespace_tick();
+    }
+}
+
+/// The Deployment controller's client-side rate limiter: a token bucket refilled at `rate` a
+/// second, holding one and a half seconds' worth (client-go's QPS and burst, 20 and 30 in
+/// kube-controller-manager).
+struct StatusBucket {
+    rate: f64,
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+impl StatusBucket {
+    fn new(rate: u32) -> Self {
+        let rate = f64::from(rate);
+        Self { rate, tokens: rate * 1.5, at: tokio::time::Instant::now() }
+    }
+
+    /// Whole writes allowed now.
+    fn available(&mut self) -> usize {
+        let now = tokio::time::Instant::now();
+        self.tokens = (self.tokens + self.rate * (now - self.at).as_secs_f64()).min(self.rate * 1.5);
+        self.at = now;
+        self.tokens as usize
+    }
+
+    fn take(&mut self, n: usize) {
+        self.tokens -= n as f64;
     }
 }

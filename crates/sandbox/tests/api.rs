@@ -178,6 +178,31 @@ async fn generate_name_namespace_and_name_rules() {
     assert!(e.message.contains("Bad_Name"), "{}", e.message);
 }
 
+/// Asked to, the rollout keeps its status writes to the Deployment controller's client rate: 10
+/// a second after a burst of 15 here, every pod ready in the end.
+#[tokio::test(start_paused = true)]
+async fn rollout_status_writes_keep_to_the_rate_limit() {
+    let sb = Sandbox::with_config(SandboxConfig {
+        rollout: Rollout::Paced(Duration::from_millis(100)),
+        status_writes_per_second: Some(10),
+        ..SandboxConfig::default()
+    });
+    let api: Api<Deployment> = Api::default_namespaced(sb.client());
+    for i in 0..20 {
+        api.create(&PostParams::default(), &deployment(&format!("web-{i}"), 3)).await.unwrap();
+    }
+    // Each status write readies one more pod.
+    let ready = async || -> i32 {
+        let list = api.list(&ListParams::default()).await.unwrap();
+        list.items.iter().filter_map(|d| d.status.as_ref()?.ready_replicas).sum()
+    };
+    tokio::time::sleep(Duration::from_millis(1050)).await;
+    let after_a_second = ready().await;
+    assert!((20..=26).contains(&after_a_second), "{after_a_second} pods ready after 1 s");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(ready().await, 60);
+}
+
 #[tokio::test]
 async fn deployments_are_defaulted_validated_and_roll_out() {
     let sb = instant();

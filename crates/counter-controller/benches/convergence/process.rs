@@ -36,7 +36,9 @@
 //! `CONVERGENCE_LATENCY_MS=2` delays every request by that much, for every client alike (a real
 //! API server's per-request time; 0, the default, is the in-memory sandbox's own speed);
 //! `CONVERGENCE_POD_READY_MS=100` (default) is the rollout's pace — how often every rolling
-//! Deployment gets a status write (and the controller a watch event to decode and drop).
+//! Deployment gets a status write (and the controller a watch event to decode and drop) — and
+//! `CONVERGENCE_STATUS_QPS=20` holds those writes to the rate a cluster's Deployment controller
+//! is held to (kube-controller-manager's client: 20 a second, burst 30); unset, they are not held.
 //! `CONVERGENCE_WRAP="heaptrack -o /tmp/cc"` runs the controller under a profiler (the figures
 //! are then the profiler's, not the controller's); `CONVERGENCE_BIN=path` runs another build of
 //! the binary (an A/B against an older commit).
@@ -98,8 +100,11 @@ pub fn sandbox_with(n: usize) -> Sandbox {
     // write per tick, as from the cluster's Deployment controller.
     let pod_ready =
         std::env::var("CONVERGENCE_POD_READY_MS").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(100);
+    // `CONVERGENCE_STATUS_QPS=20` holds those writes to kube-controller-manager's client rate.
+    let status_qps = std::env::var("CONVERGENCE_STATUS_QPS").ok().and_then(|v| v.parse::<u32>().ok());
     let sb = Sandbox::with_config(SandboxConfig {
         rollout: Rollout::Paced(Duration::from_millis(pod_ready)),
+        status_writes_per_second: status_qps,
         ..SandboxConfig::default()
     });
     let cms = find("", "v1", "configmaps").unwrap();

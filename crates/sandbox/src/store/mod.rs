@@ -793,19 +793,25 @@ impl Store {
     }
 
     /// Advances every Deployment whose status lags its spec by one rollout step (all the way
-    /// when `jump`). Returns how many were still rolling out.
-    pub fn rollout_tick(&self, jump: bool) -> usize {
+    /// when `jump`), at most `budget` of them (in key order) when given. Returns how many status
+    /// writes it made.
+    pub fn rollout_tick(&self, jump: bool, budget: Option<usize>) -> usize {
         let mut st = self.state.lock();
         let keys: Vec<Key> = st.rolling.iter().cloned().collect();
+        let mut made = 0;
         for key in &keys {
+            if budget.is_some_and(|b| made >= b) {
+                break;
+            }
             let Some(old) = st.objects.get(key).cloned() else { continue };
             if let Some(status) = deployment::rollout_step(&old, jump) {
                 let mut new = (*old).clone();
                 new["status"] = status;
                 st.commit(key.clone(), ChangeType::Modified, new, Some(old));
+                made += 1;
             }
         }
-        st.rolling.len()
+        made
     }
 
     /// How many objects the store holds.
