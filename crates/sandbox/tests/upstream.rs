@@ -70,8 +70,13 @@ fn deployment(name: &str) -> Value {
         "template": { "metadata": { "labels": { "app": name } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } })
 }
 
+/// A POST with no headers of its own.
+async fn post(sb: &Sandbox, path: &str, body: Value) -> (u16, String, Value) {
+    call(sb, Method::POST, path, &[], Some(body)).await
+}
+
 async fn create(sb: &Sandbox, path: &str, obj: Value) -> Value {
-    let (code, _, v) = call(sb, Method::POST, path, &[], Some(obj)).await;
+    let (code, _, v) = post(sb, path, obj).await;
     assert_eq!(code, 201, "{v}");
     v
 }
@@ -466,9 +471,7 @@ async fn managed_fields_record_each_writer() {
         ]
     );
     // A status write is recorded for the status subresource, apart from the spec's writers.
-    let (code, _, d) =
-        call(&sb, Method::POST, &format!("{DEPLOYS}?fieldManager=creator"), &[], Some(deployment("web")))
-            .await;
+    let (code, _, d) = post(&sb, &format!("{DEPLOYS}?fieldManager=creator"), deployment("web")).await;
     assert_eq!(code, 201, "{d}");
     assert!(
         entries(&d)[0].3["f:spec"]["f:template"]["f:spec"]["f:containers"]
@@ -496,14 +499,7 @@ async fn managed_fields_record_each_writer() {
 #[tokio::test]
 async fn metadata_names_are_validated_as_upstream_does() {
     let sb = Sandbox::new();
-    let (code, _, v) = call(
-        &sb,
-        Method::POST,
-        CMS,
-        &[],
-        Some(json!({ "metadata": { "name": "m", "labels": { "tier": "-front" }, "finalizers": ["cleanup", "example.com/ok"] } })),
-    )
-    .await;
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "name": "m", "labels": { "tier": "-front" }, "finalizers": ["cleanup", "example.com/ok"] } })).await;
     assert_eq!((code, v["reason"].as_str()), (422, Some("Invalid")), "{v}");
     let got = causes(&v);
     assert_eq!(got.len(), 2, "{got:?}");
@@ -520,12 +516,10 @@ async fn metadata_names_are_validated_as_upstream_does() {
         )
     );
     // The standard finalizers need no prefix, but orphan and foregroundDeletion exclude each other.
-    let (code, _, v) = call(
+    let (code, _, v) = post(
         &sb,
-        Method::POST,
         CMS,
-        &[],
-        Some(json!({ "metadata": { "name": "m", "finalizers": ["orphan", "foregroundDeletion"] } })),
+        json!({ "metadata": { "name": "m", "finalizers": ["orphan", "foregroundDeletion"] } }),
     )
     .await;
     assert_eq!(code, 422, "{v}");
@@ -635,13 +629,11 @@ async fn list_options_are_checked_as_upstream_does() {
 #[tokio::test]
 async fn configmaps_are_validated_as_upstream_does() {
     let sb = Sandbox::new();
-    let (code, _, v) = call(
+    let (code, _, v) = post(
         &sb,
-        Method::POST,
         CMS,
-        &[],
-        Some(json!({ "metadata": { "name": "bad" },
-        "data": { "a b": "1", "ok": "2", "dup": "3" }, "binaryData": { "dup": "AA==" } })),
+        json!({ "metadata": { "name": "bad" },
+        "data": { "a b": "1", "ok": "2", "dup": "3" }, "binaryData": { "dup": "AA==" } }),
     )
     .await;
     assert_eq!(code, 422, "{v}");
@@ -666,20 +658,12 @@ async fn configmaps_are_validated_as_upstream_does() {
         ("data[dup]", "FieldValueInvalid", "Invalid value: \"dup\": duplicate of key present in binaryData")
     );
     // A value that is not a string does not decode: 400.
-    let (code, _, v) =
-        call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "name": "n" }, "data": { "k": 1 } })))
-            .await;
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "name": "n" }, "data": { "k": 1 } })).await;
     assert_eq!(code, 400, "{v}");
     // Over 1 MiB in total.
     let big = "x".repeat(600 * 1024);
-    let (code, _, v) = call(
-        &sb,
-        Method::POST,
-        CMS,
-        &[],
-        Some(json!({ "metadata": { "name": "big" }, "data": { "a": big, "b": big } })),
-    )
-    .await;
+    let (code, _, v) =
+        post(&sb, CMS, json!({ "metadata": { "name": "big" }, "data": { "a": big, "b": big } })).await;
     assert_eq!(
         (code, status_of(&v).2),
         (422, "ConfigMap \"big\" is invalid: []: Too long: may not be more than 1048576 bytes")
@@ -723,14 +707,8 @@ async fn secrets_fold_string_data_and_are_validated() {
             "Secret \"s\" is invalid: type: Invalid value: \"kubernetes.io/basic-auth\": field is immutable"
         )
     );
-    let (code, _, v) = call(
-        &sb,
-        Method::POST,
-        secrets,
-        &[],
-        Some(json!({ "metadata": { "name": "t" }, "data": { "k": "not base64!" } })),
-    )
-    .await;
+    let (code, _, v) =
+        post(&sb, secrets, json!({ "metadata": { "name": "t" }, "data": { "k": "not base64!" } })).await;
     assert_eq!(code, 400, "{v}");
 }
 
@@ -777,24 +755,11 @@ async fn leases_check_ranges_and_micro_times() {
     )
     .await;
     assert_eq!(l["spec"]["renewTime"], "2026-01-01T08:00:00.123456Z", "stored and returned in UTC");
-    let (code, _, v) = call(
-        &sb,
-        Method::POST,
-        leases,
-        &[],
-        Some(lease("b", json!({ "renewTime": "2026-01-01T10:00:00Z" }))),
-    )
-    .await;
+    let (code, _, v) = post(&sb, leases, lease("b", json!({ "renewTime": "2026-01-01T10:00:00Z" }))).await;
     assert_eq!(code, 400, "{v}");
     assert!(status_of(&v).2.starts_with("Lease in version \"v1\" cannot be handled as a Lease: "), "{v}");
-    let (code, _, v) = call(
-        &sb,
-        Method::POST,
-        leases,
-        &[],
-        Some(lease("c", json!({ "leaseDurationSeconds": 0, "leaseTransitions": -1 }))),
-    )
-    .await;
+    let (code, _, v) =
+        post(&sb, leases, lease("c", json!({ "leaseDurationSeconds": 0, "leaseTransitions": -1 }))).await;
     assert_eq!(code, 422);
     assert_eq!(
         status_of(&v).2,
@@ -808,8 +773,7 @@ async fn leases_check_ranges_and_micro_times() {
 async fn a_long_generate_name_is_cut_to_fit() {
     let sb = Sandbox::new();
     let prefix = format!("{}-", "p".repeat(69));
-    let (code, _, v) =
-        call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "generateName": prefix } }))).await;
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "generateName": prefix } })).await;
     assert_eq!(code, 201, "{v}");
     let name = v["metadata"]["name"].as_str().unwrap();
     assert_eq!(name.len(), 63);
@@ -869,10 +833,10 @@ async fn deployments_check_container_names_and_strategy() {
             "selector": { "matchLabels": { "app": "web" } }, "strategy": strategy,
             "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": containers } } } })
     };
-    let (code, _, v) = call(&sb, Method::POST, deploys, &[], Some(d(
+    let (code, _, v) = post(&sb, deploys, d(
         json!([{ "name": "Web", "image": "nginx" }, { "name": "side", "image": "a" }, { "name": "side", "image": "b" }]),
         json!({ "type": "Recreate", "rollingUpdate": { "maxSurge": 1 } }),
-    ))).await;
+    )).await;
     assert_eq!(code, 422, "{v}");
     let causes = causes(&v);
     assert!(causes.contains(&(
@@ -896,18 +860,12 @@ async fn deployments_check_container_names_and_strategy() {
         reasons.contains(&"FieldValueDuplicate") && reasons.contains(&"FieldValueForbidden"),
         "{reasons:?}"
     );
-    let (code, _, _) = call(
-        &sb,
-        Method::POST,
-        deploys,
-        &[],
-        Some(d(json!([{ "name": "web", "image": "nginx" }]), json!({ "type": "Recreate" }))),
-    )
-    .await;
+    let (code, _, _) =
+        post(&sb, deploys, d(json!([{ "name": "web", "image": "nginx" }]), json!({ "type": "Recreate" })))
+            .await;
     assert_eq!(code, 201);
     // An object name that is not a subdomain, with upstream's example and regex.
-    let (code, _, v) =
-        call(&sb, Method::POST, CMS, &[], Some(json!({ "metadata": { "name": "a..b" } }))).await;
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "name": "a..b" } })).await;
     assert_eq!(code, 422);
     assert!(status_of(&v).2.ends_with("(e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"), "{v}");
 }
@@ -1026,13 +984,11 @@ async fn events_are_validated_by_the_api_they_come_through() {
     let core = "/api/v1/namespaces/default/events";
     let v1 = "/apis/events.k8s.io/v1/namespaces/default/events";
     // core/v1 without eventTime: only the namespaces must agree.
-    let (code, _, v) = call(
+    let (code, _, v) = post(
         &sb,
-        Method::POST,
         core,
-        &[],
-        Some(json!({ "metadata": { "name": "a" },
-        "involvedObject": { "kind": "ConfigMap", "name": "web", "namespace": "other" }, "reason": "X" })),
+        json!({ "metadata": { "name": "a" },
+        "involvedObject": { "kind": "ConfigMap", "name": "web", "namespace": "other" }, "reason": "X" }),
     )
     .await;
     assert_eq!(code, 422);
@@ -1042,13 +998,11 @@ async fn events_are_validated_by_the_api_they_come_through() {
     );
     create(&sb, core, json!({ "metadata": { "name": "b" }, "involvedObject": { "kind": "ConfigMap", "name": "web", "namespace": "default" } })).await;
     // events.k8s.io/v1: eventTime, reporting fields, action, reason and type are required.
-    let (code, _, v) = call(
+    let (code, _, v) = post(
         &sb,
-        Method::POST,
         v1,
-        &[],
-        Some(json!({ "metadata": { "name": "c" },
-        "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "note": "hi" })),
+        json!({ "metadata": { "name": "c" },
+        "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "note": "hi" }),
     )
     .await;
     assert_eq!(code, 422);
@@ -1058,8 +1012,8 @@ async fn events_are_validated_by_the_api_they_come_through() {
         ["eventTime", "type"],
         "without eventTime: the legacy namespace rule (met), then the strict ones: {v}"
     );
-    let (code, _, v) = call(&sb, Method::POST, v1, &[], Some(json!({ "metadata": { "name": "d" }, "eventTime": "2026-01-01T00:00:00.000000Z",
-        "type": "Normal", "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "deprecatedCount": 3 }))).await;
+    let (code, _, v) = post(&sb, v1, json!({ "metadata": { "name": "d" }, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "type": "Normal", "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "deprecatedCount": 3 })).await;
     assert_eq!(code, 422);
     let fields = cause_fields(&v);
     assert_eq!(fields, ["reportingController", "reportingInstance", "action", "reason", "count"], "{v}");
@@ -1234,10 +1188,9 @@ async fn creating_in_a_terminating_namespace_is_forbidden() {
     assert_eq!((code, v["status"]["phase"].as_str()), (200, Some("Terminating")), "{v}");
     // Validation comes first: an invalid object is 422 wherever it goes.
     let deploys = "/apis/apps/v1/namespaces/going/deployments";
-    let (code, _, _) =
-        call(&sb, Method::POST, deploys, &[], Some(json!({ "metadata": { "name": "web" } }))).await;
+    let (code, _, _) = post(&sb, deploys, json!({ "metadata": { "name": "web" } })).await;
     assert_eq!(code, 422);
-    let (code, _, v) = call(&sb, Method::POST, deploys, &[], Some(deployment("web"))).await;
+    let (code, _, v) = post(&sb, deploys, deployment("web")).await;
     assert_eq!(code, 403);
     assert_eq!(
         status_of(&v),
