@@ -97,10 +97,7 @@ pub fn record_update(
         return;
     }
     let subresource = subresource_name(sub);
-    let mut entries: Vec<Value> = match meta_mut(new).remove("managedFields") {
-        Some(Value::Array(entries)) => entries,
-        _ => Vec::new(),
-    };
+    let mut entries = take_entries(new);
     let mut mine = BTreeSet::new();
     entries.retain_mut(|e| {
         let mut owned = patch::paths_from_fields_v1(&e["fieldsV1"]);
@@ -120,10 +117,7 @@ pub fn record_update(
     });
     mine.retain(|p| !removed.contains(p));
     mine.extend(changed);
-    let mut entry = json!({
-        "manager": manager, "operation": "Update", "apiVersion": def.api_version(), "time": now_rfc3339(),
-        "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(&mine),
-    });
+    let mut entry = entry(manager, "Update", &def.api_version(), &mine);
     if !subresource.is_empty() {
         entry["subresource"] = json!(subresource);
     }
@@ -133,13 +127,24 @@ pub fn record_update(
 
 /// Records an Apply by `manager` owning `paths` in `obj`'s `managedFields`.
 pub fn record_apply(obj: &mut Value, manager: &str, paths: &BTreeSet<String>, api_version: &str) {
-    let meta = meta_mut(obj);
-    let mut entries: Vec<Value> =
-        meta.get("managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut entries = take_entries(obj);
     entries.retain(|e| !(e["manager"] == manager && e["operation"] == "Apply"));
-    entries.push(json!({
-        "manager": manager, "operation": "Apply", "apiVersion": api_version, "time": now_rfc3339(),
+    entries.push(entry(manager, "Apply", api_version, paths));
+    meta_mut(obj).insert("managedFields".into(), Value::Array(entries));
+}
+
+/// `obj`'s `managedFields` entries, taken out of it.
+fn take_entries(obj: &mut Value) -> Vec<Value> {
+    match meta_mut(obj).remove("managedFields") {
+        Some(Value::Array(entries)) => entries,
+        _ => Vec::new(),
+    }
+}
+
+/// One `managedFields` entry, stamped now.
+fn entry(manager: &str, operation: &str, api_version: &str, paths: &BTreeSet<String>) -> Value {
+    json!({
+        "manager": manager, "operation": operation, "apiVersion": api_version, "time": now_rfc3339(),
         "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(paths),
-    }));
-    meta.insert("managedFields".into(), Value::Array(entries));
+    })
 }
