@@ -51,7 +51,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use sandbox::resource::find;
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use sandbox::{RequestRecord, Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 pub const ANNOTATION: &str = "counter.example.com/desired";
@@ -228,11 +228,10 @@ impl Counts {
     }
 }
 
-fn count(sb: &Sandbox, ua: &str, from: Instant, to: Instant) -> Counts {
+/// The requests in `log` from a User-Agent containing `ua` that arrived in `[from, to)`, counted.
+fn count(log: &[RequestRecord], ua: &str, from: Instant, to: Instant) -> Counts {
     let mut c = Counts::default();
-    for r in
-        sb.requests().all().into_iter().filter(|r| r.user_agent.contains(ua) && r.at >= from && r.at < to)
-    {
+    for r in log.iter().filter(|r| r.user_agent.contains(ua) && r.at >= from && r.at < to) {
         if r.verb == "watch" {
             continue;
         }
@@ -270,17 +269,18 @@ struct Reaction {
 }
 
 impl Reaction {
-    /// Over the requests that arrived in `[from, to)`; zero when no ConfigMap was changed.
-    fn of(sb: &Sandbox, from: Instant, to: Instant) -> Self {
-        let mut changed: HashMap<String, Instant> = HashMap::new();
+    /// Over the requests in `log` that arrived in `[from, to)`; zero when no ConfigMap was
+    /// changed.
+    fn of(log: &[RequestRecord], from: Instant, to: Instant) -> Self {
+        let mut changed: HashMap<&str, Instant> = HashMap::new();
         let mut took = Vec::new();
-        for r in sb.requests().all().into_iter().filter(|r| r.at >= from && r.at < to && r.is_write()) {
+        for r in log.iter().filter(|r| r.at >= from && r.at < to && r.is_write()) {
             match r.resource.as_str() {
                 "configmaps" if r.code < 400 => {
-                    changed.entry(r.name).or_insert(r.at);
+                    changed.entry(&r.name).or_insert(r.at);
                 }
                 "deployments" => {
-                    if let Some(at) = changed.remove(&r.name) {
+                    if let Some(at) = changed.remove(r.name.as_str()) {
                         took.push(r.at - at);
                     }
                 }
@@ -429,7 +429,6 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     }
     let tc = view.until(limit, |d| expected.iter().all(|(k, v)| d.get(k) == Some(*v))).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let churn = (tc - churn_start, count(&sb, "(bench_", churn_start, Instant::now()));
     let t2 = Instant::now();
     let (cpu2, ccpu2) = (cpu_seconds("self"), controller_cpu());
 
@@ -455,10 +454,13 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let _ = tokio::task::spawn_blocking(move || child.wait()).await;
     let exit = term.elapsed();
 
+    // One copy of the request log, read after the run.
+    let requests = sb.requests().all();
+    let churn = (tc - churn_start, count(&requests, "(bench_", churn_start, t2));
     let bounds = [(t0, t1), (t1, churn_start), (t2, term)];
     for (p, (from, to)) in phases.iter_mut().zip(bounds) {
-        p.counts = count(&sb, "(bench_", from, to);
-        p.reaction = Reaction::of(&sb, from, to);
+        p.counts = count(&requests, "(bench_", from, to);
+        p.reaction = Reaction::of(&requests, from, to);
     }
     let lag = phases[1]
         .counts
@@ -512,13 +514,17 @@ async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<Basel
         Api::default_namespaced(counter_controller::client::client(Some(&kubeconfig)).await.unwrap());
     let writer = crate::writer::Writer::spawn(&kubeconfig, n, workers).await;
     let mut out = Vec::new();
-    let phase = |from: Instant, (cpu, wcpu): (f64, f64), lag: Duration| BaselinePhase {
-        took: from.elapsed(),
-        api_cpu: cpu_seconds("self") - cpu,
-        writer_cpu: writer.cpu() - wcpu,
-        lag,
-        counts: count(&sb, "", from, Instant::now()),
-        reaction: Reaction::of(&sb, from, Instant::now()),
+    let phase = |from: Instant, (cpu, wcpu): (f64, f64), lag: Duration| {
+        let (to, api_cpu, writer_cpu) = (Instant::now(), cpu_seconds("self") - cpu, writer.cpu() - wcpu);
+        let log = sb.requests().all();
+        BaselinePhase {
+            took: to - from,
+            api_cpu,
+            writer_cpu,
+            lag,
+            counts: count(&log, "", from, to),
+            reaction: Reaction::of(&log, from, to),
+        }
     };
 
     // create: the ConfigMaps exist before, in every run.
