@@ -42,6 +42,7 @@
 pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
+pub mod jsonpath;
 pub mod kinds;
 pub mod managed_fields;
 pub mod metadata;
@@ -49,6 +50,7 @@ pub mod object;
 pub mod patch;
 pub mod record;
 pub mod resource;
+pub mod schema;
 pub mod selector;
 pub mod shard;
 pub mod status;

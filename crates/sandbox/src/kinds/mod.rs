@@ -17,6 +17,7 @@
 //! their shape, from their k8s-openapi type (see [`crate::resource`]).
 
 pub mod configmap;
+pub mod crd;
 pub mod deployment;
 pub mod event;
 pub mod lease;
