@@ -155,7 +155,7 @@ impl<'de> Visitor<'de> for Walk<'_> {
 /// Removes the fields `def`'s schema does not declare from `obj`; the strict decoder's words for
 /// each (`unknown field "spec.foo"`).
 fn unknown_fields(def: &ResourceDef, obj: &mut Value) -> Vec<String> {
-    let Some(known) = def.known.and_then(|k| k(obj)) else { return Vec::new() };
+    let Some(known) = def.known(obj) else { return Vec::new() };
     let mut unknown = Vec::new();
     prune(obj, &known, "", &mut unknown);
     unknown.iter().map(|f| format!("unknown field {f:?}")).collect()

@@ -49,6 +49,7 @@ pub mod metadata;
 pub mod object;
 pub mod patch;
 pub mod record;
+pub mod registry;
 pub mod resource;
 pub mod schema;
 pub mod selector;
@@ -200,16 +201,12 @@ impl Sandbox {
     pub fn seed(&self, obj: serde_json::Value) -> Result<serde_json::Value, ApiError> {
         let api_version = obj.get("apiVersion").and_then(serde_json::Value::as_str).unwrap_or("");
         let kind = obj.get("kind").and_then(serde_json::Value::as_str).unwrap_or("");
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let def = resource::RESOURCES
-            .iter()
-            .find(|r| r.group == group && r.version == version && r.kind == kind)
-            .ok_or_else(|| {
-                ApiError::bad_request(format!("the sandbox does not serve {api_version} {kind}"))
-            })?;
+        let def = self.shared.store.registry().find_kind(api_version, kind).ok_or_else(|| {
+            ApiError::bad_request(format!("the sandbox does not serve {api_version} {kind}"))
+        })?;
         let ns = object::meta_str(&obj, "namespace");
         let ns = if ns.is_empty() { "default" } else { ns }.to_owned();
-        self.shared.store.create(def, &ns, obj, None)
+        self.shared.store.create(&def, &ns, obj, None)
     }
 
     /// A `kube::Client` talking to this sandbox in-process, with default namespace `default`.

@@ -69,7 +69,7 @@ fn ownable(def: &ResourceDef, path: &str, sub: Subresource) -> bool {
     match sub {
         Subresource::Main => !(def.status_subresource && under(&shown, ".status")),
         Subresource::Status => under(&shown, ".status"),
-        Subresource::Scale => under(&shown, ".spec.replicas"),
+        Subresource::Scale => under(&shown, def.scale.map_or(".spec.replicas", |s| s.spec_replicas)),
     }
 }
 

@@ -37,6 +37,18 @@ pub enum PatchType {
 }
 
 impl PatchType {
+    /// The patch types a built-in kind takes, in upstream's order.
+    pub const BUILT_IN_TYPES: &[&str] = &[
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+        "application/strategic-merge-patch+json",
+    ];
+
+    /// The patch types a custom resource takes: no strategic merge.
+    pub const CUSTOM_RESOURCE_TYPES: &[&str] =
+        &["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+
     /// The patch type of a `Content-Type` header.
     ///
     /// # Errors
@@ -48,7 +60,7 @@ impl PatchType {
             "application/json-patch+json" => Ok(Self::Json),
             "application/strategic-merge-patch+json" => Ok(Self::Strategic),
             "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
-            other => Err(ApiError::unsupported_media_type(other)),
+            _ => Err(ApiError::unsupported_media_type(Self::BUILT_IN_TYPES)),
         }
     }
 }

@@ -1,11 +1,14 @@
-//! The registry of kinds: the resources the sandbox serves. Adding one is a [`ResourceDef`] entry
-//! in [`RESOURCES`] naming its k8s-openapi type (which gives its shape, unknown fields and
-//! schema), plus its strategy's hooks from [`crate::kinds`] (defaults, validation).
+//! What a served resource is: [`ResourceDef`], its [`Strategy`], and the built-in kinds. Adding a
+//! built-in kind is a [`ResourceDef`] entry in [`RESOURCES`] naming its k8s-openapi type (which
+//! gives its shape, unknown fields and schema), plus its strategy's hooks from [`crate::kinds`]
+//! (defaults, validation). Kinds defined at run time by CustomResourceDefinitions join them in
+//! the [`Registry`](crate::registry::Registry).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use k8s_openapi::api;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 use crate::kinds::{deployment, rbac, service};
 
@@ -13,7 +16,11 @@ use crate::kinds::{deployment, rbac, service};
 pub type FieldError = (String, String);
 
 /// One API resource: where it lives in the URL space and what the server does to it.
-#[derive(Debug)]
+///
+/// Built-in kinds are entries of [`RESOURCES`]; a CustomResourceDefinition adds one per served
+/// version at run time (see [`crate::registry`]), with a [`Strategy::Custom`] driven by its
+/// schema. Both are served by the same store, watches, patches and garbage collector.
+#[derive(Debug, Clone)]
 pub struct ResourceDef {
     /// API group; `""` for the core group.
     pub group: &'static str,
@@ -25,6 +32,8 @@ pub struct ResourceDef {
     pub singular: &'static str,
     /// Kind.
     pub kind: &'static str,
+    /// Kind of the list, `<Kind>List` for every built-in kind.
+    pub list_kind: &'static str,
     /// Short names for kubectl, e.g. `cm`.
     pub short_names: &'static [&'static str],
     /// Discovery categories, e.g. `all` (what `kubectl get all` lists).
@@ -36,12 +45,43 @@ pub struct ResourceDef {
     pub namespaced: bool,
     /// Has a `status` subresource: the main endpoint ignores status, `/status` changes only status.
     pub status_subresource: bool,
-    /// Has a `scale` subresource (`spec.replicas`).
-    pub scale_subresource: bool,
+    /// Has a `scale` subresource, and where its fields are.
+    pub scale: Option<ScalePaths>,
     /// `metadata.generation` counts spec changes.
     pub has_generation: bool,
-    /// Storage this resource's objects live in; two resources may share one (the two Event APIs).
+    /// Storage this resource's objects live in; two resources may share one (the two Event APIs,
+    /// the versions of a custom resource).
     pub storage: &'static str,
+    /// What the server does to this resource's objects beyond the generic rules.
+    pub strategy: Strategy,
+}
+
+/// Where a `scale` subresource reads and writes, as `.`-separated paths (a CRD's
+/// `subresources.scale`; `.spec.replicas`, `.status.replicas` and `.spec.selector` for Deployments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath`: what `spec.replicas` of the Scale reads and writes.
+    pub spec_replicas: &'static str,
+    /// `statusReplicasPath`: what `status.replicas` of the Scale reads.
+    pub status_replicas: &'static str,
+    /// `labelSelectorPath`: what `status.selector` of the Scale reads (a selector string, or a
+    /// `LabelSelector` object as a Deployment's `spec.selector`).
+    pub label_selector: Option<&'static str>,
+}
+
+/// A kind's strategy: upstream's `pkg/registry/<group>/<kind>/strategy.go` for built-in kinds,
+/// apiextensions-apiserver's schema-driven one for custom resources.
+#[derive(Debug, Clone)]
+pub enum Strategy {
+    /// A built-in kind: its k8s-openapi type and its hooks in [`crate::kinds`].
+    BuiltIn(BuiltIn),
+    /// A custom resource of one served version of a CRD.
+    Custom(std::sync::Arc<crate::kinds::custom::CustomStrategy>),
+}
+
+/// A built-in kind's hooks.
+#[derive(Debug, Clone, Copy)]
+pub struct BuiltIn {
     /// Converts an object of this resource's version into the storage form.
     pub to_storage: fn(Value) -> Value,
     /// Converts a stored object into this resource's version; `None` when the stored form is
@@ -56,10 +96,27 @@ pub struct ResourceDef {
     /// The kind's OpenAPI schema, registered with the generator (a reference to its definition),
     /// for the OpenAPI documents.
     pub schema: Option<fn(&mut schemars::SchemaGenerator) -> schemars::Schema>,
+    /// What the strategy's `PrepareForCreate` sets beyond the generic rules (a CRD's initial
+    /// status).
+    pub prepare_create: fn(&mut Value),
     /// Fills in the API server's defaults.
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
     pub validate: fn(&Value, Option<&Value>) -> Vec<FieldError>,
+}
+
+impl BuiltIn {
+    /// A kind with no rules of its own: any shape, no defaults, no validation, no schema.
+    pub const PLAIN: Self = Self {
+        to_storage: same,
+        from_storage: None,
+        decode: any_shape,
+        known: None,
+        schema: None,
+        prepare_create: no_defaults,
+        default: no_defaults,
+        validate: no_validation,
+    };
 }
 
 impl ResourceDef {
@@ -73,6 +130,15 @@ impl ResourceDef {
         }
     }
 
+    /// The custom strategy, for a resource a CRD defines.
+    #[must_use]
+    pub fn custom(&self) -> Option<&crate::kinds::custom::CustomStrategy> {
+        match &self.strategy {
+            Strategy::Custom(c) => Some(c),
+            Strategy::BuiltIn(_) => None,
+        }
+    }
+
     /// Sets `apiVersion` and `kind` on an object of this resource.
     pub fn stamp(&self, obj: &mut Value) {
         if let Some(o) = obj.as_object_mut() {
@@ -81,10 +147,42 @@ impl ResourceDef {
         }
     }
 
+    /// An object of this resource's version in the storage form.
+    #[must_use]
+    pub fn to_storage(&self, obj: Value) -> Value {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => (b.to_storage)(obj),
+            Strategy::Custom(_) => obj,
+        }
+    }
+
+    /// Whether a stored object must be converted to be read in this version (a copy is made).
+    fn converts(&self) -> bool {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => b.from_storage.is_some(),
+            Strategy::Custom(_) => true,
+        }
+    }
+
     /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
     #[must_use]
     pub fn in_version(&self, stored: &Value) -> Value {
-        self.from_storage.map_or_else(|| stored.clone(), |convert| convert(stored.clone()))
+        match &self.strategy {
+            Strategy::BuiltIn(b) => {
+                b.from_storage.map_or_else(|| stored.clone(), |convert| convert(stored.clone()))
+            }
+            Strategy::Custom(c) => c.read(stored),
+        }
+    }
+
+    /// The stored object as this version sees it, borrowed when no conversion is needed.
+    #[must_use]
+    pub fn view<'a>(&self, stored: &'a Value) -> std::borrow::Cow<'a, Value> {
+        if self.converts() {
+            std::borrow::Cow::Owned(self.in_version(stored))
+        } else {
+            std::borrow::Cow::Borrowed(stored)
+        }
     }
 
     /// A stored object as this resource presents it.
@@ -100,16 +198,83 @@ impl ResourceDef {
     /// list item meets them before the body), and without copying the object when it is stored
     /// in this version.
     pub fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) {
-        let converted;
-        let obj = match self.from_storage {
-            None => stored,
-            Some(convert) => {
-                converted = convert(stored.clone());
-                &converted
-            }
-        };
+        let obj = self.view(stored);
         // Serialising a `Value` into a Vec cannot fail.
-        let _ = serde_json::to_writer(out, &Presented { def: self, obj });
+        let _ = serde_json::to_writer(out, &Presented { def: self, obj: &obj });
+    }
+
+    /// Checks that the object decodes as the kind (a failure is a 400 naming the field).
+    ///
+    /// # Errors
+    ///
+    /// The decode error, naming the field.
+    pub fn decode(&self, obj: &Value) -> Result<(), String> {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => (b.decode)(obj),
+            Strategy::Custom(c) => c.decode(obj),
+        }
+    }
+
+    /// The object as the kind's schema keeps it, to find the fields the schema does not declare;
+    /// `None` for kinds served without a schema.
+    #[must_use]
+    pub fn known(&self, obj: &Value) -> Option<Value> {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => b.known.and_then(|k| k(obj)),
+            Strategy::Custom(c) => Some(c.known(obj)),
+        }
+    }
+
+    /// What a create sets beyond the generic rules, before defaults.
+    pub fn prepare_create(&self, obj: &mut Value) {
+        if let Strategy::BuiltIn(b) = &self.strategy {
+            (b.prepare_create)(obj);
+        }
+    }
+
+    /// Fills in the API server's defaults.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => (b.default)(obj),
+            Strategy::Custom(c) => c.default(obj),
+        }
+    }
+
+    /// Validates `new` (and, on update, against `old`).
+    #[must_use]
+    pub fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => (b.validate)(new, old),
+            Strategy::Custom(c) => c.validate(new, old),
+        }
+    }
+
+    /// Whether an update from `old` to `new` takes a new `metadata.generation`.
+    #[must_use]
+    pub fn generation_changes(&self, new: &Value, old: &Value) -> bool {
+        if !self.has_generation {
+            return false;
+        }
+        if self.custom().is_some() {
+            // apiextensions' strategy: anything but metadata (and status, when it is a
+            // subresource) is spec.
+            let skipped = |k: &str| {
+                matches!(k, "metadata" | "apiVersion" | "kind") || (self.status_subresource && k == "status")
+            };
+            let (Some(n), Some(o)) = (new.as_object(), old.as_object()) else { return new != old };
+            let spec = |m: &'_ serde_json::Map<String, Value>| m.iter().filter(|(k, _)| !skipped(k)).count();
+            return spec(n) != spec(o)
+                || n.iter().filter(|(k, _)| !skipped(k)).any(|(k, v)| o.get(k) != Some(v));
+        }
+        // As the Deployment strategy: a spec change bumps the generation, and so does an
+        // annotation change (annotations are copied to the ReplicaSets).
+        let annotations = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+                .cloned()
+        };
+        new.get("spec") != old.get("spec")
+            || (self.plural == "deployments" && annotations(new) != annotations(old))
     }
 }
 
@@ -221,157 +386,205 @@ macro_rules! resource {
             plural: $plural,
             singular: $singular,
             kind: $kind,
+            list_kind: concat!($kind, "List"),
             short_names: &[$($short),*],
             categories: &[],
             field_labels: &[],
             namespaced: $ns,
             status_subresource: false,
-            scale_subresource: false,
+            scale: None,
             has_generation: false,
             storage: concat!($plural, ".", $group),
-            to_storage: same,
-            from_storage: None,
-            decode: any_shape,
-            known: None,
-            schema: None,
-            default: no_defaults,
-            validate: no_validation,
+            strategy: Strategy::BuiltIn(BuiltIn::PLAIN),
         }
     };
 }
 
-/// Every resource the sandbox serves.
+/// Where a Deployment's scale subresource reads and writes.
+const DEPLOYMENT_SCALE: ScalePaths = ScalePaths {
+    spec_replicas: ".spec.replicas",
+    status_replicas: ".status.replicas",
+    label_selector: Some(".spec.selector"),
+};
+
+/// Every built-in resource the sandbox serves.
 pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         status_subresource: true,
-        default: crate::kinds::namespace::default,
-        schema: Some(schema_of::<api::core::v1::Namespace>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            default: crate::kinds::namespace::default,
+            schema: Some(schema_of::<api::core::v1::Namespace>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
     },
     ResourceDef {
-        decode: decode_as::<api::core::v1::ConfigMap>,
-        known: Some(known_as::<api::core::v1::ConfigMap>),
-        validate: crate::kinds::configmap::validate,
-        schema: Some(schema_of::<api::core::v1::ConfigMap>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::core::v1::ConfigMap>,
+            known: Some(known_as::<api::core::v1::ConfigMap>),
+            validate: crate::kinds::configmap::validate,
+            schema: Some(schema_of::<api::core::v1::ConfigMap>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
     },
     ResourceDef {
-        decode: decode_as::<api::core::v1::Secret>,
-        known: Some(known_as::<api::core::v1::Secret>),
-        default: crate::kinds::secret::default,
-        validate: crate::kinds::secret::validate,
-        schema: Some(schema_of::<api::core::v1::Secret>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::core::v1::Secret>,
+            known: Some(known_as::<api::core::v1::Secret>),
+            default: crate::kinds::secret::default,
+            validate: crate::kinds::secret::validate,
+            schema: Some(schema_of::<api::core::v1::Secret>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true)
     },
     ResourceDef {
         storage: "events",
         field_labels: CORE_EVENT_FIELDS,
-        validate: crate::kinds::event::validate_core,
-        schema: Some(schema_of::<api::core::v1::Event>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            validate: crate::kinds::event::validate_core,
+            schema: Some(schema_of::<api::core::v1::Event>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {
         status_subresource: true,
-        scale_subresource: true,
+        scale: Some(DEPLOYMENT_SCALE),
         has_generation: true,
-        default: deployment::default,
-        validate: deployment::validate,
-        known: Some(known_as::<api::apps::v1::Deployment>),
         categories: &["all"],
-        schema: Some(schema_of::<api::apps::v1::Deployment>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            default: deployment::default,
+            validate: deployment::validate,
+            known: Some(known_as::<api::apps::v1::Deployment>),
+            schema: Some(schema_of::<api::apps::v1::Deployment>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
     },
     ResourceDef {
         storage: "events",
-        to_storage: event_to_core,
-        from_storage: Some(event_from_core),
-        validate: crate::kinds::event::validate_events_v1,
-        schema: Some(schema_of::<api::events::v1::Event>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            to_storage: event_to_core,
+            from_storage: Some(event_from_core),
+            validate: crate::kinds::event::validate_events_v1,
+            schema: Some(schema_of::<api::events::v1::Event>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
     },
     ResourceDef {
-        decode: crate::kinds::lease::decode,
-        known: Some(known_as::<api::coordination::v1::Lease>),
-        default: crate::kinds::lease::default,
-        validate: crate::kinds::lease::validate,
-        schema: Some(schema_of::<api::coordination::v1::Lease>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: crate::kinds::lease::decode,
+            known: Some(known_as::<api::coordination::v1::Lease>),
+            default: crate::kinds::lease::default,
+            validate: crate::kinds::lease::validate,
+            schema: Some(schema_of::<api::coordination::v1::Lease>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
     },
     // Built-in kinds a deployment of a controller uses.
     ResourceDef {
-        decode: decode_as::<api::core::v1::ServiceAccount>,
-        known: Some(known_as::<api::core::v1::ServiceAccount>),
-        schema: Some(schema_of::<api::core::v1::ServiceAccount>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::core::v1::ServiceAccount>,
+            known: Some(known_as::<api::core::v1::ServiceAccount>),
+            schema: Some(schema_of::<api::core::v1::ServiceAccount>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)
     },
     ResourceDef {
         status_subresource: true,
         categories: &["all"],
-        decode: decode_as::<api::core::v1::Service>,
-        known: Some(known_as::<api::core::v1::Service>),
-        default: service::default,
-        validate: service::validate,
-        schema: Some(schema_of::<api::core::v1::Service>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::core::v1::Service>,
+            known: Some(known_as::<api::core::v1::Service>),
+            default: service::default,
+            validate: service::validate,
+            schema: Some(schema_of::<api::core::v1::Service>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)
     },
     ResourceDef {
-        decode: decode_as::<api::rbac::v1::Role>,
-        known: Some(known_as::<api::rbac::v1::Role>),
-        schema: Some(schema_of::<api::rbac::v1::Role>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::rbac::v1::Role>,
+            known: Some(known_as::<api::rbac::v1::Role>),
+            schema: Some(schema_of::<api::rbac::v1::Role>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)
     },
     ResourceDef {
-        decode: decode_as::<api::rbac::v1::ClusterRole>,
-        known: Some(known_as::<api::rbac::v1::ClusterRole>),
-        schema: Some(schema_of::<api::rbac::v1::ClusterRole>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::rbac::v1::ClusterRole>,
+            known: Some(known_as::<api::rbac::v1::ClusterRole>),
+            schema: Some(schema_of::<api::rbac::v1::ClusterRole>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
     },
     ResourceDef {
-        decode: decode_as::<api::rbac::v1::RoleBinding>,
-        known: Some(known_as::<api::rbac::v1::RoleBinding>),
-        validate: rbac::validate_binding,
-        schema: Some(schema_of::<api::rbac::v1::RoleBinding>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::rbac::v1::RoleBinding>,
+            known: Some(known_as::<api::rbac::v1::RoleBinding>),
+            validate: rbac::validate_binding,
+            schema: Some(schema_of::<api::rbac::v1::RoleBinding>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
     },
     ResourceDef {
-        decode: decode_as::<api::rbac::v1::ClusterRoleBinding>,
-        known: Some(known_as::<api::rbac::v1::ClusterRoleBinding>),
-        validate: rbac::validate_binding,
-        schema: Some(schema_of::<api::rbac::v1::ClusterRoleBinding>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::rbac::v1::ClusterRoleBinding>,
+            known: Some(known_as::<api::rbac::v1::ClusterRoleBinding>),
+            validate: rbac::validate_binding,
+            schema: Some(schema_of::<api::rbac::v1::ClusterRoleBinding>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
     },
     ResourceDef {
         status_subresource: true,
-        decode: decode_as::<api::policy::v1::PodDisruptionBudget>,
-        known: Some(known_as::<api::policy::v1::PodDisruptionBudget>),
-        schema: Some(schema_of::<api::policy::v1::PodDisruptionBudget>),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<api::policy::v1::PodDisruptionBudget>,
+            known: Some(known_as::<api::policy::v1::PodDisruptionBudget>),
+            schema: Some(schema_of::<api::policy::v1::PodDisruptionBudget>),
+            ..BuiltIn::PLAIN
+        }),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)
+    },
+    // What custom resources are defined by.
+    ResourceDef {
+        status_subresource: true,
+        has_generation: true,
+        categories: &["api-extensions"],
+        strategy: Strategy::BuiltIn(BuiltIn {
+            decode: decode_as::<CustomResourceDefinition>,
+            known: Some(known_as::<CustomResourceDefinition>),
+            prepare_create: crate::kinds::crd::prepare_create,
+            default: crate::kinds::crd::default,
+            validate: crate::kinds::crd::validate,
+            schema: Some(schema_of::<CustomResourceDefinition>),
+            ..BuiltIn::PLAIN
+        }),
+        ..resource!("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", ["crd", "crds"], namespaced: false)
     },
 ];
 
-/// Finds a resource by group, version and plural.
+/// Finds a built-in resource by group, version and plural (custom resources are found through
+/// the [`Registry`](crate::registry::Registry)).
 #[must_use]
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
     RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
 }
 
-/// The canonical resource of a storage (the one whose form is stored).
+/// The CustomResourceDefinition resource.
 #[must_use]
-pub fn storage_owner(storage: &str) -> &'static ResourceDef {
-    RESOURCES.iter().find(|r| r.storage == storage).expect("every storage has a resource")
-}
-
-/// Every distinct storage name.
-pub fn storages() -> impl Iterator<Item = &'static str> {
-    let mut seen: Vec<&'static str> = Vec::new();
-    RESOURCES.iter().filter_map(move |r| {
-        if seen.contains(&r.storage) {
-            None
-        } else {
-            seen.push(r.storage);
-            Some(r.storage)
-        }
-    })
+pub fn crds() -> &'static ResourceDef {
+    find("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("CRDs are a built-in kind")
 }
 
 #[cfg(test)]
@@ -397,12 +610,5 @@ mod tests {
         assert_eq!(core["involvedObject"]["name"], "web");
         assert_eq!(core["message"], "hi");
         assert_eq!(event_from_core(core), new);
-    }
-
-    #[test]
-    fn storages_are_distinct() {
-        let s: Vec<_> = storages().collect();
-        assert_eq!(s.iter().filter(|x| **x == "events").count(), 1);
-        assert_eq!(s.len(), RESOURCES.len() - 1);
     }
 }

@@ -178,14 +178,24 @@ impl ApiError {
         )
     }
 
-    /// 415: a patch content type the server does not know (the patch types upstream lists for
-    /// built-in kinds).
-    pub fn unsupported_media_type(_content_type: &str) -> Self {
+    /// 415: a patch content type the resource does not take; `accepted` are those it takes.
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
         )
+    }
+
+    /// 405 for a verb a resource refuses for now, with upstream's `NewMethodNotSupported` details
+    /// and `message` (a terminating CRD refusing creates).
+    pub fn method_not_supported(group: &str, plural: &str, message: &str) -> Self {
+        let mut e = Self::new(405, "MethodNotAllowed", message);
+        e.details = Some(json!({ "group": group, "kind": plural }));
+        e
     }
 
     /// 415 for a protobuf body the sandbox cannot read, saying what it reads instead.

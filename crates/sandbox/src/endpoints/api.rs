@@ -20,9 +20,10 @@ use crate::Shared;
 use crate::field_validation::{self, Directive};
 use crate::patch::PatchType;
 use crate::record::RequestRecord;
-use crate::resource::{self, ResourceDef};
+use crate::resource::ResourceDef;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
+use crate::store::Store;
 use crate::store::{Change, ChangeType, DeleteOptions, ListQuery, Propagation, Subresource};
 
 /// The body of every sandbox response.
@@ -37,7 +38,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// A parsed resource path.
 #[derive(Debug)]
 struct Target {
-    def: &'static ResourceDef,
+    def: Arc<ResourceDef>,
     namespace: Option<String>,
     name: Option<String>,
     sub: Subresource,
@@ -75,14 +76,14 @@ pub fn error_response(e: &ApiError) -> Response<ResponseBody> {
     r
 }
 
-fn parse_target(path: &str) -> Result<Target, ApiError> {
+fn parse_target(store: &Store, path: &str) -> Result<Target, ApiError> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
         _ => return Err(ApiError::no_route(path)),
     };
-    let find = |plural: &str| resource::find(group, version, plural);
+    let find = |plural: &str| store.find(group, version, plural);
     let sub = |s: Option<&&str>| match s.copied() {
         None => Ok(Subresource::Main),
         Some("status") => Ok(Subresource::Status),
@@ -110,7 +111,7 @@ fn parse_target(path: &str) -> Result<Target, ApiError> {
     }
     let sub = sub(subres)?;
     if (sub == Subresource::Status && !def.status_subresource)
-        || (sub == Subresource::Scale && !def.scale_subresource)
+        || (sub == Subresource::Scale && def.scale.is_none())
     {
         return Err(ApiError::no_route(path));
     }
@@ -293,6 +294,12 @@ where
 {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_owned();
+    // Discovery, OpenAPI, health: the same answers in-process as over HTTPS, not in the log.
+    if parts.method == Method::GET
+        && let Some(r) = crate::endpoints::non_resource::respond(&shared, &parts)
+    {
+        return r;
+    }
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let mut record = RequestRecord {
@@ -334,12 +341,12 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let t = parse_target(path)?;
+    let t = parse_target(&shared.store, path)?;
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !acceptable(accept) {
         return Err(ApiError::not_acceptable());
     }
-    let mut q = parse_query(parts.uri.query(), t.def)?;
+    let mut q = parse_query(parts.uri.query(), &t.def)?;
     if !shared.sharded_list_watch {
         q.list.shard = None;
     }
@@ -394,7 +401,7 @@ where
     } else {
         &shared.store
     };
-    let def = t.def;
+    let def = t.def.as_ref();
     let ns = t.namespace.as_deref().unwrap_or("");
     let name = t.name.as_deref().unwrap_or("");
     let ok = |v: Value| Ok(json_response(200, &v));
@@ -437,7 +444,7 @@ where
             ok(table)
         }
         "list" => ok(store.list(def, t.namespace.as_deref(), &q.list)?),
-        "watch" => watch(shared, def, t.namespace.clone(), q),
+        "watch" => watch(shared, Arc::clone(&t.def), t.namespace.clone(), q),
         "create" => {
             if def.namespaced && t.namespace.is_none() {
                 return Err(ApiError::method_not_allowed("POST", path));
@@ -671,7 +678,7 @@ fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
 
 fn watch(
     shared: &Arc<Shared>,
-    def: &'static ResourceDef,
+    def: Arc<ResourceDef>,
     ns: Option<String>,
     q: Query,
 ) -> Result<Response<ResponseBody>, ApiError> {
@@ -681,7 +688,7 @@ fn watch(
         let _ = tx.try_send(frame("ERROR", &e.to_status()));
         return Ok(stream_response(rx));
     }
-    let start = match shared.store.watch(def, ns.as_deref(), &q.list, q.send_initial_events) {
+    let start = match shared.store.watch(&def, ns.as_deref(), &q.list, q.send_initial_events) {
         Ok(s) => s,
         Err(e) if e.code == 410 => {
             // The API server answers an expired watch with 200 and one ERROR event.
@@ -701,9 +708,9 @@ fn watch(
         // Tables carry their column definitions in the first event only, as the API server's do.
         let mut render = |kind: &str, obj: EventObject| {
             if q.as_table {
-                let obj = obj.into_presented(def);
+                let obj = obj.into_presented(&def);
                 let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
-                let t = crate::endpoints::table::table(def, &[obj], &rv, headers);
+                let t = crate::endpoints::table::table(&def, &[obj], &rv, headers);
                 headers = false;
                 frame(kind, &t)
             } else {
@@ -714,13 +721,13 @@ fn watch(
             }
         };
         for c in &start.initial {
-            if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, c)
+            if let Some((kind, obj)) = event_for(&def, ns.as_deref(), &q.list, c)
                 && tx.send(render(kind, obj)).await.is_err()
             {
                 return;
             }
         }
-        if start.initial_events_end && tx.send(bookmark(def, rv, true)).await.is_err() {
+        if start.initial_events_end && tx.send(bookmark(&def, rv, true)).await.is_err() {
             return;
         }
         let timeout = tokio::time::sleep(q.timeout.unwrap_or(Duration::from_secs(365 * 24 * 3600)));
@@ -734,9 +741,12 @@ fn watch(
                 () = shared.faults.cut_after(cut_seen) => return,
                 change = feed.recv() => match change {
                     Ok(c) if c.rv <= rv => {}
+                    // The CRD defining this resource is gone: so is the resource, and the stream
+                    // ends, as upstream's watches end when the CRD's storage is torn down.
+                    Ok(c) if c.kind == ChangeType::Deleted && ends_resource(&def, &c) => return,
                     Ok(c) => {
                         rv = c.rv;
-                        if let Some((kind, obj)) = event_for(def, ns.as_deref(), &q.list, &c)
+                        if let Some((kind, obj)) = event_for(&def, ns.as_deref(), &q.list, &c)
                             && tx.send(render(kind, obj)).await.is_err()
                         {
                             return;
@@ -747,7 +757,7 @@ fn watch(
                     Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
                 },
                 _ = ticks.tick(), if q.allow_bookmarks => {
-                    if tx.send(bookmark(def, rv, false)).await.is_err() {
+                    if tx.send(bookmark(&def, rv, false)).await.is_err() {
                         return;
                     }
                 }
@@ -757,6 +767,13 @@ fn watch(
         }
     });
     Ok(stream_response(rx))
+}
+
+/// Whether `c` removes the CRD that defines `def`.
+fn ends_resource(def: &ResourceDef, c: &Change) -> bool {
+    def.custom().is_some()
+        && c.storage == crate::resource::crds().storage
+        && crate::object::meta_str(&c.object, "name") == def.storage
 }
 
 fn stream_response(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
@@ -777,6 +794,8 @@ mod tests {
 
     #[test]
     fn paths() {
+        let store = Store::new(crate::StoreConfig::default());
+        let parse_target = |p: &str| super::parse_target(&store, p);
         let t = parse_target("/api/v1/namespaces/default/configmaps/web").unwrap();
         assert_eq!(
             (t.def.plural, t.namespace.as_deref(), t.name.as_deref()),

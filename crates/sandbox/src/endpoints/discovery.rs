@@ -1,23 +1,25 @@
 //! The non-resource endpoints real clients read before they touch a resource: `/version`,
-//! legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/<group>/<version>`), aggregated discovery
-//! (`apidiscovery.k8s.io/v2`), and `/healthz`, `/readyz`, `/livez`. The OpenAPI documents are in
-//! [`crate::endpoints::openapi`].
+//! legacy discovery (`/api`, `/apis`, `/apis/<group>`, `/api/v1`, `/apis/<group>/<version>`),
+//! aggregated discovery (`apidiscovery.k8s.io/v2`), and `/healthz`, `/readyz`, `/livez`. The
+//! OpenAPI documents are in [`crate::endpoints::openapi`]. Every document is made from the
+//! [`Registry`] of the moment, so an established CRD's group is discovered at once.
 
 use serde_json::{Value, json};
 
-use crate::resource::{RESOURCES, ResourceDef};
+use crate::registry::Registry;
+use crate::resource::ResourceDef;
 
 /// The version the sandbox reports (the Kubernetes API it follows).
 pub const GIT_VERSION: &str = "v1.32.0-sandbox";
 
-pub(crate) fn groups() -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<(&str, &str)> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| !r.group.is_empty()) {
-        if !out.contains(&(r.group, r.version)) {
-            out.push((r.group, r.version));
-        }
-    }
-    out
+/// Every named group/version served, groups in the order first served, each group's versions in
+/// priority order.
+pub(crate) fn groups(registry: &Registry) -> Vec<(&'static str, &'static str)> {
+    registry
+        .groups()
+        .into_iter()
+        .flat_map(|g| registry.versions(g).into_iter().map(move |v| (g, v)))
+        .collect()
 }
 
 fn verbs(r: &ResourceDef) -> Vec<&'static str> {
@@ -27,9 +29,17 @@ fn verbs(r: &ResourceDef) -> Vec<&'static str> {
         .collect()
 }
 
-fn resource_entries(group: &str, version: &str) -> Vec<Value> {
+fn served<'a>(
+    registry: &'a Registry,
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'a ResourceDef> {
+    registry.resources().iter().map(AsRef::as_ref).filter(move |r| r.group == group && r.version == version)
+}
+
+fn resource_entries(registry: &Registry, group: &str, version: &str) -> Vec<Value> {
     let mut out = Vec::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+    for r in served(registry, group, version) {
         out.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
             "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "storageVersionHash": "",
@@ -37,7 +47,7 @@ fn resource_entries(group: &str, version: &str) -> Vec<Value> {
         if r.status_subresource {
             out.push(json!({ "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"] }));
         }
-        if r.scale_subresource {
+        if r.scale.is_some() {
             out.push(json!({ "name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"] }));
         }
     }
@@ -57,23 +67,41 @@ pub fn core_versions() -> Value {
     json!({ "kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1" }] })
 }
 
+/// One named group as `/apis` lists it and `/apis/<group>` answers it: its versions in priority
+/// order, the first preferred.
+fn api_group(registry: &Registry, group: &str) -> Value {
+    let versions: Vec<Value> = registry
+        .versions(group)
+        .into_iter()
+        .map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v }))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({ "name": group, "versions": versions, "preferredVersion": preferred })
+}
+
 /// `/apis`: the named groups.
 #[must_use]
-pub fn group_list() -> Value {
-    let groups: Vec<Value> = groups()
-        .into_iter()
-        .map(|(g, v)| {
-            let gv = json!({ "groupVersion": format!("{g}/{v}"), "version": v });
-            json!({ "name": g, "versions": [gv.clone()], "preferredVersion": gv })
-        })
-        .collect();
+pub fn group_list(registry: &Registry) -> Value {
+    let groups: Vec<Value> = registry.groups().into_iter().map(|g| api_group(registry, g)).collect();
     json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
+}
+
+/// `/apis/<group>`; `None` for a group the sandbox does not serve.
+#[must_use]
+pub fn group(registry: &Registry, group: &str) -> Option<Value> {
+    if !registry.groups().contains(&group) {
+        return None;
+    }
+    let mut doc = api_group(registry, group);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(doc)
 }
 
 /// `/api/v1` or `/apis/<group>/<version>`; `None` for a group/version the sandbox does not serve.
 #[must_use]
-pub fn resource_list(group: &str, version: &str) -> Option<Value> {
-    let entries = resource_entries(group, version);
+pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<Value> {
+    let entries = resource_entries(registry, group, version);
     if entries.is_empty() {
         return None;
     }
@@ -84,30 +112,35 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
 /// Aggregated discovery (`apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`) for `/api` (core) or
 /// `/apis` (named groups).
 #[must_use]
-pub fn aggregated(core: bool) -> Value {
-    let group_versions: Vec<(&str, &str)> = if core { vec![("", "v1")] } else { groups() };
-    let items: Vec<Value> = group_versions
+pub fn aggregated(registry: &Registry, core: bool) -> Value {
+    let group_names: Vec<&str> = if core { vec![""] } else { registry.groups() };
+    let items: Vec<Value> = group_names
         .into_iter()
-        .map(|(g, v)| {
-            let resources: Vec<Value> = RESOURCES
-                .iter()
-                .filter(|r| r.group == g && r.version == v)
-                .map(|r| {
-                    let mut subs = Vec::new();
-                    if r.status_subresource {
-                        subs.push(json!({ "subresource": "status", "responseKind": { "group": g, "version": v, "kind": r.kind }, "verbs": ["get", "patch", "update"] }));
-                    }
-                    if r.scale_subresource {
-                        subs.push(json!({ "subresource": "scale", "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" }, "verbs": ["get", "patch", "update"] }));
-                    }
-                    json!({
-                        "resource": r.plural, "responseKind": { "group": g, "version": v, "kind": r.kind },
-                        "scope": if r.namespaced { "Namespaced" } else { "Cluster" }, "singularResource": r.singular,
-                        "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "subresources": subs,
-                    })
+        .map(|g| {
+            let versions: Vec<&str> = if core { vec!["v1"] } else { registry.versions(g) };
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|v| {
+                    let resources: Vec<Value> = served(registry, g, v)
+                        .map(|r| {
+                            let mut subs = Vec::new();
+                            if r.status_subresource {
+                                subs.push(json!({ "subresource": "status", "responseKind": { "group": g, "version": v, "kind": r.kind }, "verbs": ["get", "patch", "update"] }));
+                            }
+                            if r.scale.is_some() {
+                                subs.push(json!({ "subresource": "scale", "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" }, "verbs": ["get", "patch", "update"] }));
+                            }
+                            json!({
+                                "resource": r.plural, "responseKind": { "group": g, "version": v, "kind": r.kind },
+                                "scope": if r.namespaced { "Namespaced" } else { "Cluster" }, "singularResource": r.singular,
+                                "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "subresources": subs,
+                            })
+                        })
+                        .collect();
+                    json!({ "version": v, "resources": resources, "freshness": "Current" })
                 })
                 .collect();
-            json!({ "metadata": { "name": g }, "versions": [{ "version": v, "resources": resources, "freshness": "Current" }] })
+            json!({ "metadata": { "name": g }, "versions": versions })
         })
         .collect();
     json!({ "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items })

@@ -5,7 +5,8 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`api`] | resource requests: routing, query parameters, negotiation, watch streams |
-//! | [`server`] | HTTPS with a bearer token, non-resource paths, kubeconfig writing |
+//! | [`server`] | HTTPS with a bearer token, kubeconfig writing |
+//! | `non_resource` | the paths that name no resource, in-process and over HTTPS |
 //! | [`discovery`] | `/version`, legacy and aggregated discovery, health endpoints |
 //! | [`openapi`] | the OpenAPI v2 and v3 documents, every kind's full schema (`kubectl explain`) |
 //! | [`table`] | server-side printing (`as=Table`) for `kubectl get` |
@@ -13,6 +14,7 @@
 
 pub mod api;
 pub mod discovery;
+mod non_resource;
 pub mod openapi;
 pub mod protobuf;
 pub mod server;

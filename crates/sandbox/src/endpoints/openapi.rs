@@ -9,7 +9,14 @@
 //! that takes `fieldValidation`: kubectl then leaves validation to the server instead of
 //! downloading the protobuf OpenAPI v2.
 //!
-//! The documents are built once, on first use.
+//! A custom resource's schema is its CRD version's `openAPIV3Schema`, under upstream's definition
+//! name (`com.example.v1.Widget` for `example.com/v1` `Widget`) with `apiVersion`, `kind` and a
+//! reference to `ObjectMeta` added, so `kubectl explain widget.spec.size` answers from the CRD.
+//!
+//! The built-in kinds' documents are built once, on first use; the parts for custom resources
+//! each time they are asked for, from the registry of the moment.
+
+use std::borrow::Cow;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -19,7 +26,8 @@ use serde_json::{Map, Value, json};
 
 use crate::endpoints::discovery::{GIT_VERSION, groups};
 use crate::patch;
-use crate::resource::{RESOURCES, ResourceDef};
+use crate::registry::Registry;
+use crate::resource::{RESOURCES, ResourceDef, Strategy};
 
 /// The schemas of `kinds` and of everything they refer to, by definition name, with references
 /// under `definitions_path` (`/definitions` for v2, `/components/schemas` for v3).
@@ -31,7 +39,8 @@ fn schemas<'a>(
     let mut generator = SchemaGenerator::new(settings);
     let mut roots = Vec::new();
     for r in kinds {
-        let Some(schema_of) = r.schema else { continue };
+        let Strategy::BuiltIn(b) = &r.strategy else { continue };
+        let Some(schema_of) = b.schema else { continue };
         let root = schema_of(&mut generator);
         if let Some(name) = root.get("$ref").and_then(Value::as_str).and_then(|r| r.rsplit('/').next()) {
             roots.push((name.to_owned(), r));
@@ -69,26 +78,76 @@ fn mark_merge_lists(name: &str, def: &mut Value) {
     }
 }
 
+/// Upstream's definition name of a custom kind: the group reversed, the version, the kind.
+fn custom_definition_name(r: &ResourceDef) -> String {
+    let group: Vec<&str> = r.group.split('.').rev().collect();
+    format!("{}.{}.{}", group.join("."), r.version, r.kind)
+}
+
+/// The definitions of the custom kinds among `kinds`, and (when there are any) of `ObjectMeta`
+/// and what it refers to, with references under `definitions_path`.
+fn custom_schemas<'a>(
+    kinds: impl Iterator<Item = &'a ResourceDef>,
+    definitions_path: &'static str,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    let meta_ref = format!("#{definitions_path}/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+    for r in kinds {
+        let Some(custom) = r.custom() else { continue };
+        let mut schema =
+            custom.version.pointer("/schema/openAPIV3Schema").cloned().unwrap_or_else(|| json!({}));
+        if !schema.is_object() {
+            continue;
+        }
+        let props = schema["properties"].as_object_mut().map(std::mem::take).unwrap_or_default();
+        let mut all = Map::new();
+        all.insert("apiVersion".into(), json!({ "type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources" }));
+        all.insert("kind".into(), json!({ "type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" }));
+        all.insert("metadata".into(), json!({ "allOf": [{ "$ref": meta_ref }], "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" }));
+        all.extend(props.into_iter().filter(|(k, _)| k != "metadata"));
+        schema["properties"] = Value::Object(all);
+        schema["x-kubernetes-group-version-kind"] =
+            json!([{ "group": r.group, "version": r.version, "kind": r.kind }]);
+        out.insert(custom_definition_name(r), schema);
+    }
+    if !out.is_empty() {
+        let settings = SchemaSettings::openapi3().with(|s| s.definitions_path = definitions_path.into());
+        let mut generator = SchemaGenerator::new(settings);
+        generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+        out.extend(generator.take_definitions(true));
+    }
+    out
+}
+
 /// `/openapi/v2`: one Swagger document with every served kind.
 #[must_use]
-pub fn openapi_v2() -> &'static Value {
+pub fn openapi_v2(registry: &Registry) -> Cow<'static, Value> {
     static DOC: OnceLock<Value> = OnceLock::new();
-    DOC.get_or_init(|| {
+    let built_in = DOC.get_or_init(|| {
         json!({
             "swagger": "2.0",
             "info": { "title": "Kubernetes (sandbox)", "version": GIT_VERSION },
             "paths": {},
             "definitions": schemas(RESOURCES.iter(), "/definitions"),
         })
-    })
+    });
+    let custom = custom_schemas(registry.resources().iter().map(AsRef::as_ref), "/definitions");
+    if custom.is_empty() {
+        return Cow::Borrowed(built_in);
+    }
+    let mut doc = built_in.clone();
+    if let Some(defs) = doc["definitions"].as_object_mut() {
+        defs.extend(custom);
+    }
+    Cow::Owned(doc)
 }
 
 /// `/openapi/v3`: the index of group/version documents.
 #[must_use]
-pub fn openapi_v3_index() -> Value {
+pub fn openapi_v3_index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     paths.insert("api/v1".into(), json!({ "serverRelativeURL": "/openapi/v3/api/v1?hash=sandbox" }));
-    for (g, v) in groups() {
+    for (g, v) in groups(registry) {
         paths.insert(
             format!("apis/{g}/{v}"),
             json!({ "serverRelativeURL": format!("/openapi/v3/apis/{g}/{v}?hash=sandbox") }),
@@ -99,18 +158,27 @@ pub fn openapi_v3_index() -> Value {
 
 /// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`; `None` for one not served.
 #[must_use]
-pub fn openapi_v3(group: &str, version: &str) -> Option<&'static Value> {
+pub fn openapi_v3(registry: &Registry, group: &str, version: &str) -> Option<Cow<'static, Value>> {
     static DOCS: OnceLock<HashMap<(String, String), Value>> = OnceLock::new();
     let docs = DOCS.get_or_init(|| {
+        let built_in = Registry::new();
         let mut gvs: Vec<(&str, &str)> = vec![("", "v1")];
-        gvs.extend(groups());
-        gvs.into_iter().map(|(g, v)| ((g.to_owned(), v.to_owned()), group_version_document(g, v))).collect()
+        gvs.extend(groups(&built_in));
+        gvs.into_iter()
+            .map(|(g, v)| ((g.to_owned(), v.to_owned()), group_version_document(&built_in, g, v)))
+            .collect()
     });
-    docs.get(&(group.to_owned(), version.to_owned()))
+    if let Some(doc) = docs.get(&(group.to_owned(), version.to_owned())) {
+        return Some(Cow::Borrowed(doc));
+    }
+    let served = registry.resources().iter().any(|r| r.group == group && r.version == version);
+    served.then(|| Cow::Owned(group_version_document(registry, group, version)))
 }
 
-fn group_version_document(group: &str, version: &str) -> Value {
-    let kinds = || RESOURCES.iter().filter(|r| r.group == group && r.version == version);
+fn group_version_document(registry: &Registry, group: &str, version: &str) -> Value {
+    let kinds = || {
+        registry.resources().iter().map(AsRef::as_ref).filter(|r| r.group == group && r.version == version)
+    };
     let mut paths = Map::new();
     for r in kinds() {
         let base =
@@ -131,11 +199,13 @@ fn group_version_document(group: &str, version: &str) -> Value {
             } }),
         );
     }
+    let mut schemas = schemas(kinds(), "/components/schemas");
+    schemas.extend(custom_schemas(kinds(), "/components/schemas"));
     json!({
         "openapi": "3.0.0",
         "info": { "title": "Kubernetes (sandbox)", "version": GIT_VERSION },
         "paths": paths,
-        "components": { "schemas": schemas(kinds(), "/components/schemas") },
+        "components": { "schemas": schemas },
     })
 }
 
@@ -145,7 +215,8 @@ mod tests {
 
     #[test]
     fn a_kind_is_described_field_by_field_and_found_by_its_gvk() {
-        let doc = openapi_v3("apps", "v1").unwrap();
+        let registry = Registry::new();
+        let doc = openapi_v3(&registry, "apps", "v1").unwrap();
         let schemas = &doc["components"]["schemas"];
         let deployment = &schemas["io.k8s.api.apps.v1.Deployment"];
         assert_eq!(
@@ -168,15 +239,16 @@ mod tests {
         let containers = &schemas["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
         assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
         // A Service's ports merge by port (core/v1's document), a container's by containerPort.
-        let v1 = openapi_v3("", "v1").unwrap();
+        let v1 = openapi_v3(&registry, "", "v1").unwrap();
         let merge_key = |schemas: &Value, def: &str| {
             schemas[def]["properties"]["ports"]["x-kubernetes-patch-merge-key"].clone()
         };
         assert_eq!(merge_key(&v1["components"]["schemas"], "io.k8s.api.core.v1.ServiceSpec"), "port");
         assert_eq!(merge_key(schemas, "io.k8s.api.core.v1.Container"), "containerPort");
-        assert!(openapi_v3("apps", "v2").is_none());
+        assert!(openapi_v3(&registry, "apps", "v2").is_none());
         assert!(
-            openapi_v2()["definitions"]["io.k8s.api.core.v1.ConfigMap"]["properties"]["data"].is_object()
+            openapi_v2(&registry)["definitions"]["io.k8s.api.core.v1.ConfigMap"]["properties"]["data"]
+                .is_object()
         );
     }
 }

@@ -17,16 +17,12 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::{Request, Response, header};
-use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::{discovery, openapi};
 use crate::endpoints::api::{self, ResponseBody};
 use crate::{Sandbox, status::ApiError};
 
@@ -208,41 +204,11 @@ fn tls_config(
     Ok((ca_cert.pem(), Arc::new(config)))
 }
 
-fn text(body: &'static str) -> Response<ResponseBody> {
-    Response::builder()
-        .status(200)
-        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .body(Full::new(Bytes::from(body)).boxed_unsync())
-        .expect("valid response")
-}
-
 async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Response<ResponseBody> {
     let authorized =
         req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).is_some_and(|v| v == auth);
     if !authorized {
         return api::error_response(&ApiError::unauthorized());
     }
-    let path = req.uri().path().trim_end_matches('/').to_owned();
-    let accept = req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-    let aggregated = accept.contains("as=APIGroupDiscoveryList");
-    const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let ok = |doc: Value| api::json_response(200, &doc);
-    // A group/version the sandbox does not serve is a 404 Status, as for any unknown path.
-    let found = |doc: Option<Value>| doc.map_or_else(|| api::error_response(&ApiError::no_route(&path)), ok);
-    match segs.as_slice() {
-        ["healthz"] | ["readyz"] | ["livez"] => text("ok"),
-        ["version"] => ok(discovery::version()),
-        ["api"] if aggregated => api::json_typed(200, AGGREGATED, &discovery::aggregated(true)),
-        ["api"] => ok(discovery::core_versions()),
-        ["apis"] if aggregated => api::json_typed(200, AGGREGATED, &discovery::aggregated(false)),
-        ["apis"] => ok(discovery::group_list()),
-        ["api", v] => found(discovery::resource_list("", v)),
-        ["apis", g, v] => found(discovery::resource_list(g, v)),
-        ["openapi", "v2"] => ok(openapi::openapi_v2().clone()),
-        ["openapi", "v3"] => ok(openapi::openapi_v3_index()),
-        ["openapi", "v3", "api", v] => found(openapi::openapi_v3("", v).cloned()),
-        ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(g, v).cloned()),
-        _ => api::handle(Arc::clone(&sandbox.shared), req).await,
-    }
+    api::handle(Arc::clone(&sandbox.shared), req).await
 }

@@ -18,6 +18,7 @@
 
 pub mod configmap;
 pub mod crd;
+pub mod custom;
 pub mod deployment;
 pub mod event;
 pub mod lease;

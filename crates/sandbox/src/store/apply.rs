@@ -62,7 +62,13 @@ pub(super) fn server_side_apply(
         return Err(e);
     }
     let mut merged = live.clone();
-    patch::strategic_merge(&mut merged, applied);
+    if def.custom().is_some() {
+        // A custom resource's lists are atomic unless its schema says otherwise: the applied
+        // configuration's maps merge, its lists replace.
+        patch::merge_patch(&mut merged, applied);
+    } else {
+        patch::strategic_merge(&mut merged, applied);
+    }
     for gone in previous.difference(&paths).filter(|p| !others.contains(*p)) {
         patch::remove_path(&mut merged, gone);
     }

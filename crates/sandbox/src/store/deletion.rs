@@ -34,6 +34,10 @@ impl State {
         if !key.1.is_empty() {
             self.finish_namespace(&key.1.clone());
         }
+        // The last instance of a terminating CRD lets the CRD go.
+        if self.crd_terminating(key.0) {
+            self.finish_crd(key.0);
+        }
     }
 
     /// Deletes dependents none of whose owners exist any more (background cascading).
@@ -51,6 +55,11 @@ impl State {
     /// The delete verb's effect on one object.
     pub(super) fn delete_key(&mut self, key: &Key, propagation: Propagation) -> Option<Arc<Value>> {
         let old = self.objects.get(key).cloned()?;
+        if key.0 == super::crd::CRD_STORAGE && !is_deleting(&old) {
+            // A CRD always goes through its finalizer: its instances first.
+            let marked = self.mark_crd_deleted(key, &old);
+            return Some(self.objects.get(key).cloned().unwrap_or(marked));
+        }
         let uid = meta_str(&old, "uid").to_owned();
         let has_dependents = self.dependents.get(&uid).is_some_and(|d| !d.is_empty());
         if propagation == Propagation::Orphan && has_dependents {
@@ -169,7 +178,10 @@ impl Store {
             return Ok((def.present(&marked), st.objects.contains_key(&key)));
         }
         let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
-        Ok((def.present(&result), st.objects.contains_key(&key)))
+        // A CRD is answered as upstream's storage answers it, marked with its finalizer, even
+        // when its finalizer ran at once.
+        let lingers = st.objects.contains_key(&key) || def.storage == super::crd::CRD_STORAGE;
+        Ok((def.present(&result), lingers))
     }
 
     pub(super) fn delete_namespace(&self, st: &mut State, key: &Key, old: &Arc<Value>) -> Arc<Value> {

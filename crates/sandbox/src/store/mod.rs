@@ -12,8 +12,10 @@
 //! | `storage.rs` | objects, revision counter, indexes, history, watch fan-out |
 //! | `deletion.rs` | finalizers, propagation, the garbage collector, namespace termination |
 //! | `apply.rs` | server-side apply |
+//! | `crd.rs` | the CRD controllers: names, establishing, finalizing |
 
 mod apply;
+mod crd;
 mod deletion;
 mod storage;
 
@@ -26,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
@@ -37,6 +39,7 @@ use crate::object::{
     now_rfc3339,
 };
 use crate::patch::{self, PatchType};
+use crate::registry::Registry;
 use crate::resource::{self, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
@@ -194,6 +197,9 @@ impl Default for StoreConfig {
 /// The sandbox's object store and API rules.
 pub struct Store {
     state: Mutex<State>,
+    /// The served resources, shared with the state, which changes them as CRDs change; read
+    /// without the state's lock to route requests.
+    registry: Arc<RwLock<Registry>>,
 }
 
 fn parse_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
@@ -248,7 +254,9 @@ impl Store {
     #[must_use]
     pub fn new(config: StoreConfig) -> Self {
         let (tx, _) = broadcast::channel(config.history_limit.clamp(1024, 65_536));
+        let registry = Arc::new(RwLock::new(Registry::new()));
         let store = Self {
+            registry: Arc::clone(&registry),
             state: Mutex::new(State {
                 objects: BTreeMap::new(),
                 rv: 0,
@@ -262,6 +270,7 @@ impl Store {
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
+                registry,
             }),
         };
         let ns = resource::find("", "v1", "namespaces").expect("namespaces");
@@ -277,7 +286,10 @@ impl Store {
     pub fn scratch(&self) -> Self {
         let st = self.state.lock();
         let (tx, _) = broadcast::channel(16);
+        // A dry-run CRD is established in the copy only.
+        let registry = Arc::new(RwLock::new(st.registry.read().clone()));
         Self {
+            registry: Arc::clone(&registry),
             state: Mutex::new(State {
                 objects: st.objects.clone(),
                 rv: st.rv,
@@ -291,8 +303,22 @@ impl Store {
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
+                registry,
             }),
         }
+    }
+
+    /// The resource served at `/apis/<group>/<version>/<plural>` (`/api/v1/<plural>`), built-in or
+    /// defined by an established CRD.
+    #[must_use]
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.registry.read().find(group, version, plural)
+    }
+
+    /// The resources served now.
+    #[must_use]
+    pub fn registry(&self) -> Registry {
+        self.registry.read().clone()
     }
 
     /// The latest resourceVersion.
@@ -315,7 +341,7 @@ impl Store {
     pub fn get(&self, def: &ResourceDef, ns: &str, name: &str, sub: Subresource) -> Result<Value, ApiError> {
         let obj = self.state.lock().get(def, ns, name)?;
         Ok(match sub {
-            Subresource::Scale => scale_of(&obj),
+            Subresource::Scale => scale_of(def, &obj),
             _ => def.present(&obj),
         })
     }
@@ -472,7 +498,7 @@ impl Store {
         let mut st = self.state.lock();
         let obj = self.prepare_create(&st, def, ns, body, manager)?;
         let key = key_of(def, ns, meta_str(&obj, "name"));
-        let stored = st.commit(key, ChangeType::Added, (def.to_storage)(obj), None);
+        let stored = st.commit(key, ChangeType::Added, def.to_storage(obj), None);
         Ok(def.present(&stored))
     }
 
@@ -531,18 +557,27 @@ impl Store {
         if def.status_subresource && def.plural != "namespaces" {
             obj.as_object_mut().expect("object").remove("status");
         }
-        (def.default)(&mut obj);
+        def.prepare_create(&mut obj);
+        def.apply_defaults(&mut obj);
         if let Some(m) = manager {
             record_update(def, &mut obj, None, m, Subresource::Main);
         }
         decode(def, &obj)?;
         let mut errs = crate::metadata::validate(&obj);
-        errs.extend((def.validate)(&obj, None));
+        errs.extend(def.validate(&obj, None));
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, &name, &errs));
         }
         // Upstream's order: the strategy's validation (422), then validating admission — the
-        // namespace must exist and not be terminating (404, 403) — then storage (409).
+        // namespace must exist and not be terminating (404, 403) — then storage (409). A CRD being
+        // deleted takes no new instances (apiextensions' handler answers 405).
+        if st.crd_terminating(def.storage) {
+            return Err(ApiError::method_not_supported(
+                def.group,
+                def.plural,
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
         if def.namespaced {
             match st.namespace_state(ns) {
                 None => return Err(ApiError::not_found("", "namespaces", ns)),
@@ -600,7 +635,7 @@ impl Store {
             if !creates {
                 let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
                 return Ok((
-                    if sub == Subresource::Scale { scale_of(&obj) } else { def.present(&obj) },
+                    if sub == Subresource::Scale { scale_of(def, &obj) } else { def.present(&obj) },
                     false,
                 ));
             }
@@ -656,10 +691,7 @@ impl Store {
             ));
         }
         // The stored object in the request's version: borrowed when it is stored in that version.
-        let old_view: std::borrow::Cow<'_, Value> = match def.from_storage {
-            None => std::borrow::Cow::Borrowed(old.as_ref()),
-            Some(_) => std::borrow::Cow::Owned(def.in_version(&old)),
-        };
+        let old_view = def.view(&old);
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
@@ -667,34 +699,26 @@ impl Store {
             Subresource::Status => with_status(old_view.clone().into_owned(), body.get("status")),
             Subresource::Scale => {
                 let mut n = old_view.clone().into_owned();
-                n["spec"]["replicas"] = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+                let replicas = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+                let path = def.scale.map_or(".spec.replicas", |s| s.spec_replicas);
+                set_path(&mut n, path, replicas);
                 n
             }
         };
         keep_server_fields(&mut new, &old_view);
-        (def.default)(&mut new);
+        def.apply_defaults(&mut new);
         def.stamp(&mut new);
         decode(def, &new)?;
         let mut errs = metadata_update_errors(&new, &old_view);
         errs.extend(crate::metadata::validate(&new));
-        errs.extend((def.validate)(&new, Some(&old_view)));
+        errs.extend(def.validate(&new, Some(&old_view)));
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.group, def.kind, name, &errs));
         }
         if let Some(m) = manager {
             record_update(def, &mut new, Some(&old_view), m, sub);
         }
-        // As the Deployment strategy: a spec change bumps the generation, and so does an
-        // annotation change (annotations are copied to the ReplicaSets).
-        let annotations = |o: &Value| {
-            o.pointer("/metadata/annotations")
-                .cloned()
-                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
-        };
-        if def.has_generation
-            && (new.get("spec") != old_view.get("spec")
-                || (def.plural == "deployments" && annotations(&new) != annotations(&old_view)))
-        {
+        if def.generation_changes(&new, &old_view) {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
@@ -702,7 +726,7 @@ impl Store {
             return Ok((old, false)); // a no-op write does not take a new version
         }
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
-        let stored = st.commit(key.clone(), ChangeType::Modified, (def.to_storage)(new), Some(old));
+        let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new), Some(old));
         if finalized {
             st.remove(&key);
         }
@@ -737,7 +761,7 @@ impl Store {
     ) -> Result<(Value, bool), ApiError> {
         let mut st = self.state.lock();
         let current = st.objects.get(&key_of(def, ns, name)).cloned();
-        let present = |o: &Value| if sub == Subresource::Scale { scale_of(o) } else { def.present(o) };
+        let present = |o: &Value| if sub == Subresource::Scale { scale_of(def, o) } else { def.present(o) };
         if ptype == PatchType::Apply {
             let manager = manager.filter(|m| !m.is_empty()).ok_or_else(|| {
                 ApiError::invalid(
@@ -752,13 +776,18 @@ impl Store {
                 meta_mut(&mut obj).insert("name".into(), json!(name));
                 record_apply(&mut obj, manager, &patch::leaf_paths(body), &def.api_version());
                 let obj = self.prepare_create(&st, def, ns, obj, None)?;
-                let stored = st.commit(key_of(def, ns, name), ChangeType::Added, (def.to_storage)(obj), None);
+                let stored = st.commit(key_of(def, ns, name), ChangeType::Added, def.to_storage(obj), None);
                 return Ok((def.present(&stored), true));
             };
             let live = def.present(&current);
             let merged = server_side_apply(def, &live, body, manager, force)?;
             let (obj, _) = self.apply_update(&mut st, def, ns, name, merged, sub, None)?;
             return Ok((present(&obj), false));
+        }
+        if ptype == PatchType::Strategic && def.custom().is_some() {
+            // Custom resources have no patch strategies to merge by (upstream's CRD handler
+            // lists the other three types only).
+            return Err(ApiError::unsupported_media_type(PatchType::CUSTOM_RESOURCE_TYPES));
         }
         let current = current.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
         let mut target = present(&current);
@@ -926,25 +955,61 @@ fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiErro
     Ok(body)
 }
 
-/// The autoscaling/v1 Scale view of a Deployment.
-fn scale_of(d: &Value) -> Value {
-    let selector = d
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(",")
-        })
-        .unwrap_or_default();
+/// The autoscaling/v1 Scale view of an object with a scale subresource: replicas and selector
+/// read from where the kind keeps them (upstream's Deployment registry; apiextensions'
+/// `scaleFromCustomResource` for custom resources, with 0 for a missing count).
+fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
+    let paths = def.scale.unwrap_or(crate::resource::ScalePaths {
+        spec_replicas: ".spec.replicas",
+        status_replicas: ".status.replicas",
+        label_selector: None,
+    });
+    let at = |path: &str| obj.pointer(&crate::kinds::custom::pointer_of(path));
+    let selector = match paths.label_selector.and_then(at) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(sel)) => sel
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let mut status = json!({ "replicas": at(paths.status_replicas).cloned().unwrap_or(json!(0)) });
+    if paths.label_selector.is_some() {
+        status["selector"] = json!(selector);
+    }
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {
-            "name": meta_str(d, "name"), "namespace": meta_str(d, "namespace"), "uid": meta_str(d, "uid"),
-            "resourceVersion": meta_str(d, "resourceVersion"), "creationTimestamp": meta_str(d, "creationTimestamp"),
+            "name": meta_str(obj, "name"), "namespace": meta_str(obj, "namespace"), "uid": meta_str(obj, "uid"),
+            "resourceVersion": meta_str(obj, "resourceVersion"), "creationTimestamp": meta_str(obj, "creationTimestamp"),
         },
-        "spec": { "replicas": d.pointer("/spec/replicas").cloned().unwrap_or(json!(0)) },
-        "status": { "replicas": d.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": selector },
+        "spec": { "replicas": at(paths.spec_replicas).cloned().unwrap_or(json!(0)) },
+        "status": status,
     })
+}
+
+/// Sets the value at a `.`-separated path, creating the objects on the way.
+fn set_path(obj: &mut Value, path: &str, value: Value) {
+    let mut at = obj;
+    let mut segs = path.split('.').filter(|s| !s.is_empty()).peekable();
+    while let Some(seg) = segs.next() {
+        if !at.is_object() {
+            *at = json!({});
+        }
+        let map = at.as_object_mut().expect("made an object");
+        if segs.peek().is_none() {
+            map.insert(seg.to_owned(), value);
+            return;
+        }
+        at = map.entry(seg.to_owned()).or_insert_with(|| json!({}));
+    }
 }
 
 fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
@@ -967,7 +1032,7 @@ fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
 
 /// A body the kind's type cannot hold is a 400, as the API server's decoder answers.
 fn decode(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    (def.decode)(obj).map_err(|e| {
+    def.decode(obj).map_err(|e| {
         ApiError::bad_request(format!(
             "{} in version \"{}\" cannot be handled as a {}: {e}",
             def.kind, def.version, def.kind

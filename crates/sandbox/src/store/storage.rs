@@ -1,19 +1,22 @@
 //! Storage: the objects, the one revision counter, the indexes (uids, owners, rolling
 //! Deployments), each resource's change history and the broadcast that feeds open watches — what
 //! etcd and the watch cache are upstream. Only [`State::commit`] writes; the rules that decide what
-//! to commit are the store's verbs around it.
+//! to commit are the store's verbs around it. A committed change of a CRD lets the CRD controllers
+//! react at once (`crd.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
+use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::{ListQuery, Snapshot, StoreConfig};
 use crate::kinds::deployment;
 use crate::object::{is_deleting, meta_mut, meta_str, owner_uids};
-use crate::resource::{self, ResourceDef};
+use crate::registry::Registry;
+use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
 /// Where an object lives: storage, namespace (`""` when cluster-scoped), name.
@@ -88,6 +91,8 @@ pub(super) struct State {
     pub(super) snapshots: HashMap<u64, Snapshot>,
     pub(super) next_snapshot: u64,
     pub(super) tx: broadcast::Sender<Arc<Change>>,
+    /// The served resources; CRDs change it as they are established and deleted.
+    pub(super) registry: Arc<RwLock<Registry>>,
 }
 
 pub(super) fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
@@ -134,6 +139,10 @@ impl State {
             h.changes.pop_front();
         }
         let _ = self.tx.send(change);
+        if key.0 == super::crd::CRD_STORAGE {
+            let gone = (kind == ChangeType::Deleted).then(|| Arc::clone(&obj));
+            self.crd_changed(&key.2, gone.as_deref());
+        }
         obj
     }
 
@@ -174,7 +183,7 @@ impl State {
 
     /// The keys of every object in namespace `ns`, across storages.
     pub(super) fn namespace_objects<'a>(&'a self, ns: &'a str) -> impl Iterator<Item = &'a Key> + 'a {
-        resource::storages().flat_map(move |s| {
+        self.registry.read().storages().into_iter().flat_map(move |s| {
             self.objects
                 .range((s, ns.to_owned(), String::new())..)
                 .take_while(move |((st, n, _), _)| *st == s && n == ns)
