@@ -934,3 +934,19 @@ fn kube_aware_version_order() {
     assert_eq!(compare_kube_aware_versions("v1", "v99beta1"), Ordering::Greater);
     assert_eq!(compare_kube_aware_versions("v99999999999999999999", "a"), Ordering::Less);
 }
+
+#[test]
+fn printer_column_paths_must_parse() {
+    let col = |path: &str| {
+        let path = path.to_owned();
+        edit(move |c| {
+            c["spec"]["versions"][0]["additionalPrinterColumns"] =
+                json!([{"name": "Ready", "type": "string", "jsonPath": path}]);
+        })
+    };
+    assert_eq!(col(".status.conditions[?(@.type==\"Ready\")].status"), []);
+    let errs = col(".spec[");
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].0, "spec.additionalPrinterColumns[0].JSONPath");
+    assert!(errs[0].1.starts_with("Invalid value: \".spec[\": "), "{errs:?}");
+}
