@@ -14,6 +14,7 @@
 pub mod api;
 pub mod discovery;
 pub mod openapi;
+pub mod printer_columns;
 pub mod protobuf;
 pub mod server;
 pub mod table;
