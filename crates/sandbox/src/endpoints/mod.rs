@@ -16,6 +16,7 @@ pub mod api;
 pub mod discovery;
 mod non_resource;
 pub mod openapi;
+pub mod printer_columns;
 pub mod protobuf;
 pub mod server;
 pub mod table;
