@@ -99,6 +99,9 @@ pub struct BuiltIn {
     /// What the strategy's `PrepareForCreate` sets beyond the generic rules (a CRD's initial
     /// status).
     pub prepare_create: fn(&mut Value),
+    /// What the strategy's `PrepareForUpdate` sets on an update of the main resource, from the
+    /// stored object (a CRD's stored versions).
+    pub prepare_update: fn(&mut Value, &Value),
     /// Fills in the API server's defaults.
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
@@ -114,6 +117,7 @@ impl BuiltIn {
         known: None,
         schema: None,
         prepare_create: no_defaults,
+        prepare_update: no_update_rules,
         default: no_defaults,
         validate: no_validation,
     };
@@ -232,6 +236,13 @@ impl ResourceDef {
         }
     }
 
+    /// What an update of the main resource sets beyond the generic rules, from the stored object.
+    pub fn prepare_update(&self, new: &mut Value, old: &Value) {
+        if let Strategy::BuiltIn(b) = &self.strategy {
+            (b.prepare_update)(new, old);
+        }
+    }
+
     /// Fills in the API server's defaults.
     pub fn apply_defaults(&self, obj: &mut Value) {
         match &self.strategy {
@@ -326,6 +337,7 @@ fn same(v: Value) -> Value {
     v
 }
 fn no_defaults(_: &mut Value) {}
+fn no_update_rules(_: &mut Value, _: &Value) {}
 fn any_shape(_: &Value) -> Result<(), String> {
     Ok(())
 }
@@ -565,6 +577,7 @@ pub static RESOURCES: &[ResourceDef] = &[
             decode: decode_as::<CustomResourceDefinition>,
             known: Some(known_as::<CustomResourceDefinition>),
             prepare_create: crate::kinds::crd::prepare_create,
+            prepare_update: crate::kinds::crd::prepare_update,
             default: crate::kinds::crd::default,
             validate: crate::kinds::crd::validate,
             schema: Some(schema_of::<CustomResourceDefinition>),

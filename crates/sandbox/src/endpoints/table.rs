@@ -20,18 +20,9 @@ fn name(o: &Value) -> Value {
 fn age(o: &Value) -> Value {
     let created = meta_str(o, "creationTimestamp");
     let Ok(t) = created.parse::<jiff::Timestamp>() else { return json!("<unknown>") };
-    json!(human(jiff::Timestamp::now().duration_since(t).as_secs().max(0).unsigned_abs()))
-}
-
-/// Kubernetes' short duration format: `45s`, `3m20s`, `5h`, `2d`.
-fn human(secs: u64) -> String {
-    match secs {
-        0..120 => format!("{secs}s"),
-        120..600 => format!("{}m{}s", secs / 60, secs % 60),
-        600..10_800 => format!("{}m", secs / 60),
-        10_800..172_800 => format!("{}h", secs / 3600),
-        _ => format!("{}d", secs / 86_400),
-    }
+    json!(crate::endpoints::printer_columns::human_duration(
+        jiff::Timestamp::now().duration_since(t).as_secs()
+    ))
 }
 
 fn int_at(o: &Value, ptr: &str) -> i64 {
@@ -137,6 +128,16 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
                 cell: |o| json!(int_at(o, "/status/disruptionsAllowed")),
             },
         ]),
+        "CustomResourceDefinition" => {
+            return vec![
+                Column { name: "Name", kind: "string", cell: name },
+                Column {
+                    name: "Created At",
+                    kind: "date",
+                    cell: |o| json!(meta_str(o, "creationTimestamp")),
+                },
+            ];
+        }
         "Namespace" => cols.push(Column {
             name: "Status",
             kind: "string",
@@ -191,7 +192,14 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
 /// A Table of `objects` (in `def`'s presentation); `headers` false omits the column
 /// definitions, as the API server does after the first event of a watch.
 #[must_use]
+///
+/// A custom resource is printed with its CRD version's `additionalPrinterColumns` (see
+/// [`printer_columns`](crate::endpoints::printer_columns)).
 pub fn table(def: &ResourceDef, objects: &[Value], resource_version: &str, headers: bool) -> Value {
+    if let Some(custom) = def.custom() {
+        let columns = crate::endpoints::printer_columns::from_crd_version(&custom.version);
+        return crate::endpoints::printer_columns::table(&columns, objects, resource_version, headers);
+    }
     let cols = columns(def);
     let definitions: Vec<Value> = if headers {
         cols.iter()
@@ -224,8 +232,5 @@ mod tests {
         assert_eq!(t["rows"][0]["cells"][0], "web");
         assert_eq!(t["rows"][0]["cells"][1], "2/3");
         assert_eq!(t["columnDefinitions"][1]["name"], "Ready");
-        assert_eq!(human(45), "45s");
-        assert_eq!(human(200), "3m20s");
-        assert_eq!(human(7200), "120m");
     }
 }

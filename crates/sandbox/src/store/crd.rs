@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::Propagation;
 use super::storage::{ChangeType, Key, State};
 use crate::kinds::{crd, custom};
-use crate::object::{finalizers, is_deleting, meta_mut, now_rfc3339};
+use crate::object::{finalizers, is_deleting, meta_mut};
 
 /// The storage of CustomResourceDefinitions.
 pub(crate) const CRD_STORAGE: &str = "customresourcedefinitions.apiextensions.k8s.io";
@@ -106,21 +106,28 @@ impl State {
     /// deletion timestamp, the cleanup finalizer and the `Terminating` condition, in one write.
     pub(super) fn mark_crd_deleted(&mut self, key: &Key, old: &Arc<Value>) -> Arc<Value> {
         let mut marked = (**old).clone();
-        let meta = meta_mut(&mut marked);
-        meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        let mut f = finalizers(old);
-        if !f.iter().any(|x| x == crd::CLEANUP_FINALIZER) {
-            f.push(crd::CLEANUP_FINALIZER.to_owned());
-        }
-        meta.insert("finalizers".into(), json!(f));
         crd::terminating(&mut marked);
+        meta_mut(&mut marked).insert("deletionGracePeriodSeconds".into(), json!(0));
         self.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)))
     }
 
     /// The finalizing controller: deletes every instance, then lets the CRD go.
     fn finalize_crd(&mut self, name: &str) {
-        for k in self.instances(name) {
+        let instances = self.instances(name);
+        let key = crd_key(name);
+        if let Some(current) = self.objects.get(&key).cloned()
+            && !instances.is_empty()
+            && crd::find_condition(&current, crd::condition::TERMINATING)
+                .and_then(|c| c.get("reason"))
+                .is_some_and(|r| r != "InstanceDeletionInProgress")
+        {
+            let mut started = (*current).clone();
+            crd::cleanup_started(&mut started);
+            // Committing wakes this again, now in progress: then the instances go.
+            self.commit(key, ChangeType::Modified, started, Some(current));
+            return;
+        }
+        for k in instances {
             self.delete_key(&k, Propagation::Background);
         }
         self.finish_crd(name);
@@ -138,12 +145,11 @@ impl State {
         {
             return;
         }
-        let rest: Vec<String> = held.into_iter().filter(|f| f != crd::CLEANUP_FINALIZER).collect();
         let mut done = (*current).clone();
-        meta_mut(&mut done).insert("finalizers".into(), json!(rest));
-        crd::instances_removed(&mut done);
+        crd::cleanup_finished(&mut done);
+        let released = finalizers(&done).is_empty();
         self.commit(key.clone(), ChangeType::Modified, done, Some(current));
-        if rest.is_empty() {
+        if released {
             self.remove(&key);
         }
     }

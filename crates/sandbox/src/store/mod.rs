@@ -706,6 +706,9 @@ impl Store {
             }
         };
         keep_server_fields(&mut new, &old_view);
+        if sub == Subresource::Main {
+            def.prepare_update(&mut new, &old_view);
+        }
         def.apply_defaults(&mut new);
         def.stamp(&mut new);
         decode(def, &new)?;

@@ -433,22 +433,36 @@ fn the_status_subresource_limits_the_root_schema() {
         })
     };
     assert_eq!(root(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})), []);
+    // The structural rules (an array needs items; the root must be an object) add their own.
     assert_eq!(
         root(json!({"type": "array"})),
-        [err(
-            "spec.validation.openAPIV3Schema.type",
-            "Invalid value: \"array\": only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled"
-        )]
+        [
+            err(
+                "spec.validation.openAPIV3Schema.type",
+                "Invalid value: \"array\": only \"object\" is allowed as the type at the root of the schema if the status subresource is enabled"
+            ),
+            err("spec.validation.openAPIV3Schema.items", "Required value: must be specified"),
+            err(
+                "spec.validation.openAPIV3Schema.type",
+                "Invalid value: \"array\": must be object at the root"
+            ),
+        ]
     );
     let s = json!({"type": "object", "additionalProperties": true});
     assert_eq!(
         root(s.clone()),
-        [err(
-            "spec.validation.openAPIV3Schema",
-            &format!(
-                "Invalid value: {s}: only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the status subresource is enabled"
-            )
-        )]
+        [
+            err(
+                "spec.validation.openAPIV3Schema",
+                &format!(
+                    "Invalid value: {s}: only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the status subresource is enabled"
+                ),
+            ),
+            err(
+                "spec.validation.openAPIV3Schema.additionalProperties",
+                "Forbidden: must not be used at the root"
+            ),
+        ]
     );
     // Nullable is refused at the root with or without a status subresource.
     let errs = edit(|c| c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["nullable"] = json!(true));

@@ -573,9 +573,7 @@ fn schema_errors(
             e.invalid(root.clone(), &schema.to_string(), &format!("only {allowed} {ONLY}"));
         }
     }
-    if is_true(schema, "nullable") {
-        e.forbidden(format!("{root}.nullable"), "nullable cannot be true at the root");
-    }
+    // A nullable root is refused by the structural checks (`schema::structural_errors`).
     if require_structural {
         e.0.extend(crate::schema::structural_errors(schema, &root));
     }
