@@ -59,6 +59,12 @@ pub(crate) struct Node {
     pub one_of: Vec<Node>,
     pub not: Option<Box<Node>>,
     pub default: Option<Value>,
+    /// Whether this node or one under it (properties, map values, items) is a
+    /// `x-kubernetes-list-type` `set` or `map`: where the list-type walk must go.
+    pub has_list_types: bool,
+    /// Whether this node or one under it is an embedded resource: where the embedded-resource
+    /// walk must go.
+    pub has_embedded: bool,
 }
 
 /// An integer keyword (`maxLength: 3`; `3.0` is read as 3).
@@ -164,7 +170,7 @@ impl Node {
             _ => None,
         };
         let pattern = m.get("pattern").and_then(Value::as_str).map(|p| (p.to_owned(), compile(p).ok()));
-        Self {
+        let mut node = Self {
             types,
             format,
             string_format,
@@ -204,7 +210,15 @@ impl Node {
             one_of: nodes(m, "oneOf"),
             not: m.get("not").filter(|n| n.is_object()).map(|n| Box::new(Self::parse(n))),
             default: m.get("default").cloned(),
-        }
+            has_list_types: false,
+            has_embedded: false,
+        };
+        let below = node.properties.values().chain(node.additional_schema()).chain(node.items.as_deref());
+        let (lists, embedded) =
+            below.fold((false, false), |(l, e), c| (l || c.has_list_types, e || c.has_embedded));
+        node.has_list_types = lists || matches!(node.list_type.as_deref(), Some("set" | "map"));
+        node.has_embedded = embedded || node.embedded;
+        node
     }
 
     /// The schema for a map value (`additionalProperties: {…}`), when there is one.

@@ -16,6 +16,8 @@
 //!    `metadata` is read as an ObjectMeta as in 1. (`objectmeta/coerce.go`, `CoerceWithOptions`),
 //!    unknown fields reported as `spec.template.metadata.foo`.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 
 use super::node::{Additional, Node};
@@ -131,7 +133,7 @@ fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &mut String, o
         Value::Array(items) => {
             let item_schema = s.and_then(|s| s.items.as_deref());
             for (i, v) in items.iter_mut().enumerate() {
-                path.push_str(&format!("[{i}]"));
+                let _ = write!(path, "[{i}]");
                 prune_value(v, item_schema, false, path, out);
                 path.truncate(len);
             }
@@ -168,7 +170,7 @@ fn skip_prune(x: &mut Value, s: &Node, root: bool, path: &mut String, out: &mut 
         Value::Array(items) => {
             if let Some(item_schema) = s.items.as_deref() {
                 for (i, v) in items.iter_mut().enumerate() {
-                    path.push_str(&format!("[{i}]"));
+                    let _ = write!(path, "[{i}]");
                     skip_prune(v, item_schema, false, path, out);
                     path.truncate(len);
                 }
@@ -202,6 +204,9 @@ fn prune_nulls(x: &mut Value, s: Option<&Node>) {
 /// `objectmeta.coercer.coerce` from the root (which is not an embedded resource here), with
 /// malformed fields dropped; `p` is the `field.Path` so far (`Key` in brackets).
 fn coerce(p: Option<&str>, x: &mut Value, s: &Node, out: &mut Vec<String>) {
+    if !s.has_embedded {
+        return;
+    }
     let join = |name: &str| match p {
         Some(p) => format!("{p}.{name}"),
         None => name.to_owned(),

@@ -13,6 +13,7 @@
 //! walks a Go map (random order) this walks keys in sorted order.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
@@ -407,9 +408,7 @@ impl Run {
         if let Some(item_schema) = &n.items {
             let len = path.len();
             for (i, item) in items.iter().enumerate() {
-                path.push('[');
-                path.push_str(&i.to_string());
-                path.push(']');
+                let _ = write!(path, "[{i}]");
                 count += self.node(item_schema, item, path);
                 path.truncate(len);
             }
@@ -574,8 +573,12 @@ pub(crate) fn openapi_errors(n: &Node, value: &Value, root: Option<&str>) -> Vec
 /// embedded resources, the list types.
 pub(crate) fn validate(root: &Node, obj: &Value) -> Vec<FieldError> {
     let mut errs = openapi_errors(root, obj, None);
-    embedded::validate(None, obj, root, &mut errs);
-    list_types(root, obj, &mut errs);
+    if root.has_embedded {
+        embedded::validate(None, obj, root, &mut errs);
+    }
+    if root.has_list_types {
+        list_types(root, obj, &mut errs);
+    }
     errs
 }
 
@@ -596,19 +599,22 @@ fn list_types(root: &Node, obj: &Value, errs: &mut Vec<FieldError>) {
 }
 
 fn list_types_object(p: Option<&str>, n: &Node, map: &Map<String, Value>, errs: &mut Vec<FieldError>) {
-    if let Some(values) = n.additional_schema() {
+    if let Some(values) = n.additional_schema().filter(|s| s.has_list_types) {
         for (k, v) in map {
             list_types_value(&path_key(p, k), values, v, errs);
         }
     }
     for (k, v) in map {
-        if let Some(prop) = n.properties.get(k) {
+        if let Some(prop) = n.properties.get(k).filter(|s| s.has_list_types) {
             list_types_value(&path_child(p, k), prop, v, errs);
         }
     }
 }
 
 fn list_types_value(p: &str, n: &Node, v: &Value, errs: &mut Vec<FieldError>) {
+    if !n.has_list_types {
+        return;
+    }
     match v {
         Value::Object(map) => list_types_object(Some(p), n, map, errs),
         Value::Array(items) => {
@@ -624,7 +630,7 @@ fn list_types_value(p: &str, n: &Node, v: &Value, errs: &mut Vec<FieldError>) {
                 Some("map") => list_map(p, n, items, errs),
                 _ => {}
             }
-            if let Some(item) = &n.items {
+            if let Some(item) = n.items.as_deref().filter(|s| s.has_list_types) {
                 for (i, x) in items.iter().enumerate() {
                     list_types_value(&format!("{p}[{i}]"), item, x, errs);
                 }
@@ -718,6 +724,9 @@ pub(crate) mod embedded {
 
     /// `objectmeta.Validate` walking `x` under the path `p`.
     pub(crate) fn validate(p: Option<&str>, x: &Value, n: &Node, errs: &mut Vec<FieldError>) {
+        if !n.has_embedded {
+            return;
+        }
         match x {
             Value::Object(map) => {
                 if n.embedded {
@@ -725,8 +734,10 @@ pub(crate) mod embedded {
                 }
                 for (k, v) in map {
                     if let Some(prop) = n.properties.get(k) {
-                        validate(Some(&path_child(p, k)), v, prop, errs);
-                    } else if let Some(values) = n.additional_schema() {
+                        if prop.has_embedded {
+                            validate(Some(&path_child(p, k)), v, prop, errs);
+                        }
+                    } else if let Some(values) = n.additional_schema().filter(|s| s.has_embedded) {
                         validate(Some(&path_key(p, k)), v, values, errs);
                     }
                 }
