@@ -121,29 +121,10 @@ fn table_at(
     } else {
         Vec::new()
     };
-    let rows: Vec<Value> = objects
-        .iter()
-        .map(|o| {
-            let cells: Vec<Value> = std::iter::once(json!(meta_str(o, "name")))
-                .chain(columns.iter().map(|c| cell(c, o, now)))
-                .collect();
-            json!({
-                "cells": cells,
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": o.get("metadata").cloned().unwrap_or(Value::Null),
-                },
-            })
-        })
-        .collect();
-    json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": { "resourceVersion": resource_version },
-        "columnDefinitions": definitions,
-        "rows": rows,
-    })
+    let cells = |o: &Value| {
+        std::iter::once(json!(meta_str(o, "name"))).chain(columns.iter().map(|c| cell(c, o, now))).collect()
+    };
+    super::table::assemble(definitions, objects, cells, resource_version)
 }
 
 /// A column's cell for `obj` (upstream's `ConvertToTable` loop and `cellForJSONValue`).
@@ -151,7 +132,7 @@ fn cell(column: &PrinterColumn, obj: &Value, now: Timestamp) -> Value {
     let Some(&value) = column.path.find(obj).first() else { return Value::Null };
     match (column.type_.as_str(), value) {
         ("string", Value::Null) => json!("<no value>"),
-        ("string", v) => Value::String(go_print(v)),
+        ("string", v) => Value::String(crate::gofmt::go_print(v)),
         ("integer", Value::Number(n)) => {
             json!(n.as_i64().unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64))
         }
@@ -269,81 +250,6 @@ pub(crate) fn human_duration(secs: i64) -> String {
             d => format!("{years}y{d}d"),
         },
         _ => format!("{years}y"),
-    }
-}
-
-/// A value as Go's `fmt.Print` writes the `interface{}` it decodes to (what upstream's
-/// `PrintResults` does for a `string` column): strings bare, `map[k:v …]` with sorted keys,
-/// `[a b]`, `<nil>` for a nested `null`, floats in `%v` form.
-fn go_print(v: &Value) -> String {
-    let mut out = String::new();
-    write_go(v, &mut out);
-    out
-}
-
-fn write_go(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("<nil>"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        // Upstream decodes integers beyond int64 as float64.
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => out.push_str(&i.to_string()),
-            None => out.push_str(&go_float(n.as_f64().unwrap_or(0.0))),
-        },
-        Value::String(s) => out.push_str(s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                write_go(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(members) => {
-            let mut sorted: Vec<_> = members.iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(b.0));
-            out.push_str("map[");
-            for (i, (key, value)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(key);
-                out.push(':');
-                write_go(value, out);
-            }
-            out.push(']');
-        }
-    }
-}
-
-/// A float64 as Go's `%v`: the shortest digits that round-trip, in exponent form when the
-/// exponent is below -4 or at least 6 (`1e+06`, `1.5`, `123456`, `1e-05`).
-fn go_float(f: f64) -> String {
-    let sign = if f.is_sign_negative() { "-" } else { "" };
-    if f == 0.0 {
-        return format!("{sign}0");
-    }
-    let scientific = format!("{:e}", f.abs());
-    let (mantissa, exp) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let nd = i64::try_from(digits.len()).unwrap_or(i64::MAX);
-    if !(-4..6).contains(&exp) {
-        let (head, tail) = digits.split_at(1);
-        let dot = if tail.is_empty() { "" } else { "." };
-        let exp_sign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{head}{dot}{tail}e{exp_sign}{:02}", exp.abs());
-    }
-    let point = exp + 1; // digits before the decimal point
-    if point <= 0 {
-        format!("{sign}0.{}{digits}", "0".repeat(usize::try_from(-point).unwrap_or(0)))
-    } else if point >= nd {
-        format!("{sign}{digits}{}", "0".repeat(usize::try_from(point - nd).unwrap_or(0)))
-    } else {
-        let (int, frac) = digits.split_at(usize::try_from(point).unwrap_or(0));
-        format!("{sign}{int}.{frac}")
     }
 }
 
@@ -528,27 +434,6 @@ mod tests {
         ];
         for (secs, want) in cases {
             assert_eq!(human_duration(secs), want, "{secs}s");
-        }
-    }
-
-    #[test]
-    fn go_floats() {
-        let cases = [
-            (1.5, "1.5"),
-            (3.0, "3"),
-            (-2.5, "-2.5"),
-            (100.0, "100"),
-            (123_456.0, "123456"),
-            (1_234_567.0, "1.234567e+06"),
-            (1e6, "1e+06"),
-            (1e21, "1e+21"),
-            (1e100, "1e+100"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (0.0, "0"),
-        ];
-        for (f, want) in cases {
-            assert_eq!(go_float(f), want, "{f}");
         }
     }
 }

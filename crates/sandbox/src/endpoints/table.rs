@@ -191,10 +191,10 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
 
 /// A Table of `objects` (in `def`'s presentation); `headers` false omits the column
 /// definitions, as the API server does after the first event of a watch.
-#[must_use]
 ///
 /// A custom resource is printed with its CRD version's `additionalPrinterColumns` (see
 /// [`printer_columns`](crate::endpoints::printer_columns)).
+#[must_use]
 pub fn table(def: &ResourceDef, objects: &[Value], resource_version: &str, headers: bool) -> Value {
     if let Some(custom) = def.custom() {
         let columns = crate::endpoints::printer_columns::from_crd_version(&custom.version);
@@ -208,11 +208,22 @@ pub fn table(def: &ResourceDef, objects: &[Value], resource_version: &str, heade
     } else {
         Vec::new()
     };
+    assemble(definitions, objects, |o| cols.iter().map(|c| (c.cell)(o)).collect(), resource_version)
+}
+
+/// The `meta.k8s.io/v1` Table of `objects`: the column definitions, and a row per object with
+/// its `cells` and the object as `PartialObjectMetadata`.
+pub(crate) fn assemble(
+    definitions: Vec<Value>,
+    objects: &[Value],
+    cells: impl Fn(&Value) -> Vec<Value>,
+    resource_version: &str,
+) -> Value {
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
             json!({
-                "cells": cols.iter().map(|c| (c.cell)(o)).collect::<Vec<_>>(),
+                "cells": cells(o),
                 "object": { "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o.get("metadata").cloned().unwrap_or(Value::Null) },
             })
         })

@@ -5,6 +5,8 @@
 //! | module | kind |
 //! |---|---|
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
+//! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
+//! | [`custom`] | every custom resource: the one strategy a CRD version's structural schema drives |
 //! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |

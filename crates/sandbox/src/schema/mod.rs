@@ -18,7 +18,6 @@
 //! | `prune` | pruning, null pruning, ObjectMeta coercion | `schema/pruning`, `schema/defaulting/prunenulls.go`, `schema/objectmeta/coerce.go` |
 //! | `default` | defaulting | `schema/defaulting/algorithm.go` |
 //! | `structural` | the schema's own checks, its defaults' validity | `schema/validation.go`, `complete.go`, `defaulting/validation.go`, `apis/apiextensions/validation` |
-//! | `render` | Go's printing of values inside messages | apimachinery `util/validation/field/errors.go` |
 //!
 //! Differences from upstream: no CEL (`x-kubernetes-validations` rules are not evaluated); no
 //! ratcheting on update (every update is validated as a create); `format: int32` and `float`
@@ -34,7 +33,6 @@ mod default;
 mod format;
 mod node;
 mod prune;
-mod render;
 mod structural;
 mod validate;
 

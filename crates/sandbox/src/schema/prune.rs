@@ -108,26 +108,11 @@ fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &mut String, o
                 if embedded && META_FIELDS.contains(&k.as_str()) {
                     return true;
                 }
-                if let Some(prop) = s.properties.get(k) {
-                    append_key(path, k);
-                    prune_value(v, Some(prop), false, path, out);
-                    path.truncate(len);
-                    true
-                } else if let Some(additional) = &s.additional {
-                    append_key(path, k);
-                    let values = match additional {
-                        Additional::Schema(values) => Some(&**values),
-                        Additional::Allows(_) => None,
-                    };
-                    prune_value(v, values, false, path, out);
-                    path.truncate(len);
-                    true
-                } else {
-                    if !META_FIELDS.contains(&k.as_str()) || !path.is_empty() {
-                        record(path, k, out);
-                    }
-                    false
+                let declared = prune_member(k, v, s, path, out);
+                if !declared && (!META_FIELDS.contains(&k.as_str()) || !path.is_empty()) {
+                    record(path, k, out);
                 }
+                declared
             });
         }
         Value::Array(items) => {
@@ -142,6 +127,22 @@ fn prune_value(x: &mut Value, s: Option<&Node>, root: bool, path: &mut String, o
     }
 }
 
+/// Prunes the member `k` of an object of schema `s` by its property's schema, or its
+/// `additionalProperties`' values; `false` when the schema declares neither (an unknown field).
+fn prune_member(k: &str, v: &mut Value, s: &Node, path: &mut String, out: &mut Vec<String>) -> bool {
+    let values = match (s.properties.get(k), &s.additional) {
+        (Some(prop), _) => Some(prop),
+        (None, Some(Additional::Schema(values))) => Some(&**values),
+        (None, Some(Additional::Allows(_))) => None,
+        (None, None) => return false,
+    };
+    let len = path.len();
+    append_key(path, k);
+    prune_value(v, values, false, path, out);
+    path.truncate(len);
+    true
+}
+
 /// `pruning.skipPrune`: under `x-kubernetes-preserve-unknown-fields`, unknown fields stay but
 /// declared ones are still pruned by their schema.
 fn skip_prune(x: &mut Value, s: &Node, root: bool, path: &mut String, out: &mut Vec<String>) {
@@ -152,19 +153,7 @@ fn skip_prune(x: &mut Value, s: &Node, root: bool, path: &mut String, out: &mut 
                 if (root || s.embedded) && META_FIELDS.contains(&k.as_str()) {
                     continue;
                 }
-                if let Some(prop) = s.properties.get(k) {
-                    append_key(path, k);
-                    prune_value(v, Some(prop), false, path, out);
-                    path.truncate(len);
-                } else if let Some(additional) = &s.additional {
-                    append_key(path, k);
-                    let values = match additional {
-                        Additional::Schema(values) => Some(&**values),
-                        Additional::Allows(_) => None,
-                    };
-                    prune_value(v, values, false, path, out);
-                    path.truncate(len);
-                }
+                prune_member(k, v, s, path, out);
             }
         }
         Value::Array(items) => {

@@ -25,8 +25,8 @@
 use serde_json::{Map, Value};
 
 use super::node::{Node, compile};
-use super::render::{bad_value, go_quote};
 use super::{prune, validate};
+use crate::gofmt::{bad_value, go_quote};
 use crate::resource::FieldError;
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use super::node::{Additional, Node};
-use super::render::{Num, bad_value, go_json, go_quote};
+use crate::gofmt::{Num, bad_value, go_json, go_quote};
 use crate::resource::FieldError;
 
 /// kube-openapi's error codes the conversion to field errors tells apart.
@@ -444,7 +444,7 @@ impl Run {
         }
         let shown: Vec<String> =
             values.iter().map(|v| v.as_str().map_or_else(|| go_json(v), str::to_owned)).collect();
-        let listed: Vec<String> = values.iter().map(super::render::go_sharp_v).collect();
+        let listed: Vec<String> = values.iter().map(crate::gofmt::go_sharp_v).collect();
         self.errs.push(OpenApiError {
             code: Code::Enum(shown),
             name: Some(path.to_owned()),

@@ -1,5 +1,6 @@
-//! How upstream's Go code prints values inside messages, so the sandbox's messages are upstream's
-//! byte for byte: `%v` of a decoded JSON number, `%q` (`strconv.Quote`) of a string, `%#v` of a
+//! How upstream's Go code prints values, so the sandbox's messages and printed cells are
+//! upstream's byte for byte: `%v` of a decoded JSON value (a printer column's string cell, a
+//! number inside a message), `%q` (`strconv.Quote`) of a string, `%#v` of a
 //! decoded JSON object or array, and `encoding/json`'s rendering of enum values. The bad value of
 //! a `field.Error` is printed by apimachinery's `ErrorBody`
 //! (`apimachinery/pkg/util/validation/field/errors.go`): `int64`, `float64` and `bool` with `%v`,
@@ -221,6 +222,52 @@ fn sharp_v_map(map: &Map<String, Value>, out: &mut String) {
     out.push('}');
 }
 
+/// A value as Go's `fmt.Print` writes the `interface{}` it decodes to (what upstream's
+/// `PrintResults` does for a `string` column): strings bare, `map[k:v …]` with sorted keys,
+/// `[a b]`, `<nil>` for a nested `null`, floats in `%v` form.
+pub(crate) fn go_print(v: &Value) -> String {
+    let mut out = String::new();
+    write_go(v, &mut out);
+    out
+}
+
+fn write_go(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("<nil>"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        // Upstream decodes integers beyond int64 as float64.
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => out.push_str(&i.to_string()),
+            None => out.push_str(&go_float(n.as_f64().unwrap_or(0.0))),
+        },
+        Value::String(s) => out.push_str(s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                write_go(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            let mut sorted: Vec<_> = members.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(b.0));
+            out.push_str("map[");
+            for (i, (key, value)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(key);
+                out.push(':');
+                write_go(value, out);
+            }
+            out.push(']');
+        }
+    }
+}
+
 /// `encoding/json.Marshal` of a decoded JSON value (sorted keys, no spaces, Go's number and
 /// string rendering), as upstream turns non-string enum values into strings.
 pub(crate) fn go_json(v: &Value) -> String {
@@ -310,6 +357,14 @@ mod tests {
         assert_eq!(go_float(0.00001), "1e-05");
         assert_eq!(go_float(123_456_789.0), "1.23456789e+08");
         assert_eq!(go_float(-2.25), "-2.25");
+    }
+
+    #[test]
+    fn values_as_fmt_print_writes_them() {
+        assert_eq!(go_print(&json!({"b": [1, "x"], "a": null})), "map[a:<nil> b:[1 x]]");
+        for (f, want) in [(1e6, "1e+06"), (1e21, "1e+21"), (1_234_567.0, "1.234567e+06"), (0.0, "0")] {
+            assert_eq!(go_print(&json!(f)), want, "{f}");
+        }
     }
 
     #[test]
