@@ -11,22 +11,18 @@
 //! * The caches hold only what the decision reads ([`cached`](crate::cached)), and a
 //!   Deployment update that changed nothing the decision reads (a status write as pods become
 //!   ready) enqueues nothing.
-//! * With leader election ([`Coordination::Elected`]) the informers always run, so a follower's
-//!   caches stay warm; workers run only while this replica leads, and every write goes through the
-//!   client's fence, so a replica that stopped leading sends none.
-//! * With sharding ([`Coordination::Sharded`]) every replica works, each on the keys the ring gives
-//!   it: a worker reconciles a key only while [`Ownership::may_work`] says so, holding the
-//!   ownership for the whole reconcile, so a change of the member set waits for in-flight
-//!   reconciles before this replica reports it drained.
+//! * Who may work — alone, the leader only, or each replica on its shard of the keys — is the
+//!   [`coordination`] part's: this controller gives it its informers, its queue and [`sync`]
+//!   (`Controller::sync`), and every write goes through the client's fence.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use coordination::Coordination;
+use coordination::{Coordinator, Reconcile, Settings, Watched};
 use election::Leadership;
-use election::selector::{SelectorCell, shard_selector};
-use election::shard::{Ownership, ShardHandle};
 use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
@@ -35,7 +31,6 @@ use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::json;
 use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 use workqueue::prometheus::PrometheusMetrics;
 use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
@@ -43,7 +38,6 @@ use crate::annotation::ANNOTATION;
 use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
 use crate::decision::{Action, MANAGED_BY, decide};
 use crate::events::{EventConfig, EventRecorder};
-use crate::metrics::{ControllerMetrics, Outcome, ShardMetrics};
 
 /// The name this controller reports in Events, field managers and queue metrics.
 pub const CONTROLLER_NAME: &str = "counter-controller";
@@ -98,16 +92,6 @@ impl Default for Options {
     }
 }
 
-/// How replicas share the work.
-pub enum Coordination {
-    /// This replica works on every key.
-    Alone,
-    /// Only the leader works (see the `election` crate).
-    Elected(watch::Receiver<Leadership>),
-    /// Each replica works on the keys the ring of shard Leases gives it.
-    Sharded(ShardHandle),
-}
-
 /// A reconcile that did not converge; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -157,14 +141,8 @@ pub struct Controller {
     expected: Expectations,
     data_changed: DataChanged,
     events: EventRecorder,
-    metrics: ControllerMetrics,
-    /// With sharding, what this replica may work on (read by workers and by the informers'
-    /// filters); `None` without sharding (everything).
-    ownership: Arc<parking_lot::RwLock<Option<Ownership>>>,
-    /// Held shared by every reconcile, exclusively to change `ownership`: a change of the member
-    /// set waits for the reconciles in flight.
-    reconciling: tokio::sync::RwLock<()>,
-    shard_metrics: ShardMetrics,
+    /// Runs the informers and the workers, alone, elected or sharded.
+    coordinator: Arc<Coordinator>,
     options: Options,
 }
 
@@ -248,8 +226,21 @@ impl Controller {
 
         let reporter =
             Reporter { controller: CONTROLLER_NAME.into(), instance: Some(options.identity.clone()) };
-        let controller_metrics =
-            ControllerMetrics::register(registry, CONTROLLER_NAME, options.workers.max(1));
+        let list_path = match &options.scope {
+            Scope::All => "/api/v1/configmaps".to_owned(),
+            Scope::Namespace(ns) => format!("/api/v1/namespaces/{ns}/configmaps"),
+        };
+        let coordinator = Coordinator::new(
+            queue.clone(),
+            // ConfigMaps first: their keys are the work keys.
+            vec![
+                Watched::source(configmaps.clone(), "ConfigMap", ObjectKey::of),
+                Watched::source(deployments.clone(), "Deployment", owner_key),
+            ],
+            Settings::new(CONTROLLER_NAME, options.workers, &options.identity)
+                .shard_probe(client.clone(), list_path),
+            registry,
+        );
         Arc::new(Self {
             cm_lister: configmaps.lister(),
             deploy_lister: deployments.lister(),
@@ -260,10 +251,7 @@ impl Controller {
             queue,
             expected,
             data_changed,
-            metrics: controller_metrics,
-            ownership: Arc::default(),
-            reconciling: tokio::sync::RwLock::new(()),
-            shard_metrics: ShardMetrics::register(registry),
+            coordinator,
             options,
         })
     }
@@ -307,283 +295,11 @@ impl Controller {
         self.run_coordinated(how, shutdown).await
     }
 
-    /// As [`run`](Self::run), with the work shared as `how` says.
+    /// As [`run`](Self::run), with the work shared as `how` says (see [`coordination`]).
     pub async fn run_coordinated(self: Arc<Self>, how: Coordination, shutdown: impl Future) -> bool {
-        // `shutdown` may resolve at any step; a token can be awaited at every one of them.
-        let requested = CancellationToken::new();
-        let trigger = {
-            let requested = requested.clone();
-            async move {
-                shutdown.await;
-                requested.cancel();
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            synced = self.run_until(requested, how) => synced,
-            () = trigger => unreachable!("the trigger never completes"),
-        }
-    }
-
-    async fn run_until(self: Arc<Self>, requested: CancellationToken, how: Coordination) -> bool {
-        if let Coordination::Sharded(handle) = &how {
-            // Before the informers start: until this replica knows its keys, it caches none.
-            let first = handle.ownership.borrow().clone();
-            if let Some(cell) = &handle.selector {
-                self.ask_server_to_filter(cell, &first).await;
-            }
-            *self.ownership.write() = Some(first);
-            self.filter_caches();
-        }
-        let stop = CancellationToken::new();
-        let informers = [
-            tokio::spawn({
-                let (i, s) = (self.configmaps.clone(), stop.clone());
-                async move { i.run(s.cancelled_owned()).await }
-            }),
-            tokio::spawn({
-                let (i, s) = (self.deployments.clone(), stop.clone());
-                async move { i.run(s.cancelled_owned()).await }
-            }),
-        ];
-        let synced = self.configmaps.wait_for_cache_sync(requested.cancelled()).await
-            && self.deployments.wait_for_cache_sync(requested.cancelled()).await;
-        if synced {
-            tracing::info!(
-                "{CONTROLLER_NAME} started: watching ConfigMaps in namespace={} for annotation {ANNOTATION}",
-                self.options.scope
-            );
-            match how {
-                Coordination::Alone => {
-                    self.work_until(requested.cancelled()).await;
-                    tracing::info!("shutting down: finished in-flight reconciles");
-                }
-                Coordination::Elected(rx) => Arc::clone(&self).lead_when_elected(rx, &requested).await,
-                Coordination::Sharded(handle) => {
-                    let follow = Arc::clone(&self).follow_ownership(handle);
-                    tokio::select! {
-                        () = self.work_until(requested.cancelled()) => {}
-                        () = follow => self.work_until(requested.cancelled()).await,
-                    }
-                    tracing::info!("shutting down: finished in-flight reconciles");
-                }
-            }
-        }
-        stop.cancel();
-        self.queue.shut_down();
-        for i in informers {
-            let _ = i.await;
-        }
+        let synced = self.coordinator.run(Arc::clone(&self), how, shutdown).await;
         self.events.close().await;
         synced
-    }
-
-    /// Runs the workers until `stop` resolves, then waits for in-flight reconciles.
-    async fn work_until(self: &Arc<Self>, stop: impl Future) {
-        let term = CancellationToken::new();
-        let workers: Vec<_> = (0..self.options.workers.max(1))
-            .map(|_| tokio::spawn(Arc::clone(self).worker(term.clone())))
-            .collect();
-        stop.await;
-        term.cancel();
-        for w in workers {
-            let _ = w.await;
-        }
-    }
-
-    /// Each term of leadership: enqueue every cached key, run the workers until the term ends
-    /// (lost or shutdown). Never returns before shutdown, except when the elector is gone.
-    async fn lead_when_elected(
-        self: Arc<Self>,
-        mut rx: watch::Receiver<Leadership>,
-        requested: &CancellationToken,
-    ) {
-        tracing::info!("waiting to lead before reconciling; the informers keep the caches warm");
-        loop {
-            tokio::select! {
-                r = rx.wait_for(Leadership::is_leading) => if r.is_err() { return },
-                () = requested.cancelled() => return,
-            }
-            let keys = self.enqueue_all();
-            tracing::info!(keys, workers = self.options.workers, "leading: reconciling");
-            let mut shutdown = false;
-            self.work_until(async {
-                tokio::select! {
-                    _ = rx.wait_for(|l| !l.is_leading()) => {}
-                    () = requested.cancelled() => shutdown = true,
-                }
-            })
-            .await;
-            if shutdown {
-                tracing::info!("shutting down: finished in-flight reconciles");
-                return;
-            }
-            tracing::warn!(
-                "stopped leading: workers stopped, no more writes; the informers keep the caches warm"
-            );
-        }
-    }
-
-    /// Installs each new [`Ownership`]: waits for the reconciles in flight under the old one (they
-    /// hold it), then reports the member set drained and enqueues the keys it may now work on.
-    async fn follow_ownership(self: Arc<Self>, handle: ShardHandle) {
-        let ShardHandle { mut ownership, drained, selector, .. } = handle;
-        let me = self.options.identity.clone();
-        loop {
-            let next = ownership.borrow_and_update().clone();
-            let fingerprint = next.current().fingerprint();
-            let members = next.current().members().len();
-            let settled = next.is_settled();
-            // Compared with the ownership the caches were last filtered with (at start, the one
-            // before the first published), so the first real change relists them.
-            let previous = {
-                let _drained = self.reconciling.write().await;
-                self.ownership.write().replace(next.clone())
-            };
-            let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
-            if let Some(cell) = &selector {
-                // Before the relist, so that its list and watch carry the new share.
-                cell.set(next.cached_ranges().map(|r| shard_selector(&r)));
-            }
-            if changed {
-                // The caches hold only keys this replica owns (or owned at the last settled set):
-                // read again with the new filter, and only then report drained, so that by the
-                // time a key may come here its objects are cached.
-                tokio::join!(self.configmaps.relist(), self.deployments.relist());
-            } else {
-                // Settled on the same set: the filter only narrowed (to the current share).
-                self.configmaps.refilter();
-                self.deployments.refilter();
-            }
-            self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
-            drained.send_replace(fingerprint);
-            // What the change means for the cached keys: how many are workable here, and moved.
-            let (mut mine, mut moved) = (0, 0);
-            for key in self.cm_lister.keys() {
-                let k = key.to_string();
-                mine += usize::from(next.may_work(&k));
-                moved += usize::from(previous.as_ref().is_some_and(|p| p.owns(&k) != next.owns(&k)));
-            }
-            self.shard_metrics.observed(&me, members, mine, moved, changed);
-            let keys = self.enqueue_all();
-            tracing::info!(members, settled, workable = mine, moved, keys, "shard ownership changed");
-            if ownership.changed().await.is_err() {
-                return;
-            }
-        }
-    }
-
-    /// Sharding by namespace: asks whether the API server filters lists and watches by
-    /// `shardSelector` (KEP-5866), and sets the selector for `first`. The caches are filtered here
-    /// either way; a server that filters only sends less.
-    async fn ask_server_to_filter(&self, cell: &SelectorCell, first: &Ownership) {
-        let path = match &self.options.scope {
-            Scope::All => "/api/v1/configmaps".to_owned(),
-            Scope::Namespace(ns) => format!("/api/v1/namespaces/{ns}/configmaps"),
-        };
-        let filters = match election::selector::server_filters(&self.client, &path).await {
-            Ok(true) => {
-                tracing::info!(
-                    "the API server filters lists and watches to this replica's share (shardSelector)"
-                );
-                true
-            }
-            Ok(false) => {
-                tracing::info!(
-                    "the API server does not filter by shardSelector (KEP-5866, Kubernetes 1.36+); this replica filters what it receives"
-                );
-                false
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot tell whether the API server filters by shardSelector; sending it anyway");
-                false
-            }
-        };
-        self.shard_metrics.server_filters(filters);
-        cell.set(first.cached_ranges().map(|r| shard_selector(&r)));
-    }
-
-    /// Makes both caches keep only the keys this replica owns now or at the last settled member set
-    /// (sharding; before it knows the ring, none).
-    fn filter_caches(&self) {
-        let view = Arc::clone(&self.ownership);
-        let metrics = self.shard_metrics.clone();
-        let keep = move |key: &ObjectKey, kind: &str| {
-            let k = key.to_string();
-            let kept = view.read().as_ref().is_none_or(|o| o.owns(&k) || o.owned_when_settled(&k));
-            if !kept {
-                metrics.turned_away(kind);
-            }
-            kept
-        };
-        let keep = Arc::new(keep);
-        let k = Arc::clone(&keep);
-        self.configmaps.set_filter(Arc::new(move |cm: &CachedConfigMap| k(&ObjectKey::of(cm), "ConfigMap")));
-        self.deployments.set_filter(Arc::new(move |d: &CachedDeployment| keep(&owner_key(d), "Deployment")));
-    }
-
-    /// Enqueues every ConfigMap and every managed Deployment's owner; returns how many keys.
-    fn enqueue_all(&self) -> usize {
-        let mut n = 0;
-        for cm in self.cm_lister.list() {
-            n += usize::from(self.queue.add(ObjectKey::of(cm.as_ref())));
-        }
-        for d in self.deploy_lister.list() {
-            n += usize::from(self.queue.add(owner_key(&d)));
-        }
-        n
-    }
-
-    /// Takes keys until told to stop: reconcile, then `forget` on success or `add_rate_limited`
-    /// on error. The key is released (done) when `item` drops.
-    async fn worker(self: Arc<Self>, stop: CancellationToken) {
-        loop {
-            let item = tokio::select! {
-                biased;
-                () = stop.cancelled() => return,
-                item = self.queue.get() => match item {
-                    Some(item) => item,
-                    None => return,
-                },
-            };
-            let key = item.key().clone();
-            // Held for the whole reconcile: a change of the member set waits for it.
-            let reconciling = self.reconciling.read().await;
-            let (sharded, workable) = match self.ownership.read().as_ref() {
-                Some(o) => (true, o.may_work(&key.to_string())),
-                None => (false, true),
-            };
-            if !workable {
-                // Another replica's (or not yet ours): dropped; a change of ownership re-enqueues.
-                self.queue.forget(&key);
-                continue;
-            }
-            self.metrics.started();
-            let start = Instant::now();
-            let result = self.sync(&key).await;
-            if sharded {
-                self.shard_metrics.cached(self.cm_lister.len(), self.deploy_lister.len());
-            }
-            drop(reconciling);
-            let outcome = match result {
-                Ok(()) => {
-                    self.queue.forget(&key);
-                    Outcome::Success
-                }
-                Err(e) if e.is_fenced() => {
-                    // Not ours to do now; requeued so it is not lost if leadership comes back.
-                    tracing::debug!(%key, "{e}");
-                    self.queue.add_rate_limited(key);
-                    Outcome::Requeue
-                }
-                Err(e) => {
-                    tracing::warn!(%key, retries = self.queue.num_requeues(&key), "reconcile failed: {e}");
-                    self.queue.add_rate_limited(key);
-                    Outcome::Error
-                }
-            };
-            self.metrics.finished(outcome, start.elapsed());
-        }
     }
 
     /// Reconciles one ConfigMap key: reads the caches, decides, executes.
@@ -707,6 +423,25 @@ impl Controller {
         note: String,
     ) {
         self.events.publish(regarding, type_, reason, note);
+    }
+}
+
+impl Reconcile for Controller {
+    type Error = Error;
+
+    fn reconcile(&self, key: &ObjectKey) -> impl Future<Output = Result<(), Error>> + Send {
+        self.sync(key)
+    }
+
+    fn is_fenced(error: &Error) -> bool {
+        error.is_fenced()
+    }
+
+    fn started(&self) {
+        tracing::info!(
+            "{CONTROLLER_NAME} started: watching ConfigMaps in namespace={} for annotation {ANNOTATION}",
+            self.options.scope
+        );
     }
 }
 

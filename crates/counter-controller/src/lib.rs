@@ -13,7 +13,7 @@
 //! | [`cli`] | the command line: `run`, flags, leader election, logging, fail-fast checks |
 //! | [`client`] | the Kubernetes client: kubeconfig resolution, user agent, fence and metrics layers |
 //! | [`events`] | Events published off the reconcile path, as client-go's recorder does |
-//! | [`metrics`] | `controller_runtime_*` and `rest_client_requests_total` |
+//! | [`metrics`] | `rest_client_requests_total` (the reconciles' metrics are the coordination crate's) |
 //! | [`ops`] | the operations endpoint: `/metrics`, `/healthz`, `/readyz` |
 //! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 

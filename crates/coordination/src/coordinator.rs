@@ -1,0 +1,265 @@
+//! The [`Coordinator`]: runs a controller's informers, waits for their caches, then runs its
+//! workers as the [`Coordination`] says — and stops them all cleanly.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use election::Leadership;
+use election::shard::{Ownership, ShardHandle};
+use informer::ObjectKey;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use workqueue::RateLimitingQueue;
+
+use crate::metrics::{ControllerMetrics, Outcome, ShardMetrics};
+use crate::source::Source;
+
+/// How replicas share the work.
+pub enum Coordination {
+    /// This replica works on every key.
+    Alone,
+    /// Only the leader works (see the `election` crate); followers keep their caches warm.
+    Elected(watch::Receiver<Leadership>),
+    /// Each replica works on the keys the ring of shard Leases gives it.
+    Sharded(ShardHandle),
+}
+
+/// A controller's reconcile, as the coordinator's workers call it.
+pub trait Reconcile: Send + Sync + 'static {
+    /// Why a reconcile did not converge.
+    type Error: std::fmt::Display + Send;
+
+    /// Brings `key` to its desired state. An error retries the key with backoff.
+    fn reconcile(&self, key: &ObjectKey) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Whether `error` is a write the leader-election fence withheld (this replica stopped
+    /// leading or owning the key): the key is requeued, not counted as failed.
+    fn is_fenced(_error: &Self::Error) -> bool {
+        false
+    }
+
+    /// Called once every cache has synced, before the first reconcile (a startup line).
+    fn started(&self) {}
+}
+
+/// What a [`Coordinator`] needs to know of its controller.
+#[derive(Clone)]
+pub struct Settings {
+    /// The controller's name, for metrics (`controller_runtime_*{controller}`).
+    pub name: String,
+    /// Concurrent reconciles.
+    pub workers: usize,
+    /// This replica's identity (the shard it is).
+    pub identity: String,
+    /// Prefix of the shard metrics (`counter_controller`).
+    pub metrics_prefix: String,
+    /// With sharding by namespace: a client and the list path of the primary kind, to ask whether
+    /// the API server filters lists and watches by `shardSelector` (KEP-5866).
+    pub shard_probe: Option<(kube::Client, String)>,
+}
+
+impl Settings {
+    /// `name` with `workers` workers, this replica being `identity`; shard metrics prefixed with
+    /// `name` (dashes as underscores).
+    #[must_use]
+    pub fn new(name: &str, workers: usize, identity: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            workers: workers.max(1),
+            identity: identity.to_owned(),
+            metrics_prefix: name.replace('-', "_"),
+            shard_probe: None,
+        }
+    }
+
+    /// Asks the API server at `path` (the primary kind's list) whether it filters by shard.
+    #[must_use]
+    pub fn shard_probe(mut self, client: kube::Client, path: String) -> Self {
+        self.shard_probe = Some((client, path));
+        self
+    }
+}
+
+/// Runs a controller's informers and workers, alone, leader-elected or sharded.
+pub struct Coordinator {
+    pub(crate) queue: RateLimitingQueue<ObjectKey>,
+    /// The first is the primary kind: its keys are what the shard metrics count.
+    pub(crate) sources: Vec<Arc<dyn Source>>,
+    pub(crate) settings: Settings,
+    /// With sharding, what this replica may work on (read by workers and by the caches'
+    /// filters); `None` without sharding (everything).
+    pub(crate) ownership: Arc<parking_lot::RwLock<Option<Ownership>>>,
+    /// Held shared by every reconcile, exclusively to change `ownership`: a change of the member
+    /// set waits for the reconciles in flight.
+    pub(crate) reconciling: tokio::sync::RwLock<()>,
+    metrics: ControllerMetrics,
+    pub(crate) shard_metrics: ShardMetrics,
+}
+
+impl Coordinator {
+    /// A coordinator of `sources` feeding `queue`. The reconcile metrics go into `registry` under
+    /// controller-runtime's names, the shard metrics under the settings' prefix.
+    #[must_use]
+    pub fn new(
+        queue: RateLimitingQueue<ObjectKey>,
+        sources: Vec<Arc<dyn Source>>,
+        settings: Settings,
+        registry: &mut Registry,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            metrics: ControllerMetrics::register(registry, &settings.name, settings.workers),
+            shard_metrics: ShardMetrics::register(registry, &settings.metrics_prefix),
+            queue,
+            sources,
+            settings,
+            ownership: Arc::default(),
+            reconciling: tokio::sync::RwLock::new(()),
+        })
+    }
+
+    /// Runs until `shutdown` resolves: informers, the cache-sync gate, then the workers as `how`
+    /// says. On shutdown, workers stop taking keys, in-flight reconciles finish, the queue shuts
+    /// down and the informers stop. Returns `false` if shutdown came before the caches synced.
+    pub async fn run<R: Reconcile>(
+        self: &Arc<Self>,
+        reconciler: Arc<R>,
+        how: Coordination,
+        shutdown: impl Future,
+    ) -> bool {
+        // `shutdown` may resolve at any step; a token can be awaited at every one of them.
+        let requested = CancellationToken::new();
+        let trigger = {
+            let requested = requested.clone();
+            async move {
+                shutdown.await;
+                requested.cancel();
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            synced = Arc::clone(self).run_until(reconciler, requested, how) => synced,
+            () = trigger => unreachable!("the trigger never completes"),
+        }
+    }
+
+    async fn run_until<R: Reconcile>(
+        self: Arc<Self>,
+        reconciler: Arc<R>,
+        requested: CancellationToken,
+        how: Coordination,
+    ) -> bool {
+        if let Coordination::Sharded(handle) = &how {
+            // Before the informers start: until this replica knows its keys, it caches none.
+            self.start_sharded(handle).await;
+        }
+        let stop = CancellationToken::new();
+        let informers: Vec<_> = self.sources.iter().map(|s| tokio::spawn(s.run(stop.clone()))).collect();
+        let mut synced = true;
+        for s in &self.sources {
+            synced = synced && s.wait_for_cache_sync(requested.clone()).await;
+        }
+        if synced {
+            reconciler.started();
+            match how {
+                Coordination::Alone => {
+                    self.work_until(&reconciler, requested.cancelled()).await;
+                    tracing::info!("shutting down: finished in-flight reconciles");
+                }
+                Coordination::Elected(rx) => self.lead_when_elected(&reconciler, rx, &requested).await,
+                Coordination::Sharded(handle) => {
+                    let follow = Arc::clone(&self).follow_ownership(handle);
+                    tokio::select! {
+                        () = self.work_until(&reconciler, requested.cancelled()) => {}
+                        () = follow => self.work_until(&reconciler, requested.cancelled()).await,
+                    }
+                    tracing::info!("shutting down: finished in-flight reconciles");
+                }
+            }
+        }
+        stop.cancel();
+        self.queue.shut_down();
+        for i in informers {
+            let _ = i.await;
+        }
+        synced
+    }
+
+    /// Runs the workers until `stop` resolves, then waits for in-flight reconciles.
+    pub(crate) async fn work_until<R: Reconcile>(self: &Arc<Self>, reconciler: &Arc<R>, stop: impl Future) {
+        let term = CancellationToken::new();
+        let workers: Vec<_> = (0..self.settings.workers)
+            .map(|_| tokio::spawn(Arc::clone(self).worker(Arc::clone(reconciler), term.clone())))
+            .collect();
+        stop.await;
+        term.cancel();
+        for w in workers {
+            let _ = w.await;
+        }
+    }
+
+    /// Enqueues the work key of every cached object; returns how many keys were new to the queue.
+    pub(crate) fn enqueue_all(&self) -> usize {
+        self.sources.iter().flat_map(|s| s.keys()).map(|k| usize::from(self.queue.add(k))).sum()
+    }
+
+    /// Records how many objects each cache holds (sharding).
+    pub(crate) fn record_cached(&self) {
+        for s in &self.sources {
+            self.shard_metrics.cached(s.kind(), s.len());
+        }
+    }
+
+    /// Takes keys until told to stop: reconcile, then `forget` on success or `add_rate_limited`
+    /// on error. The key is released (done) when `item` drops.
+    async fn worker<R: Reconcile>(self: Arc<Self>, reconciler: Arc<R>, stop: CancellationToken) {
+        loop {
+            let item = tokio::select! {
+                biased;
+                () = stop.cancelled() => return,
+                item = self.queue.get() => match item {
+                    Some(item) => item,
+                    None => return,
+                },
+            };
+            let key = item.key().clone();
+            // Held for the whole reconcile: a change of the member set waits for it.
+            let reconciling = self.reconciling.read().await;
+            let (sharded, workable) = match self.ownership.read().as_ref() {
+                Some(o) => (true, o.may_work(&key.to_string())),
+                None => (false, true),
+            };
+            if !workable {
+                // Another replica's (or not yet ours): dropped; a change of ownership re-enqueues.
+                self.queue.forget(&key);
+                continue;
+            }
+            self.metrics.started();
+            let start = Instant::now();
+            let result = reconciler.reconcile(&key).await;
+            if sharded {
+                self.record_cached();
+            }
+            drop(reconciling);
+            let outcome = match result {
+                Ok(()) => {
+                    self.queue.forget(&key);
+                    Outcome::Success
+                }
+                Err(e) if R::is_fenced(&e) => {
+                    // Not ours to do now; requeued so it is not lost if leadership comes back.
+                    tracing::debug!(%key, "{e}");
+                    self.queue.add_rate_limited(key);
+                    Outcome::Requeue
+                }
+                Err(e) => {
+                    tracing::warn!(%key, retries = self.queue.num_requeues(&key), "reconcile failed: {e}");
+                    self.queue.add_rate_limited(key);
+                    Outcome::Error
+                }
+            };
+            self.metrics.finished(outcome, start.elapsed());
+        }
+    }
+}
