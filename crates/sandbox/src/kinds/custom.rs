@@ -64,8 +64,11 @@ impl CustomStrategy {
         kept
     }
 
-    /// Fills in the schema's defaults.
+    /// What the decoder does to every object written: drops the fields the schema does not
+    /// declare (`fieldValidation` has already reported them for a request), then fills in the
+    /// schema's defaults — upstream's order, so a default never hides behind an unknown field.
     pub fn default(&self, obj: &mut Value) {
+        self.schema.prune(obj);
         self.schema.default(obj);
     }
 
