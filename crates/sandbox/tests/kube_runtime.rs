@@ -15,9 +15,9 @@
 //!
 //! The life runs twice: for a bare Gizmo, and for one already holding another controller's
 //! finalizer (the finalizer helper appends its own, removes only its own, and the Gizmo waits for
-//! the other). The bare run, and two small tests of what it found, are `#[ignore]`d until the
-//! sandbox answers as upstream does: a JSON patch `test` of an absent member against `null`
-//! passes, and a server-side apply that changes nothing is no new version a second later.
+//! the other). Two small tests pin what the bare run needs the sandbox to answer as upstream
+//! does: a JSON patch `test` of an absent member against `null` passes, and a server-side apply
+//! that changes nothing is no new version a second later.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -301,9 +301,6 @@ async fn gizmo_lifecycle(foreign: Option<&str>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "sandbox bug: kube-runtime's finalizer() first sends the JSON patch \
-            [test /metadata/finalizers == null, add /metadata/finalizers], and the sandbox fails a \
-            `test` of an absent member against null (patch.rs apply_ops); upstream passes it"]
 async fn kube_runtimes_controller_reconciles_a_gizmo_through_its_life() {
     gizmo_lifecycle(None).await;
 }
@@ -316,7 +313,6 @@ async fn kube_runtimes_finalizer_shares_a_gizmo_with_another_controllers_finaliz
 // The two sandbox behaviours the lifecycle above found, each on its own.
 
 #[tokio::test]
-#[ignore = "sandbox bug: a JSON patch `test` of an absent member against null fails (patch.rs apply_ops)"]
 async fn a_json_patch_test_of_an_absent_member_against_null_passes_as_upstream() {
     let sandbox = Sandbox::new();
     let cms: Api<ConfigMap> = Api::default_namespaced(sandbox.client());
@@ -339,8 +335,6 @@ async fn a_json_patch_test_of_an_absent_member_against_null_passes_as_upstream()
 }
 
 #[tokio::test]
-#[ignore = "sandbox bug: a server-side apply that changes nothing is a new version once the \
-            managedFields time (whole seconds) has moved on (store/apply.rs, store/mod.rs)"]
 async fn a_no_op_apply_a_second_later_keeps_the_resource_version_as_upstream() {
     let sandbox = Sandbox::new();
     let cms: Api<ConfigMap> = Api::default_namespaced(sandbox.client());

@@ -232,8 +232,10 @@ fn keep_server_fields(new: &mut Value, old: &Value) {
     }
 }
 
-/// Whether two versions of an object are the same but for their resourceVersion (and the
-/// `apiVersion`/`kind` stamp, which the endpoint decides) — without copying either.
+/// Whether two versions of an object are the same but for their resourceVersion, the
+/// `apiVersion`/`kind` stamp (which the endpoint decides) and the times of otherwise unchanged
+/// `managedFields` entries (upstream's `IgnoreManagedFieldsTimestampsTransformer`: re-applying
+/// the same configuration a second later is no write) — without copying either.
 fn same_but_version(a: &Value, b: &Value) -> bool {
     fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
         let kept = |m: &Map<String, Value>| m.iter().filter(|(k, _)| !skip.contains(&k.as_str())).count();
@@ -246,7 +248,18 @@ fn same_but_version(a: &Value, b: &Value) -> bool {
         a.get("metadata").and_then(Value::as_object).unwrap_or(&empty),
         b.get("metadata").and_then(Value::as_object).unwrap_or(&empty),
     );
-    same_except(ma, mb, &["resourceVersion"]) && same_except(a, b, &["apiVersion", "kind", "metadata"])
+    fn entries(m: &Map<String, Value>) -> &[Value] {
+        m.get("managedFields").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
+    let (ea, eb) = (entries(ma), entries(mb));
+    let same_entries = ea.len() == eb.len()
+        && ea.iter().zip(eb).all(|(x, y)| match (x.as_object(), y.as_object()) {
+            (Some(x), Some(y)) => same_except(x, y, &["time"]),
+            _ => x == y,
+        });
+    same_entries
+        && same_except(ma, mb, &["resourceVersion", "managedFields"])
+        && same_except(a, b, &["apiVersion", "kind", "metadata"])
 }
 
 impl Store {
