@@ -25,6 +25,7 @@
 //! | [`coordinator`] | [`Coordinator`]: the informers, the cache-sync gate, the workers, shutdown |
 //! | `elected` | workers only while leading |
 //! | `sharded` | the ownership gate, cache filters, relist and drain on a member-set change |
+//! | [`membership`] | [`Membership`]: alone, elected or a shard member, and the Lease's lifetime around the run |
 //! | [`source`] | [`Source`]: an informer as the coordinator drives it; [`Watched`] |
 //! | [`metrics`] | controller-runtime's reconcile metrics and the shard metrics |
 //!
@@ -64,10 +65,12 @@
 
 pub mod coordinator;
 mod elected;
+pub mod membership;
 pub mod metrics;
 mod sharded;
 pub mod source;
 
 pub use coordinator::{Coordination, Coordinator, Reconcile, Settings};
+pub use membership::Membership;
 pub use metrics::{ControllerMetrics, Outcome, ShardMetrics};
 pub use source::{Source, Watched};

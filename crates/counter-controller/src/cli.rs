@@ -15,15 +15,15 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
-use election::shard::ShardMember;
-use election::{ElectionConfig, LeaderElector, LeaseRef};
+use coordination::Membership;
+use election::{ElectionConfig, LeaseRef};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ListParams};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{self, Source};
-use crate::controller::{CONTROLLER_NAME, Controller, Coordination, Options, Scope};
+use crate::controller::{CONTROLLER_NAME, Controller, Options, Scope};
 use crate::events::{EventConfig, EventsMode};
 use crate::metrics::RestClientMetrics;
 use crate::ops::Probes;
@@ -307,13 +307,6 @@ pub async fn shutdown_signal() {
     tracing::info!("signal received");
 }
 
-/// How this process shares the work with its other replicas.
-enum Coordinator {
-    Alone,
-    Elected(LeaderElector),
-    Sharded(ShardMember, election::shard::ShardHandle),
-}
-
 /// `counter-controller run`.
 ///
 /// # Errors
@@ -336,34 +329,22 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let rest = RestClientMetrics::register(&mut registry);
     // The elector (or shard member) talks through its own, unfenced client: it must write while
     // acquiring.
-    let coordinator = match election_config {
-        None => Coordinator::Alone,
+    let membership = match election_config {
+        None => Membership::Alone,
         Some(c) => {
             let lease_client = client::build(config.clone(), &identity, &rest, None, None)?;
             if args.election.sharding {
                 let key = args.election.sharding_key;
-                let (member, handle) =
-                    ShardMember::new(lease_client, &args.election.sharding_ring, key.into(), c)?;
+                let m = Membership::sharded(lease_client, &args.election.sharding_ring, key.into(), c)?;
                 tracing::info!(ring = %args.election.sharding_ring, %identity, ?key, "sharding: a member of the ring");
-                Coordinator::Sharded(member, handle)
+                m
             } else {
-                Coordinator::Elected(LeaderElector::new(lease_client, c)?.with_metrics(&mut registry))
+                Membership::elected(lease_client, c, &mut registry)?
             }
         }
     };
-    let fence = match &coordinator {
-        Coordinator::Alone => None,
-        Coordinator::Elected(e) => Some(e.handle().fence()),
-        Coordinator::Sharded(_, h) => Some(h.fence.clone()),
-    };
-    let election_handle = match &coordinator {
-        Coordinator::Elected(e) => Some(e.handle()),
-        _ => None,
-    };
-    let selector = match &coordinator {
-        Coordinator::Sharded(_, h) => h.selector.clone(),
-        _ => None,
-    };
+    let (fence, selector, election_handle) =
+        (membership.fence(), membership.selector(), membership.election());
     let client = client::build(config, &identity, &rest, fence.as_ref(), selector)?;
     preflight(&client, &scope).await?;
     let events = EventConfig { mode: args.events, ..EventConfig::default() };
@@ -386,25 +367,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
         tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
     }
     // The Lease goes (released, or the shard Lease deleted) only after the last reconcile ended.
-    let lease_stop = CancellationToken::new();
-    match coordinator {
-        Coordinator::Alone => {
-            controller.run(shutdown_signal()).await;
-        }
-        Coordinator::Elected(elector) => {
-            let handle = elector.handle();
-            let task = tokio::spawn(elector.run(lease_stop.clone()));
-            controller.run_elected(Some(handle.subscribe()), shutdown_signal()).await;
-            lease_stop.cancel();
-            let _ = task.await;
-        }
-        Coordinator::Sharded(member, handle) => {
-            let task = tokio::spawn(member.run(lease_stop.clone()));
-            controller.run_coordinated(Coordination::Sharded(handle), shutdown_signal()).await;
-            lease_stop.cancel();
-            let _ = task.await;
-        }
-    }
+    membership.run(|how| controller.run_coordinated(how, shutdown_signal())).await;
     stop.cancel();
     Ok(())
 }
