@@ -192,34 +192,40 @@ fn sharp_v(v: &Value, out: &mut String, top: bool) {
         Value::Number(_) => out.push_str(&Num::of(v).map_or_else(String::new, Num::go)),
         Value::String(s) => out.push_str(&go_quote(s)),
         Value::Array(items) => {
-            out.push_str("[]interface {}{");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                sharp_v(item, out, false);
-            }
-            out.push('}');
+            join(out, ("[]interface {}{", ", ", "}"), items, |out, item| sharp_v(item, out, false));
         }
-        Value::Object(map) => sharp_v_map(map, out),
+        Value::Object(map) => {
+            join(out, ("map[string]interface {}{", ", ", "}"), sorted(map), |out, (k, v)| {
+                out.push_str(&go_quote(k));
+                out.push(':');
+                sharp_v(v, out, false);
+            })
+        }
     }
 }
 
-fn sharp_v_map(map: &Map<String, Value>, out: &mut String) {
-    out.push_str("map[string]interface {}{");
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort();
-    for (i, k) in keys.into_iter().enumerate() {
+/// Writes `items` with `write` between `open` and `close`, separated by `sep`.
+fn join<T>(
+    out: &mut String,
+    (open, sep, close): (&str, &str, &str),
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut String, T),
+) {
+    out.push_str(open);
+    for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
-            out.push_str(", ");
+            out.push_str(sep);
         }
-        out.push_str(&go_quote(k));
-        out.push(':');
-        if let Some(v) = map.get(k) {
-            sharp_v(v, out, false);
-        }
+        write(out, item);
     }
-    out.push('}');
+    out.push_str(close);
+}
+
+/// A map's members in key order, as Go prints and encodes maps.
+fn sorted(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut members: Vec<_> = map.iter().collect();
+    members.sort_by(|a, b| a.0.cmp(b.0));
+    members
 }
 
 /// A value as Go's `fmt.Print` writes the `interface{}` it decodes to (what upstream's
@@ -241,30 +247,12 @@ fn write_go(v: &Value, out: &mut String) {
             None => out.push_str(&go_float(n.as_f64().unwrap_or(0.0))),
         },
         Value::String(s) => out.push_str(s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                write_go(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(members) => {
-            let mut sorted: Vec<_> = members.iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(b.0));
-            out.push_str("map[");
-            for (i, (key, value)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(key);
-                out.push(':');
-                write_go(value, out);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => join(out, ("[", " ", "]"), items, |out, item| write_go(item, out)),
+        Value::Object(members) => join(out, ("map[", " ", "]"), sorted(members), |out, (key, value)| {
+            out.push_str(key);
+            out.push(':');
+            write_go(value, out);
+        }),
     }
 }
 
@@ -290,32 +278,12 @@ fn json_into(v: &Value, out: &mut String) {
             None => {}
         },
         Value::String(s) => out.push_str(&json_string(s)),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_into(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&json_string(k));
-                out.push(':');
-                if let Some(v) = map.get(k) {
-                    json_into(v, out);
-                }
-            }
-            out.push('}');
-        }
+        Value::Array(items) => join(out, ("[", ",", "]"), items, |out, item| json_into(item, out)),
+        Value::Object(map) => join(out, ("{", ",", "}"), sorted(map), |out, (k, v)| {
+            out.push_str(&json_string(k));
+            out.push(':');
+            json_into(v, out);
+        }),
     }
 }
 
