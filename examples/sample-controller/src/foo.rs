@@ -1,0 +1,55 @@
+//! The `Foo` kind (`samplecontroller.k8s.io/v1alpha1`), as upstream's
+//! `pkg/apis/samplecontroller/v1alpha1/types.go` declares it: a Deployment's name and replica
+//! count in its spec, the Deployment's available replicas in its status.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The annotation an API group under `k8s.io` needs (KEP-1111); upstream's sample carries this
+/// value, which says the API was never approved.
+pub const API_APPROVED: (&str, &str) = ("api-approved.kubernetes.io", "unapproved, experimental-only");
+
+/// What a Foo asks for: a Deployment named `deploymentName` with `replicas` replicas.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[kube(
+    group = "samplecontroller.k8s.io",
+    version = "v1alpha1",
+    kind = "Foo",
+    namespaced,
+    status = "FooStatus",
+    doc = "A Foo names a Deployment and its replica count; its status reports the Deployment's available replicas.",
+    printcolumn(name = "Deployment", type_ = "string", json_path = ".spec.deploymentName"),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Available", type_ = "integer", json_path = ".status.availableReplicas")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct FooSpec {
+    /// The Deployment's name, in the Foo's namespace.
+    #[schemars(length(min = 1))]
+    pub deployment_name: String,
+    /// How many replicas the Deployment runs.
+    #[schemars(range(min = 0))]
+    pub replicas: i32,
+}
+
+/// What the controller observed of the Foo's Deployment.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FooStatus {
+    /// The Deployment's `status.availableReplicas`.
+    pub available_replicas: i32,
+}
+
+/// The Foo CRD: kube-derive's, with the [`API_APPROVED`] annotation its `k8s.io` group needs
+/// (on the CRD only, not on every Foo, which is why it is not a `#[kube(annotation)]`).
+#[must_use]
+pub fn crd() -> CustomResourceDefinition {
+    let mut crd = Foo::crd();
+    crd.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(API_APPROVED.0.to_owned(), API_APPROVED.1.to_owned());
+    crd
+}

@@ -1,0 +1,2 @@
+//! The `sample-controller` binary (being written).
+fn main() {}
