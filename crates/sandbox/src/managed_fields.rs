@@ -11,8 +11,9 @@
 //! The manager is the `fieldManager` parameter or, without one, what precedes the first `/` of
 //! the User-Agent ([`manager_from_user_agent`]). Fields the server sets (uid, creationTimestamp,
 //! generation, …) belong to nobody; status belongs to status writers only, for kinds with a
-//! status subresource. Ownership is tracked per leaf field (no `"."` entries for the maps
-//! themselves).
+//! status subresource. An Update owns the leaf fields it set and, as structured-merge-diff's
+//! comparison finds them, the maps, keyed list items and optional structs it added as a whole
+//! (`"."` in `FieldsV1`: `{"f:data":{".":{},"f:k":{}}}`; see [`is_member`]).
 
 use std::collections::BTreeSet;
 
@@ -73,6 +74,42 @@ fn ownable(def: &ResourceDef, path: &str, sub: Subresource) -> bool {
     }
 }
 
+/// Structs every object of a built-in kind has (Go values, not pointers): the zero object an
+/// Update is compared against already holds them, so adding fields under them never adds them.
+const ALWAYS_PRESENT: &[&str] = &[
+    ".spec",
+    ".status",
+    ".spec.template",
+    ".spec.template.metadata",
+    ".spec.template.spec",
+    ".spec.strategy",
+    ".status.loadBalancer",
+    ".involvedObject",
+    ".source",
+    ".regarding",
+    ".roleRef",
+];
+
+/// Whether the object at `path` counts as a field of its own when an Update adds or removes it
+/// whole (structured-merge-diff's comparison walks a typed object: upstream compares against the
+/// live object, or for a create the zero object of the type, whose non-pointer structs are
+/// there already). `metadata` itself is in the stripped set; a custom resource is unstructured,
+/// so each object it adds (`spec` too) is a member.
+pub(crate) fn is_member(def: &ResourceDef, path: &str) -> bool {
+    let shown = patch::display_path(path);
+    if shown.ends_with(']') {
+        return true;
+    }
+    if shown == ".metadata" {
+        return false;
+    }
+    if def.custom().is_some() {
+        return true;
+    }
+    let container_resources = shown.ends_with("].resources");
+    !(container_resources || ALWAYS_PRESENT.contains(&shown.as_str()))
+}
+
 fn subresource_name(sub: Subresource) -> &'static str {
     match sub {
         Subresource::Main => "",
@@ -90,7 +127,8 @@ pub fn record_update(
     manager: &str,
     sub: Subresource,
 ) {
-    let (mut changed, mut removed) = patch::changed_leaves(old, new);
+    let member = |path: &str| is_member(def, path);
+    let (mut changed, mut removed) = patch::changed_fields(old, new, &member);
     changed.retain(|p| ownable(def, p, sub));
     removed.retain(|p| ownable(def, p, sub));
     if changed.is_empty() && removed.is_empty() {

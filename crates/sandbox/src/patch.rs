@@ -247,16 +247,22 @@ pub(crate) fn is_primitive_set(field: &str) -> bool {
 }
 
 /// Strategic merge patch for the kinds served here.
-pub fn strategic_merge(target: &mut Value, patch: &Value) {
+///
+/// # Errors
+///
+/// A patch item of a merge-key list that lacks the key: upstream's `mergepatch.ErrNoMergeKey`
+/// (`map: map[image:x] does not contain declared merge key: name`), which the patch handler
+/// does not classify — a 500 with no reason.
+pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), ApiError> {
     let Some(p) = patch.as_object() else {
         *target = patch.clone();
-        return;
+        return Ok(());
     };
     if p.get("$patch").and_then(Value::as_str) == Some("replace") {
         let mut replaced = patch.clone();
         replaced.as_object_mut().expect("object").remove("$patch");
         *target = replaced;
-        return;
+        return Ok(());
     }
     if !target.is_object() {
         *target = json!({});
@@ -280,6 +286,13 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
         let key = merge_key(k, &[v.as_array().map_or(&[][..], Vec::as_slice), present]);
         match (v, key, is_primitive_set(k)) {
             (Value::Array(items), Some(key), _) => {
+                if let Some(item) = items.iter().find(|i| i.as_object().is_some_and(|m| !m.contains_key(key)))
+                {
+                    return Err(ApiError::unclassified(format!(
+                        "map: {} does not contain declared merge key: {key}",
+                        crate::gofmt::go_print(item)
+                    )));
+                }
                 let list = t.entry(k.clone()).or_insert_with(|| json!([]));
                 if !list.is_array() {
                     *list = json!([]);
@@ -301,11 +314,11 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
                         (Some(i), true) => {
                             list.remove(i);
                         }
-                        (Some(i), false) => strategic_merge(&mut list[i], item),
+                        (Some(i), false) => strategic_merge(&mut list[i], item)?,
                         (None, true) => {}
                         (None, false) => {
                             let mut fresh = Value::Null;
-                            strategic_merge(&mut fresh, item);
+                            strategic_merge(&mut fresh, item)?;
                             list.push(fresh);
                         }
                     }
@@ -327,7 +340,7 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
                     *list = normalize_order(std::mem::take(list), &server, &named, None);
                 }
             }
-            _ => strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v),
+            _ => strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v)?,
         }
     }
     // `$setElementOrder/<list>` with no patch of the list itself: a reorder of what is there
@@ -350,6 +363,7 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) {
     if let Some(keep) = p.get("$retainKeys").and_then(Value::as_array) {
         t.retain(|k, _| keep.iter().any(|x| x.as_str() == Some(k.as_str())));
     }
+    Ok(())
 }
 
 /// What identifies a list item for ordering: its merge key's value, or (a primitive) itself.
@@ -454,15 +468,46 @@ fn collect_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 /// a create) did not have, and those `old` had that `new` has not — in one walk of both.
 #[must_use]
 pub fn changed_leaves(old: Option<&Value>, new: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
+    changed_fields(old, new, &|_| false)
+}
+
+/// As [`changed_leaves`], and also the maps and list items (by their paths) that appeared or
+/// went as a whole, where `member` says such a node is a field of its own — what
+/// structured-merge-diff's comparison adds as a set member (`"."` in `FieldsV1`): a map, a
+/// keyed list item, an optional struct, but not a struct every object of the type has.
+#[must_use]
+pub fn changed_fields(
+    old: Option<&Value>,
+    new: &Value,
+    member: &dyn Fn(&str) -> bool,
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let (mut changed, mut removed) = (BTreeSet::new(), BTreeSet::new());
-    diff(old, new, "", &mut changed, &mut removed);
+    diff(old, new, "", member, &mut changed, &mut removed);
     (changed, removed)
+}
+
+/// Every field under `v` at `prefix`, leaves and (as `member` says) the objects on the way.
+fn collect_fields(v: &Value, prefix: &str, member: &dyn Fn(&str) -> bool, out: &mut BTreeSet<String>) {
+    match children(v, prefix) {
+        Some(fields) => {
+            if !prefix.is_empty() && member(prefix) {
+                out.insert(prefix.to_owned());
+            }
+            for (path, child) in fields {
+                collect_fields(child, &path, member, out);
+            }
+        }
+        None => {
+            out.insert(prefix.to_owned());
+        }
+    }
 }
 
 fn diff(
     old: Option<&Value>,
     new: &Value,
     prefix: &str,
+    member: &dyn Fn(&str) -> bool,
     changed: &mut BTreeSet<String>,
     removed: &mut BTreeSet<String>,
 ) {
@@ -471,23 +516,26 @@ fn diff(
             let mut before: std::collections::HashMap<String, &Value> = before.into_iter().collect();
             for (path, child) in now {
                 let was = before.remove(&path);
-                diff(was, child, &path, changed, removed);
+                diff(was, child, &path, member, changed, removed);
             }
             for (path, child) in before {
-                collect_paths(child, &path, removed);
+                collect_fields(child, &path, member, removed);
             }
         }
         (Some(now), None) => {
             if old.is_some() {
                 removed.insert(prefix.to_owned());
             }
+            if !prefix.is_empty() && member(prefix) {
+                changed.insert(prefix.to_owned());
+            }
             for (path, child) in now {
-                diff(None, child, &path, changed, removed);
+                diff(None, child, &path, member, changed, removed);
             }
         }
         (None, Some(before)) => {
             for (path, child) in before {
-                collect_paths(child, &path, removed);
+                collect_fields(child, &path, member, removed);
             }
             changed.insert(prefix.to_owned());
         }
@@ -560,12 +608,13 @@ fn remove_segments(cur: &mut Value, segs: &[(String, Option<(String, String)>)])
     }
 }
 
-/// Encodes a set of leaf paths as `FieldsV1` (`{"f:spec":{"f:replicas":{}}}`).
+/// Encodes a set of field paths as `FieldsV1` (`{"f:spec":{"f:replicas":{}}}`); a path that is
+/// a field of its own and has fields under it too is marked `".": {}`
+/// (`{"f:data":{".":{},"f:k":{}}}`).
 pub fn fields_v1(paths: &BTreeSet<String>) -> Value {
-    let mut root = Map::new();
-    for p in paths {
-        let mut cur = &mut root;
-        for (name, sel) in segments(p) {
+    fn node_of<'a>(root: &'a mut Map<String, Value>, path: &str) -> &'a mut Map<String, Value> {
+        let mut cur = root;
+        for (name, sel) in segments(path) {
             let node = cur.entry(format!("f:{name}")).or_insert_with(|| json!({}));
             cur = node.as_object_mut().expect("object");
             if let Some((k, id)) = sel {
@@ -573,6 +622,17 @@ pub fn fields_v1(paths: &BTreeSet<String>) -> Value {
                 let node = cur.entry(key).or_insert_with(|| json!({}));
                 cur = node.as_object_mut().expect("object");
             }
+        }
+        cur
+    }
+    let mut root = Map::new();
+    for p in paths {
+        node_of(&mut root, p);
+    }
+    for p in paths {
+        let node = node_of(&mut root, p);
+        if !node.is_empty() {
+            node.insert(".".into(), json!({}));
         }
     }
     Value::Object(root)
@@ -594,7 +654,9 @@ fn decode_fields(f: &Value, prefix: String, out: &mut BTreeSet<String>) {
         return;
     }
     for (k, child) in m {
-        if let Some(name) = k.strip_prefix("f:") {
+        if k == "." {
+            out.insert(prefix.clone());
+        } else if let Some(name) = k.strip_prefix("f:") {
             decode_fields(child, format!("{prefix}{SEP}{name}"), out);
         } else if let Some(sel) = k.strip_prefix("k:")
             && let Ok(Value::Object(sel)) = serde_json::from_str::<Value>(sel)
@@ -652,7 +714,8 @@ mod tests {
                 "spec": { "containers": [{ "name": "b", "image": "y:2" }, { "name": "c", "image": "z:1" }, { "name": "a", "$patch": "delete" }] },
                 "metadata": { "finalizers": ["f2"] },
             }),
-        );
+        )
+        .unwrap();
         assert_eq!(
             d["spec"]["containers"],
             json!([{ "name": "b", "image": "y:2" }, { "name": "c", "image": "z:1" }])
@@ -663,7 +726,8 @@ mod tests {
         // Named items keep the patch's order; the server's others slot in where the server had
         // them relative to named ones it also had.
         let mut d = json!({ "containers": [{ "name": "a" }, { "name": "b" }, { "name": "c" }] });
-        strategic_merge(&mut d, &json!({ "containers": [{ "name": "x" }, { "name": "b", "v": 1 }] }));
+        strategic_merge(&mut d, &json!({ "containers": [{ "name": "x" }, { "name": "b", "v": 1 }] }))
+            .unwrap();
         let names: Vec<&str> =
             d["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["x", "a", "b", "c"]);
@@ -671,7 +735,8 @@ mod tests {
         strategic_merge(
             &mut d,
             &json!({ "$setElementOrder/containers": [{ "name": "c" }, { "name": "a" }] }),
-        );
+        )
+        .unwrap();
         let names: Vec<&str> =
             d["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["b", "c", "a"]);

@@ -390,6 +390,14 @@ const CORE_EVENT_FIELDS: &[(&str, &str)] = &[
     ("type", "/type"),
 ];
 
+/// A Namespace's field labels beyond `metadata.name` (`pkg/registry/core/namespace/strategy.go`,
+/// `NamespaceToSelectableFields`: `status.phase`, and `name`, kept for compatibility).
+const NAMESPACE_FIELDS: &[(&str, &str)] = &[("status.phase", "/status/phase"), ("name", "/metadata/name")];
+
+/// A Secret's field label beyond the metadata (`pkg/registry/core/secret/strategy.go`,
+/// `SelectableFields`: `type`).
+const SECRET_FIELDS: &[(&str, &str)] = &[("type", "/type")];
+
 macro_rules! resource {
     ($group:literal, $version:literal, $plural:literal, $singular:literal, $kind:literal, [$($short:literal),*], namespaced: $ns:literal) => {
         ResourceDef {
@@ -423,6 +431,7 @@ const DEPLOYMENT_SCALE: ScalePaths = ScalePaths {
 pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         status_subresource: true,
+        field_labels: NAMESPACE_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
             default: crate::kinds::namespace::default,
             schema: Some(schema_of::<api::core::v1::Namespace>),
@@ -441,6 +450,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
     },
     ResourceDef {
+        field_labels: SECRET_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
             decode: decode_as::<api::core::v1::Secret>,
             known: Some(known_as::<api::core::v1::Secret>),

@@ -138,6 +138,12 @@ impl ApiError {
         )
     }
 
+    /// 406 with upstream's own words for a transform the object cannot take
+    /// (`endpoints/handlers/response.go`, `newNotAcceptableError`).
+    pub fn not_acceptable_because(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
     /// 415 for a request body that is not an object encoding (`negotiation.NewUnsupportedMediaTypeError`).
     pub fn unsupported_body(_content_type: &str) -> Self {
         Self::new(

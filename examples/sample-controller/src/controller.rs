@@ -324,9 +324,11 @@ impl EventHandler<Foo> for EnqueueFoo {
 
 /// The Foo that controls `d`: its controller ownerReference of kind Foo in our group.
 fn owner(d: &Deployment) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
-    d.metadata.owner_references.iter().flatten().find(|r| {
-        r.controller == Some(true) && r.kind == "Foo" && r.api_version == Foo::api_version(&())
-    })
+    d.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true) && r.kind == "Foo" && r.api_version == Foo::api_version(&()))
 }
 
 /// The work key a Deployment stands for: its Foo's, or (no Foo controls it) its own, which names

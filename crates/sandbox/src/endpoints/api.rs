@@ -128,10 +128,72 @@ struct Query {
     field_manager: Option<String>,
     field_validation: Option<String>,
     force: bool,
+    /// Whether `force` was given at all (upstream's `*bool`: only an apply may carry it).
+    force_given: bool,
     propagation: Option<String>,
     dry_run: bool,
     /// `Accept: ...;as=Table`: answer with server-side printed Tables.
     as_table: bool,
+    /// What the response is transformed into (`as=Table|PartialObjectMetadata[List]`).
+    render: Render,
+    /// `includeObject` of a Table (`TableOptions`): `None`, `Metadata` (the default), `Object`.
+    include_object: Option<String>,
+}
+
+/// The shape a response is transformed into, from the `Accept` clause negotiated
+/// (`endpoints/handlers/response.go`, `doTransformObject`): the object itself, a
+/// `meta.k8s.io` Table, or `PartialObjectMetadata` / `PartialObjectMetadataList`, each in the
+/// `meta.k8s.io` version the clause named (`v1` or `v1beta1`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+enum Render {
+    #[default]
+    Object,
+    Table(&'static str),
+    Partial(&'static str),
+    PartialList(&'static str),
+}
+
+/// The first clause of `accept` the server can answer, as upstream's
+/// `negotiation.NegotiateOutputMediaType` with the endpoint's transforms
+/// (`AllowsMediaTypeTransform`): a served media type (or a wildcard) with no `as=`, or one
+/// whose `as=` is a `meta.k8s.io/v1|v1beta1` Table (JSON or YAML) or `PartialObjectMetadata[List]`.
+/// `None` when no clause can be served (406); an empty header is the object itself.
+fn negotiate(accept: &str) -> Option<Render> {
+    if accept.trim().is_empty() {
+        return Some(Render::Object);
+    }
+    accept.split(',').find_map(|clause| {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let served = matches!(media.as_str(), "*/*" | "application/*")
+            || crate::status::SERVED_MEDIA_TYPES.contains(&media.as_str());
+        if !served {
+            return None;
+        }
+        let (mut as_, mut g, mut v) = ("", "", "");
+        for param in parts {
+            match param.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                Some(("as", x)) => as_ = x,
+                Some(("g", x)) => g = x,
+                Some(("v", x)) => v = x,
+                _ => {}
+            }
+        }
+        if as_.is_empty() {
+            return Some(Render::Object);
+        }
+        let version = match (g, v) {
+            ("meta.k8s.io", "v1") => "meta.k8s.io/v1",
+            ("meta.k8s.io", "v1beta1") => "meta.k8s.io/v1beta1",
+            _ => return None,
+        };
+        match as_ {
+            "Table" if media != "application/vnd.kubernetes.protobuf" => Some(Render::Table(version)),
+            "PartialObjectMetadata" => Some(Render::Partial(version)),
+            "PartialObjectMetadataList" => Some(Render::PartialList(version)),
+            _ => None,
+        }
+    })
 }
 
 fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
@@ -144,10 +206,12 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
             "shardSelector" if !v.is_empty() => {
                 out.list.shard = Some(crate::shard::ShardSelector::parse(&v)?)
             }
+            // An `int64`; zero or less is no limit (the storage pages only for `limit > 0`).
             "limit" => {
-                out.list.limit = v.parse().map_err(|_| {
-                    ApiError::bad_request(format!("invalid limit {v:?}: must be a non-negative integer"))
-                })?
+                let limit: i64 = v
+                    .parse()
+                    .map_err(|_| ApiError::bad_request(format!("invalid limit {v:?}: must be an integer")))?;
+                out.list.limit = usize::try_from(limit).unwrap_or(0);
             }
             "continue" => out.list.continue_token = Some(v.into_owned()),
             "resourceVersion" => out.list.resource_version = Some(v.into_owned()),
@@ -162,7 +226,11 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
             }
             "fieldManager" => out.field_manager = Some(v.into_owned()),
             "fieldValidation" => out.field_validation = Some(v.into_owned()),
-            "force" => out.force = truthy,
+            "force" => {
+                out.force = truthy;
+                out.force_given = true;
+            }
+            "includeObject" => out.include_object = Some(v.into_owned()),
             "propagationPolicy" => out.propagation = Some(v.into_owned()),
             "dryRun" => match v.as_ref() {
                 "All" => out.dry_run = true,
@@ -246,29 +314,50 @@ where
     }
 }
 
-/// An object body: JSON, or the protobuf kubectl's `create` subcommands send.
-/// Whether some media type in an `Accept` header can be served (absent means anything).
-fn acceptable(accept: &str) -> bool {
-    accept.trim().is_empty()
-        || accept.split(',').any(|entry| {
-            let media = entry.split(';').next().unwrap_or("").trim();
-            matches!(media, "*/*" | "application/*") || crate::status::SERVED_MEDIA_TYPES.contains(&media)
-        })
-}
-
 /// A create or update body in its declared encoding: JSON (also when no type is given, as
-/// upstream defaults to it), protobuf for the kinds the sandbox decodes, YAML only in its JSON
-/// form; any other type is 415.
-fn parse_object(bytes: &[u8], content_type: &str, what: &str) -> Result<Value, ApiError> {
+/// upstream defaults to it), protobuf for the kinds the sandbox decodes, or YAML, converted to
+/// JSON first as upstream's YAML serializer does (`sigs.k8s.io/yaml`'s `YAMLToJSON`); any other
+/// type is 415. YAML that does not parse is upstream's decode error (`transformDecodeError`):
+/// a 400 naming the kind the URL wants.
+fn parse_object(bytes: &[u8], content_type: &str, what: &str, kind: &str) -> Result<Value, ApiError> {
     match content_type.split(';').next().unwrap_or("").trim() {
         "" | "application/json" => parse_json(bytes, what),
         crate::endpoints::protobuf::CONTENT_TYPE => crate::endpoints::protobuf::to_json(bytes),
-        "application/yaml" => parse_json(bytes, what).map_err(|_| {
+        "application/yaml" => yaml_to_json(bytes).map_err(|e| {
             ApiError::bad_request(format!(
-                "the body of the {what} request is YAML; the sandbox reads YAML only in its JSON form (send application/json)"
+                "the object provided is unrecognized (must be of type {kind}): {e} ({})",
+                summarize(bytes)
             ))
         }),
         other => Err(ApiError::unsupported_body(other)),
+    }
+}
+
+/// YAML (1.1, as go-yaml v2 reads it: `yes`/`no` booleans, `0755` octal) as the JSON value it
+/// stands for; the first document of a stream. An empty document is `null`. The error is worded
+/// as `sigs.k8s.io/yaml`'s: `error converting YAML to JSON: yaml: …`.
+pub(crate) fn yaml_to_json(bytes: &[u8]) -> Result<Value, String> {
+    let fail = |why: String| format!("error converting YAML to JSON: yaml: {why}");
+    let text = std::str::from_utf8(bytes).map_err(|_| fail("invalid leading UTF-8 octet".into()))?;
+    if text.trim().is_empty() {
+        return Ok(Value::Null);
+    }
+    let mut options = serde_saphyr::Options::default();
+    options.with_snippet = false;
+    options.legacy_octal_numbers = true;
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
+    let mut docs: Vec<Value> =
+        serde_saphyr::from_str_multiple_with_options(text, options).map_err(|e| fail(e.to_string()))?;
+    Ok(if docs.is_empty() { Value::Null } else { docs.swap_remove(0) })
+}
+
+/// The start of a body as upstream's `summarizeData` shows it in a decode error: the first 30
+/// bytes (` ...` after them when there is more), or `<empty>`.
+fn summarize(bytes: &[u8]) -> String {
+    match bytes.len() {
+        0 => "<empty>".into(),
+        n if n > 30 => format!("{} ...", String::from_utf8_lossy(&bytes[..30])),
+        _ => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
 
@@ -343,18 +432,13 @@ where
 {
     let t = parse_target(&shared.store, path)?;
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if !acceptable(accept) {
-        return Err(ApiError::not_acceptable());
-    }
+    let render = negotiate(accept).ok_or_else(ApiError::not_acceptable)?;
     let mut q = parse_query(parts.uri.query(), &t.def)?;
     if !shared.sharded_list_watch {
         q.list.shard = None;
     }
-    q.as_table = parts
-        .headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("as=Table"));
+    q.as_table = matches!(render, Render::Table(_));
+    q.render = render;
     let verb = verb_of(&parts.method, &t, q.watch);
     record.verb = verb.to_owned();
     record.group = t.def.group.to_owned();
@@ -423,33 +507,31 @@ where
         Some(o) => Directive::parse(q.field_validation.as_deref(), o)?,
         None => Directive::Warn,
     };
+    if let Some(kind) = options {
+        validate_write_options(
+            kind,
+            &q,
+            (verb == "patch").then(|| PatchType::from_content_type(content_type)),
+        )?;
+    }
     match verb {
-        "get" if q.as_table && t.sub == Subresource::Main => {
-            let obj = store.get(def, ns, name, t.sub)?;
-            let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
-            ok(crate::endpoints::table::table(def, &[obj], &rv, true))
-        }
+        "get" | "list" | "watch" if q.render != Render::Object => match verb {
+            "get" => ok(transform(def, &q, store.get(def, ns, name, t.sub)?, false)?),
+            "list" => {
+                q.list.validate()?;
+                ok(transform(def, &q, store.list(def, t.namespace.as_deref(), &q.list)?, true)?)
+            }
+            _ => watch(shared, Arc::clone(&t.def), t.namespace.clone(), q),
+        },
         "get" => ok(store.get(def, ns, name, t.sub)?),
         "list" | "deletecollection" if let Err(e) = q.list.validate() => Err(e),
-        "list" if q.as_table => {
-            let list = store.list(def, t.namespace.as_deref(), &q.list)?;
-            let items = list["items"].as_array().cloned().unwrap_or_default();
-            let mut table = crate::endpoints::table::table(
-                def,
-                &items,
-                list["metadata"]["resourceVersion"].as_str().unwrap_or(""),
-                true,
-            );
-            table["metadata"] = list["metadata"].clone();
-            ok(table)
-        }
         "list" => ok(store.list(def, t.namespace.as_deref(), &q.list)?),
         "watch" => watch(shared, Arc::clone(&t.def), t.namespace.clone(), q),
         "create" => {
             if def.namespaced && t.namespace.is_none() {
                 return Err(ApiError::method_not_allowed("POST", path));
             }
-            let mut body = parse_object(&bytes, content_type, "create")?;
+            let mut body = parse_object(&bytes, content_type, "create", def.kind)?;
             let warnings =
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
@@ -468,7 +550,7 @@ where
             Ok(with_warnings(json_response(201, &created), &warnings))
         }
         "update" => {
-            let mut body = parse_object(&bytes, content_type, "update")?;
+            let mut body = parse_object(&bytes, content_type, "update", def.kind)?;
             let warnings = if t.sub == Subresource::Main {
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?
             } else {
@@ -482,7 +564,14 @@ where
         }
         "patch" => {
             let ptype = PatchType::from_content_type(content_type)?;
-            let body = parse_json(&bytes, "patch")?;
+            // An apply configuration is YAML (JSON being YAML), decoded as upstream's
+            // `applyPatcher` does (`yaml.Unmarshal`); the other types are JSON.
+            let body = if ptype == PatchType::Apply {
+                yaml_to_json(&bytes)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+            } else {
+                parse_json(&bytes, "patch")?
+            };
             // An apply requires its own `fieldManager`; the User-Agent does not stand in.
             let writer = manager();
             let manager =
@@ -518,6 +607,102 @@ where
             ok(store.delete_collection(def, t.namespace.as_deref(), &q.list, &opts)?)
         }
         _ => Err(ApiError::method_not_allowed(parts.method.as_str(), path)),
+    }
+}
+
+/// Upstream's `ValidateCreateOptions` / `ValidateUpdateOptions` / `ValidatePatchOptions`
+/// (`apimachinery/pkg/apis/meta/v1/validation/validation.go`), before the body is read: a
+/// `fieldManager` of at most 128 bytes, all printable (`ValidateFieldManager`); for a patch,
+/// `force` only on an apply, and an apply's required `fieldManager`. A 422 on the options kind
+/// (`PatchOptions.meta.k8s.io ""`).
+fn validate_write_options(
+    kind: &str,
+    q: &Query,
+    ptype: Option<Result<PatchType, ApiError>>,
+) -> Result<(), ApiError> {
+    let mut causes: Vec<(String, String)> = Vec::new();
+    let manager = q.field_manager.as_deref().unwrap_or("");
+    if let Some(Ok(ptype)) = ptype {
+        if ptype != PatchType::Apply && q.force_given {
+            causes.push(("force".into(), "Forbidden: may not be specified for non-apply patch".into()));
+        } else if ptype == PatchType::Apply && manager.is_empty() {
+            causes.push(("fieldManager".into(), "Required value: is required for apply patch".into()));
+        }
+    }
+    if manager.len() > crate::managed_fields::MAX_MANAGER_LENGTH {
+        causes.push((
+            "fieldManager".into(),
+            format!("Too long: may not be more than {} bytes", crate::managed_fields::MAX_MANAGER_LENGTH),
+        ));
+    }
+    for (i, c) in manager.char_indices() {
+        if c.is_control() {
+            causes.push((
+                "fieldManager".into(),
+                format!(
+                    "Invalid value: {}: invalid character U+{:04X} (at position {i})",
+                    crate::gofmt::go_quote(manager),
+                    u32::from(c)
+                ),
+            ));
+        }
+    }
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid("meta.k8s.io", kind, "", &causes)) }
+}
+
+/// A read transformed as the request's `Accept` asked (`endpoints/handlers/response.go`,
+/// `doTransformObject`): a Table (rows carrying the object as `includeObject` says:
+/// `PartialObjectMetadata` by default, the object, or nothing), or the object's metadata alone
+/// (`PartialObjectMetadata`, `PartialObjectMetadataList`). Asking a list for
+/// `PartialObjectMetadata`, or one object for the list, is a 406.
+fn transform(def: &ResourceDef, q: &Query, value: Value, is_list: bool) -> Result<Value, ApiError> {
+    let partial = |o: &Value, version: &str| json!({ "kind": "PartialObjectMetadata", "apiVersion": version, "metadata": o.get("metadata").cloned().unwrap_or(json!({})) });
+    let items =
+        || if is_list { value["items"].as_array().cloned().unwrap_or_default() } else { vec![value.clone()] };
+    match &q.render {
+        Render::Object => Ok(value),
+        Render::Table(version) => {
+            let items = items();
+            let rv = if is_list {
+                value["metadata"]["resourceVersion"].as_str()
+            } else {
+                value.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+            };
+            let mut table = crate::endpoints::table::table(def, &items, rv.unwrap_or(""), true);
+            if is_list {
+                table["metadata"] = value["metadata"].clone();
+            }
+            table["apiVersion"] = json!(version);
+            let include = q.include_object.as_deref().unwrap_or("");
+            if let Some(rows) = table["rows"].as_array_mut() {
+                for (row, obj) in rows.iter_mut().zip(&items) {
+                    row["object"] = match include {
+                        "" | "Metadata" => partial(obj, version),
+                        "Object" => obj.clone(),
+                        "None" => Value::Null,
+                        other => {
+                            return Err(ApiError::bad_request(format!(
+                                "unrecognized includeObject value: {other:?}"
+                            )));
+                        }
+                    };
+                }
+            }
+            Ok(table)
+        }
+        Render::Partial(version) if !is_list => Ok(partial(&value, version)),
+        Render::PartialList(version) if is_list => Ok(json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": version,
+            "metadata": value["metadata"].clone(),
+            "items": items().iter().map(|o| partial(o, version)).collect::<Vec<_>>(),
+        })),
+        Render::Partial(_) => Err(ApiError::not_acceptable_because(
+            "you requested PartialObjectMetadata, but the requested object is a list",
+        )),
+        Render::PartialList(_) => Err(ApiError::not_acceptable_because(
+            "you requested PartialObjectMetadataList, but the requested object is not a list",
+        )),
     }
 }
 
@@ -707,10 +892,19 @@ fn watch(
         let mut headers = true;
         // Tables carry their column definitions in the first event only, as the API server's do.
         let mut render = |kind: &str, obj: EventObject| {
-            if q.as_table {
+            if let Render::Partial(version) | Render::PartialList(version) = q.render {
+                let obj = obj.into_presented(&def);
+                frame(
+                    kind,
+                    &json!({ "kind": "PartialObjectMetadata", "apiVersion": version, "metadata": obj["metadata"] }),
+                )
+            } else if q.as_table {
                 let obj = obj.into_presented(&def);
                 let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
-                let t = crate::endpoints::table::table(&def, &[obj], &rv, headers);
+                let mut t = crate::endpoints::table::table(&def, &[obj], &rv, headers);
+                if let Render::Table(version) = q.render {
+                    t["apiVersion"] = json!(version);
+                }
                 headers = false;
                 frame(kind, &t)
             } else {

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::managed_fields::record_apply;
-use crate::object::{meta_mut, meta_str};
+use crate::object::meta_mut;
 use crate::patch;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
@@ -21,7 +21,6 @@ pub(super) fn server_side_apply(
     manager: &str,
     force: bool,
 ) -> Result<Value, ApiError> {
-    let name = meta_str(live, "name");
     let paths = patch::leaf_paths(applied);
     let entries: Vec<Value> =
         live.pointer("/metadata/managedFields").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -45,21 +44,7 @@ pub(super) fn server_side_apply(
         others.extend(owned);
     }
     if !conflicts.is_empty() && !force {
-        let causes: Vec<(String, String)> =
-            conflicts.iter().map(|(p, m)| (p.clone(), format!("conflict with {m:?}"))).collect();
-        let mut e = ApiError::conflict(
-            def.group,
-            def.plural,
-            name,
-            &format!(
-                "Apply failed with {} conflict(s): {}",
-                causes.len(),
-                causes.iter().map(|(p, m)| format!("{m}: {p}")).collect::<Vec<_>>().join("; ")
-            ),
-        );
-        e.details = Some(json!({ "name": name, "group": def.group, "kind": def.plural,
-            "causes": causes.iter().map(|(f, m)| json!({ "reason": "FieldManagerConflict", "message": m, "field": f })).collect::<Vec<_>>() }));
-        return Err(e);
+        return Err(conflict_error(&conflicts));
     }
     let mut merged = live.clone();
     if def.custom().is_some() {
@@ -67,10 +52,13 @@ pub(super) fn server_side_apply(
         // configuration's maps merge, its lists replace.
         patch::merge_patch(&mut merged, applied);
     } else {
-        patch::strategic_merge(&mut merged, applied);
+        patch::strategic_merge(&mut merged, applied)?;
     }
     for gone in previous.difference(&paths).filter(|p| !others.contains(*p)) {
         patch::remove_path(&mut merged, gone);
+        // A map the removal left empty goes too: upstream's object is typed again after the
+        // merge, and an empty map (`labels`, `data`, …) is `omitempty`.
+        prune_emptied(&mut merged, gone);
     }
     // Forced fields leave their previous owners.
     let mut kept: Vec<Value> = entries;
@@ -85,4 +73,58 @@ pub(super) fn server_side_apply(
     record_apply(&mut merged, manager, &paths, &def.api_version());
     meta_mut(&mut merged).remove("resourceVersion");
     Ok(merged)
+}
+
+/// Removes the maps on `path`'s way that are left empty, innermost first (up to a list: an
+/// item is not pruned).
+fn prune_emptied(obj: &mut Value, path: &str) {
+    let parts: Vec<&str> = path.trim_start_matches(patch::SEP).split(patch::SEP).collect();
+    let maps = parts.iter().position(|p| p.contains('[')).unwrap_or(parts.len());
+    for depth in (1..maps.min(parts.len() - 1) + 1).rev() {
+        let Some((last, parents)) = parts[..depth].split_last() else { return };
+        let mut parent = &mut *obj;
+        for p in parents {
+            let Some(next) = parent.get_mut(*p) else { return };
+            parent = next;
+        }
+        let Some(m) = parent.as_object_mut() else { return };
+        if !m.get(*last).and_then(Value::as_object).is_some_and(serde_json::Map::is_empty) {
+            return;
+        }
+        m.remove(*last);
+    }
+}
+
+/// The 409 of an apply that conflicts, as upstream's `NewConflictError`
+/// (`managedfields/internal/conflict.go`): no kind or name in the details, one
+/// `FieldManagerConflict` cause per field, and the message `Apply failed with 1 conflict:
+/// conflict with "m": .data.k` — or, for several, each manager's fields listed under it,
+/// managers in sorted order.
+fn conflict_error(conflicts: &[(String, String)]) -> ApiError {
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|(f, m)| serde_json::json!({ "reason": "FieldManagerConflict", "message": format!("conflict with {m:?}"), "field": f }))
+        .collect();
+    let message = if let [(path, manager)] = conflicts {
+        format!("Apply failed with 1 conflict: conflict with {manager:?}: {path}")
+    } else {
+        let mut by_manager: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+        for (p, m) in conflicts {
+            by_manager.entry(m).or_default().push(p);
+        }
+        let lines: Vec<String> = by_manager
+            .iter()
+            .flat_map(|(m, paths)| {
+                std::iter::once(format!("conflicts with {m:?}:"))
+                    .chain(paths.iter().map(|p| format!("- {p}")))
+            })
+            .collect();
+        format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
+    };
+    ApiError {
+        code: 409,
+        reason: "Conflict",
+        message,
+        details: Some(serde_json::json!({ "causes": causes })),
+    }
 }

@@ -202,9 +202,21 @@ pub struct Store {
     registry: Arc<RwLock<Registry>>,
 }
 
-fn parse_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
-    rv.parse()
-        .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?} for {}", def.plural)))
+/// A list's or watch's `resourceVersion`, parsed as upstream's versioner does
+/// (`storage.APIObjectVersioner.ParseResourceVersion`): what is not a `uint64` is a
+/// `storage.InvalidError` that nothing classifies, so the client gets a 500 with no reason.
+fn parse_rv(_def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
+    rv.parse().map_err(|_| {
+        let why = if !rv.is_empty() && rv.bytes().all(|b| b.is_ascii_digit()) {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        };
+        let quoted = crate::gofmt::go_quote(rv);
+        ApiError::unclassified(format!(
+            "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
+        ))
+    })
 }
 
 /// Fields the server owns: a client's values for them are replaced by the stored ones.
@@ -400,13 +412,18 @@ impl Store {
                     return Err(ApiError::too_large_resource_version(asked, st.rv));
                 }
                 if q.resource_version_match.as_deref() == Some("Exact") && asked != st.rv {
-                    return Err(ApiError::expired(format!(
-                        "too old resource version: {asked} ({}): the sandbox serves exact lists only at the latest version",
-                        st.rv
-                    )));
+                    // etcd serves a list at any revision it has not compacted; the sandbox
+                    // rebuilds it from the resource's history, as one consistent snapshot.
+                    let items = st.list_items_at(def, ns, q, asked).ok_or_else(|| {
+                        ApiError::expired("The resourceVersion for the provided list is too old.")
+                    })?;
+                    (asked, items, 0, None)
+                } else {
+                    (st.rv, st.list_items(def, ns, q), 0, None)
                 }
+            } else {
+                (st.rv, st.list_items(def, ns, q), 0, None)
             }
-            (st.rv, st.list_items(def, ns, q), 0, None)
         };
         let end = if q.limit == 0 { items.len() } else { (offset + q.limit).min(items.len()) };
         let page: Vec<Value> =
@@ -787,6 +804,7 @@ impl Store {
                     &[("fieldManager".into(), "Required value: is required for apply patch".into())],
                 )
             })?;
+            check_applied(def, name, body)?;
             let Some(current) = current else {
                 let mut obj = body.clone();
                 meta_mut(&mut obj).insert("name".into(), json!(name));
@@ -809,7 +827,7 @@ impl Store {
         let mut target = present(&current);
         match ptype {
             PatchType::Merge => patch::merge_patch(&mut target, body),
-            PatchType::Strategic => patch::strategic_merge(&mut target, body),
+            PatchType::Strategic => patch::strategic_merge(&mut target, body)?,
             PatchType::Json => patch::json_patch(&mut target, body)?,
             PatchType::Apply => unreachable!("handled above"),
         }
@@ -818,6 +836,24 @@ impl Store {
                 "the patch turned {} {name:?} into something that is not an object",
                 def.plural
             )));
+        }
+        // The patched object is decoded into the kind's type at once (`endpoints/handlers/
+        // patch.go`): what it cannot hold is a 422 on the field `patch`, with no kind, its value
+        // the patched JSON (a strategic merge's: the patched map, printed by Go).
+        if sub == Subresource::Main
+            && let Err(e) = def.decode(&target)
+        {
+            let shown = if ptype == PatchType::Strategic {
+                crate::gofmt::go_print(&target)
+            } else {
+                target.to_string()
+            };
+            return Err(ApiError::invalid(
+                "",
+                "",
+                "",
+                &[("patch".into(), format!("Invalid value: {}: {e}", crate::gofmt::go_quote(&shown)))],
+            ));
         }
         if sub == Subresource::Main {
             check(&mut target)?;
@@ -911,6 +947,42 @@ pub const CREATE_ON_UPDATE: &[&str] = &[
     "rolebindings",
     "clusterrolebindings",
 ];
+
+/// What upstream's field manager checks of an apply configuration before merging it
+/// (`managedfields/internal/structuredmerge.go`, `Apply`): its apiVersion is the request's (a
+/// 400), it carries no `managedFields` (a 400), and it has a kind its type converter knows —
+/// without one, the typed patch object cannot be made: an unclassified 500
+/// (`failed to create typed patch object (ns/name; group/version, Kind=): no corresponding type
+/// for …`). Its name must then be the URL's, as for an update (400).
+fn check_applied(def: &ResourceDef, name: &str, body: &Value) -> Result<(), ApiError> {
+    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if api_version != def.api_version() {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {api_version}, expected: {}",
+            def.api_version()
+        )));
+    }
+    if body.pointer("/metadata/managedFields").is_some_and(|m| !m.is_null()) {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = format!("{group}/{version}, Kind={kind}");
+        return Err(ApiError::unclassified(format!(
+            "failed to create typed patch object ({}/{}; {gvk}): no corresponding type for {gvk}",
+            meta_str(body, "namespace"),
+            meta_str(body, "name"),
+        )));
+    }
+    match meta_str(body, "name") {
+        "" => Ok(()),
+        n if n != name => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
 
 /// The name check of upstream's update handler (`endpoints/handlers/rest.go`, `checkName`): the
 /// body must name the object of the URL.
