@@ -10,9 +10,10 @@
 //! * Who may work — alone, the leader only, or each replica on its shard of the keys — is the
 //!   [`coordination`] part's; every write goes through the client's fence.
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 pub use coordination::Coordination;
 use coordination::{Coordinator, Reconcile, Settings, Watched};
@@ -40,6 +41,13 @@ pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
 pub const MESSAGE_RESOURCE_SYNCED: &str = "Foo synced successfully";
 /// The image of the Deployments it creates, as upstream's.
 pub const IMAGE: &str = "nginx:latest";
+/// How long a create waits to be seen by the Deployment informer before it may be tried again
+/// (client-go's `ExpectationsTimeout`).
+pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// How long after a Deployment of a Foo is deleted its Foo is synced: the garbage collector
+/// deletes it right after the Foo, and the Foo informer's watch may deliver the Foo's delete a
+/// moment later than the Deployment informer's, when a sync would recreate the Deployment.
+pub const DELETED_SYNC_DELAY: Duration = Duration::from_secs(1);
 
 /// Controller settings.
 #[derive(Debug, Clone)]
@@ -106,6 +114,7 @@ pub struct Controller {
     foo_lister: Lister<Foo>,
     deploy_lister: Lister<Deployment>,
     queue: RateLimitingQueue<ObjectKey>,
+    created: Created,
     events: EventRecorder,
     /// Runs the informers and the workers, alone, elected or sharded.
     coordinator: Arc<Coordinator>,
@@ -148,7 +157,8 @@ impl Controller {
             QueueConfig::named(CONTROLLER_NAME).metrics(metrics),
         );
         foos.add_handler(Arc::new(EnqueueFoo(queue.clone())));
-        deployments.add_handler(Arc::new(EnqueueOwner(queue.clone())));
+        let created = Created::default();
+        deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), created: created.clone() }));
 
         let coordinator = Coordinator::new(
             queue.clone(),
@@ -171,6 +181,7 @@ impl Controller {
             foos,
             deployments,
             queue,
+            created,
             coordinator,
             options,
         })
@@ -225,8 +236,14 @@ impl Controller {
         let ns = key.namespace();
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
         let api_err = |action| move |source| Error::Api { action, key: key.clone(), source };
-        let deployment = match self.deploy_lister.get(&ObjectKey::new(ns, name)) {
+        let deployment_key = ObjectKey::new(ns, name);
+        let deployment = match self.deploy_lister.get(&deployment_key) {
             Some(d) => d,
+            None if self.created.pending(&deployment_key) => {
+                // Its add enqueues this Foo again.
+                tracing::debug!(%key, "waiting for the informer to show the Deployment just created");
+                return Ok(());
+            }
             None => {
                 let params =
                     PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
@@ -236,6 +253,7 @@ impl Controller {
                     // Someone's Deployment the cache has not shown yet (or, sharded, keeps out):
                     // retried, and then judged from the cache.
                     .map_err(api_err("create Deployment"))?;
+                self.created.expect(deployment_key);
                 tracing::info!(%key, deployment = name, replicas = foo.spec.replicas, "created Deployment");
                 Arc::new(created)
             }
@@ -338,13 +356,42 @@ fn owner_key(d: &Deployment) -> ObjectKey {
     ObjectKey::new(ns, &owner(d).map_or_else(|| d.name_any(), |r| r.name.clone()))
 }
 
-/// Deployment events enqueue the Foo that controls the Deployment (upstream's `handleObject`).
-struct EnqueueOwner(RateLimitingQueue<ObjectKey>);
+/// Deployments this controller created that the Deployment cache has not shown yet (client-go's
+/// expectations): until the watch delivers a create, the cache still says "missing", and a sync
+/// in that window must wait, not create again (and get 409 AlreadyExists for its own Deployment).
+#[derive(Clone, Default)]
+struct Created(Arc<Mutex<HashMap<ObjectKey, Instant>>>);
+
+impl Created {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Instant>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn expect(&self, deployment: ObjectKey) {
+        self.map().insert(deployment, Instant::now());
+    }
+
+    fn seen(&self, deployment: &ObjectKey) {
+        self.map().remove(deployment);
+    }
+
+    fn pending(&self, deployment: &ObjectKey) -> bool {
+        self.map().get(deployment).is_some_and(|at| at.elapsed() < EXPECTATION_TIMEOUT)
+    }
+}
+
+/// Deployment events enqueue the Foo that controls the Deployment (upstream's `handleObject`),
+/// and settle the creates the cache now shows.
+struct EnqueueOwner {
+    queue: RateLimitingQueue<ObjectKey>,
+    created: Created,
+}
 
 impl EnqueueOwner {
     fn enqueue(&self, d: &Deployment) {
+        self.created.seen(&ObjectKey::of(d));
         if owner(d).is_some() {
-            self.0.add(owner_key(d));
+            self.queue.add(owner_key(d));
         }
     }
 }
@@ -360,7 +407,11 @@ impl EventHandler<Deployment> for EnqueueOwner {
         }
     }
     fn on_delete(&self, obj: &Deleted<Deployment>) {
-        self.enqueue(obj.object());
+        // Recreated if its Foo still exists then (deleted by hand), after the Foo informer has
+        // had the time to show a Foo the garbage collector deleted it for.
+        if owner(obj.object()).is_some() {
+            self.queue.add_after(owner_key(obj.object()), DELETED_SYNC_DELAY);
+        }
     }
 }
 

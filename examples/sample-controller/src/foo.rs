@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 pub const API_APPROVED: (&str, &str) = ("api-approved.kubernetes.io", "unapproved, experimental-only");
 
 /// What a Foo asks for: a Deployment named `deploymentName` with `replicas` replicas.
+// Three `printcolumn(type_ = ...)`s are three columns, not a duplicated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[kube(
     group = "samplecontroller.k8s.io",

@@ -1,2 +1,18 @@
-//! The `sample-controller` binary (being written).
-fn main() {}
+//! The `sample-controller` binary: parses flags, sets up logging, runs; errors end as one line.
+
+use clap::Parser;
+use counter_controller::cli::init_logging;
+use sample_controller::cli::Cli;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Cli::parse();
+    init_logging(args.log_format());
+    match args.execute().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sample-controller: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -122,6 +122,14 @@ async fn creates_a_deployment_for_a_new_foo() {
     assert_eq!(pod.containers[0].image.as_deref(), Some("nginx:latest"));
 
     assert_eq!(event(&client, "test", SUCCESS_SYNCED).await, "Foo synced successfully");
+
+    // Deleted by hand while its Foo exists: created again.
+    let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
+    deploys.delete("test-deploy", &DeleteParams::default()).await.unwrap();
+    eventually("the Deployment is created again", || async {
+        deploys.get_opt("test-deploy").await.unwrap().filter(|again| again.uid() != d.uid())
+    })
+    .await;
     running.stop().await;
 }
 
