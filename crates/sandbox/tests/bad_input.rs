@@ -85,7 +85,7 @@ async fn each_bad_request_gets_its_status() {
         ),
         ("POST", CMS.into(), "application/json", vec![b' '; 3 * 1024 * 1024 + 1], 413, "too large"),
         ("GET", format!("{CMS}?labelSelector=a%20in%20b"), "", Vec::new(), 400, "a in b"),
-        ("GET", format!("{CMS}?limit=-1"), "", Vec::new(), 400, "limit"),
+        ("GET", format!("{CMS}?limit=abc"), "", Vec::new(), 400, "limit"),
         ("GET", format!("{CMS}?continue=garbage&limit=1"), "", Vec::new(), 400, "continue"),
         ("GET", format!("{CMS}?resourceVersion=999999"), "", Vec::new(), 504, "Too large resource version"),
         ("PATCH", format!("{CMS}/nope"), "application/merge-patch+json", b"{}".to_vec(), 404, "not found"),

@@ -400,8 +400,7 @@ async fn managed_fields_record_each_writer() {
     )
     .await;
     assert_eq!(code, 201);
-    let created_fields =
-        json!({ "f:data": { "f:a": {}, "f:b": {} }, "f:metadata": { "f:labels": { "f:app": {} } } });
+    let created_fields = json!({ "f:data": { ".": {}, "f:a": {}, "f:b": {} }, "f:metadata": { "f:labels": { ".": {}, "f:app": {} } } });
     assert_eq!(entries(&cm), [entry("kubectl", "Update", "", created_fields.clone())]);
     // A patch by another manager: what it changed is its own, and leaves the first.
     let patch_as = |manager: &'static str, body: Value| {
@@ -421,13 +420,13 @@ async fn managed_fields_record_each_writer() {
                 "kubectl",
                 "Update",
                 "",
-                json!({ "f:data": { "f:b": {} }, "f:metadata": { "f:labels": { "f:app": {} } } })
+                json!({ "f:data": { ".": {}, "f:b": {} }, "f:metadata": { "f:labels": { ".": {}, "f:app": {} } } })
             ),
             entry(
                 "kubectl-edit",
                 "Update",
                 "",
-                json!({ "f:data": { "f:a": {} }, "f:metadata": { "f:annotations": { "f:note": {} } } })
+                json!({ "f:data": { "f:a": {} }, "f:metadata": { "f:annotations": { ".": {}, "f:note": {} } } })
             ),
         ]
     );
@@ -465,7 +464,7 @@ async fn managed_fields_record_each_writer() {
                 "kubectl-edit",
                 "Update",
                 "",
-                json!({ "f:metadata": { "f:annotations": { "f:note": {} } } })
+                json!({ "f:metadata": { "f:annotations": { ".": {}, "f:note": {} } } })
             ),
             entry("applier", "Apply", "", json!({ "f:data": { "f:a": {} } })),
         ]
@@ -1265,4 +1264,319 @@ async fn an_object_being_deleted_takes_no_new_finalizers() {
     let (code, _, _) = merge_patch(&sb, &format!("{CMS}/held"), done).await;
     assert_eq!(code, 200, "removing the last finalizer finishes the deletion");
     assert_eq!(call(&sb, Method::GET, &format!("{CMS}/held"), &[], None).await.0, 404);
+}
+
+/// A request with a raw body of `content_type` (YAML, an apply configuration).
+async fn send(sb: &Sandbox, method: Method, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+    let (code, _, _, v) =
+        call_raw(sb, method, path, &[("content-type", content_type)], Some(body.as_bytes().to_vec())).await;
+    (code, v)
+}
+
+const APPLY: &str = "application/apply-patch+yaml";
+
+/// `apimachinery/pkg/runtime/serializer/json/json.go` (a YAML body is `yaml.YAMLToJSON` then
+/// JSON), `endpoints/handlers/create.go` (`transformDecodeError`) and
+/// `endpoints/handlers/patch.go` (`applyPatcher`: `error decoding YAML: …`).
+#[tokio::test]
+async fn yaml_bodies_are_decoded_for_create_update_and_apply() {
+    let sb = Sandbox::new();
+    let yaml =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\n  labels: {on: yes}\ndata:\n  k: v\n";
+    let ok = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\ndata:\n  k: v\n";
+    let (code, v) = send(&sb, Method::POST, CMS, "application/yaml", ok).await;
+    assert_eq!((code, v["data"]["k"].as_str()), (201, Some("v")), "{v}");
+    // YAML 1.1 as go-yaml v2 reads it: `yes` is a boolean — a label value must be a string.
+    let (code, v) = send(&sb, Method::PUT, &format!("{CMS}/fromyaml"), "application/yaml", yaml).await;
+    assert_eq!(code, 400, "{v}");
+    let put = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fromyaml\ndata:\n  k: w\n";
+    let (code, v) = send(&sb, Method::PUT, &format!("{CMS}/fromyaml"), "application/yaml", put).await;
+    assert_eq!((code, v["data"]["k"].as_str()), (200, Some("w")), "{v}");
+    let (code, v) = send(&sb, Method::POST, CMS, "application/yaml", "metadata: [\n").await;
+    let (_, reason, message) = status_of(&v);
+    assert_eq!((code, reason), (400, "BadRequest"));
+    assert!(
+        message.starts_with(
+            "the object provided is unrecognized (must be of type ConfigMap): error converting YAML to JSON: yaml: "
+        ),
+        "{message}"
+    );
+    let applied = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\ndata:\n  k: v\n";
+    let (code, v) = send(&sb, Method::PATCH, &format!("{CMS}/e?fieldManager=m"), APPLY, applied).await;
+    assert_eq!((code, v["data"]["k"].as_str()), (201, Some("v")), "{v}");
+    let bad = "apiVersion: v1\nkind: ConfigMap\nmetadata: [\n";
+    let (code, v) = send(&sb, Method::PATCH, &format!("{CMS}/d?fieldManager=m"), APPLY, bad).await;
+    assert_eq!(code, 400, "{v}");
+    assert!(status_of(&v).2.starts_with("error decoding YAML: error converting YAML to JSON: yaml: "), "{v}");
+}
+
+/// `apimachinery/pkg/apis/meta/v1/validation/validation.go`: `ValidatePatchOptions`,
+/// `ValidateCreateOptions`, `ValidateFieldManager` — a 422 on the options kind, before the body.
+#[tokio::test]
+async fn write_options_are_validated_as_upstream_does() {
+    let sb = Sandbox::new();
+    create(&sb, CMS, json!({ "metadata": { "name": "a" } })).await;
+    let long = "x".repeat(129);
+    let (code, _, v) =
+        merge_patch(&sb, &format!("{CMS}/a?fieldManager={long}"), json!({ "data": { "k": "v" } })).await;
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(v["details"]["kind"], "PatchOptions");
+    assert_eq!(v["details"]["group"], "meta.k8s.io");
+    assert_eq!(v["details"].get("name"), None);
+    assert_eq!(
+        status_of(&v).2,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+    );
+    let (code, _, v) = call(
+        &sb,
+        Method::POST,
+        &format!("{CMS}?fieldManager={long}"),
+        &[],
+        Some(json!({ "metadata": { "name": "b" } })),
+    )
+    .await;
+    assert_eq!((code, v["details"]["kind"].as_str()), (422, Some("CreateOptions")), "{v}");
+    // An apply needs its own manager, said on PatchOptions, forced or not.
+    for query in ["", "?force=true"] {
+        let (code, v) = send(
+            &sb,
+            Method::PATCH,
+            &format!("{CMS}/a{query}"),
+            APPLY,
+            "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}",
+        )
+        .await;
+        assert_eq!(code, 422, "{v}");
+        assert_eq!(
+            status_of(&v).2,
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+        );
+    }
+    let (code, _, v) = merge_patch(&sb, &format!("{CMS}/a?force=false"), json!({})).await;
+    assert_eq!(causes(&v), [("force", "Forbidden: may not be specified for non-apply patch")], "{code} {v}");
+}
+
+/// `managedfields/internal/structuredmerge.go` (`Apply`: the typed patch object),
+/// `managedfields/internal/conflict.go` (`NewConflictError`) and the patch handler's name check.
+#[tokio::test]
+async fn apply_checks_its_configuration_and_words_conflicts_as_upstream() {
+    let sb = Sandbox::new();
+    let apply = |name: &str, manager: &str, body: Value| {
+        let path = format!("{CMS}/{name}?fieldManager={manager}");
+        let body = body.to_string();
+        let sb = &sb;
+        async move { send(sb, Method::PATCH, &path, APPLY, &body).await }
+    };
+    let (code, v) = apply("b", "m", json!({ "apiVersion": "v1", "metadata": { "name": "b" } })).await;
+    assert_eq!((code, status_of(&v).1), (500, ""), "{v}");
+    assert_eq!(
+        status_of(&v).2,
+        "failed to create typed patch object (/b; /v1, Kind=): no corresponding type for /v1, Kind="
+    );
+    let (code, v) =
+        apply("c", "m", json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "other" } }))
+            .await;
+    assert_eq!(
+        (code, status_of(&v).2),
+        (400, "the name of the object (other) does not match the name on the URL (c)")
+    );
+    let cm = |data: Value, labels: Value| json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a", "labels": labels }, "data": data });
+    let (code, _) = apply("a", "mgr-a", cm(json!({ "k": "a", "x": "1" }), json!({ "l": "1" }))).await;
+    assert_eq!(code, 201);
+    let (code, v) = apply("a", "mgr-b", cm(json!({ "k": "b" }), json!({}))).await;
+    assert_eq!(code, 409, "{v}");
+    assert_eq!(status_of(&v).2, "Apply failed with 1 conflict: conflict with \"mgr-a\": .data.k");
+    assert_eq!(
+        v["details"],
+        json!({ "causes": [{ "reason": "FieldManagerConflict", "message": "conflict with \"mgr-a\"", "field": ".data.k" }] })
+    );
+    // Dropping the only label leaves no empty `labels` behind (the typed object's `omitempty`).
+    let (code, v) = apply(
+        "a",
+        "mgr-a",
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a" }, "data": { "k": "a" } }),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!((v["metadata"].get("labels"), &v["data"]), (None, &json!({ "k": "a" })));
+}
+
+/// structured-merge-diff's comparison (`typed/compare.go`) as the Update manager records it: a
+/// map or keyed list item an update adds as a whole is a member (`"."`), a struct every object
+/// has is not (`managedfields/internal/structuredmerge.go`, `Update`).
+#[tokio::test]
+async fn update_managers_own_the_maps_and_items_they_add() {
+    let sb = Sandbox::new();
+    let (_, _, v) = call(
+        &sb,
+        Method::POST,
+        &format!("{CMS}?fieldManager=creator"),
+        &[],
+        Some(json!({ "metadata": { "name": "b", "labels": { "a": "1" } }, "data": { "k": "v" } })),
+    )
+    .await;
+    assert_eq!(
+        v["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({ "f:data": { ".": {}, "f:k": {} }, "f:metadata": { "f:labels": { ".": {}, "f:a": {} } } })
+    );
+    // Another key in the map: the creator keeps the map itself.
+    let (_, _, v) =
+        merge_patch(&sb, &format!("{CMS}/b?fieldManager=editor"), json!({ "data": { "k2": "v" } })).await;
+    let fields: Vec<&Value> =
+        v["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| &e["fieldsV1"]).collect();
+    assert_eq!(fields[1], &json!({ "f:data": { "f:k2": {} } }));
+    let (_, _, d) =
+        call(&sb, Method::POST, &format!("{DEPLOYS}?fieldManager=creator"), &[], Some(deployment("web")))
+            .await;
+    let f = &d["metadata"]["managedFields"][0]["fieldsV1"];
+    assert_eq!(f["f:spec"].get("."), None, "{f}");
+    assert_eq!(
+        f["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"c\"}"]["."],
+        json!({}),
+        "{f}"
+    );
+}
+
+/// `endpoints/handlers/patch.go`: a patched object its type cannot hold is a 422 on `patch`
+/// with no kind; a strategic merge patch item without its merge key is `mergepatch.ErrNoMergeKey`,
+/// which nothing classifies (500).
+#[tokio::test]
+async fn patches_that_break_the_type_or_miss_a_merge_key() {
+    let sb = Sandbox::new();
+    create(&sb, CMS, json!({ "metadata": { "name": "a" }, "data": { "y": "2" } })).await;
+    let (code, _, v) = merge_patch(&sb, &format!("{CMS}/a"), json!({ "data": { "k": 5 } })).await;
+    assert_eq!((code, status_of(&v).1, cause_fields(&v)), (422, "Invalid", vec!["patch"]), "{v}");
+    assert_eq!(v["details"].get("kind"), None);
+    assert!(status_of(&v).2.starts_with(" \"\" is invalid: patch: Invalid value: \"{"), "{v}");
+    create(&sb, DEPLOYS, deployment("web")).await;
+    let smp = [("content-type", "application/strategic-merge-patch+json")];
+    let patch = json!({ "spec": { "template": { "spec": { "containers": [{ "image": "no-name" }] } } } });
+    let (code, _, v) = call(&sb, Method::PATCH, &format!("{DEPLOYS}/web"), &smp, Some(patch)).await;
+    assert_eq!((code, status_of(&v).1), (500, ""), "{v}");
+    assert_eq!(status_of(&v).2, "map: map[image:no-name] does not contain declared merge key: name");
+}
+
+/// etcd3's `GetList` at an older revision (`storage/etcd3/store.go`), a limit of zero or less
+/// being no limit, and the versioner's `ParseResourceVersion` error (unclassified: 500).
+#[tokio::test]
+async fn lists_at_an_older_version_and_odd_limits_and_versions() {
+    let sb = Sandbox::new();
+    let sel = "labelSelector=grp%3Drv";
+    create(&sb, CMS, json!({ "metadata": { "name": "a", "labels": { "grp": "rv" } }, "data": { "v": "1" } }))
+        .await;
+    let (_, _, first) = call(&sb, Method::GET, &format!("{CMS}?{sel}"), &[], None).await;
+    let rv1 = first["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    create(&sb, CMS, json!({ "metadata": { "name": "b", "labels": { "grp": "rv" } } })).await;
+    merge_patch(&sb, &format!("{CMS}/a"), json!({ "data": { "v": "2" } })).await;
+    let (code, _, v) = call(
+        &sb,
+        Method::GET,
+        &format!("{CMS}?{sel}&resourceVersion={rv1}&resourceVersionMatch=Exact"),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!((code, v["metadata"]["resourceVersion"].as_str()), (200, Some(rv1.as_str())), "{v}");
+    let items = v["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(
+        (items[0]["metadata"]["name"].as_str(), items[0]["data"]["v"].as_str()),
+        (Some("a"), Some("1"))
+    );
+    let (code, _, v) = call(&sb, Method::GET, &format!("{CMS}?{sel}&limit=-1"), &[], None).await;
+    assert_eq!((code, v["items"].as_array().map(Vec::len)), (200, Some(2)), "{v}");
+    let (code, _, v) = call(&sb, Method::GET, &format!("{CMS}?resourceVersion=abc"), &[], None).await;
+    assert_eq!((code, status_of(&v).1), (500, ""));
+    assert_eq!(
+        status_of(&v).2,
+        "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+    );
+}
+
+const TABLE: (&str, &str) = ("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json");
+
+/// `pkg/printers/internalversion/printers.go` (columns), `endpoints/handlers/response.go`
+/// (`doTransformObject`, `asTable`'s `includeObject`, `asPartialObjectMetadata[List]`) and the
+/// endpoint's `AllowsMediaTypeTransform`.
+#[tokio::test]
+async fn tables_and_metadata_only_answers() {
+    let sb = Sandbox::new();
+    create(&sb, CMS, json!({ "metadata": { "name": "a" }, "data": { "k1": "1", "k2": "2" } })).await;
+    let (code, _, t) = call(&sb, Method::GET, CMS, &[TABLE], None).await;
+    assert_eq!(code, 200);
+    let cols: Vec<(&str, &str)> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(cols, [("Name", "string"), ("Data", "string"), ("Age", "string")]);
+    assert_eq!(t["rows"][0]["cells"][1], 2);
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    let (_, _, t) = call(&sb, Method::GET, &format!("{CMS}?includeObject=Object"), &[TABLE], None).await;
+    assert_eq!(t["rows"][0]["object"]["kind"], "ConfigMap");
+    let (_, _, t) = call(&sb, Method::GET, &format!("{CMS}?includeObject=None"), &[TABLE], None).await;
+    assert_eq!(t["rows"][0]["object"], Value::Null);
+    create(&sb, DEPLOYS, deployment("web")).await;
+    let (_, _, t) = call(&sb, Method::GET, DEPLOYS, &[TABLE], None).await;
+    let cols: Vec<(&str, u64)> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["priority"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        cols,
+        [
+            ("Name", 0),
+            ("Ready", 0),
+            ("Up-to-date", 0),
+            ("Available", 0),
+            ("Age", 0),
+            ("Containers", 1),
+            ("Images", 1),
+            ("Selector", 1)
+        ]
+    );
+    assert_eq!(
+        t["rows"][0]["cells"].as_array().unwrap()[5..],
+        [json!("c"), json!("nginx"), json!("app=web")]
+    );
+    let pom_list =
+        ("accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json");
+    let (code, _, v) = call(&sb, Method::GET, CMS, &[pom_list], None).await;
+    assert_eq!(
+        (code, v["kind"].as_str(), v["apiVersion"].as_str()),
+        (200, Some("PartialObjectMetadataList"), Some("meta.k8s.io/v1"))
+    );
+    assert_eq!(
+        (v["items"][0]["kind"].as_str(), v["items"][0].get("data")),
+        (Some("PartialObjectMetadata"), None)
+    );
+    let pom = ("accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json");
+    let (code, _, v) = call(&sb, Method::GET, &format!("{CMS}/a"), &[pom], None).await;
+    assert_eq!((code, v["kind"].as_str(), v.get("data")), (200, Some("PartialObjectMetadata"), None));
+    let (code, _, v) = call(&sb, Method::GET, CMS, &[pom], None).await;
+    assert_eq!((code, status_of(&v).1), (406, "NotAcceptable"), "{v}");
+    let bogus = ("accept", "application/json;as=Bogus;v=v1;g=meta.k8s.io");
+    let (code, _, v) = call(&sb, Method::GET, &format!("{CMS}/a"), &[bogus], None).await;
+    assert_eq!((code, status_of(&v).1), (406, "NotAcceptable"), "{v}");
+}
+
+/// `pkg/registry/core/namespace/strategy.go`: `NamespaceToSelectableFields` (`status.phase`).
+#[tokio::test]
+async fn namespaces_select_by_phase() {
+    let sb = Sandbox::new();
+    let (code, _, v) = call(
+        &sb,
+        Method::GET,
+        "/api/v1/namespaces?fieldSelector=status.phase%3DActive,metadata.name%3Ddefault",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let names: Vec<&str> =
+        v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["default"]);
 }

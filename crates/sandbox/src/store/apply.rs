@@ -71,7 +71,16 @@ pub(super) fn server_side_apply(
     }
     meta_mut(&mut merged).insert("managedFields".into(), Value::Array(kept));
     record_apply(&mut merged, manager, &paths, &def.api_version());
-    meta_mut(&mut merged).remove("resourceVersion");
+    // The update is conditional on the version the configuration names, else on the live one
+    // (an apply is never an unconditional update: a strategy that refuses those takes it).
+    let rv = applied
+        .pointer("/metadata/resourceVersion")
+        .or_else(|| live.pointer("/metadata/resourceVersion"))
+        .cloned();
+    match rv {
+        Some(rv) => meta_mut(&mut merged).insert("resourceVersion".into(), rv),
+        None => meta_mut(&mut merged).remove("resourceVersion"),
+    };
     Ok(merged)
 }
 
