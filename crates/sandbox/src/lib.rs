@@ -335,8 +335,9 @@ where
     }
 }
 
-/// Plays the Deployment and namespace controllers: advances rollouts and empties Terminating
-/// namespaces, until the sandbox is dropped.
+/// Plays the Deployment and namespace controllers and the garbage collector: advances rollouts,
+/// empties Terminating namespaces and collects dependents of missing owners, until the sandbox is
+/// dropped.
 async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>) {
     let (every, jump) = match pace {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
@@ -354,6 +355,7 @@ async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u3
             b.take(made);
         }
         shared.store.namespace_tick();
+        shared.store.gc_tick();
     }
 }
 

@@ -102,6 +102,17 @@ pub struct BuiltIn {
     /// What the strategy's `PrepareForUpdate` sets on an update of the main resource, from the
     /// stored object (a CRD's stored versions).
     pub prepare_update: fn(&mut Value, &Value),
+    /// What the *status* strategy's `PrepareForUpdate` restores from the stored object beyond the
+    /// spec, on a `/status` write (which otherwise takes the request's metadata and status): a
+    /// Deployment's labels.
+    pub prepare_status_update: fn(&mut Value, &Value),
+    /// The strategy's `AllowUnconditionalUpdate`: a PUT without `metadata.resourceVersion` is
+    /// accepted (most kinds); `false` refuses it with 422 (Leases, CRDs).
+    pub allow_unconditional_update: bool,
+    /// The group of the internal type the registry validates, when it is not the resource's:
+    /// an `Invalid` error names the internal kind (events.k8s.io Events are stored and validated
+    /// as core Events, so their 422s have no group).
+    pub internal_group: Option<&'static str>,
     /// Fills in the API server's defaults.
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
@@ -118,6 +129,9 @@ impl BuiltIn {
         schema: None,
         prepare_create: no_defaults,
         prepare_update: no_update_rules,
+        prepare_status_update: no_update_rules,
+        allow_unconditional_update: true,
+        internal_group: None,
         default: no_defaults,
         validate: no_validation,
     };
@@ -240,6 +254,35 @@ impl ResourceDef {
     pub fn prepare_update(&self, new: &mut Value, old: &Value) {
         if let Strategy::BuiltIn(b) = &self.strategy {
             (b.prepare_update)(new, old);
+        }
+    }
+
+    /// What a `/status` write restores from the stored object beyond the spec (the status
+    /// strategy's `PrepareForUpdate`). A custom resource's status strategy restores everything
+    /// but the status (apiextensions' `customresource/status_strategy.go`): see the store.
+    pub fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+        if let Strategy::BuiltIn(b) = &self.strategy {
+            (b.prepare_status_update)(new, old);
+        }
+    }
+
+    /// The strategy's `AllowUnconditionalUpdate`; custom resources' is `false`
+    /// (apiextensions' `customresource/strategy.go`).
+    #[must_use]
+    pub fn allows_unconditional_update(&self) -> bool {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => b.allow_unconditional_update,
+            Strategy::Custom(_) => false,
+        }
+    }
+
+    /// The group a validation error (`Invalid`) names: the internal type's
+    /// (`rest.BeforeCreate`/`BeforeUpdate` take it from `ObjectKinds` of the internal object).
+    #[must_use]
+    pub fn internal_group(&self) -> &'static str {
+        match &self.strategy {
+            Strategy::BuiltIn(BuiltIn { internal_group: Some(g), .. }) => g,
+            _ => self.group,
         }
     }
 
@@ -374,6 +417,18 @@ fn event_to_core(v: Value) -> Value {
 fn event_from_core(v: Value) -> Value {
     rename_fields(v, true)
 }
+/// An events.k8s.io/v1 Event stored as the core/v1 type writes it.
+fn events_v1_to_storage(v: Value) -> Value {
+    let mut core = event_to_core(v);
+    crate::kinds::event::default_core(&mut core);
+    core
+}
+/// A stored Event as the events.k8s.io/v1 type writes it.
+fn events_v1_from_storage(v: Value) -> Value {
+    let mut new = event_from_core(v);
+    crate::kinds::event::default_events_v1(&mut new);
+    new
+}
 
 /// The field labels of core v1 Events (what `kubectl describe` selects on).
 const CORE_EVENT_FIELDS: &[(&str, &str)] = &[
@@ -434,6 +489,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         field_labels: NAMESPACE_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
             default: crate::kinds::namespace::default,
+            prepare_update: crate::kinds::namespace::prepare_update,
             schema: Some(schema_of::<api::core::v1::Namespace>),
             ..BuiltIn::PLAIN
         }),
@@ -465,6 +521,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         storage: "events",
         field_labels: CORE_EVENT_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
+            default: crate::kinds::event::default_core,
             validate: crate::kinds::event::validate_core,
             schema: Some(schema_of::<api::core::v1::Event>),
             ..BuiltIn::PLAIN
@@ -479,6 +536,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         strategy: Strategy::BuiltIn(BuiltIn {
             default: deployment::default,
             validate: deployment::validate,
+            prepare_status_update: deployment::prepare_status_update,
             known: Some(known_as::<api::apps::v1::Deployment>),
             schema: Some(schema_of::<api::apps::v1::Deployment>),
             ..BuiltIn::PLAIN
@@ -488,10 +546,12 @@ pub static RESOURCES: &[ResourceDef] = &[
     ResourceDef {
         storage: "events",
         strategy: Strategy::BuiltIn(BuiltIn {
-            to_storage: event_to_core,
-            from_storage: Some(event_from_core),
+            to_storage: events_v1_to_storage,
+            from_storage: Some(events_v1_from_storage),
+            default: crate::kinds::event::default_events_v1,
             validate: crate::kinds::event::validate_events_v1,
             schema: Some(schema_of::<api::events::v1::Event>),
+            internal_group: Some(""),
             ..BuiltIn::PLAIN
         }),
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)
@@ -503,6 +563,7 @@ pub static RESOURCES: &[ResourceDef] = &[
             default: crate::kinds::lease::default,
             validate: crate::kinds::lease::validate,
             schema: Some(schema_of::<api::coordination::v1::Lease>),
+            allow_unconditional_update: false,
             ..BuiltIn::PLAIN
         }),
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)
@@ -591,6 +652,7 @@ pub static RESOURCES: &[ResourceDef] = &[
             default: crate::kinds::crd::default,
             validate: crate::kinds::crd::validate,
             schema: Some(schema_of::<CustomResourceDefinition>),
+            allow_unconditional_update: false,
             ..BuiltIn::PLAIN
         }),
         ..resource!("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", ["crd", "crds"], namespaced: false)

@@ -284,7 +284,9 @@ async fn put_creates_only_the_kinds_whose_strategy_allows_it() {
     let (code, _, v) = call(&sb, Method::PUT, &format!("{leases}/l1"), &[], Some(lease.clone())).await;
     assert_eq!(code, 201, "{v}");
     assert!(v["metadata"]["uid"].is_string() && v["metadata"]["resourceVersion"].is_string());
-    let (code, _, _) = call(&sb, Method::PUT, &format!("{leases}/l1"), &[], Some(lease)).await;
+    let mut again = lease.clone();
+    again["metadata"]["resourceVersion"] = v["metadata"]["resourceVersion"].clone();
+    let (code, _, _) = call(&sb, Method::PUT, &format!("{leases}/l1"), &[], Some(again)).await;
     assert_eq!(code, 200, "the second PUT updates");
     let (code, _, v) =
         call(&sb, Method::PUT, &format!("{CMS}/nope"), &[], Some(json!({ "metadata": { "name": "nope" } })))
@@ -1579,4 +1581,298 @@ async fn namespaces_select_by_phase() {
     let names: Vec<&str> =
         v["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["default"]);
+}
+
+/// `ReturnDeletedObject: true` in `pkg/registry/core/service/storage/storage.go` and
+/// `core/namespace/storage/storage.go`: a DELETE answers with the object, not a Status.
+#[tokio::test]
+async fn services_answer_a_delete_with_the_deleted_service() {
+    let sb = Sandbox::new();
+    let svcs = "/api/v1/namespaces/default/services";
+    let svc = json!({ "metadata": { "name": "metrics" }, "spec": { "ports": [{ "port": 8080 }] } });
+    create(&sb, svcs, svc).await;
+    let (code, _, v) = call(&sb, Method::DELETE, &format!("{svcs}/metrics"), &[], None).await;
+    assert_eq!(
+        (code, v["kind"].as_str(), v["metadata"]["name"].as_str()),
+        (200, Some("Service"), Some("metrics"))
+    );
+}
+
+/// apimachinery's `ValidateObjectMetaAccessor` (`api/validation/objectmeta.go`): a generateName
+/// is checked as a prefix with the kind's name rule (its trailing `-` masked) and named first,
+/// then the generated name; a valid name does not spare an invalid generateName.
+#[tokio::test]
+async fn an_invalid_generate_name_is_named_before_the_generated_name() {
+    let sb = Sandbox::new();
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "generateName": "Bad-" } })).await;
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(cause_fields(&v), ["metadata.generateName", "metadata.name"]);
+    assert!(causes(&v)[0].1.starts_with("Invalid value: \"Bad-\": a lowercase RFC 1123 subdomain"), "{v}");
+    let generated = v["details"]["name"].as_str().unwrap();
+    assert!(generated.starts_with("Bad-") && generated.len() == 9, "{v}");
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "name": "ok", "generateName": "Bad-" } })).await;
+    assert_eq!((code, cause_fields(&v)), (422, vec!["metadata.generateName"]));
+    // `gen-` is a valid prefix: the dash is masked before the check.
+    let (code, _, v) = post(&sb, CMS, json!({ "metadata": { "generateName": "gen-" } })).await;
+    assert_eq!(code, 201, "{v}");
+    // Namespaces take DNS-1123 labels: a dotted prefix is refused.
+    let (code, _, v) =
+        post(&sb, "/api/v1/namespaces", json!({ "metadata": { "generateName": "a.b-" } })).await;
+    assert_eq!((code, cause_fields(&v)[0]), (422, "metadata.generateName"), "{v}");
+}
+
+/// `pkg/registry/apps/deployment/storage/storage.go`: the scale REST answers a missing
+/// Deployment with NotFound for `deployments/scale` (`ScaleREST.Get`, and
+/// `scaleUpdatedObjectInfo` on update and patch); `/status` passes the store's on.
+#[tokio::test]
+async fn a_missing_deployment_through_scale_is_not_found_as_the_subresource() {
+    let sb = Sandbox::new();
+    let scale = format!("{DEPLOYS}/missing/scale");
+    let (code, _, v) = call(&sb, Method::GET, &scale, &[], None).await;
+    assert_eq!(code, 404);
+    assert_eq!(status_of(&v), ("Failure", "NotFound", "deployments/scale.apps \"missing\" not found"));
+    assert_eq!(v["details"], json!({ "name": "missing", "group": "apps", "kind": "deployments/scale" }));
+    let body = json!({ "apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": { "name": "missing" }, "spec": { "replicas": 2 } });
+    let (code, _, v) = call(&sb, Method::PUT, &scale, &[], Some(body)).await;
+    assert_eq!((code, v["details"]["kind"].as_str()), (404, Some("deployments/scale")), "{v}");
+    let (code, _, v) = merge_patch(&sb, &scale, json!({ "spec": { "replicas": 2 } })).await;
+    assert_eq!((code, v["details"]["kind"].as_str()), (404, Some("deployments/scale")), "{v}");
+    let (code, _, v) = call(&sb, Method::GET, &format!("{DEPLOYS}/missing/status"), &[], None).await;
+    assert_eq!((code, v["details"]["kind"].as_str()), (404, Some("deployments")), "{v}");
+}
+
+/// `pkg/apis/apps/validation/validation.go`: `ValidateRollingUpdateDeployment` (non-negative
+/// integers or percentages, not both 0, `maxUnavailable` at most 100%, the value printed as Go's
+/// `%#v` of an `intstr.IntOrString`) and the end of `ValidateDeploymentSpec`
+/// (`revisionHistoryLimit`, `minReadySeconds`, `progressDeadlineSeconds` > `minReadySeconds`).
+#[tokio::test]
+async fn deployments_refuse_what_validate_deployment_spec_refuses() {
+    let sb = Sandbox::new();
+    let with = |name: &str, spec: Value| {
+        let mut d = deployment(name);
+        for (k, v) in spec.as_object().unwrap() {
+            d["spec"][k] = v.clone();
+        }
+        d
+    };
+    let rolling = |ru: Value| json!({ "strategy": { "type": "RollingUpdate", "rollingUpdate": ru } });
+    let cases = [
+        (
+            with("a", rolling(json!({ "maxSurge": 0, "maxUnavailable": 0 }))),
+            "spec.strategy.rollingUpdate.maxUnavailable",
+            "Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: may not be 0 when `maxSurge` is 0",
+        ),
+        (
+            with("b", rolling(json!({ "maxSurge": "0%", "maxUnavailable": 0 }))),
+            "spec.strategy.rollingUpdate.maxUnavailable",
+            "Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: may not be 0 when `maxSurge` is 0",
+        ),
+        (
+            with("c", rolling(json!({ "maxUnavailable": "150%" }))),
+            "spec.strategy.rollingUpdate.maxUnavailable",
+            "Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"150%\"}: must not be greater than 100%",
+        ),
+        (
+            with("d", rolling(json!({ "maxSurge": -1 }))),
+            "spec.strategy.rollingUpdate.maxSurge",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            with("e", rolling(json!({ "maxSurge": "x%" }))),
+            "spec.strategy.rollingUpdate.maxSurge",
+            "Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:\"x%\"}: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+        ),
+        (
+            with("f", json!({ "minReadySeconds": 10, "progressDeadlineSeconds": 10 })),
+            "spec.progressDeadlineSeconds",
+            "Invalid value: 10: must be greater than minReadySeconds",
+        ),
+        (
+            with("g", json!({ "revisionHistoryLimit": -1 })),
+            "spec.revisionHistoryLimit",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+        (
+            with("h", json!({ "minReadySeconds": -1 })),
+            "spec.minReadySeconds",
+            "Invalid value: -1: must be greater than or equal to 0",
+        ),
+    ];
+    for (body, field, message) in cases {
+        let (code, _, v) = post(&sb, DEPLOYS, body).await;
+        assert_eq!(code, 422, "{v}");
+        assert_eq!(causes(&v), [(field, message)], "{v}");
+    }
+    let (_, _, v) = call(&sb, Method::GET, DEPLOYS, &[], None).await;
+    assert_eq!(v["items"], json!([]), "nothing stored");
+}
+
+/// `pkg/registry/apps/deployment/strategy.go`, `deploymentStatusStrategy.PrepareForUpdate`: a
+/// `/status` write keeps the stored spec and labels, takes the request's annotations, and does
+/// not move the generation.
+#[tokio::test]
+async fn a_deployment_status_write_takes_annotations_but_not_labels_or_spec() {
+    let sb = Sandbox::new();
+    create(&sb, DEPLOYS, deployment("web")).await;
+    let patch = json!({ "metadata": { "labels": { "via-status": "1" }, "annotations": { "via-status": "1" } },
+                        "spec": { "replicas": 7 }, "status": { "observedGeneration": 42 } });
+    let (code, _, v) = merge_patch(&sb, &format!("{DEPLOYS}/web/status"), patch).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["metadata"]["annotations"]["via-status"], "1", "{v}");
+    assert!(v["metadata"].get("labels").is_none_or(|l| l.get("via-status").is_none()), "{v}");
+    assert_eq!((v["spec"]["replicas"].as_i64(), v["metadata"]["generation"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(v["status"]["observedGeneration"], 42);
+}
+
+/// `registry/generic/registry/store.go` (`Update`): a strategy whose `AllowUnconditionalUpdate`
+/// is false (`pkg/registry/coordination/lease/strategy.go`, CRDs, custom resources) refuses a PUT
+/// without `metadata.resourceVersion`, the error naming the *resource*; ConfigMaps' allows it. An
+/// apply keeps the live version and is not refused.
+#[tokio::test]
+async fn an_update_without_a_version_is_refused_where_the_strategy_wants_one() {
+    let sb = Sandbox::new();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = json!({ "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": { "name": "lock" }, "spec": { "holderIdentity": "a" } });
+    create(&sb, leases, lease.clone()).await;
+    let (code, _, v) = call(&sb, Method::PUT, &format!("{leases}/lock"), &[], Some(lease)).await;
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(
+        status_of(&v),
+        (
+            "Failure",
+            "Invalid",
+            "leases.coordination.k8s.io \"lock\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        )
+    );
+    assert_eq!(
+        (v["details"]["group"].as_str(), v["details"]["kind"].as_str()),
+        (Some("coordination.k8s.io"), Some("leases"))
+    );
+    let apply = [("content-type", "application/apply-patch+yaml")];
+    let body = json!({ "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": { "name": "lock" }, "spec": { "holderIdentity": "b" } });
+    let (code, _, v) =
+        call(&sb, Method::PATCH, &format!("{leases}/lock?fieldManager=m&force=true"), &apply, Some(body))
+            .await;
+    assert_eq!((code, v["spec"]["holderIdentity"].as_str()), (200, Some("b")), "{v}");
+    create(&sb, CMS, json!({ "metadata": { "name": "free" } })).await;
+    let (code, _, v) = call(
+        &sb,
+        Method::PUT,
+        &format!("{CMS}/free"),
+        &[],
+        Some(json!({ "metadata": { "name": "free" }, "data": { "k": "v" } })),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+}
+
+/// `k8s.io/api/coordination/v1.Lease`: `Spec LeaseSpec` is a struct, always written: a Lease
+/// created without a spec reads back with an empty one.
+#[tokio::test]
+async fn a_lease_without_a_spec_has_an_empty_one() {
+    let sb = Sandbox::new();
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let v = create(&sb, leases, json!({ "metadata": { "name": "c" } })).await;
+    assert_eq!(v["spec"], json!({}), "{v}");
+}
+
+/// `k8s.io/api/core/v1.Event` and `events/v1.Event` as Go writes them: `metav1.Time` in UTC to
+/// the second (`Time.MarshalJSON`), a zero time `null` (`omitempty` leaves no struct out),
+/// `MicroTime` to the microsecond, `reportingComponent`/`reportingInstance` always written in
+/// core/v1 and left out when empty in events.k8s.io/v1.
+#[tokio::test]
+async fn events_write_their_times_as_the_go_types_do() {
+    let sb = Sandbox::new();
+    let evs = "/api/v1/namespaces/default/events";
+    let ev = json!({ "metadata": { "name": "e1" },
+        "involvedObject": { "kind": "ConfigMap", "name": "cm1", "namespace": "default" },
+        "reason": "R", "message": "m", "type": "Normal", "count": 1,
+        "firstTimestamp": "2024-01-02T03:04:05.5Z", "lastTimestamp": "2024-01-02T05:04:06+02:00" });
+    let v = create(&sb, evs, ev).await;
+    assert_eq!(v["firstTimestamp"], "2024-01-02T03:04:05Z");
+    assert_eq!(v["lastTimestamp"], "2024-01-02T03:04:06Z");
+    assert_eq!(v.get("eventTime"), Some(&Value::Null), "{v}");
+    assert_eq!((v["reportingComponent"].as_str(), v["reportingInstance"].as_str()), (Some(""), Some("")));
+    assert_eq!(v["source"], json!({}));
+    let (code, _, v) =
+        call(&sb, Method::GET, "/apis/events.k8s.io/v1/namespaces/default/events/e1", &[], None).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v.get("eventTime"), Some(&Value::Null), "{v}");
+    assert_eq!(v["deprecatedFirstTimestamp"], "2024-01-02T03:04:05Z");
+    assert!(v.get("reportingController").is_none() && v.get("reportingInstance").is_none(), "{v}");
+    let v1 = json!({ "metadata": { "name": "e2" }, "eventTime": "2024-01-02T05:04:05.123456+02:00",
+        "reportingController": "example.com/c", "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal",
+        "regarding": { "kind": "ConfigMap", "name": "cm1", "namespace": "default" } });
+    let v = create(&sb, "/apis/events.k8s.io/v1/namespaces/default/events", v1).await;
+    assert_eq!(v["eventTime"], "2024-01-02T03:04:05.123456Z", "{v}");
+    assert_eq!(
+        (v.get("deprecatedFirstTimestamp"), v.get("deprecatedLastTimestamp")),
+        (Some(&Value::Null), Some(&Value::Null))
+    );
+}
+
+/// `pkg/registry/core/event/strategy.go` serves both Event APIs with the internal core type:
+/// `rest.BeforeCreate` names the internal kind in an `Invalid` error, so an events.k8s.io/v1
+/// validation error has no group (its NotFound, named from the request, has one).
+#[tokio::test]
+async fn events_v1_validation_errors_name_the_core_kind() {
+    let sb = Sandbox::new();
+    let evs = "/apis/events.k8s.io/v1/namespaces/default/events";
+    let (code, _, v) = post(
+        &sb,
+        evs,
+        json!({ "metadata": { "name": "v" }, "reportingController": "example.com/c",
+        "reportingInstance": "i", "action": "A", "reason": "R", "type": "Normal" }),
+    )
+    .await;
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(status_of(&v).2, "Event \"v\" is invalid: eventTime: Required value");
+    assert_eq!(v["details"].get("group"), None, "{v}");
+    assert_eq!(v["details"]["kind"], "Event");
+    let (code, _, v) = call(&sb, Method::GET, &format!("{evs}/missing"), &[], None).await;
+    assert_eq!((code, v["details"]["group"].as_str()), (404, Some("events.k8s.io")), "{v}");
+}
+
+/// `pkg/registry/core/namespace/strategy.go`, `PrepareForUpdate`: an update of the namespace
+/// keeps the stored `spec.finalizers` (only `/finalize` changes them).
+#[tokio::test]
+async fn a_namespace_update_keeps_its_spec_finalizers() {
+    let sb = Sandbox::new();
+    create(&sb, "/api/v1/namespaces", json!({ "metadata": { "name": "team" } })).await;
+    let (code, _, v) =
+        merge_patch(&sb, "/api/v1/namespaces/team", json!({ "spec": { "finalizers": [] } })).await;
+    assert_eq!((code, v["spec"]["finalizers"].clone()), (200, json!(["kubernetes"])), "{v}");
+}
+
+/// kube-controller-manager's garbage collector (`pkg/controller/garbagecollector`,
+/// `attemptToDeleteItem` and `isDangling`): a dependent written pointing at an owner that does not
+/// exist (no object of that name has that uid) is deleted soon after when none of its owners
+/// exists; one with an owner still there only loses the reference to the missing one.
+#[tokio::test]
+async fn a_dependent_of_a_missing_owner_is_collected() {
+    let sb = Sandbox::new();
+    let owner = create(&sb, CMS, json!({ "metadata": { "name": "owner" } })).await;
+    let ghost = json!({ "apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "00000000-0000-0000-0000-000000000001" });
+    let real =
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"] });
+    // The right uid under another name is not the owner either.
+    let misnamed =
+        json!({ "apiVersion": "v1", "kind": "ConfigMap", "name": "other", "uid": owner["metadata"]["uid"] });
+    create(&sb, CMS, json!({ "metadata": { "name": "dangling", "ownerReferences": [ghost] } })).await;
+    create(&sb, CMS, json!({ "metadata": { "name": "misnamed", "ownerReferences": [misnamed] } })).await;
+    create(&sb, CMS, json!({ "metadata": { "name": "half", "ownerReferences": [ghost, real.clone()] } }))
+        .await;
+    let (code, _, _) = call(&sb, Method::GET, &format!("{CMS}/dangling"), &[], None).await;
+    assert_eq!(code, 200, "still there right after its create");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (a, _, _) = call(&sb, Method::GET, &format!("{CMS}/dangling"), &[], None).await;
+        let (b, _, _) = call(&sb, Method::GET, &format!("{CMS}/misnamed"), &[], None).await;
+        let (_, _, half) = call(&sb, Method::GET, &format!("{CMS}/half"), &[], None).await;
+        if a == 404 && b == 404 && half["metadata"]["ownerReferences"] == json!([real]) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not collected: {a} {b} {half}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

@@ -717,7 +717,7 @@ fn transform(def: &ResourceDef, q: &Query, value: Value, is_list: bool) -> Resul
 ///   deletion, even where the sandbox finished at once;
 /// * removed at once: a `Status` Success whose `details.kind` is the *resource* (`configmaps`),
 ///   with the group and uid — except for kinds whose registry returns the deleted object
-///   (`ReturnDeletedObject`: ServiceAccounts).
+///   (`ReturnDeletedObject`: Namespaces, Services, ServiceAccounts).
 fn delete_response(
     def: &ResourceDef,
     name: &str,
@@ -770,8 +770,9 @@ fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) -> Response
     r
 }
 
-/// Kinds whose upstream registry answers a DELETE with the deleted object.
-const RETURNS_DELETED_OBJECT: &[&str] = &["serviceaccounts", "pods"];
+/// Kinds whose upstream registry answers a DELETE with the deleted object (`ReturnDeletedObject:
+/// true` in `pkg/registry/core/{namespace,pod,service,serviceaccount}/storage/storage.go`).
+const RETURNS_DELETED_OBJECT: &[&str] = &["namespaces", "pods", "serviceaccounts", "services"];
 
 /// A dry-run write answers with the version actually stored (nothing new was stored).
 fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {

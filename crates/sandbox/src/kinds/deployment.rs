@@ -140,11 +140,6 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
         ),
         Some(_) => {}
     }
-    if let (Some(old), Some(new)) = (old.and_then(|o| o.pointer("/spec/selector")), selector)
-        && old != new
-    {
-        err("spec.selector", format!("Invalid value: {new}: field is immutable"));
-    }
     let containers = spec.pointer("/template/spec/containers").and_then(Value::as_array);
     match containers {
         None => err("spec.template.spec.containers", "Required value".into()),
@@ -176,16 +171,6 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
             }
         }
     }
-    // `ValidateDeploymentStrategy`: Recreate takes no rollingUpdate (a client switching the type
-    // must remove it, which `kubectl apply` does with `$retainKeys`).
-    if spec.pointer("/strategy/type").and_then(Value::as_str) == Some("Recreate")
-        && spec.pointer("/strategy/rollingUpdate").is_some_and(|r| !r.is_null())
-    {
-        err(
-            "spec.strategy.rollingUpdate",
-            "Forbidden: may not be specified when strategy `type` is 'Recreate'".into(),
-        );
-    }
     if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
         && p != "Always"
     {
@@ -194,7 +179,179 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
             format!("Unsupported value: {p:?}: supported values: \"Always\""),
         );
     }
+    errs.extend(strategy_errors(&spec));
+    errs.extend(spec_count_errors(&spec));
+    // The strategy's `ValidateUpdate` checks the selector's immutability after the spec.
+    if let (Some(old), Some(new)) = (old.and_then(|o| o.pointer("/spec/selector")), selector)
+        && old != new
+    {
+        errs.push(("spec.selector".into(), format!("Invalid value: {new}: field is immutable")));
+    }
     errs.extend(status_errors(d));
+    errs
+}
+
+/// The status strategy's `PrepareForUpdate` (`pkg/registry/apps/deployment/strategy.go`): a
+/// `/status` write keeps the stored spec and labels; the rest of the metadata (annotations,
+/// finalizers, owner references) is the request's.
+pub fn prepare_status_update(d: &mut Value, old: &Value) {
+    let labels = old.pointer("/metadata/labels").cloned();
+    let meta = crate::object::meta_mut(d);
+    match labels {
+        Some(l) => meta.insert("labels".into(), l),
+        None => meta.remove("labels"),
+    };
+}
+
+/// An `IntOrString` as Go's `%#v` prints it in a field error (`intstr.IntOrString` has no
+/// value-receiver `String`, so `ErrorBody` falls back to the raw struct).
+fn int_or_string_go(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", crate::gofmt::go_quote(s))
+        }
+        other => format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", other.as_i64().unwrap_or(0)),
+    }
+}
+
+/// `validation.IsValidPercent`'s rule: digits, then `%`; the number when it holds.
+fn percent(s: &str) -> Option<i64> {
+    let digits = s.strip_suffix('%')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().unwrap_or(i64::MAX))
+}
+
+/// `getIntOrPercentValue`: a percentage's number, else `IntValue()` (a string that is not a
+/// percentage reads as `strconv.Atoi` does: 0 when it is not a number).
+fn int_or_percent_value(v: &Value) -> i64 {
+    match v {
+        Value::String(s) => percent(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
+        other => other.as_i64().unwrap_or(0),
+    }
+}
+
+/// `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`
+/// (`pkg/apis/apps/validation/validation.go`): Recreate takes no rollingUpdate (a client
+/// switching the type must remove it, which `kubectl apply` does with `$retainKeys`); a rolling
+/// update's `maxUnavailable` and `maxSurge` are non-negative integers or percentages, not both 0,
+/// and `maxUnavailable` is at most 100%.
+fn strategy_errors(spec: &Value) -> Vec<FieldError> {
+    let mut errs: Vec<FieldError> = Vec::new();
+    let rolling = spec.pointer("/strategy/rollingUpdate").filter(|r| !r.is_null());
+    match spec.pointer("/strategy/type").and_then(Value::as_str).unwrap_or("") {
+        "Recreate" => {
+            if rolling.is_some() {
+                errs.push((
+                    "spec.strategy.rollingUpdate".into(),
+                    "Forbidden: may not be specified when strategy `type` is 'Recreate'".into(),
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            let Some(ru) = rolling else {
+                errs.push((
+                    "spec.strategy.rollingUpdate".into(),
+                    "Required value: this should be defaulted and never be nil".into(),
+                ));
+                return errs;
+            };
+            let zero = json!(0);
+            let unavailable = ru.get("maxUnavailable").filter(|v| !v.is_null()).unwrap_or(&zero);
+            let surge = ru.get("maxSurge").filter(|v| !v.is_null()).unwrap_or(&zero);
+            for (name, v) in [("maxUnavailable", unavailable), ("maxSurge", surge)] {
+                let field = format!("spec.strategy.rollingUpdate.{name}");
+                match v {
+                    Value::String(s) if percent(s).is_none() => errs.push((
+                        field,
+                        format!(
+                            "Invalid value: {}: {}",
+                            int_or_string_go(v),
+                            crate::object::regex_error(
+                                "a valid percent string must be a numeric string followed by an ending '%'",
+                                "[0-9]+%",
+                                &["1%", "93%"],
+                            )
+                        ),
+                    )),
+                    Value::Number(_) if int_or_percent_value(v) < 0 => errs.push((
+                        field,
+                        format!(
+                            "Invalid value: {}: must be greater than or equal to 0",
+                            int_or_percent_value(v)
+                        ),
+                    )),
+                    _ => {}
+                }
+            }
+            if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
+                errs.push((
+                    "spec.strategy.rollingUpdate.maxUnavailable".into(),
+                    format!(
+                        "Invalid value: {}: may not be 0 when `maxSurge` is 0",
+                        int_or_string_go(unavailable)
+                    ),
+                ));
+            }
+            if let Value::String(s) = unavailable
+                && percent(s).is_some_and(|p| p > 100)
+            {
+                errs.push((
+                    "spec.strategy.rollingUpdate.maxUnavailable".into(),
+                    format!(
+                        "Invalid value: {}: must not be greater than 100%",
+                        int_or_string_go(unavailable)
+                    ),
+                ));
+            }
+        }
+        // Defaulting makes an absent type RollingUpdate: only an object validated without its
+        // defaults (a unit test's) has none.
+        "" => {}
+        other => {
+            let rolling_go = if rolling.is_some() {
+                "(*apps.RollingUpdateDeployment)(0xc000000000)"
+            } else {
+                "(*apps.RollingUpdateDeployment)(nil)"
+            };
+            errs.push((
+                "spec.strategy".into(),
+                format!(
+                    "Unsupported value: apps.DeploymentStrategy{{Type:{}, RollingUpdate:{rolling_go}}}: supported values: \"Recreate\", \"RollingUpdate\"",
+                    crate::gofmt::go_quote(other)
+                ),
+            ));
+        }
+    }
+    errs
+}
+
+/// The end of `ValidateDeploymentSpec`: `minReadySeconds` and `revisionHistoryLimit` not
+/// negative, `progressDeadlineSeconds` not negative and greater than `minReadySeconds`.
+fn spec_count_errors(spec: &Value) -> Vec<FieldError> {
+    let mut errs: Vec<FieldError> = Vec::new();
+    let count = |k: &str| spec.get(k).and_then(Value::as_i64);
+    let non_negative = |errs: &mut Vec<FieldError>, k: &str, n: i64| {
+        if n < 0 {
+            errs.push((
+                format!("spec.{k}"),
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
+        }
+    };
+    let min_ready = count("minReadySeconds").unwrap_or(0);
+    non_negative(&mut errs, "minReadySeconds", min_ready);
+    if let Some(n) = count("revisionHistoryLimit") {
+        non_negative(&mut errs, "revisionHistoryLimit", n);
+    }
+    if let Some(n) = count("progressDeadlineSeconds") {
+        non_negative(&mut errs, "progressDeadlineSeconds", n);
+        if n <= min_ready {
+            errs.push((
+                "spec.progressDeadlineSeconds".into(),
+                format!("Invalid value: {n}: must be greater than minReadySeconds"),
+            ));
+        }
+    }
     errs
 }
 

@@ -170,3 +170,105 @@ pub fn validate_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     errs
 }
+
+/// How one API's Go type writes an Event's fields (`k8s.io/api/core/v1` and `events/v1`
+/// `Event`): the `metav1.Time` fields, the struct-valued fields (written even when empty: a
+/// struct is never omitted), the strings written even when empty, those left out when empty,
+/// and the count left out when 0.
+struct Shape {
+    times: [&'static str; 2],
+    structs: [&'static str; 2],
+    always_strings: &'static [&'static str],
+    omit_empty: &'static [&'static str],
+    count: &'static str,
+}
+
+const CORE_SHAPE: Shape = Shape {
+    times: ["firstTimestamp", "lastTimestamp"],
+    structs: ["involvedObject", "source"],
+    always_strings: &["reportingComponent", "reportingInstance"],
+    omit_empty: &["reason", "message", "type", "action"],
+    count: "count",
+};
+
+const EVENTS_V1_SHAPE: Shape = Shape {
+    times: ["deprecatedFirstTimestamp", "deprecatedLastTimestamp"],
+    structs: ["regarding", "deprecatedSource"],
+    always_strings: &[],
+    omit_empty: &["reportingController", "reportingInstance", "action", "reason", "note", "type"],
+    count: "deprecatedCount",
+};
+
+/// `metav1.Time` decoded (RFC 3339, any fraction, any offset) and encoded again: UTC, whole
+/// seconds (`Time.MarshalJSON` formats `time.RFC3339` of `UTC()`). `None` when it does not parse.
+fn time_in_utc(s: &str) -> Option<String> {
+    let t: jiff::Timestamp = s.parse().ok()?;
+    Some(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
+/// An Event as the Go type of its API writes it back: the times normalised (`Time` to the
+/// second, `MicroTime` to the microsecond, both in UTC), a zero time as `null` (`omitempty` does
+/// not leave a struct out), the struct fields as `{}` when absent, and the empty values that
+/// `omitempty` drops dropped.
+fn shape(ev: &mut Value, s: &Shape) {
+    let Some(o) = ev.as_object_mut() else { return };
+    for f in s.times {
+        let t = o.get(f).and_then(Value::as_str).and_then(time_in_utc);
+        match t {
+            Some(t) => {
+                o.insert(f.to_owned(), Value::String(t));
+            }
+            None if o.get(f).is_none_or(Value::is_null) => {
+                o.insert(f.to_owned(), Value::Null);
+            }
+            None => {}
+        }
+    }
+    let micro = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .and_then(crate::kinds::lease::micro_time)
+            .map(|t| Value::String(crate::kinds::lease::micro_time_string(t)))
+    };
+    match micro(o.get("eventTime")) {
+        Some(t) => {
+            o.insert("eventTime".into(), t);
+        }
+        None if o.get("eventTime").is_none_or(Value::is_null) => {
+            o.insert("eventTime".into(), Value::Null);
+        }
+        None => {}
+    }
+    if let Some(t) = micro(o.get("series").and_then(|s| s.get("lastObservedTime")))
+        && let Some(series) = o.get_mut("series").and_then(Value::as_object_mut)
+    {
+        series.insert("lastObservedTime".into(), t);
+    }
+    for f in s.structs {
+        if o.get(f).is_none_or(Value::is_null) {
+            o.insert(f.to_owned(), Value::Object(serde_json::Map::new()));
+        }
+    }
+    for f in s.always_strings {
+        if o.get(*f).is_none_or(Value::is_null) {
+            o.insert((*f).to_owned(), Value::String(String::new()));
+        }
+    }
+    for f in s.omit_empty {
+        if o.get(*f).is_some_and(|v| v.is_null() || v.as_str() == Some("")) {
+            o.remove(*f);
+        }
+    }
+    if o.get(s.count).is_some_and(|v| v.is_null() || v.as_i64() == Some(0)) {
+        o.remove(s.count);
+    }
+}
+
+/// A core/v1 Event as `k8s.io/api/core/v1.Event` writes it (also the stored form).
+pub fn default_core(ev: &mut Value) {
+    shape(ev, &CORE_SHAPE);
+}
+
+/// An events.k8s.io/v1 Event as `k8s.io/api/events/v1.Event` writes it.
+pub fn default_events_v1(ev: &mut Value) {
+    shape(ev, &EVENTS_V1_SHAPE);
+}

@@ -11,7 +11,7 @@ const LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
 const TIMES: [&str; 2] = ["acquireTime", "renewTime"];
 
 /// Whether `s` has `MicroTime`'s shape: six fractional digits, then `Z` or an offset.
-fn micro_time(s: &str) -> Option<jiff::Timestamp> {
+pub(crate) fn micro_time(s: &str) -> Option<jiff::Timestamp> {
     let b = s.as_bytes();
     let zone = s.get(26..)?;
     let shaped = b.len() >= 27
@@ -43,14 +43,25 @@ pub fn decode(lease: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Times written back in UTC, as upstream stores and returns them.
+/// `MicroTime` as upstream writes it: in UTC, six fractional digits.
+pub(crate) fn micro_time_string(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// Times written back in UTC, as upstream stores and returns them; a Lease without a spec has an
+/// empty one (`LeaseSpec` is a struct, not a pointer, in the Go type: it is always written).
 pub fn default(lease: &mut Value) {
+    if let Some(o) = lease.as_object_mut()
+        && o.get("spec").is_none_or(Value::is_null)
+    {
+        o.insert("spec".into(), Value::Object(serde_json::Map::new()));
+    }
     for f in TIMES {
         let Some(t) = lease.pointer(&format!("/spec/{f}")).and_then(Value::as_str).and_then(micro_time)
         else {
             continue;
         };
-        lease["spec"][f] = Value::String(t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string());
+        lease["spec"][f] = Value::String(micro_time_string(t));
     }
 }
 

@@ -11,9 +11,23 @@ use crate::object::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, ow
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
+/// The entries of an object's `metadata.ownerReferences`.
+fn owner_refs(obj: &Value) -> impl Iterator<Item = &Value> {
+    obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten()
+}
+
+fn ref_str<'a>(r: &'a Value, field: &str) -> &'a str {
+    r.get(field).and_then(Value::as_str).unwrap_or("")
+}
+
 /// How long a deleted namespace stays Terminating, with its contents, before the namespace
 /// controller empties it (upstream's takes about as long: it works through discovery first).
 pub const NAMESPACE_CLEANUP_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long a dependent written with a missing owner stays before the garbage collector acts on
+/// it (upstream's sees it through its informers and looks the owner up first: a client reading
+/// the object right after writing it still finds it).
+pub const DANGLING_OWNER_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl State {
     /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
@@ -45,11 +59,56 @@ impl State {
         let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
         for dep in deps {
             let Some(obj) = self.objects.get(&dep).cloned() else { continue };
-            if owner_uids(&obj).iter().any(|u| self.uids.contains_key(u)) {
+            if owner_refs(&obj).any(|r| self.owner_exists(&dep.1, r)) {
                 continue;
             }
             self.delete_key(&dep, Propagation::Background);
         }
+    }
+
+    /// Whether the owner an owner reference names exists, as the garbage collector checks it
+    /// (`garbagecollector.go`, `isDangling`): the object of that name (in the dependent's
+    /// namespace, unless the owner is cluster-scoped) has the reference's uid.
+    pub(super) fn owner_exists(&self, dependent_ns: &str, r: &Value) -> bool {
+        let (uid, name) = (ref_str(r, "uid"), ref_str(r, "name"));
+        self.uids.get(uid).is_some_and(|k| k.2 == name && (k.1.is_empty() || k.1 == dependent_ns))
+    }
+
+    /// Whether some owner the object names does not exist.
+    pub(super) fn has_absent_owner(&self, ns: &str, obj: &Value) -> bool {
+        owner_refs(obj).any(|r| !self.owner_exists(ns, r))
+    }
+
+    /// The garbage collector's `attemptToDeleteItem` for a dependent with a missing owner: when
+    /// none of its owners exists it is deleted (in the foreground or orphaning its own dependents
+    /// when it carries that finalizer, in the background otherwise); when some still exist, the
+    /// references to the missing ones are removed.
+    fn collect_dangling(&mut self, key: &Key) {
+        let Some(obj) = self.objects.get(key).cloned() else { return };
+        if is_deleting(&obj) {
+            return;
+        }
+        let (absent, present): (Vec<&Value>, Vec<&Value>) =
+            owner_refs(&obj).partition(|r| !self.owner_exists(&key.1, r));
+        if absent.is_empty() {
+            return;
+        }
+        if present.is_empty() {
+            let f = finalizers(&obj);
+            let propagation = if f.iter().any(|x| x == "orphan") {
+                Propagation::Orphan
+            } else if f.iter().any(|x| x == "foregroundDeletion") {
+                Propagation::Foreground
+            } else {
+                Propagation::Background
+            };
+            self.delete_key(key, propagation);
+            return;
+        }
+        let kept: Vec<Value> = present.into_iter().cloned().collect();
+        let mut o = (*obj).clone();
+        meta_mut(&mut o).insert("ownerReferences".into(), Value::Array(kept));
+        self.commit(key.clone(), ChangeType::Modified, o, Some(obj));
     }
 
     /// The delete verb's effect on one object.
@@ -220,6 +279,29 @@ impl Store {
             if st.namespace_state(ns).is_none() {
                 st.terminating.remove(ns);
             }
+        }
+        due.len()
+    }
+
+    /// Plays the garbage collector for dependents written with a missing owner (say, created
+    /// pointing at a uid that is not there): once they have waited [`DANGLING_OWNER_DELAY`], each
+    /// is deleted when all its owners are missing, or loses its references to the missing ones.
+    /// Returns how many were looked at.
+    pub fn gc_tick(&self) -> usize {
+        let mut st = self.state.lock();
+        if !st.config.garbage_collection {
+            st.dangling.clear();
+            return 0;
+        }
+        let due: Vec<Key> = st
+            .dangling
+            .iter()
+            .filter(|(_, since)| since.elapsed() >= DANGLING_OWNER_DELAY)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &due {
+            st.dangling.remove(key);
+            st.collect_dangling(key);
         }
         due.len()
     }

@@ -292,6 +292,7 @@ impl Store {
                 dependents: HashMap::new(),
                 rolling: BTreeSet::new(),
                 terminating: BTreeMap::new(),
+                dangling: BTreeMap::new(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -325,6 +326,7 @@ impl Store {
                 dependents: st.dependents.clone(),
                 rolling: st.rolling.clone(),
                 terminating: st.terminating.clone(),
+                dangling: BTreeMap::new(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -364,7 +366,7 @@ impl Store {
     ///
     /// 404 when it does not exist.
     pub fn get(&self, def: &ResourceDef, ns: &str, name: &str, sub: Subresource) -> Result<Value, ApiError> {
-        let obj = self.state.lock().get(def, ns, name)?;
+        let obj = self.state.lock().get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
         Ok(match sub {
             Subresource::Scale => scale_of(def, &obj),
             _ => def.present(&obj),
@@ -546,7 +548,7 @@ impl Store {
             let generate = meta_str(&obj, "generateName").to_owned();
             if generate.is_empty() {
                 return Err(ApiError::invalid(
-                    def.group,
+                    def.internal_group(),
                     def.kind,
                     "",
                     &[("metadata.name".into(), "Required value: name or generateName is required".into())],
@@ -562,14 +564,25 @@ impl Store {
                 }
             };
         }
-        let bad_name = if def.plural == "namespaces" { check_label(&name) } else { check_subdomain(&name) };
-        if let Some(why) = bad_name {
-            return Err(ApiError::invalid(
-                def.group,
-                def.kind,
-                &name,
-                &[("metadata.name".into(), format!("Invalid value: {name:?}: {why}"))],
-            ));
+        // `ValidateObjectMetaAccessor`: a generateName is checked as a prefix (a trailing `-`
+        // masked, `maskTrailingDash`) with the kind's name rule, before the name itself.
+        let name_rule = if def.plural == "namespaces" { check_label } else { check_subdomain };
+        let generate = meta_str(&obj, "generateName");
+        let mut bad = Vec::new();
+        if !generate.is_empty() {
+            let masked = match generate.strip_suffix('-') {
+                Some(rest) if !rest.is_empty() => format!("{rest}a"),
+                _ => generate.to_owned(),
+            };
+            if let Some(why) = name_rule(&masked) {
+                bad.push(("metadata.generateName".to_owned(), format!("Invalid value: {generate:?}: {why}")));
+            }
+        }
+        if let Some(why) = name_rule(&name) {
+            bad.push(("metadata.name".to_owned(), format!("Invalid value: {name:?}: {why}")));
+        }
+        if !bad.is_empty() {
+            return Err(ApiError::invalid(def.internal_group(), def.kind, &name, &bad));
         }
         let meta = meta_mut(&mut obj);
         meta.insert("name".into(), json!(name));
@@ -596,7 +609,7 @@ impl Store {
         let mut errs = crate::metadata::validate(&obj);
         errs.extend(def.validate(&obj, None));
         if !errs.is_empty() {
-            return Err(ApiError::invalid(def.group, def.kind, &name, &errs));
+            return Err(ApiError::invalid(def.internal_group(), def.kind, &name, &errs));
         }
         // Upstream's order: the strategy's validation (422), then validating admission — the
         // namespace must exist and not be terminating (404, 403) — then storage (409). A CRD being
@@ -691,7 +704,7 @@ impl Store {
         if sub != Subresource::Scale {
             check_name(&body, name)?;
         }
-        let old = st.get(def, ns, name)?;
+        let old = st.get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
         // As upstream's storage: the body's uid is a precondition, checked before its
         // resourceVersion, which must be a number (`ObjectResourceVersion`'s ParseUint error is
         // not classified: a 500).
@@ -712,6 +725,19 @@ impl Store {
                 "strconv.ParseUint: parsing {body_rv:?}: invalid syntax"
             )));
         }
+        // `Store.Update`: a strategy without `AllowUnconditionalUpdate` wants a version to update
+        // from, named as the resource (a Scale without one updates from the stored version).
+        if body_rv.is_empty() && sub != Subresource::Scale && !def.allows_unconditional_update() {
+            return Err(ApiError::invalid(
+                def.group,
+                def.plural,
+                name,
+                &[(
+                    "metadata.resourceVersion".into(),
+                    "Invalid value: 0x0: must be specified for an update".into(),
+                )],
+            ));
+        }
         if !body_rv.is_empty() && body_rv != meta_str(&old, "resourceVersion") {
             return Err(ApiError::conflict(
                 def.group,
@@ -726,7 +752,19 @@ impl Store {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
             Subresource::Main => body,
-            Subresource::Status => with_status(old_view.clone().into_owned(), body.get("status")),
+            // A custom resource's status strategy keeps everything but the status; a built-in
+            // one the stored spec (and what `prepare_status_update` restores), the metadata being
+            // the request's.
+            Subresource::Status if def.custom().is_some() => {
+                with_status(old_view.clone().into_owned(), body.get("status"))
+            }
+            Subresource::Status => {
+                let mut n = with_status(old_view.clone().into_owned(), body.get("status"));
+                if let (Some(m), Some(o)) = (body.get("metadata"), n.as_object_mut()) {
+                    o.insert("metadata".into(), m.clone());
+                }
+                n
+            }
             Subresource::Scale => {
                 let mut n = old_view.clone().into_owned();
                 let replicas = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
@@ -736,8 +774,10 @@ impl Store {
             }
         };
         keep_server_fields(&mut new, &old_view);
-        if sub == Subresource::Main {
-            def.prepare_update(&mut new, &old_view);
+        match sub {
+            Subresource::Main => def.prepare_update(&mut new, &old_view),
+            Subresource::Status => def.prepare_status_update(&mut new, &old_view),
+            Subresource::Scale => {}
         }
         def.apply_defaults(&mut new);
         def.stamp(&mut new);
@@ -746,12 +786,13 @@ impl Store {
         errs.extend(crate::metadata::validate(&new));
         errs.extend(def.validate(&new, Some(&old_view)));
         if !errs.is_empty() {
-            return Err(ApiError::invalid(def.group, def.kind, name, &errs));
+            return Err(ApiError::invalid(def.internal_group(), def.kind, name, &errs));
         }
         if let Some(m) = manager {
             record_update(def, &mut new, Some(&old_view), m, sub);
         }
-        if def.generation_changes(&new, &old_view) {
+        // A status strategy's `PrepareForUpdate` never moves the generation.
+        if sub != Subresource::Status && def.generation_changes(&new, &old_view) {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
@@ -814,7 +855,13 @@ impl Store {
                 return Ok((def.present(&stored), true));
             };
             let live = def.present(&current);
-            let merged = server_side_apply(def, &live, body, manager, force)?;
+            let mut merged = server_side_apply(def, &live, body, manager, force)?;
+            // The applied configuration is merged onto the live object, whose resourceVersion it
+            // keeps unless it names one: an apply is never refused for want of a version.
+            if meta_str(&merged, "resourceVersion").is_empty() {
+                meta_mut(&mut merged)
+                    .insert("resourceVersion".into(), json!(meta_str(&live, "resourceVersion")));
+            }
             let (obj, _) = self.apply_update(&mut st, def, ns, name, merged, sub, None)?;
             return Ok((present(&obj), false));
         }
@@ -823,7 +870,8 @@ impl Store {
             // lists the other three types only).
             return Err(ApiError::unsupported_media_type(PatchType::CUSTOM_RESOURCE_TYPES));
         }
-        let current = current.ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
+        let current = current
+            .ok_or_else(|| missing_scale(def, sub, name, ApiError::not_found(def.group, def.plural, name)))?;
         let mut target = present(&current);
         match ptype {
             PatchType::Merge => patch::merge_patch(&mut target, body),
@@ -1081,6 +1129,19 @@ fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
         "spec": { "replicas": at(paths.spec_replicas).cloned().unwrap_or(json!(0)) },
         "status": status,
     })
+}
+
+/// The NotFound of an object addressed through `/scale`: a built-in kind's scale REST names the
+/// subresource (`pkg/registry/apps/deployment/storage/storage.go`: `ScaleREST.Get` and
+/// `scaleUpdatedObjectInfo` answer `deployments/scale`, as the ReplicaSet, StatefulSet and
+/// ReplicationController ones do); a custom resource's passes the store's error on
+/// (apiextensions' `customresource/etcd.go`).
+fn missing_scale(def: &ResourceDef, sub: Subresource, name: &str, e: ApiError) -> ApiError {
+    if sub == Subresource::Scale && e.code == 404 && def.custom().is_none() {
+        ApiError::not_found(def.group, &format!("{}/scale", def.plural), name)
+    } else {
+        e
+    }
 }
 
 /// Sets the value at a `.`-separated path, creating the objects on the way.

@@ -88,6 +88,9 @@ pub(super) struct State {
     pub(super) rolling: BTreeSet<Key>,
     /// Namespaces being deleted, and when that started (the namespace controller's queue).
     pub(super) terminating: BTreeMap<String, std::time::Instant>,
+    /// Dependents written with an owner that does not exist, and since when: the garbage
+    /// collector's attempt-to-delete queue (see `gc_tick`).
+    pub(super) dangling: BTreeMap<Key, Instant>,
     pub(super) snapshots: HashMap<u64, Snapshot>,
     pub(super) next_snapshot: u64,
     pub(super) tx: broadcast::Sender<Arc<Change>>,
@@ -153,6 +156,9 @@ impl State {
         }
         for owner in owner_uids(obj) {
             self.dependents.entry(owner).or_default().insert(key.clone());
+        }
+        if self.config.garbage_collection && !is_deleting(obj) && self.has_absent_owner(&key.1, obj) {
+            self.dangling.entry(key.clone()).or_insert_with(Instant::now);
         }
         if key.0 == "deployments.apps" && deployment::needs_rollout(obj) && !is_deleting(obj) {
             self.rolling.insert(key.clone());
