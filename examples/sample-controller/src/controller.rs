@@ -19,7 +19,7 @@ pub use coordination::Coordination;
 use coordination::{Coordinator, Reconcile, Settings, Watched};
 use counter_controller::Scope;
 use counter_controller::events::{EventConfig, EventRecorder};
-use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
+use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{EventType, Reporter};
@@ -113,7 +113,6 @@ pub struct Controller {
     deployments: Informer<Deployment>,
     foo_lister: Lister<Foo>,
     deploy_lister: Lister<Deployment>,
-    queue: RateLimitingQueue<ObjectKey>,
     created: Created,
     events: EventRecorder,
     /// Runs the informers and the workers, alone, elected or sharded.
@@ -156,7 +155,11 @@ impl Controller {
             default_controller_rate_limiter(),
             QueueConfig::named(CONTROLLER_NAME).metrics(metrics),
         );
-        foos.add_handler(Arc::new(EnqueueFoo(queue.clone())));
+        // Every Foo event enqueues the Foo (upstream's `enqueueFoo`).
+        let q = queue.clone();
+        foos.add_handler(Arc::new(EnqueueKey::new(move |key| {
+            q.add(key);
+        })));
         let created = Created::default();
         deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), created: created.clone() }));
 
@@ -180,7 +183,6 @@ impl Controller {
             client,
             foos,
             deployments,
-            queue,
             created,
             coordinator,
             options,
@@ -191,12 +193,6 @@ impl Controller {
     #[must_use]
     pub fn has_synced(&self) -> bool {
         self.foos.has_synced() && self.deployments.has_synced()
-    }
-
-    /// The work queue (for tests and metrics).
-    #[must_use]
-    pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {
-        &self.queue
     }
 
     /// Runs alone until `shutdown` resolves: informers, the cache-sync gate, then the workers.
@@ -323,21 +319,6 @@ impl Reconcile for Controller {
 fn slim<K: Resource>(mut obj: K) -> K {
     obj.meta_mut().managed_fields = None;
     obj
-}
-
-/// Foo events enqueue the Foo (upstream's `enqueueFoo`).
-struct EnqueueFoo(RateLimitingQueue<ObjectKey>);
-
-impl EventHandler<Foo> for EnqueueFoo {
-    fn on_add(&self, obj: &Arc<Foo>, _initial: bool) {
-        self.0.add(ObjectKey::of(obj.as_ref()));
-    }
-    fn on_update(&self, _old: &Arc<Foo>, new: &Arc<Foo>) {
-        self.0.add(ObjectKey::of(new.as_ref()));
-    }
-    fn on_delete(&self, obj: &Deleted<Foo>) {
-        self.0.add(obj.key());
-    }
 }
 
 /// The Foo that controls `d`: its controller ownerReference of kind Foo in our group.
