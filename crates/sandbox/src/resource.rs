@@ -521,6 +521,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         storage: "events",
         field_labels: CORE_EVENT_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
+            decode: crate::kinds::event::decode_core,
             default: crate::kinds::event::default_core,
             validate: crate::kinds::event::validate_core,
             schema: Some(schema_of::<api::core::v1::Event>),
@@ -548,6 +549,7 @@ pub static RESOURCES: &[ResourceDef] = &[
         strategy: Strategy::BuiltIn(BuiltIn {
             to_storage: events_v1_to_storage,
             from_storage: Some(events_v1_from_storage),
+            decode: crate::kinds::event::decode_events_v1,
             default: crate::kinds::event::default_events_v1,
             validate: crate::kinds::event::validate_events_v1,
             schema: Some(schema_of::<api::events::v1::Event>),

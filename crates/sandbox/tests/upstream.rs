@@ -1809,6 +1809,15 @@ async fn events_write_their_times_as_the_go_types_do() {
         (v.get("deprecatedFirstTimestamp"), v.get("deprecatedLastTimestamp")),
         (Some(&Value::Null), Some(&Value::Null))
     );
+    // A `MicroTime` without its six digits, or a `Time` that is not RFC 3339, does not decode.
+    let bad = json!({ "metadata": { "name": "e3" }, "eventTime": "2024-01-02T03:04:05Z",
+        "involvedObject": { "kind": "ConfigMap", "name": "cm1", "namespace": "default" } });
+    let (code, _, v) = post(&sb, evs, bad).await;
+    assert_eq!((code, status_of(&v).1), (400, "BadRequest"), "{v}");
+    let bad = json!({ "metadata": { "name": "e4" }, "lastTimestamp": "yesterday",
+        "involvedObject": { "kind": "ConfigMap", "name": "cm1", "namespace": "default" } });
+    let (code, _, v) = post(&sb, evs, bad).await;
+    assert_eq!((code, status_of(&v).1), (400, "BadRequest"), "{v}");
 }
 
 /// `pkg/registry/core/event/strategy.go` serves both Event APIs with the internal core type:
@@ -1875,4 +1884,48 @@ async fn a_dependent_of_a_missing_owner_is_collected() {
         assert!(std::time::Instant::now() < deadline, "not collected: {a} {b} {half}");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// `pkg/apis/apps/validation/validation.go`, `ValidateDeploymentStatus`: the counts are int32s, so
+/// an absent one is 0 — a negative `replicas` makes every other count too many.
+#[tokio::test]
+async fn a_negative_status_replicas_makes_the_absent_counts_too_many() {
+    let sb = Sandbox::new();
+    create(&sb, DEPLOYS, deployment("web")).await;
+    // (The other counts removed, whatever the simulated rollout has written by now.)
+    let absent = json!({ "status": { "replicas": -1, "updatedReplicas": null, "readyReplicas": null,
+                                     "availableReplicas": null, "unavailableReplicas": null } });
+    let (code, _, v) = merge_patch(&sb, &format!("{DEPLOYS}/web/status"), absent).await;
+    assert_eq!(code, 422, "{v}");
+    assert_eq!(
+        causes(&v),
+        [
+            ("status.replicas", "Invalid value: -1: must be greater than or equal to 0"),
+            ("status.updatedReplicas", "Invalid value: 0: cannot be greater than status.replicas"),
+            ("status.readyReplicas", "Invalid value: 0: cannot be greater than status.replicas"),
+            ("status.availableReplicas", "Invalid value: 0: cannot be greater than status.replicas"),
+        ]
+    );
+}
+
+/// kube-openapi's `/openapi/v2` handler (`handler/handler.go`): every route with its operations
+/// (`operationId` as `endpoints/openapi` names them), and a 406 with no body for an `Accept` it
+/// cannot serve — the sandbox has no protobuf encoding of the document.
+#[tokio::test]
+async fn openapi_v2_lists_every_path_and_refuses_protobuf_only() {
+    let sb = Sandbox::new();
+    let (code, _, doc) = call(&sb, Method::GET, "/openapi/v2", &[("accept", "application/json")], None).await;
+    assert_eq!(code, 200);
+    let cms = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps"];
+    assert_eq!(cms["get"]["operationId"], "listCoreV1NamespacedConfigMap");
+    assert_eq!(cms["delete"]["operationId"], "deleteCoreV1CollectionNamespacedConfigMap");
+    let scale = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"];
+    assert_eq!(scale["patch"]["operationId"], "patchAppsV1NamespacedDeploymentScale");
+    assert_eq!(
+        doc["paths"]["/apis/apps/v1/deployments"]["get"]["operationId"],
+        "listAppsV1DeploymentForAllNamespaces"
+    );
+    let pb = ("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
+    let (code, _, body) = call(&sb, Method::GET, "/openapi/v2", &[pb], None).await;
+    assert_eq!((code, body), (406, json!("")));
 }

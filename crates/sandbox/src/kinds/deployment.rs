@@ -378,8 +378,9 @@ fn status_errors(d: &Value) -> Vec<FieldError> {
         }
     }
     let replicas = count("replicas").unwrap_or(0);
+    // The Go type's counts are int32s: an absent one is 0, and compared as such.
     let more_than = |k: &str, limit: i64, what: &str| {
-        count(k)
+        Some(count(k).unwrap_or(0))
             .filter(|n| *n > limit)
             .map(|n| (format!("status.{k}"), format!("Invalid value: {n}: cannot be greater than {what}")))
     };

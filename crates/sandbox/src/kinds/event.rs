@@ -272,3 +272,46 @@ pub fn default_core(ev: &mut Value) {
 pub fn default_events_v1(ev: &mut Value) {
     shape(ev, &EVENTS_V1_SHAPE);
 }
+
+/// The layouts `metav1.Time` and `metav1.MicroTime` parse with.
+const TIME_LAYOUT: &str = "2006-01-02T15:04:05Z07:00";
+const MICRO_LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
+
+/// Decodes an Event's times as the Go type does: a `Time` is RFC 3339, a `MicroTime` has six
+/// fractional digits; anything else does not decode (400).
+fn decode_times(ev: &Value, times: [&str; 2]) -> Result<(), String> {
+    let str_at = |p: &str| ev.pointer(p).and_then(Value::as_str);
+    for f in times {
+        if let Some(v) = str_at(&format!("/{f}"))
+            && v.parse::<jiff::Timestamp>().is_err()
+        {
+            return Err(format!("{f}: parsing time {v:?} as {TIME_LAYOUT:?}"));
+        }
+    }
+    for (p, f) in [("/eventTime", "eventTime"), ("/series/lastObservedTime", "series.lastObservedTime")] {
+        if let Some(v) = str_at(p)
+            && crate::kinds::lease::micro_time(v).is_none()
+        {
+            return Err(format!("{f}: parsing time {v:?} as {MICRO_LAYOUT:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// A core/v1 Event's times decoded as `k8s.io/api/core/v1.Event` decodes them.
+///
+/// # Errors
+///
+/// The time that does not parse, and the layout.
+pub fn decode_core(ev: &Value) -> Result<(), String> {
+    decode_times(ev, CORE_SHAPE.times)
+}
+
+/// An events.k8s.io/v1 Event's times decoded as `k8s.io/api/events/v1.Event` decodes them.
+///
+/// # Errors
+///
+/// The time that does not parse, and the layout.
+pub fn decode_events_v1(ev: &Value) -> Result<(), String> {
+    decode_times(ev, EVENTS_V1_SHAPE.times)
+}
