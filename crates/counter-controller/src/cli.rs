@@ -114,7 +114,8 @@ pub struct ElectionArgs {
     /// The ring's name: replicas with the same name share the keys.
     #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]
     pub sharding_ring: String,
-    /// What the ring hashes: `name` (each ConfigMap on its own: the even spread) or `namespace`
+    /// What the ring hashes: `name` (each object of the controller's kind on its own: the even
+    /// spread) or `namespace`
     /// (a whole namespace per replica, so an API server with sharded list and watch, KEP-5866,
     /// sends each replica only its share). Every replica of a ring must use the same.
     #[arg(long, value_enum, default_value_t = ShardKey::Name, value_name = "KEY")]
@@ -178,7 +179,11 @@ impl ElectionArgs {
 }
 
 /// Parses `HOST:PORT`, or `:PORT` for every interface (as Go programs accept).
-fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+///
+/// # Errors
+///
+/// Not an address, worded for the user.
+pub fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_owned() };
     full.parse().map_err(|_| format!("{s:?} is not an address (use e.g. :8080 or 127.0.0.1:8080)"))
 }
@@ -192,7 +197,12 @@ pub enum LogFormat {
     Json,
 }
 
-fn parse_workers(s: &str) -> Result<usize, String> {
+/// Parses a worker count: a whole number, at least 1.
+///
+/// # Errors
+///
+/// Zero or not a number, worded for the user.
+pub fn parse_workers(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1 (0 workers would never reconcile anything)".into()),
         Ok(n) => Ok(n),

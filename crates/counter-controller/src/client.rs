@@ -4,7 +4,7 @@
 //! * Configuration, in kubectl's order: `--kubeconfig`, `$KUBECONFIG` (a colon-separated list,
 //!   merged; an empty value counts as unset, as kubectl treats it), `~/.kube/config`, then the
 //!   in-cluster service account.
-//! * `User-Agent: counter-controller/<version> (<identity>)`, so an API server's audit log (and the
+//! * `User-Agent: <controller>/<version> (<identity>)` ([`Agent`]), so an API server's audit log (and the
 //!   sandbox's request record) tells replicas apart.
 //! * Layers, outermost first: the leader-election [`Fence`](election::Fence) (a refused write never
 //!   leaves the process and is not counted), then `rest_client_requests_total`.
@@ -24,7 +24,34 @@ use crate::metrics::RestClientMetrics;
 /// The `User-Agent` of this process's requests.
 #[must_use]
 pub fn user_agent(identity: &str) -> String {
-    format!("{}/{} ({identity})", crate::controller::CONTROLLER_NAME, env!("CARGO_PKG_VERSION"))
+    Agent::COUNTER.user_agent(identity)
+}
+
+/// Which controller a client speaks for: its `User-Agent` product, and the resources it lists and
+/// watches (those a sharded-by-namespace replica asks the API server to filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Agent {
+    /// The product name, e.g. `counter-controller`.
+    pub name: &'static str,
+    /// Its version.
+    pub version: &'static str,
+    /// The plural resources its informers list and watch.
+    pub watched: &'static [&'static str],
+}
+
+impl Agent {
+    /// The counter-controller.
+    pub const COUNTER: Self = Self {
+        name: crate::controller::CONTROLLER_NAME,
+        version: env!("CARGO_PKG_VERSION"),
+        watched: &["configmaps", "deployments"],
+    };
+
+    /// `<name>/<version> (<identity>)`.
+    #[must_use]
+    pub fn user_agent(&self, identity: &str) -> String {
+        format!("{}/{} ({identity})", self.name, self.version)
+    }
 }
 
 /// Where the configuration came from, for the startup log.
@@ -84,14 +111,30 @@ pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<(Config, Source
     Ok((config, Source::Kubeconfig(paths)))
 }
 
-/// Builds a client for `config` that identifies as `identity`, counts its requests into
-/// `metrics`, with a `fence` refuses writes while the fence is closed, and with a `selector` adds
-/// it to its lists and watches of ConfigMaps and Deployments (sharding by namespace).
+/// Builds the counter-controller's client for `config` (see [`build_for`]).
 ///
 /// # Errors
 ///
 /// The configuration cannot give a client (for example a bad certificate).
 pub fn build(
+    config: Config,
+    identity: &str,
+    metrics: &RestClientMetrics,
+    fence: Option<&election::Fence>,
+    selector: Option<election::selector::SelectorCell>,
+) -> anyhow::Result<Client> {
+    build_for(Agent::COUNTER, config, identity, metrics, fence, selector)
+}
+
+/// Builds a client of `agent` for `config` that identifies as `identity`, counts its requests
+/// into `metrics`, with a `fence` refuses writes while the fence is closed, and with a `selector`
+/// adds it to its lists and watches of the agent's resources (sharding by namespace).
+///
+/// # Errors
+///
+/// The configuration cannot give a client (for example a bad certificate).
+pub fn build_for(
+    agent: Agent,
     mut config: Config,
     identity: &str,
     metrics: &RestClientMetrics,
@@ -99,7 +142,7 @@ pub fn build(
     selector: Option<election::selector::SelectorCell>,
 ) -> anyhow::Result<Client> {
     let url = config.cluster_url.clone();
-    if let Ok(ua) = HeaderValue::from_str(&user_agent(identity)) {
+    if let Ok(ua) = HeaderValue::from_str(&agent.user_agent(identity)) {
         config.headers.push((header::USER_AGENT, ua));
     }
     let host = url.authority().map_or_else(|| url.to_string(), ToString::to_string);
@@ -107,7 +150,7 @@ pub fn build(
         .with_context(|| format!("cannot build a client for {url}"))?
         .with_layer(&metrics.layer(&host))
         .with_layer(&tower::util::option_layer(
-            selector.map(|s| ShardSelectorLayer::new(["configmaps", "deployments"], s)),
+            selector.map(|s| ShardSelectorLayer::new(agent.watched.iter().copied(), s)),
         ))
         .with_layer(&tower::util::option_layer(fence.map(|f| election::FenceLayer::new(f.clone()))));
     Ok(builder.build())

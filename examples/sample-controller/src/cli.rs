@@ -14,7 +14,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use coordination::Membership;
 use counter_controller::Scope;
-use counter_controller::cli::{ElectionArgs, LogFormat, parse_duration, shutdown_signal};
+use counter_controller::cli::{
+    ElectionArgs, LogFormat, parse_addr, parse_duration, parse_workers, shutdown_signal,
+};
 use counter_controller::client::{self, Source};
 use counter_controller::events::{EventConfig, EventsMode};
 use counter_controller::metrics::RestClientMetrics;
@@ -24,7 +26,7 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::{CONTROLLER_NAME, Controller, Options};
+use crate::controller::{AGENT, CONTROLLER_NAME, Controller, Options};
 use crate::foo::Foo;
 
 pub mod sandbox;
@@ -71,16 +73,17 @@ pub struct RunArgs {
     #[arg(long, short = 'A')]
     pub all_namespaces: bool,
     /// Concurrent syncs (at least 1).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..))]
-    pub workers: u16,
+    #[arg(long, default_value_t = 2, value_parser = parse_workers)]
+    pub workers: usize,
     /// The Foo informer's resync period, e.g. 30s, 5m; 0 disables it.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub resync: Duration,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
-    /// Serve /metrics, /healthz and /readyz on this address (e.g. 0.0.0.0:8080); off by default.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve /metrics, /healthz and /readyz on this address (`:8080` or `127.0.0.1:8080`); off
+    /// by default.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Which Events to publish: all, warnings, none.
     #[arg(long, value_enum, default_value_t = EventsMode::All)]
@@ -150,7 +153,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let membership = match election_config {
         None => Membership::Alone,
         Some(c) => {
-            let lease_client = client::build(config.clone(), &identity, &rest, None, None)?;
+            let lease_client = client::build_for(AGENT, config.clone(), &identity, &rest, None, None)?;
             if args.election.sharding {
                 let (ring, key) = (&args.election.sharding_ring, args.election.sharding_key);
                 tracing::info!(%ring, %identity, ?key, "sharding: a member of the ring");
@@ -160,11 +163,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let client = client::build(config, &identity, &rest, membership.fence().as_ref(), membership.selector())?;
+    let client = client::build_for(
+        AGENT,
+        config,
+        &identity,
+        &rest,
+        membership.fence().as_ref(),
+        membership.selector(),
+    )?;
     preflight(&client, &scope).await?;
     let options = Options {
         scope,
-        workers: args.workers.into(),
+        workers: args.workers,
         resync: args.resync,
         identity,
         events: EventConfig { mode: args.events, ..EventConfig::default() },

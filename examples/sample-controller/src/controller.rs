@@ -33,6 +33,12 @@ use crate::foo::Foo;
 
 /// The name this controller reports in Events, field managers, metrics and its Lease.
 pub const CONTROLLER_NAME: &str = "sample-controller";
+/// Who its requests say they are, and what a namespace-sharded replica lists and watches.
+pub const AGENT: counter_controller::client::Agent = counter_controller::client::Agent {
+    name: CONTROLLER_NAME,
+    version: env!("CARGO_PKG_VERSION"),
+    watched: &["foos", "deployments"],
+};
 /// The Event reason after a Foo synced (upstream's `SuccessSynced`).
 pub const SUCCESS_SYNCED: &str = "Synced";
 /// The Event reason when the Foo's Deployment belongs to someone else.
@@ -179,7 +185,13 @@ impl Controller {
         Arc::new(Self {
             foo_lister: foos.lister(),
             deploy_lister: deployments.lister(),
-            events: EventRecorder::new(client.clone(), reporter, options.events.clone(), registry),
+            events: EventRecorder::with_prefix(
+                "sample_controller",
+                client.clone(),
+                reporter,
+                options.events.clone(),
+                registry,
+            ),
             client,
             foos,
             deployments,

@@ -137,9 +137,25 @@ impl EventRecorder {
     /// Outside a Tokio runtime, like `tokio::spawn`.
     #[must_use]
     pub fn new(client: Client, reporter: Reporter, config: EventConfig, registry: &mut Registry) -> Self {
+        Self::with_prefix("counter_controller", client, reporter, config, registry)
+    }
+
+    /// As [`new`](Self::new), counting into `<prefix>_events_total`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a Tokio runtime, like `tokio::spawn`.
+    #[must_use]
+    pub fn with_prefix(
+        prefix: &str,
+        client: Client,
+        reporter: Reporter,
+        config: EventConfig,
+        registry: &mut Registry,
+    ) -> Self {
         let metrics = Family::<Vec<(String, String)>, Counter>::default();
         registry.register(
-            "counter_controller_events",
+            format!("{prefix}_events"),
             "Events by type and result: published, aggregated into a waiting Event, or dropped",
             metrics.clone(),
         );
