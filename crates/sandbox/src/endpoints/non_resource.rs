@@ -23,6 +23,16 @@ fn text(body: &'static str) -> Response<ResponseBody> {
         .expect("valid response")
 }
 
+/// Whether an `Accept` header takes JSON (`application/json`, a wildcard, or no header at all),
+/// clause by clause as kube-openapi negotiates (`goautoneg.ParseAccept`).
+fn accepts_json(accept: &str) -> bool {
+    accept.trim().is_empty()
+        || accept.split(',').any(|clause| {
+            let media = clause.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+        })
+}
+
 /// The answer to a GET of a non-resource path; `None` for a resource path.
 pub(crate) fn respond(shared: &Shared, parts: &http::request::Parts) -> Option<Response<ResponseBody>> {
     let path = parts.uri.path().trim_end_matches('/');
@@ -49,6 +59,15 @@ pub(crate) fn respond(shared: &Shared, parts: &http::request::Parts) -> Option<R
         ["apis", g] => found(discovery::group(&registry(), g).as_ref()),
         ["api", v] => found(discovery::resource_list(&registry(), "", v).as_ref()),
         ["apis", g, v] => found(discovery::resource_list(&registry(), g, v).as_ref()),
+        // kube-openapi's handler serves JSON or its protobuf encoding, by Accept, and answers 406
+        // with no body when no clause matches. The sandbox has no protobuf encoding of the
+        // document, so a client that accepts only protobuf gets that 406 rather than JSON it
+        // would fail to decode as protobuf.
+        ["openapi", "v2"] if !accepts_json(accept) => Response::builder()
+            .status(406)
+            .header(header::VARY, "Accept")
+            .body(Full::new(Bytes::new()).boxed_unsync())
+            .expect("valid response"),
         ["openapi", "v2"] => ok(&openapi::openapi_v2(&registry())),
         ["openapi", "v3"] => ok(&openapi::openapi_v3_index(&registry())),
         ["openapi", "v3", "api", v] => found(openapi::openapi_v3(&registry(), "", v).as_deref()),

@@ -25,7 +25,7 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::endpoints::discovery::{GIT_VERSION, groups};
-use crate::patch;
+use crate::patch::{self, PatchType};
 use crate::registry::Registry;
 use crate::resource::{RESOURCES, ResourceDef, Strategy};
 
@@ -124,22 +124,124 @@ fn custom_schemas<'a>(
 pub fn openapi_v2(registry: &Registry) -> Cow<'static, Value> {
     static DOC: OnceLock<Value> = OnceLock::new();
     let built_in = DOC.get_or_init(|| {
+        let definitions = schemas(RESOURCES.iter(), "/definitions");
         json!({
             "swagger": "2.0",
             "info": { "title": "Kubernetes (sandbox)", "version": GIT_VERSION },
-            "paths": {},
-            "definitions": schemas(RESOURCES.iter(), "/definitions"),
+            "paths": paths_v2(RESOURCES.iter(), &definitions),
+            "definitions": definitions,
         })
     });
-    let custom = custom_schemas(registry.resources().iter().map(AsRef::as_ref), "/definitions");
+    let customs = || registry.resources().iter().map(AsRef::as_ref).filter(|r| r.custom().is_some());
+    let custom = custom_schemas(customs(), "/definitions");
     if custom.is_empty() {
         return Cow::Borrowed(built_in);
     }
     let mut doc = built_in.clone();
+    let paths = paths_v2(customs(), &custom);
     if let Some(defs) = doc["definitions"].as_object_mut() {
         defs.extend(custom);
     }
+    if let Some(p) = doc["paths"].as_object_mut() {
+        p.extend(paths);
+    }
     Cow::Owned(doc)
+}
+
+/// The operations of `kinds` as the v2 document lists them (upstream's `endpoints/installer.go`
+/// registers a route per verb, and kube-openapi writes each with its `operationId`
+/// — `listCoreV1NamespacedConfigMap`, `patchAppsV1NamespacedDeploymentStatus` —, its
+/// `x-kubernetes-action` and `x-kubernetes-group-version-kind`): the collection (list, create,
+/// deletecollection), the object (read, replace, patch, delete), the list across namespaces, and
+/// the `status` / `scale` subresources. `definitions` names each kind's schema.
+fn paths_v2<'a>(
+    kinds: impl Iterator<Item = &'a ResourceDef>,
+    definitions: &Map<String, Value>,
+) -> Map<String, Value> {
+    let mut paths = Map::new();
+    for r in kinds {
+        let gvk = json!({ "group": r.group, "version": r.version, "kind": r.kind });
+        let schema = definitions
+            .iter()
+            .find(|(_, d)| d["x-kubernetes-group-version-kind"].as_array().is_some_and(|l| l.contains(&gvk)))
+            .map_or(json!({}), |(name, _)| json!({ "$ref": format!("#/definitions/{name}") }));
+        let group = match r.group {
+            "" => "Core".to_owned(),
+            g => g.trim_end_matches(".k8s.io").split('.').map(capitalize).collect(),
+        };
+        let prefix = format!("{group}{}", capitalize(r.version));
+        let base = if r.group.is_empty() {
+            format!("/api/{}", r.version)
+        } else {
+            format!("/apis/{}/{}", r.group, r.version)
+        };
+        let (scope, collection) = if r.namespaced {
+            ("Namespaced", format!("{base}/namespaces/{{namespace}}/{}", r.plural))
+        } else {
+            ("", format!("{base}/{}", r.plural))
+        };
+        let op = |verb: &str, action: &str, kind: &str, ok: &str| {
+            json!({
+                "operationId": format!("{verb}{prefix}{scope}{kind}"),
+                "x-kubernetes-action": action,
+                "x-kubernetes-group-version-kind": gvk,
+                "consumes": ["*/*"],
+                "produces": ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"],
+                "schemes": ["https"],
+                "responses": { ok: { "description": "OK", "schema": schema }, "401": { "description": "Unauthorized" } },
+            })
+        };
+        let mut patch = op("patch", "patch", r.kind, "200");
+        patch["consumes"] = json!(if r.custom().is_some() {
+            PatchType::CUSTOM_RESOURCE_TYPES
+        } else {
+            PatchType::BUILT_IN_TYPES
+        });
+        // `deleteCoreV1CollectionNamespacedConfigMap`: the scope follows `Collection`.
+        let mut delete_collection = op("delete", "deletecollection", r.kind, "200");
+        delete_collection["operationId"] = json!(format!("delete{prefix}Collection{scope}{}", r.kind));
+        paths.insert(
+            collection.clone(),
+            json!({
+                "get": op("list", "list", r.kind, "200"),
+                "post": op("create", "post", r.kind, "201"),
+                "delete": delete_collection,
+            }),
+        );
+        paths.insert(
+            format!("{collection}/{{name}}"),
+            json!({
+                "get": op("read", "get", r.kind, "200"),
+                "put": op("replace", "put", r.kind, "200"),
+                "patch": patch,
+                "delete": op("delete", "delete", r.kind, "200"),
+            }),
+        );
+        if r.namespaced {
+            let mut all = op("list", "list", r.kind, "200");
+            all["operationId"] = json!(format!("list{prefix}{}ForAllNamespaces", r.kind));
+            paths.insert(format!("{base}/{}", r.plural), json!({ "get": all }));
+        }
+        for (sub, present) in [("status", r.status_subresource), ("scale", r.scale.is_some())] {
+            if present {
+                let kind = format!("{}{}", r.kind, capitalize(sub));
+                paths.insert(
+                    format!("{collection}/{{name}}/{sub}"),
+                    json!({
+                        "get": op("read", "get", &kind, "200"),
+                        "put": op("replace", "put", &kind, "200"),
+                        "patch": op("patch", "patch", &kind, "200"),
+                    }),
+                );
+            }
+        }
+    }
+    paths
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
 /// `/openapi/v3`: the index of group/version documents.
