@@ -430,6 +430,11 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    // Read first, whatever the answer: a client still sending its body when an error is answered
+    // (a 404 or a 405 for the URL alone) would otherwise meet a reset connection, not the Status.
+    let content_length =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let bytes = read_body(body, content_length).await;
     let t = parse_target(&shared.store, path)?;
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let render = negotiate(accept).ok_or_else(ApiError::not_acceptable)?;
@@ -458,9 +463,7 @@ where
         return Err(e);
     }
 
-    let content_length =
-        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
-    let bytes = read_body(body, content_length).await?;
+    let bytes = bytes?;
     // A delete carries its options, `dryRun` among them, in its body (kubectl and client-go do).
     if matches!(verb, "delete" | "deletecollection")
         && let Some(values) = parse_json(&bytes, verb)?.get("dryRun").and_then(Value::as_array)
