@@ -1910,9 +1910,9 @@ async fn a_negative_status_replicas_makes_the_absent_counts_too_many() {
 
 /// kube-openapi's `/openapi/v2` handler (`handler/handler.go`): every route with its operations
 /// (`operationId` as `endpoints/openapi` names them), and a 406 with no body for an `Accept` it
-/// cannot serve — the sandbox has no protobuf encoding of the document.
+/// cannot serve (neither JSON nor its protobuf encoding).
 #[tokio::test]
-async fn openapi_v2_lists_every_path_and_refuses_protobuf_only() {
+async fn openapi_v2_lists_every_path_and_refuses_what_it_cannot_serve() {
     let sb = Sandbox::new();
     let (code, _, doc) = call(&sb, Method::GET, "/openapi/v2", &[("accept", "application/json")], None).await;
     assert_eq!(code, 200);
@@ -1925,7 +1925,83 @@ async fn openapi_v2_lists_every_path_and_refuses_protobuf_only() {
         doc["paths"]["/apis/apps/v1/deployments"]["get"]["operationId"],
         "listAppsV1DeploymentForAllNamespaces"
     );
-    let pb = ("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
-    let (code, _, body) = call(&sb, Method::GET, "/openapi/v2", &[pb], None).await;
+    let yaml = ("accept", "application/yaml");
+    let (code, _, body) = call(&sb, Method::GET, "/openapi/v2", &[yaml], None).await;
     assert_eq!((code, body), (406, json!("")));
+}
+
+/// kube-openapi's `/openapi/v2` handler (`pkg/handler/handler.go`) serves kubectl's
+/// `application/com.github.proto-openapi.spec.v2@v1.0+protobuf` (deprecated, answered under the
+/// `…spec.v2.v1.0+protobuf` type) and `…spec.v2.v1.0+protobuf` alike: the JSON document parsed
+/// by gnostic (`openapi_v2.ParseDocument`) and marshalled as its `openapi.v2.Document`
+/// (`openapiv2/OpenAPIv2.proto`: swagger = 1, info = 2, paths = 8, definitions = 9).
+#[tokio::test]
+async fn openapi_v2_is_served_as_gnostics_protobuf_document() {
+    /// The (field number, length-delimited bytes) of a message's fields; other wire types skipped.
+    fn fields(mut b: &[u8]) -> Vec<(u64, Vec<u8>)> {
+        fn uvarint(b: &mut &[u8]) -> u64 {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let byte = b[0];
+                *b = &b[1..];
+                v |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte < 0x80 {
+                    return v;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let key = uvarint(&mut b);
+            match key & 7 {
+                0 => drop(uvarint(&mut b)),
+                1 => b = &b[8..],
+                2 => {
+                    let n = usize::try_from(uvarint(&mut b)).unwrap();
+                    out.push((key >> 3, b[..n].to_vec()));
+                    b = &b[n..];
+                }
+                w => panic!("wire type {w}"),
+            }
+        }
+        out
+    }
+    let field = |msg: &[(u64, Vec<u8>)], n: u64| -> Vec<Vec<u8>> {
+        msg.iter().filter(|(k, _)| *k == n).map(|(_, v)| v.clone()).collect()
+    };
+    let sb = Sandbox::new();
+    for accept in [
+        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json;q=0.5",
+    ] {
+        let req = Request::get("/openapi/v2").header("accept", accept).body(Full::new(Bytes::new())).unwrap();
+        let resp = sb.service().oneshot(req).await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{accept}");
+        let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        assert_eq!(ct, "application/com.github.proto-openapi.spec.v2.v1.0+protobuf");
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let doc = fields(&body);
+        assert_eq!(field(&doc, 1), [b"2.0".to_vec()]);
+        let info = fields(&field(&doc, 2)[0]);
+        assert_eq!(field(&info, 1), [b"Kubernetes (sandbox)".to_vec()]);
+        let definitions = fields(&field(&doc, 9)[0]);
+        let names: Vec<Vec<u8>> =
+            definitions.iter().map(|(_, named)| field(&fields(named), 1).remove(0)).collect();
+        assert!(names.contains(&b"io.k8s.api.apps.v1.Deployment".to_vec()));
+        let paths = fields(&field(&doc, 8)[0]);
+        let routes: Vec<Vec<u8>> =
+            field(&paths, 2).iter().map(|named| field(&fields(named), 1).remove(0)).collect();
+        assert!(routes.contains(&b"/api/v1/namespaces/{namespace}/configmaps".to_vec()));
+    }
+    // JSON first, or a wildcard, still gets the JSON document.
+    for accept in ["application/json, application/com.github.proto-openapi.spec.v2@v1.0+protobuf", "*/*"] {
+        let (code, ct, doc) = call(&sb, Method::GET, "/openapi/v2", &[("accept", accept)], None).await;
+        assert_eq!(
+            (code, ct.as_str(), &doc["swagger"]),
+            (200, "application/json", &json!("2.0")),
+            "{accept}"
+        );
+    }
 }

@@ -9,6 +9,7 @@
 //! | `non_resource` | the paths that name no resource, in-process and over HTTPS |
 //! | [`discovery`] | `/version`, legacy and aggregated discovery, health endpoints |
 //! | [`openapi`] | the OpenAPI v2 and v3 documents, every kind's full schema (`kubectl explain`) |
+//! | `openapi_proto` | the `/openapi/v2` document as gnostic's protobuf `Document` (what kubectl asks for) |
 //! | [`table`] | server-side printing (`as=Table`) for `kubectl get` |
 //! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
 
@@ -16,6 +17,7 @@ pub mod api;
 pub mod discovery;
 mod non_resource;
 pub mod openapi;
+mod openapi_proto;
 pub mod printer_columns;
 pub mod protobuf;
 pub mod server;

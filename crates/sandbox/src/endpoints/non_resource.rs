@@ -23,14 +23,53 @@ fn text(body: &'static str) -> Response<ResponseBody> {
         .expect("valid response")
 }
 
-/// Whether an `Accept` header takes JSON (`application/json`, a wildcard, or no header at all),
-/// clause by clause as kube-openapi negotiates (`goautoneg.ParseAccept`).
-fn accepts_json(accept: &str) -> bool {
-    accept.trim().is_empty()
-        || accept.split(',').any(|clause| {
-            let media = clause.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-            matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+/// The forms `/openapi/v2` is served in.
+#[derive(Clone, Copy)]
+enum OpenApiV2 {
+    Json,
+    Protobuf,
+}
+
+/// kube-openapi's protobuf media subtype, and the one kubectl still asks for (deprecated: it is
+/// answered with the first).
+const PROTOBUF_SUBTYPE: &str = "com.github.proto-openapi.spec.v2.v1.0+protobuf";
+const PROTOBUF_SUBTYPE_DEPRECATED: &str = "com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// What an `Accept` header gets from `/openapi/v2`, as kube-openapi's handler negotiates
+/// (`pkg/handler/handler.go`): no header is `*/*`; the clauses are taken by quality, then the more
+/// specific first (`goautoneg.ParseAccept`), and the first clause that names JSON or either
+/// protobuf subtype, or a wildcard, decides; `None` (a 406) when none does.
+fn negotiate_openapi_v2(accept: &str) -> Option<OpenApiV2> {
+    let accept = if accept.trim().is_empty() { "*/*".to_owned() } else { accept.to_ascii_lowercase() };
+    let mut clauses: Vec<(f64, u8, String, String)> = accept
+        .split(',')
+        .filter_map(|clause| {
+            let mut parts = clause.split(';');
+            let media = parts.next()?.trim();
+            let (kind, sub) = if media == "*" { ("*", "*") } else { media.split_once('/')? };
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q=").and_then(|q| q.trim().parse::<f64>().ok()))
+                .next()
+                .unwrap_or(1.0);
+            let specificity = match (kind, sub) {
+                ("*", _) => 0,
+                (_, "*") => 1,
+                _ => 2,
+            };
+            Some((q, specificity, kind.trim().to_owned(), sub.trim().to_owned()))
         })
+        .collect();
+    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    let served = [
+        ("json", OpenApiV2::Json),
+        (PROTOBUF_SUBTYPE_DEPRECATED, OpenApiV2::Protobuf),
+        (PROTOBUF_SUBTYPE, OpenApiV2::Protobuf),
+    ];
+    clauses.iter().find_map(|(_, _, kind, sub)| {
+        served.iter().find_map(|(s, form)| {
+            ((kind == "application" || kind == "*") && (sub == s || sub == "*")).then_some(*form)
+        })
+    })
 }
 
 /// The answer to a GET of a non-resource path; `None` for a resource path.
@@ -59,16 +98,22 @@ pub(crate) fn respond(shared: &Shared, parts: &http::request::Parts) -> Option<R
         ["apis", g] => found(discovery::group(&registry(), g).as_ref()),
         ["api", v] => found(discovery::resource_list(&registry(), "", v).as_ref()),
         ["apis", g, v] => found(discovery::resource_list(&registry(), g, v).as_ref()),
-        // kube-openapi's handler serves JSON or its protobuf encoding, by Accept, and answers 406
-        // with no body when no clause matches. The sandbox has no protobuf encoding of the
-        // document, so a client that accepts only protobuf gets that 406 rather than JSON it
-        // would fail to decode as protobuf.
-        ["openapi", "v2"] if !accepts_json(accept) => Response::builder()
-            .status(406)
-            .header(header::VARY, "Accept")
-            .body(Full::new(Bytes::new()).boxed_unsync())
-            .expect("valid response"),
-        ["openapi", "v2"] => ok(&openapi::openapi_v2(&registry())),
+        // kube-openapi's handler serves JSON or gnostic's protobuf encoding, by Accept, and
+        // answers 406 with no body when no clause matches.
+        ["openapi", "v2"] => match negotiate_openapi_v2(accept) {
+            Some(OpenApiV2::Json) => ok(&openapi::openapi_v2(&registry())),
+            Some(OpenApiV2::Protobuf) => Response::builder()
+                .status(200)
+                .header(header::CONTENT_TYPE, format!("application/{PROTOBUF_SUBTYPE}"))
+                .header(header::VARY, "Accept")
+                .body(Full::new(openapi::openapi_v2_protobuf(&registry())).boxed_unsync())
+                .expect("valid response"),
+            None => Response::builder()
+                .status(406)
+                .header(header::VARY, "Accept")
+                .body(Full::new(Bytes::new()).boxed_unsync())
+                .expect("valid response"),
+        },
         ["openapi", "v3"] => ok(&openapi::openapi_v3_index(&registry())),
         ["openapi", "v3", "api", v] => found(openapi::openapi_v3(&registry(), "", v).as_deref()),
         ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(&registry(), g, v).as_deref()),

@@ -21,10 +21,12 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use bytes::Bytes;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::endpoints::discovery::{GIT_VERSION, groups};
+use crate::endpoints::openapi_proto;
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
 use crate::resource::{RESOURCES, ResourceDef, Strategy};
@@ -146,6 +148,18 @@ pub fn openapi_v2(registry: &Registry) -> Cow<'static, Value> {
         p.extend(paths);
     }
     Cow::Owned(doc)
+}
+
+/// `/openapi/v2` as gnostic's `openapi.v2.Document` protobuf message (what kube-openapi's handler
+/// serves kubectl): the built-in document's bytes are encoded once; with custom kinds, the
+/// document of the moment is encoded on each call.
+#[must_use]
+pub fn openapi_v2_protobuf(registry: &Registry) -> Bytes {
+    static PROTO: OnceLock<Bytes> = OnceLock::new();
+    match openapi_v2(registry) {
+        Cow::Borrowed(doc) => PROTO.get_or_init(|| Bytes::from(openapi_proto::document(doc))).clone(),
+        Cow::Owned(doc) => Bytes::from(openapi_proto::document(&doc)),
+    }
 }
 
 /// The operations of `kinds` as the v2 document lists them (upstream's `endpoints/installer.go`
