@@ -2005,3 +2005,42 @@ async fn openapi_v2_is_served_as_gnostics_protobuf_document() {
         );
     }
 }
+
+/// Server-side apply removes what its manager stopped applying, but not a map it still sets
+/// fields under: after `kubectl apply --server-side` took over a client-side apply (kubectl's
+/// `csaupgrade` gives the manager a `"."` entry for `data` and `metadata.annotations`), a
+/// re-apply keeps both (`structured-merge-diff`'s `merge.Updater` removes only fields that left
+/// the applied set, and a map whose children are applied stays in it).
+#[tokio::test]
+async fn an_apply_keeps_the_maps_it_still_sets_fields_under() {
+    let sb = Sandbox::new();
+    let (code, _, _) =
+        post(&sb, CMS, json!({ "metadata": { "name": "web" }, "data": { "app": "web" } })).await;
+    assert_eq!(code, 201);
+    // What kubectl's migration writes: the applier owns the maps themselves too.
+    let fields = json!({ "f:data": { ".": {}, "f:app": {} }, "f:metadata": { "f:annotations": { ".": {}, "f:desired": {} } } });
+    let migrate = json!([{ "op": "replace", "path": "/metadata/managedFields", "value": [
+        { "manager": "kubectl", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": fields },
+    ] }]);
+    let (code, _, _, v) = call_with_headers(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/web"),
+        &[("content-type", "application/json-patch+json")],
+        Some(migrate),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    let applied = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "web", "annotations": { "desired": "4" } }, "data": { "app": "web" } });
+    let (code, _, cm) = call(
+        &sb,
+        Method::PATCH,
+        &format!("{CMS}/web?fieldManager=kubectl&force=true"),
+        &[("content-type", "application/apply-patch+yaml")],
+        Some(applied),
+    )
+    .await;
+    assert_eq!(code, 200, "{cm}");
+    assert_eq!(cm["data"], json!({ "app": "web" }), "{cm}");
+    assert_eq!(cm["metadata"]["annotations"], json!({ "desired": "4" }), "{cm}");
+}

@@ -54,7 +54,12 @@ pub(super) fn server_side_apply(
     } else {
         patch::strategic_merge(&mut merged, applied)?;
     }
-    for gone in previous.difference(&paths).filter(|p| !others.contains(*p)) {
+    // A field the manager no longer applies goes, unless another manager owns it — or it is a
+    // map or struct (a `"."` entry) the configuration still sets fields under.
+    let still_applied = |parent: &str| {
+        paths.iter().any(|p| p.strip_prefix(parent).is_some_and(|rest| rest.starts_with([patch::SEP, '['])))
+    };
+    for gone in previous.difference(&paths).filter(|p| !others.contains(*p) && !still_applied(p)) {
         patch::remove_path(&mut merged, gone);
         // A map the removal left empty goes too: upstream's object is typed again after the
         // merge, and an empty map (`labels`, `data`, …) is `omitempty`.
