@@ -6,7 +6,6 @@
 //! controller and its kinds is here. Every bad input ends in one line naming the problem and a
 //! non-zero exit, including a cluster without the Foo CRD.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,11 +13,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use coordination::Membership;
 use counter_controller::Scope;
-use counter_controller::cli::{
-    ElectionArgs, LogFormat, parse_addr, parse_duration, parse_workers, shutdown_signal,
-};
+use counter_controller::cli::{LogFormat, shutdown_signal};
 use counter_controller::client::{self, Source};
-use counter_controller::events::{EventConfig, EventsMode};
+use counter_controller::events::EventConfig;
 use counter_controller::metrics::RestClientMetrics;
 use counter_controller::ops::{self, Probe, Probes};
 use k8s_openapi::api::core::v1::Namespace;
@@ -42,13 +39,13 @@ pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
-    run: RunArgs,
+    run: SampleArgs,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controller against a cluster (the default).
-    Run(RunArgs),
+    Run(SampleArgs),
     /// Start the embedded API server with the Foo CRD, run the controller on it; `--demo` plays
     /// the walkthrough.
     Sandbox(sandbox::SandboxArgs),
@@ -56,41 +53,15 @@ enum Command {
 
 /// Flags of `run`.
 #[derive(Debug, Args, Clone)]
-// The counter's leader-election flags, with this controller's Lease and ring names.
+// The shared flags, with this controller's Lease and ring names.
 #[command(
     mut_arg("leader_elect_resource_name", |a| a.default_value(CONTROLLER_NAME)),
     mut_arg("sharding_ring", |a| a.default_value(CONTROLLER_NAME))
 )]
-pub struct RunArgs {
-    /// Kubeconfig file; else $KUBECONFIG (empty counts as unset), ~/.kube/config, or the
-    /// in-cluster service account.
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Namespace to watch.
-    #[arg(long, short = 'n', default_value = "default", conflicts_with = "all_namespaces")]
-    pub namespace: String,
-    /// Watch every namespace.
-    #[arg(long, short = 'A')]
-    pub all_namespaces: bool,
-    /// Concurrent syncs (at least 1).
-    #[arg(long, default_value_t = 2, value_parser = parse_workers)]
-    pub workers: usize,
-    /// The Foo informer's resync period, e.g. 30s, 5m; 0 disables it.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub resync: Duration,
-    /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
-    pub log_format: LogFormat,
-    /// Serve /metrics, /healthz and /readyz on this address (`:8080` or `127.0.0.1:8080`); off
-    /// by default.
-    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
-    pub metrics_addr: Option<std::net::SocketAddr>,
-    /// Which Events to publish: all, warnings, none.
-    #[arg(long, value_enum, default_value_t = EventsMode::All)]
-    pub events: EventsMode,
-    /// Leader election and sharding.
+pub struct SampleArgs {
+    /// The counter-controller's `run` flags, which every controller of these parts shares.
     #[command(flatten)]
-    pub election: ElectionArgs,
+    pub common: counter_controller::cli::RunArgs,
 }
 
 /// Fails fast, with one clear line, when the server cannot be reached, the namespace is missing
@@ -133,7 +104,8 @@ pub async fn preflight(client: &Client, scope: &Scope) -> anyhow::Result<()> {
 /// # Errors
 ///
 /// Configuration, connection, namespace or CRD problems, as one line.
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+pub async fn run(args: SampleArgs) -> anyhow::Result<()> {
+    let args = args.common;
     let scope = if args.all_namespaces { Scope::All } else { Scope::Namespace(args.namespace.clone()) };
     let identity = election::new_identity();
     let election_config = args.election.config(&scope, &identity)?;
@@ -208,9 +180,9 @@ impl Cli {
     #[must_use]
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
-            Some(Command::Run(args)) => args.log_format,
+            Some(Command::Run(args)) => args.common.log_format,
             Some(Command::Sandbox(args)) => args.log_format,
-            None => self.run.log_format,
+            None => self.run.common.log_format,
         }
     }
 

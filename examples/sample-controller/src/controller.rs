@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 pub use coordination::Coordination;
 use coordination::{Coordinator, Reconcile, Settings, Watched};
 use counter_controller::Scope;
-use counter_controller::events::{EventConfig, EventRecorder};
+use counter_controller::events::EventRecorder;
 use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -55,32 +55,9 @@ pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// moment later than the Deployment informer's, when a sync would recreate the Deployment.
 pub const DELETED_SYNC_DELAY: Duration = Duration::from_secs(1);
 
-/// Controller settings.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Namespaces to watch.
-    pub scope: Scope,
-    /// Concurrent reconciles.
-    pub workers: usize,
-    /// The Foo informer's resync period (upstream's 30 s); zero disables it.
-    pub resync: Duration,
-    /// This replica's identity, reported as the Events' `reportingInstance`.
-    pub identity: String,
-    /// Which Events, and their budgets.
-    pub events: EventConfig,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            scope: Scope::Namespace("default".into()),
-            workers: 2,
-            resync: Duration::from_secs(30),
-            identity: election::hostname(),
-            events: EventConfig::default(),
-        }
-    }
-}
+/// Controller settings: those of every controller of these parts (its resync is the Foo
+/// informer's).
+pub use counter_controller::Options;
 
 /// A sync that did not converge; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
