@@ -93,9 +93,9 @@ impl Registry {
                 versions.push(r.version);
             }
         }
-        let mut ordered: Vec<String> = versions.iter().map(|v| (*v).to_owned()).collect();
-        crate::kinds::crd::version_priority_sort(&mut ordered);
-        ordered.iter().filter_map(|v| versions.iter().find(|x| *x == v).copied()).collect()
+        // `Greater` means "comes first".
+        versions.sort_by(|a, b| crate::kinds::crd::compare_kube_aware_versions(b, a));
+        versions
     }
 
     /// Every named group (not the core group), in the order first served.
