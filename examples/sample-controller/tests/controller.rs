@@ -263,13 +263,23 @@ fn client_as(sb: &Sandbox, agent: &str, fence: Option<election::Fence>) -> Clien
 /// One replica with leader election (lease 3 s, renew 2 s, retry 0.5 s), as `run --leader-elect`
 /// assembles it: an unfenced client for the Lease, a fenced one for the controller.
 fn replica(sb: &Sandbox, name: &str) -> Running {
+    member(sb, name, false)
+}
+
+/// One replica of `run --leader-elect` (or, `sharded`, of `run --sharding`), with short
+/// durations (lease 3 s, renew 2 s, retry 0.5 s).
+fn member(sb: &Sandbox, name: &str, sharded: bool) -> Running {
     let mut registry = prometheus_client::registry::Registry::default();
     let mut config = ElectionConfig::new("default", "sample-controller", name);
     config.lease_duration = Duration::from_secs(3);
     config.renew_deadline = Duration::from_secs(2);
     config.retry_period = Duration::from_millis(500);
-    let membership =
-        Membership::elected(client_as(sb, &format!("{name}/lease"), None), config, &mut registry).unwrap();
+    let lease_client = client_as(sb, &format!("{name}/lease"), None);
+    let membership = if sharded {
+        Membership::sharded(lease_client, "sample-controller", election::ring::Keying::Name, config).unwrap()
+    } else {
+        Membership::elected(lease_client, config, &mut registry).unwrap()
+    };
     let client = client_as(sb, name, membership.fence());
     let options = Options { identity: name.into(), ..Options::default() };
     let controller = Controller::new(client, options, &mut registry);
@@ -323,5 +333,54 @@ async fn with_two_replicas_only_the_leader_writes_and_the_follower_takes_over() 
     deployment_with(&deploys, "test-deploy", 3).await;
     available(&foos, "test", 3).await;
     assert!(writes_by(&sb, "replica-b").iter().any(|r| r.resource == "deployments"));
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_replicas_share_the_foos_and_each_deployment_is_created_once() {
+    let sb = sandbox_with_crd().await;
+    let (a, b) = (member(&sb, "shard-a", true), member(&sb, "shard-b", true));
+    // Settled: both shard Leases say they drained for the same member set (each member's own
+    // set holds itself, so the same set is the set of both).
+    let leases: Api<Lease> = Api::default_namespaced(sb.client());
+    eventually("both members drained for the same set", || async {
+        let drained: Vec<String> = leases
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .filter_map(|l| l.annotations().get(election::shard::DRAINED_ANNOTATION).cloned())
+            .filter(|d| d.bytes().any(|c| c != b'0'))
+            .collect();
+        (drained.len() == 2 && drained[0] == drained[1]).then_some(())
+    })
+    .await;
+    let foos: Api<Foo> = Api::default_namespaced(sb.client());
+    let deploys: Api<Deployment> = Api::default_namespaced(sb.client());
+    const N: usize = 20;
+    for i in 0..N {
+        foos.create(&PostParams::default(), &new_foo(&format!("foo-{i}"), &format!("deploy-{i}"), 2))
+            .await
+            .unwrap();
+    }
+    for i in 0..N {
+        deployment_with(&deploys, &format!("deploy-{i}"), 2).await;
+    }
+    // Every Deployment was created by one replica, once; and both replicas had keys of their own.
+    let creates: Vec<_> = sb
+        .requests()
+        .all()
+        .into_iter()
+        .filter(|r| r.verb == "create" && r.resource == "deployments")
+        .collect();
+    let mut names: Vec<&str> = creates.iter().map(|r| r.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!((names.len(), creates.len()), (N, N), "{creates:?}");
+    for shard in ["shard-a", "shard-b"] {
+        assert!(creates.iter().any(|r| r.user_agent == shard), "{shard} created none: {creates:?}");
+    }
+    a.stop().await;
     b.stop().await;
 }
