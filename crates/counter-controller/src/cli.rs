@@ -363,15 +363,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
         let c = Arc::clone(&controller);
-        let ready: crate::ops::Probe =
-            Arc::new(
-                move || if c.has_synced() { Ok(()) } else { Err("informer caches have not synced".into()) },
-            );
-        let live: crate::ops::Probe = match election_handle.clone() {
-            Some(h) => Arc::new(move || h.check_health()),
-            None => Probes::passing().live,
-        };
-        let bound = crate::ops::serve(addr, Arc::new(registry), Probes { live, ready }, stop.clone())
+        let probes = Probes::of_controller(move || c.has_synced(), election_handle.clone());
+        let bound = crate::ops::serve(addr, Arc::new(registry), probes, stop.clone())
             .await
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         tracing::info!(%bound, "serving /metrics, /healthz and /readyz");

@@ -37,6 +37,22 @@ impl Probes {
     pub fn passing() -> Self {
         Self { live: Arc::new(|| Ok(())), ready: Arc::new(|| Ok(())) }
     }
+
+    /// A controller's probes: ready once `synced` says its caches have synced; live while its
+    /// `election` (when it has one) is healthy — a leader whose renews stopped is not.
+    #[must_use]
+    pub fn of_controller(
+        synced: impl Fn() -> bool + Send + Sync + 'static,
+        election: Option<election::ElectionHandle>,
+    ) -> Self {
+        let ready: Probe =
+            Arc::new(move || if synced() { Ok(()) } else { Err("informer caches have not synced".into()) });
+        let live: Probe = match election {
+            Some(h) => Arc::new(move || h.check_health()),
+            None => Self::passing().live,
+        };
+        Self { live, ready }
+    }
 }
 
 fn reply(code: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {

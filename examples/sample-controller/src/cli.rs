@@ -17,7 +17,7 @@ use counter_controller::cli::{LogFormat, shutdown_signal};
 use counter_controller::client::{self, Source};
 use counter_controller::events::EventConfig;
 use counter_controller::metrics::RestClientMetrics;
-use counter_controller::ops::{self, Probe, Probes};
+use counter_controller::ops::{self, Probes};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, ListParams};
@@ -156,15 +156,8 @@ pub async fn run(args: SampleArgs) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {
         let c = Arc::clone(&controller);
-        let ready: Probe =
-            Arc::new(
-                move || if c.has_synced() { Ok(()) } else { Err("informer caches have not synced".into()) },
-            );
-        let live: Probe = match election {
-            Some(h) => Arc::new(move || h.check_health()),
-            None => Probes::passing().live,
-        };
-        let bound = ops::serve(addr, Arc::new(registry), Probes { live, ready }, stop.clone())
+        let probes = Probes::of_controller(move || c.has_synced(), election);
+        let bound = ops::serve(addr, Arc::new(registry), probes, stop.clone())
             .await
             .with_context(|| format!("cannot serve metrics on {addr}"))?;
         tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
