@@ -15,15 +15,17 @@
 //!   [`coordination`] part's: this controller gives it its informers, its queue and [`sync`]
 //!   (`Controller::sync`), and every write goes through the client's fence.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use coordination::Coordination;
 use coordination::{Coordinator, Reconcile, Settings, Watched};
 use election::Leadership;
-use informer::{Config as InformerConfig, Deleted, EventHandler, Informer, Lister, ObjectKey};
+use informer::{
+    Config as InformerConfig, Deleted, EventHandler, Expect, Expectations, Informer, Lister, ObjectKey,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{EventType, Reporter};
@@ -43,9 +45,6 @@ use crate::events::{EventConfig, EventRecorder};
 pub const CONTROLLER_NAME: &str = "counter-controller";
 /// The image of the Deployments it creates.
 pub const IMAGE: &str = "nginx:1.27";
-/// How long a create waits to be seen by the Deployment informer before it may be tried again
-/// (client-go's `ExpectationsTimeout`).
-pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// Which namespaces the controller watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,44 +143,6 @@ pub struct Controller {
     /// Runs the informers and the workers, alone, elected or sharded.
     coordinator: Arc<Coordinator>,
     options: Options,
-}
-
-/// Writes of ours the Deployment cache has not shown yet (client-go's "expectations"). Until the
-/// watch delivers a create, the cache still says "missing", and until it delivers a delete, it
-/// still shows the Deployment: a second reconcile in that window must wait rather than create
-/// again (and misread its own Deployment's AlreadyExists as someone else's) or delete again (a
-/// 404 for nothing).
-#[derive(Clone, Default)]
-struct Expectations(Arc<parking_lot::Mutex<HashMap<ObjectKey, (Expect, Instant)>>>);
-
-/// What a key waits for the cache to show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expect {
-    Created,
-    Deleted,
-}
-
-impl Expectations {
-    fn expect(&self, key: &ObjectKey, what: Expect) {
-        self.0.lock().insert(key.clone(), (what, Instant::now()));
-    }
-
-    /// The cache shows the Deployment: a create is settled (a delete is not, until it is gone).
-    fn seen(&self, key: &ObjectKey) {
-        let mut m = self.0.lock();
-        if m.get(key).is_some_and(|(e, _)| *e == Expect::Created) {
-            m.remove(key);
-        }
-    }
-
-    /// The cache shows the Deployment gone.
-    fn gone(&self, key: &ObjectKey) {
-        self.0.lock().remove(key);
-    }
-
-    fn pending(&self, key: &ObjectKey, what: Expect) -> bool {
-        self.0.lock().get(key).is_some_and(|(e, at)| *e == what && at.elapsed() < EXPECTATION_TIMEOUT)
-    }
 }
 
 impl Controller {

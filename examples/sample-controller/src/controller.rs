@@ -10,16 +10,18 @@
 //! * Who may work — alone, the leader only, or each replica on its shard of the keys — is the
 //!   [`coordination`] part's; every write goes through the client's fence.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub use coordination::Coordination;
 use coordination::{Coordinator, Reconcile, Settings, Watched};
 use counter_controller::Scope;
 use counter_controller::events::EventRecorder;
-use informer::{Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Informer, Lister, ObjectKey};
+use informer::{
+    Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Expect, Expectations, Informer, Lister,
+    ObjectKey,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{EventType, Reporter};
@@ -47,9 +49,6 @@ pub const ERR_RESOURCE_EXISTS: &str = "ErrResourceExists";
 pub const MESSAGE_RESOURCE_SYNCED: &str = "Foo synced successfully";
 /// The image of the Deployments it creates, as upstream's.
 pub const IMAGE: &str = "nginx:latest";
-/// How long a create waits to be seen by the Deployment informer before it may be tried again
-/// (client-go's `ExpectationsTimeout`).
-pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// How long after a Deployment of a Foo is deleted its Foo is synced: the garbage collector
 /// deletes it right after the Foo, and the Foo informer's watch may deliver the Foo's delete a
 /// moment later than the Deployment informer's, when a sync would recreate the Deployment.
@@ -96,7 +95,7 @@ pub struct Controller {
     deployments: Informer<Deployment>,
     foo_lister: Lister<Foo>,
     deploy_lister: Lister<Deployment>,
-    created: Created,
+    created: Expectations,
     events: EventRecorder,
     /// Runs the informers and the workers, alone, elected or sharded.
     coordinator: Arc<Coordinator>,
@@ -143,7 +142,7 @@ impl Controller {
         foos.add_handler(Arc::new(EnqueueKey::new(move |key| {
             q.add(key);
         })));
-        let created = Created::default();
+        let created = Expectations::default();
         deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), created: created.clone() }));
 
         let coordinator = Coordinator::new(
@@ -224,7 +223,7 @@ impl Controller {
         let deployment_key = ObjectKey::new(ns, name);
         let deployment = match self.deploy_lister.get(&deployment_key) {
             Some(d) => d,
-            None if self.created.pending(&deployment_key) => {
+            None if self.created.pending(&deployment_key, Expect::Created) => {
                 // Its add enqueues this Foo again.
                 tracing::debug!(%key, "waiting for the informer to show the Deployment just created");
                 return Ok(());
@@ -238,7 +237,7 @@ impl Controller {
                     // Someone's Deployment the cache has not shown yet (or, sharded, keeps out):
                     // retried, and then judged from the cache.
                     .map_err(api_err("create Deployment"))?;
-                self.created.expect(deployment_key);
+                self.created.expect(&deployment_key, Expect::Created);
                 tracing::info!(%key, deployment = name, replicas = foo.spec.replicas, "created Deployment");
                 Arc::new(created)
             }
@@ -326,35 +325,11 @@ fn owner_key(d: &Deployment) -> ObjectKey {
     ObjectKey::new(ns, &owner(d).map_or_else(|| d.name_any(), |r| r.name.clone()))
 }
 
-/// Deployments this controller created that the Deployment cache has not shown yet (client-go's
-/// expectations): until the watch delivers a create, the cache still says "missing", and a sync
-/// in that window must wait, not create again (and get 409 AlreadyExists for its own Deployment).
-#[derive(Clone, Default)]
-struct Created(Arc<Mutex<HashMap<ObjectKey, Instant>>>);
-
-impl Created {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<ObjectKey, Instant>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn expect(&self, deployment: ObjectKey) {
-        self.map().insert(deployment, Instant::now());
-    }
-
-    fn seen(&self, deployment: &ObjectKey) {
-        self.map().remove(deployment);
-    }
-
-    fn pending(&self, deployment: &ObjectKey) -> bool {
-        self.map().get(deployment).is_some_and(|at| at.elapsed() < EXPECTATION_TIMEOUT)
-    }
-}
-
 /// Deployment events enqueue the Foo that controls the Deployment (upstream's `handleObject`),
 /// and settle the creates the cache now shows.
 struct EnqueueOwner {
     queue: RateLimitingQueue<ObjectKey>,
-    created: Created,
+    created: Expectations,
 }
 
 impl EnqueueOwner {
