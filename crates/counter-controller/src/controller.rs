@@ -12,8 +12,8 @@
 //!   Deployment update that changed nothing the decision reads (a status write as pods become
 //!   ready) enqueues nothing.
 //! * Who may work — alone, the leader only, or each replica on its shard of the keys — is the
-//!   [`coordination`] part's: this controller gives it its informers, its queue and [`sync`]
-//!   (`Controller::sync`), and every write goes through the client's fence.
+//!   [`coordination`] part's: this controller gives it its informers, its queue and
+//!   [`Controller::sync`], and every write goes through the client's fence.
 
 use std::collections::HashSet;
 use std::future::Future;

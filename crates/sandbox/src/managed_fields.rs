@@ -13,7 +13,7 @@
 //! generation, …) belong to nobody; status belongs to status writers only, for kinds with a
 //! status subresource. An Update owns the leaf fields it set and, as structured-merge-diff's
 //! comparison finds them, the maps, keyed list items and optional structs it added as a whole
-//! (`"."` in `FieldsV1`: `{"f:data":{".":{},"f:k":{}}}`; see [`is_member`]).
+//! (`"."` in `FieldsV1`: `{"f:data":{".":{},"f:k":{}}}`; see `is_member`).
 
 use std::collections::BTreeSet;
 

@@ -1,5 +1,5 @@
 //! The registry: every resource served right now — the built-in kinds of
-//! [`RESOURCES`](crate::resource::RESOURCES), and the versions that established
+//! [`RESOURCES`], and the versions that established
 //! CustomResourceDefinitions serve, added and removed as the CRDs change (upstream's
 //! apiextensions-apiserver swaps its `crdHandler`'s storage map the same way).
 //!

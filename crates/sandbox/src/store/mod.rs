@@ -20,7 +20,7 @@ mod deletion;
 mod storage;
 
 use apply::server_side_apply;
-pub use deletion::NAMESPACE_CLEANUP_DELAY;
+pub use deletion::{DANGLING_OWNER_DELAY, NAMESPACE_CLEANUP_DELAY};
 pub use storage::{Change, ChangeType, HISTORY_FLOOR, Key};
 use storage::{State, key_of};
 
