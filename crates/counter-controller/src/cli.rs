@@ -337,6 +337,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     let mut registry = prometheus_client::registry::Registry::default();
     let rest = RestClientMetrics::register(&mut registry);
+    crate::process::ProcessMetrics::register(&mut registry);
     // The elector (or shard member) talks through its own, unfenced client: it must write while
     // acquiring.
     let membership = match election_config {

@@ -15,6 +15,7 @@
 //! | [`events`] | Events published off the reconcile path, as client-go's recorder does |
 //! | [`metrics`] | `rest_client_requests_total` (the reconciles' metrics are the coordination crate's) |
 //! | [`ops`] | the operations endpoint: `/metrics`, `/healthz`, `/readyz` |
+//! | [`process`] | the process's CPU, memory, threads and file descriptors, read at each scrape |
 //! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
 
 pub mod annotation;
@@ -27,5 +28,6 @@ pub mod embedded;
 pub mod events;
 pub mod metrics;
 pub mod ops;
+pub mod process;
 
 pub use controller::{Controller, Options, Scope};

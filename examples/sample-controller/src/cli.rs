@@ -120,6 +120,7 @@ pub async fn run(args: SampleArgs) -> anyhow::Result<()> {
     }
     let mut registry = prometheus_client::registry::Registry::default();
     let rest = RestClientMetrics::register(&mut registry);
+    counter_controller::process::ProcessMetrics::register(&mut registry);
     // The elector (or shard member) talks through its own, unfenced client: it must write while
     // acquiring.
     let membership = match election_config {
