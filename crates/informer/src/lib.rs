@@ -11,6 +11,68 @@
 //! | [`cache`] | the cache and its [`Lister`] with a namespace index |
 //! | [`handler`] | [`EventHandler`], [`Deleted`] tombstones, the [`EnqueueKey`] adapter |
 //! | [`key`] | [`ObjectKey`]: `namespace/name` keys |
+//!
+//! # Example
+//!
+//! An informer over the ConfigMaps of one namespace, a handler that only names the work, and a
+//! read from the cache once it has synced. The `sandbox` crate of this crate's workspace (an
+//! in-memory API server) stands in for a cluster; against a real one the `Api` comes from
+//! `kube::Client::try_default()`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use informer::{Config, EnqueueKey, Informer, ObjectKey};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, PostParams};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kube::Error> {
+//! let sandbox = sandbox::Sandbox::new();
+//! let api: Api<ConfigMap> = Api::namespaced(sandbox.client(), "default");
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("web".into());
+//! api.create(&PostParams::default(), &cm).await?;
+//!
+//! let informer = Informer::new(api, Config::default());
+//! let (work, mut named) = tokio::sync::mpsc::unbounded_channel();
+//! informer.add_handler(Arc::new(EnqueueKey::new(move |key: ObjectKey| {
+//!     let _ = work.send(key); // a controller adds the key to its workqueue
+//! })));
+//!
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let running = tokio::spawn({
+//!     let informer = informer.clone();
+//!     async move { informer.run(stopped).await }
+//! });
+//! assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+//!
+//! let key = ObjectKey::new("default", "web");
+//! assert_eq!(named.recv().await, Some(key.clone()));
+//! let cached = informer.lister().get(&key).expect("synced: the cache has it");
+//! assert_eq!(cached.metadata.name.as_deref(), Some("web"));
+//!
+//! let _ = stop.send(());
+//! running.await.expect("the informer stops when asked");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Warning
+//!
+//! * **An unsynced cache is not an answer.** Until [`Informer::has_synced`] is true, an object
+//!   missing from the [`Lister`] may well exist. A controller that acts on absence (deletes what
+//!   it does not find) must wait for every cache it reads with
+//!   [`Informer::wait_for_cache_sync`] before its first reconcile.
+//! * **Cached objects are shared.** The lister hands out the cache's own `Arc<K>`; to change an
+//!   object, clone it and write the copy to the API server — the cache follows through the watch.
+//! * **Handlers are on the informer's path.** They run one at a time, in order, under the
+//!   informer's dispatch lock: a handler that blocks or calls the API delays every later
+//!   notification, and one that calls [`Informer::add_handler`] deadlocks. Name the work and
+//!   return.
+//! * **A tombstone may be stale.** [`Deleted::FinalStateUnknown`] carries the last state the cache
+//!   had, not the object's state when it was deleted.
 
 pub mod cache;
 pub mod expectations;
