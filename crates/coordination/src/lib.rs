@@ -29,39 +29,86 @@
 //! | [`source`] | [`Source`]: an informer as the coordinator drives it; [`Watched`] |
 //! | [`metrics`] | controller-runtime's reconcile metrics and the shard metrics |
 //!
-//! ```no_run
-//! # use std::sync::Arc;
-//! # use coordination::{Coordination, Coordinator, Reconcile, Watched};
-//! # use informer::{Config, Informer, ObjectKey};
-//! # use k8s_openapi::api::core::v1::ConfigMap;
-//! # use kube::Api;
-//! # use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
-//! struct Noop;
-//! impl Reconcile for Noop {
-//!     type Error = std::io::Error;
+//! # Example
+//!
+//! One controller working alone: an informer whose handler only enqueues, the queue, and a
+//! reconcile the coordinator's workers call once the cache has synced. The `sandbox` crate of
+//! this crate's workspace (an in-memory API server) stands in for a cluster.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use coordination::{Coordination, Coordinator, Reconcile, Settings, Watched};
+//! use informer::{Config, EnqueueKey, Informer, ObjectKey};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kube::api::{Api, PostParams};
+//! use tokio::sync::{mpsc, oneshot};
+//! use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
+//!
+//! /// The controller's reconcile; this one only reports the key it was given.
+//! struct Report(mpsc::UnboundedSender<ObjectKey>);
+//!
+//! impl Reconcile for Report {
+//!     type Error = std::convert::Infallible;
 //!     async fn reconcile(&self, key: &ObjectKey) -> Result<(), Self::Error> {
-//!         println!("reconciling {key}");
+//!         let _ = self.0.send(key.clone());
 //!         Ok(())
 //!     }
 //! }
-//! # async fn demo(client: kube::Client) {
-//! let mut registry = prometheus_client::registry::Registry::default();
-//! let informer = Informer::new(Api::<ConfigMap>::default_namespaced(client), Config::default());
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kube::Error> {
+//! let sandbox = sandbox::Sandbox::new();
+//! let api: Api<ConfigMap> = Api::default_namespaced(sandbox.client());
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("web".into());
+//! api.create(&PostParams::default(), &cm).await?;
+//!
+//! let informer = Informer::new(api, Config::default());
 //! let queue = RateLimitingQueue::new(default_controller_rate_limiter());
 //! let q = queue.clone();
-//! informer.add_handler(Arc::new(informer::EnqueueKey::new(move |key| {
+//! informer.add_handler(Arc::new(EnqueueKey::new(move |key| {
 //!     q.add(key);
 //! })));
+//! let mut registry = prometheus_client::registry::Registry::default();
 //! let coordinator = Coordinator::new(
 //!     queue,
 //!     vec![Watched::source(informer, "ConfigMap", ObjectKey::of)],
-//!     coordination::Settings::new("noop", 2, "noop"),
+//!     Settings::new("example", 2, "replica-1"),
 //!     &mut registry,
 //! );
-//! let shutdown = std::future::pending::<()>(); // a signal, in a real controller
-//! coordinator.run(Arc::new(Noop), Coordination::Alone, shutdown).await;
+//!
+//! let (report, mut reconciled) = mpsc::unbounded_channel();
+//! let (stop, stopped) = oneshot::channel::<()>(); // a signal, in a real controller
+//! let running = tokio::spawn(async move {
+//!     coordinator.run(Arc::new(Report(report)), Coordination::Alone, stopped).await
+//! });
+//! assert_eq!(reconciled.recv().await, Some(ObjectKey::new("default", "web")));
+//!
+//! let _ = stop.send(());
+//! assert!(running.await.expect("in-flight reconciles finish, then it returns")); // had synced
+//! # Ok(())
 //! # }
 //! ```
+//!
+//! With leader election or sharding, [`Membership`] makes the elector or shard member, gives the
+//! fence the controller's client must carry, and runs the coordinator with the matching
+//! [`Coordination`], releasing the Lease only after the last reconcile.
+//!
+//! ## Warning
+//!
+//! * **Fence the controller's client.** The coordinator stops workers when this replica stops
+//!   leading (or owning a key), but a write already under way is held back only by the fence:
+//!   the client the reconcile writes through must carry [`Membership::fence`] as an
+//!   [`election::FenceLayer`].
+//! * **Say which errors are the fence's.** Implement [`Reconcile::is_fenced`] (usually with
+//!   [`election::is_fenced`]); otherwise every write withheld after a lost Lease is logged as a
+//!   warning and counted as a reconcile error, which is what alerts watch.
+//! * **The first source is the primary kind**: the one whose keys the workqueue holds and the
+//!   shard metrics count. Every source's `key_of` must map its objects to those keys (an owned
+//!   Deployment to its owner's key).
+//! * **Enqueue into the queue the coordinator runs.** The coordinator takes keys from the
+//!   queue it was given; handlers that add to another queue reconcile nothing.
 
 pub mod coordinator;
 mod elected;
