@@ -50,6 +50,19 @@
 //! }
 //! # }
 //! ```
+//!
+//! ## Warning
+//!
+//! * **Forget on success.** [`RateLimitingQueue::forget`] is what resets a key's backoff; a
+//!   worker that never calls it makes the key's next failure wait as long as if every earlier
+//!   failure had been in a row (up to 1000 s with the default limiter).
+//! * **Let the [`Item`] drop.** The key stays held while its item lives: a worker stuck on an
+//!   await, or an item passed to `std::mem::forget`, keeps the key from ever being handed out
+//!   again, and later adds of it wait behind it.
+//! * **After shutdown, adds are refused.** [`Queue::add`] and the layers above it return `false`
+//!   once [`Queue::shut_down`] has been called; keys already queued are still handed out.
+//! * **Metrics need a runtime.** A queue with a name and a metrics provider starts a task that
+//!   refreshes the unfinished-work gauges, so it must be made inside a Tokio runtime.
 
 pub mod delay;
 pub mod limiter;
