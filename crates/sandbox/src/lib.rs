@@ -65,6 +65,21 @@
 //! kube-runtime's own `Controller` runs against it too (`tests/kube_runtime.rs`), and over HTTPS
 //! ([`Sandbox::serve`]) kubectl or any client can `kubectl apply` CRDs and their objects.
 //!
+//! ## Warning
+//!
+//! * **Passing here is not passing on a cluster.** The sandbox enforces no RBAC, calls no
+//!   admission or conversion webhooks, evaluates no CEL rules and runs no pods: a controller
+//!   missing a permission, or whose objects a webhook would refuse, passes here and fails there.
+//! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
+//!   on a loopback address.
+//! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the simulated rollouts' task, and
+//!   panics outside a runtime. Nothing is persisted: the objects live in memory, shared by the
+//!   sandbox's clones.
+//! * **Watch history is bounded, as upstream's.** Each resource keeps the changes of the last
+//!   75 s (at least 100 of them; [`StoreConfig::history_window`]); a watch resumed from an older
+//!   version gets 410 Gone and the client must relist, as against a real API server.
+//!   [`Faults`] can force a 410 when a test wants one.
+//!
 //! | module | what it is |
 //! |---|---|
 //! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |

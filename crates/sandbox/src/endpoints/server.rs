@@ -10,7 +10,9 @@
 //! for `localhost`, `127.0.0.1` and the listen address; the CA goes into the kubeconfig
 //! (`certificate-authority-data`), so clients verify the server like any cluster.
 //!
-//! Protobuf is never spoken: a client that asks for it gets JSON, as a server may answer.
+//! Objects are never answered in protobuf: a client that asks for it gets JSON, as a server may
+//! answer. (Protobuf request bodies of a few kinds and the protobuf OpenAPI v2 document are read
+//! and served: see [`endpoints`](crate::endpoints).)
 
 use std::io;
 use std::net::SocketAddr;
@@ -114,7 +116,7 @@ impl HttpServer {
 }
 
 impl Sandbox {
-    /// Serves the sandbox over HTTP on `addr` (port 0 picks a free one) with `token`.
+    /// Serves the sandbox over HTTPS on `addr` (port 0 picks a free one) with `token`.
     ///
     /// # Errors
     ///
