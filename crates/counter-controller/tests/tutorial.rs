@@ -161,29 +161,18 @@ impl Doc {
         let m: Vec<char> = masked.chars().collect();
         let mut k = 0;
         while k < m.len() {
-            if m[k] == '[' {
-                if let Some(close) = m[k..].iter().position(|&c| c == ']').map(|p| k + p) {
-                    if m.get(close + 1) == Some(&'(') {
-                        if let Some(end) = m[close..].iter().position(|&c| c == ')').map(|p| close + p) {
-                            let text: String = m[k + 1..close].iter().collect();
-                            let target: String = m[close + 2..end].iter().collect();
-                            let code = placeholder(&text).map(|p| codes[p].clone());
-                            let mut t = text.as_str();
-                            while let Some(start) = t.find('\u{e000}') {
-                                let stop = t[start..].find('\u{e001}').map_or(t.len(), |e| start + e);
-                                if let Some(p) = placeholder(&t[start..stop + '\u{e001}'.len_utf8()]) {
-                                    in_link.insert(p);
-                                }
-                                t = &t[(stop + '\u{e001}'.len_utf8()).min(t.len())..];
-                            }
-                            self.links.push(Link { line: n, target, code });
-                            k = end + 1;
-                            continue;
-                        }
-                    }
+            let Some((text, target, end)) = link_at(&m, k) else {
+                k += 1;
+                continue;
+            };
+            let code = placeholder(&text).map(|p| codes[p].clone());
+            for piece in text.split('\u{e000}').skip(1) {
+                if let Some(p) = piece.split('\u{e001}').next().and_then(|d| d.parse::<usize>().ok()) {
+                    in_link.insert(p);
                 }
             }
-            k += 1;
+            self.links.push(Link { line: n, target, code });
+            k = end + 1;
         }
         for (p, code) in codes.into_iter().enumerate() {
             if !in_link.contains(&p) {
@@ -216,6 +205,19 @@ impl Doc {
             })
             .collect()
     }
+}
+
+/// The link `[text](target)` starting at `k`, and where it ends.
+fn link_at(m: &[char], k: usize) -> Option<(String, String, usize)> {
+    if m[k] != '[' {
+        return None;
+    }
+    let close = k + m[k..].iter().position(|&c| c == ']')?;
+    if m.get(close + 1) != Some(&'(') {
+        return None;
+    }
+    let end = close + m[close..].iter().position(|&c| c == ')')?;
+    Some((m[k + 1..close].iter().collect(), m[close + 2..end].iter().collect(), end))
 }
 
 fn all_docs() -> Vec<Doc> {
@@ -408,7 +410,7 @@ fn commands(words: &[String]) -> Vec<&[String]> {
 /// counter-controller … -- ARGS`, or the binary (by any path) itself. `strict` when the command
 /// is certainly a command (a shell block); a code span starting with the name may be a log line.
 fn our_args(command: &[String], strict: bool) -> Option<Vec<String>> {
-    let start = command.iter().position(|w| !(w.contains('=') && !w.starts_with('-')))?;
+    let start = command.iter().position(|w| !w.contains('=') || w.starts_with('-'))?;
     let command = &command[start..];
     if command.first()? == "cargo" && command.get(1).is_some_and(|w| w == "run") {
         let ours = command
