@@ -110,6 +110,11 @@
 //! * **Enqueue into the queue the coordinator runs.** The coordinator takes keys from the
 //!   queue it was given; handlers that add to another queue reconcile nothing.
 
+// The README's examples run as doc tests, so what it shows a new user keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod coordinator;
 mod elected;
 pub mod membership;

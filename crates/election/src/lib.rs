@@ -81,6 +81,11 @@
 //!   margin for requests in flight). The [`fence`] module says what remains between the check and
 //!   the server.
 
+// The README's examples run as doc tests, so what it shows a new user keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod config;
 pub mod decide;
 pub mod elector;

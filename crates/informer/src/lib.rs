@@ -74,6 +74,11 @@
 //! * **A tombstone may be stale.** [`Deleted::FinalStateUnknown`] carries the last state the cache
 //!   had, not the object's state when it was deleted.
 
+// The README's examples run as doc tests, so what it shows a new user keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod cache;
 pub mod expectations;
 pub mod handler;

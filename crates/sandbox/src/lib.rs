@@ -116,6 +116,11 @@
 //! # }
 //! ```
 
+// The README's examples run as doc tests, so what it shows a new user keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod endpoints;
 pub mod faults;
 pub mod field_validation;

@@ -64,6 +64,11 @@
 //! * **Metrics need a runtime.** A queue with a name and a metrics provider starts a task that
 //!   refreshes the unfinished-work gauges, so it must be made inside a Tokio runtime.
 
+// The README's examples run as doc tests, so what it shows a new user keeps compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod delay;
 pub mod limiter;
 pub mod metrics;
