@@ -866,11 +866,24 @@ fn run_document(doc: &Doc) -> Result<(), String> {
     Ok(())
 }
 
+/// kubectl's client minor version (`32` of 1.32).
+fn kubectl_minor(kubectl: &Path) -> Option<u32> {
+    let out = Command::new(kubectl).args(["version", "--client", "-o", "json"]).output().ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    v["clientVersion"]["minor"].as_str()?.trim_end_matches('+').parse().ok()
+}
+
 #[test]
 fn the_runnable_blocks_run_on_the_sandbox() {
-    if kubectl().is_none() {
-        return;
-    }
+    let Some(kubectl) = kubectl() else { return };
+    // The tutorials ask for 1.31 (`kubectl wait --for=create`): an older one would fail the
+    // blocks with less telling messages.
+    let minor = kubectl_minor(&kubectl);
+    assert!(
+        minor.is_some_and(|m| m >= 31),
+        "the tutorials need kubectl 1.31 or later; {kubectl:?} is {}",
+        minor.map_or_else(|| "of an unknown version".to_owned(), |m| format!("1.{m}"))
+    );
     let docs = tutorials();
     // One sandbox per document, side by side: each language's blocks run from a clean start.
     let failures: Vec<String> = std::thread::scope(|s| {
