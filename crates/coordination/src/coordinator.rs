@@ -91,6 +91,9 @@ pub struct Coordinator {
     /// With sharding, what this replica may work on (read by workers and by the caches'
     /// filters); `None` without sharding (everything).
     pub(crate) ownership: Arc<parking_lot::RwLock<Option<Ownership>>>,
+    /// With sharding, the ownership whose keys the caches hold (read by their filters): the
+    /// current one, or across a lapse of this replica's Lease the last one it had.
+    pub(crate) cached: Arc<parking_lot::RwLock<Option<Ownership>>>,
     /// Held shared by every reconcile, exclusively to change `ownership`: a change of the member
     /// set waits for the reconciles in flight.
     pub(crate) reconciling: tokio::sync::RwLock<()>,
@@ -115,6 +118,7 @@ impl Coordinator {
             sources,
             settings,
             ownership: Arc::default(),
+            cached: Arc::default(),
             reconciling: tokio::sync::RwLock::new(()),
         })
     }

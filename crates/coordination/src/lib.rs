@@ -13,8 +13,9 @@
 //!   every cached key (the previous leader may have left work undone);
 //! * sharded: a worker reconciles a key only while [`Ownership::may_work`](election::shard::Ownership::may_work)
 //!   says so, holding the ownership for the whole reconcile; a new member set waits for the
-//!   reconciles in flight, relists the caches with the new filter (and `shardSelector`), and only
-//!   then is reported drained;
+//!   reconciles in flight, narrows the caches to the new share or, when it grew, lists again
+//!   with the new filter (and `shardSelector`), and only then is reported drained; a lapse of
+//!   this replica's Lease keeps the caches, so getting it back costs no list;
 //! * a reconcile whose write the election's fence withheld is requeued, not counted as failed;
 //! * on shutdown, workers stop taking keys and the reconciles in flight finish.
 //!

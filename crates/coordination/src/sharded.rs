@@ -1,8 +1,13 @@
 //! Sharded work: each replica caches and reconciles only the keys the ring of shard Leases gives
 //! it. A worker holds the ownership for its whole reconcile; a new member set waits for the
-//! reconciles in flight, relists the caches with the new filter (and `shardSelector`), and only
-//! then reports the set drained — so a key moves to its new owner only once nobody here works
-//! on it, and the new owner has its objects cached.
+//! reconciles in flight, brings the caches to the new share — a list again (with the new filter
+//! and `shardSelector`) only when the share grew — and only then reports the set drained, so a
+//! key moves to its new owner only once nobody here works on it, and the new owner has its
+//! objects cached.
+//!
+//! A lapse of this replica's own Lease (a pause, a slow API server) keeps the caches as they are:
+//! it owns nothing until it renews, and under the same members it works again with no list. On a
+//! busy machine lapses come in bursts; a list per lapse made them feed themselves.
 
 use std::sync::Arc;
 
@@ -20,12 +25,14 @@ impl Coordinator {
         if let Some(cell) = &handle.selector {
             self.ask_server_to_filter(cell, &first).await;
         }
+        *self.cached.write() = Some(first.clone());
         *self.ownership.write() = Some(first);
         self.filter_caches();
     }
 
     /// Installs each new [`Ownership`]: waits for the reconciles in flight under the old one (they
-    /// hold it), then reports the member set drained and enqueues the keys it may now work on.
+    /// hold it), brings the caches to the new share, then reports the member set drained and
+    /// enqueues the keys it may now work on.
     pub(crate) async fn follow_ownership(self: Arc<Self>, handle: ShardHandle) {
         let ShardHandle { mut ownership, drained, selector, .. } = handle;
         let me = self.settings.identity.clone();
@@ -34,27 +41,35 @@ impl Coordinator {
             let fingerprint = next.current().fingerprint();
             let members = next.current().members().len();
             let settled = next.is_settled();
-            // Compared with the ownership the caches were last filtered with (at start, the one
-            // before the first published), so the first real change relists them.
             let previous = {
                 let _drained = self.reconciling.write().await;
                 self.ownership.write().replace(next.clone())
             };
             let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
-            if let Some(cell) = &selector {
-                // Before the relist, so that its list and watch carry the new share.
-                cell.set(next.cached_ranges().map(|r| shard_selector(&r)));
-            }
-            if changed {
-                // The caches hold only keys this replica owns (or owned at the last settled set):
-                // read again with the new filter, and only then report drained, so that by the
-                // time a key may come here its objects are cached.
-                futures::future::join_all(self.sources.iter().map(|s| s.relist())).await;
-            } else {
-                // Settled on the same set: the filter only narrowed (to the current share).
-                for s in &self.sources {
-                    s.refilter();
+            let step = {
+                let mut cached = self.cached.write();
+                let step = CacheStep::decide(cached.as_ref(), &next);
+                if step != CacheStep::Keep {
+                    *cached = Some(next.clone());
                 }
+                step
+            };
+            if let (Some(cell), Some(cached)) = (&selector, self.cached.read().as_ref()) {
+                // Before the relist, so that its list and watch carry the new share.
+                cell.set(cached.cached_ranges().map(|r| shard_selector(&r)));
+            }
+            match step {
+                // The share grew: read again with the new filter, and only then report drained,
+                // so that by the time a key may come here its objects are cached.
+                CacheStep::Relist => {
+                    futures::future::join_all(self.sources.iter().map(|s| s.relist())).await;
+                }
+                CacheStep::Narrow => {
+                    for s in &self.sources {
+                        s.refilter();
+                    }
+                }
+                CacheStep::Keep => {}
             }
             self.record_cached();
             drained.send_replace(fingerprint);
@@ -68,7 +83,7 @@ impl Coordinator {
             }
             self.shard_metrics.observed(&me, members, mine, moved, changed);
             let keys = self.enqueue_all();
-            tracing::info!(members, settled, workable = mine, moved, keys, "shard ownership changed");
+            tracing::info!(members, settled, workable = mine, moved, keys, cache = ?step, "shard ownership changed");
             if ownership.changed().await.is_err() {
                 return;
             }
@@ -104,10 +119,10 @@ impl Coordinator {
         cell.set(first.cached_ranges().map(|r| shard_selector(&r)));
     }
 
-    /// Makes every cache keep only the keys this replica owns now or at the last settled member
-    /// set (before it knows the ring, none).
+    /// Makes every cache keep only the keys of the cached ownership: owned now or at the last
+    /// settled member set (before it knows the ring, none).
     fn filter_caches(&self) {
-        let view = Arc::clone(&self.ownership);
+        let view = Arc::clone(&self.cached);
         let metrics = self.shard_metrics.clone();
         let keep = Arc::new(move |key: &ObjectKey, kind: &'static str| {
             let k = key.to_string();
@@ -120,5 +135,51 @@ impl Coordinator {
         for s in &self.sources {
             s.set_filter(keep.clone());
         }
+    }
+}
+
+/// What a new ownership means for the caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CacheStep {
+    /// This replica's Lease lapsed (it owns nothing for now): keep what is cached — its watches
+    /// keep it fresh — so that getting the Lease back under the same members costs no list.
+    Keep,
+    /// Every key the new share keeps was kept already: drop the others, no list.
+    Narrow,
+    /// The share grew (or the caches hold none yet): list again with the new filter.
+    Relist,
+}
+
+impl CacheStep {
+    fn decide(cached: Option<&Ownership>, next: &Ownership) -> Self {
+        match cached {
+            Some(_) if next.current().is_empty() => Self::Keep,
+            Some(c) if next.caches_within(c) => Self::Narrow,
+            _ => Self::Relist,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use election::ring::{Keying, Ring};
+
+    use super::*;
+
+    #[test]
+    fn a_lapse_keeps_the_cache_a_joiner_narrows_it_a_leaver_relists() {
+        let (three, four) = (Ring::new(["a", "b", "c"]), Ring::new(["a", "b", "c", "d"]));
+        let settled = Ownership::new("a", three.clone(), Some(three.clone()));
+        let lapsed = Ownership::none("a", Keying::Name);
+        assert_eq!(CacheStep::decide(None, &lapsed), CacheStep::Relist, "nothing cached yet");
+        assert_eq!(CacheStep::decide(Some(&settled), &lapsed), CacheStep::Keep);
+        // Back under the same members, not yet settled again: the share is the one cached.
+        let back = Ownership::new("a", three.clone(), None);
+        assert_eq!(CacheStep::decide(Some(&settled), &back), CacheStep::Narrow);
+        let joined = Ownership::new("a", four.clone(), Some(three.clone()));
+        assert_eq!(CacheStep::decide(Some(&settled), &joined), CacheStep::Narrow);
+        let left = Ownership::new("a", Ring::new(["a", "b"]), Some(three));
+        assert_eq!(CacheStep::decide(Some(&settled), &left), CacheStep::Relist);
+        assert_eq!(CacheStep::decide(Some(&lapsed), &back), CacheStep::Relist, "a start with none cached");
     }
 }

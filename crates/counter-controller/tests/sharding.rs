@@ -19,6 +19,7 @@ use serde_json::json;
 
 const N: usize = 3000;
 const LEASE: Duration = Duration::from_secs(3);
+const RENEW_DEADLINE: Duration = Duration::from_secs(2);
 const RETRY: Duration = Duration::from_millis(300);
 
 fn args() -> Vec<String> {
@@ -48,14 +49,20 @@ async fn converged_n(sb: &sandbox::Sandbox, n: usize, replicas: i64, stall: Dura
     let deploys = find("apps", "v1", "deployments").unwrap();
     let (mut best, mut progressed) = (0, Instant::now());
     loop {
-        let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
-        let items = list["items"].as_array().unwrap();
-        let done = items.iter().filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas)).count();
+        // Off the runtime's threads: the sandbox serving the replicas shares them.
+        let done = tokio::task::block_in_place(|| {
+            let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
+            let items = list["items"].as_array().unwrap();
+            items.iter().filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas)).count()
+        });
         if done == n {
             return;
         }
         if done > best {
             (best, progressed) = (done, Instant::now());
+        }
+        if progressed.elapsed() >= stall {
+            dump_leases(sb);
         }
         assert!(
             progressed.elapsed() < stall,
@@ -175,13 +182,16 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
     assert!(gained >= moved as f64, "the survivors counted the keys that came to them: {gained}");
 }
 
-/// Sets every ConfigMap's desired count, straight in the store.
+/// Sets every ConfigMap's desired count, straight in the store (off the runtime's threads, which
+/// serve the replicas meanwhile).
 fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
     let cms = find("", "v1", "configmaps").unwrap();
     let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": desired } } });
-    for i in 0..n {
-        sb.store().merge(cms, "default", &format!("shop-{i:05}"), &patch).unwrap();
-    }
+    tokio::task::block_in_place(|| {
+        for i in 0..n {
+            sb.store().merge(cms, "default", &format!("shop-{i:05}"), &patch).unwrap();
+        }
+    });
 }
 
 /// The holder identities of the ring's live shard Leases.
@@ -406,5 +416,23 @@ async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assign
         } else {
             assert!(turned_away >= total / 2.0, "each replica received everything: {turned_away}");
         }
+    }
+}
+
+/// On a stall, says how the shard Leases fared: per replica, its Lease writes, the longest gap
+/// between two of them and how many gaps exceeded the renew deadline (each one a lapse).
+fn dump_leases(sb: &sandbox::Sandbox) {
+    let mut last: BTreeMap<String, (Instant, usize, Duration, usize)> = BTreeMap::new();
+    for r in sb.requests().all() {
+        if r.resource != "leases" || r.verb != "update" {
+            continue;
+        }
+        let who = r.user_agent.split(['(', '_']).nth(1).unwrap_or(&r.user_agent).to_owned();
+        let e = last.entry(who).or_insert((r.at, 0, Duration::ZERO, 0));
+        let gap = r.at.duration_since(e.0);
+        *e = (r.at, e.1 + 1, e.2.max(gap), e.3 + usize::from(gap > RENEW_DEADLINE));
+    }
+    for (who, (_, writes, longest, lapses)) in last {
+        eprintln!("{who}: {writes} Lease renews, longest gap {longest:?}, {lapses} over the renew deadline");
     }
 }
