@@ -557,23 +557,27 @@ async fn every_metric_the_dashboard_and_the_alerts_read_is_in_a_scrape_of_the_bi
     eprintln!("{} metrics read by the dashboard and the alerts, all scraped: {checked:?}", checked.len());
 }
 
-/// One overlay per layout of `deploy/` with the component added, as README.md shows it: inside the
-/// work tree (kustomize takes no absolute path to a base).
+/// A directory for an overlay inside the work tree (kustomize takes no absolute path to a base),
+/// `UP` below its root; the same one at each run, so runs leave no more than one behind.
+fn overlay_dir(test: &str, name: &str) -> PathBuf {
+    let dir = workspace_root().join("target/monitoring-overlays").join(test).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const UP: &str = "../../../../";
+
+/// One overlay per layout of `deploy/` with the component added, as README.md shows it.
 fn overlays(test: &str) -> Vec<(&'static str, PathBuf)> {
-    let root = workspace_root().join("target").join(format!("monitoring-{test}-{}", std::process::id()));
     ["deploy", "deploy/sharded", "deploy/all-namespaces"]
         .into_iter()
         .map(|layout| {
-            let dir = root.join(layout.replace('/', "-"));
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(
-                dir.join("kustomization.yaml"),
-                format!(
-                    "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../../{layout}\n\
-                     components:\n  - ../../../deploy/monitoring\n"
-                ),
-            )
-            .unwrap();
+            let dir = overlay_dir(test, &layout.replace('/', "-"));
+            let kustomization = format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+                 resources:\n  - {UP}{layout}\ncomponents:\n  - {UP}deploy/monitoring\n"
+            );
+            std::fs::write(dir.join("kustomization.yaml"), kustomization).unwrap();
             (layout, dir)
         })
         .collect()
@@ -642,13 +646,9 @@ fn the_component_adds_a_service_monitor_that_scrapes_the_metrics_port_to_every_l
 #[test]
 fn the_readme_overlay_builds_and_labels_only_the_monitoring_kinds() {
     let Some(kubectl) = kubectl() else { return };
-    let dir = workspace_root()
-        .join("target")
-        .join(format!("monitoring-readme-{}", std::process::id()))
-        .join("monitored");
-    std::fs::create_dir_all(&dir).unwrap();
-    // README's overlay sits at the repository's root; this one two levels further down.
-    let overlay = readme_yaml("kind: Kustomization").replace("../deploy", "../../../deploy");
+    let dir = overlay_dir("readme", "monitored");
+    // README's overlay sits at the repository's root, this one further down.
+    let overlay = readme_yaml("kind: Kustomization").replace("../deploy", &format!("{UP}deploy"));
     std::fs::write(dir.join("kustomization.yaml"), overlay).unwrap();
     let (ok, out, err) = kubectl_run(&kubectl, Path::new("/dev/null"), &["kustomize", dir.to_str().unwrap()]);
     assert!(ok, "README's overlay: {err}");
