@@ -42,16 +42,21 @@ async fn converged(sb: &sandbox::Sandbox, replicas: i64, stall: Duration) {
     converged_n(sb, N, replicas, stall).await;
 }
 
-/// Waits until `n` Deployments exist with `replicas`, as long as it progresses: it fails only
-/// when no further Deployment has reached the count for `stall` (a busy machine is slow, not
-/// stuck).
+/// Waits until `n` Deployments in `default` exist with `replicas`.
 async fn converged_n(sb: &sandbox::Sandbox, n: usize, replicas: i64, stall: Duration) {
+    converged_in(sb, Some("default"), n, replicas, stall).await;
+}
+
+/// Waits until `n` Deployments (in `ns`, or anywhere) exist with `replicas`, as long as it
+/// progresses: it fails only when no further Deployment has reached the count for `stall` (a busy
+/// machine is slow, not stuck).
+async fn converged_in(sb: &sandbox::Sandbox, ns: Option<&str>, n: usize, replicas: i64, stall: Duration) {
     let deploys = find("apps", "v1", "deployments").unwrap();
     let (mut best, mut progressed) = (0, Instant::now());
     loop {
         // Off the runtime's threads: the sandbox serving the replicas shares them.
         let done = tokio::task::block_in_place(|| {
-            let list = sb.store().list(deploys, Some("default"), &Default::default()).unwrap();
+            let list = sb.store().list(deploys, ns, &Default::default()).unwrap();
             let items = list["items"].as_array().unwrap();
             items.iter().filter(|d| d["spec"]["replicas"].as_i64() == Some(replicas)).count()
         });
@@ -69,6 +74,27 @@ async fn converged_n(sb: &sandbox::Sandbox, n: usize, replicas: i64, stall: Dura
             "{done} of {n} Deployments at {replicas} replicas, and no progress for {stall:?}"
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until `probe` is `Ok`, failing only when it has answered the same `Err` for `stall`: the
+/// state it waits on still moving is progress.
+async fn until_steady<S: PartialEq + std::fmt::Debug>(
+    what: &str,
+    stall: Duration,
+    mut probe: impl FnMut() -> Result<(), S>,
+) {
+    let (mut last, mut since) = (None, Instant::now());
+    loop {
+        let now = match probe() {
+            Ok(()) => return,
+            Err(s) => s,
+        };
+        if last.as_ref() != Some(&now) {
+            (last, since) = (Some(now), Instant::now());
+        }
+        assert!(since.elapsed() < stall, "{what}: still {last:?} after {stall:?} without a change");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -347,12 +373,7 @@ async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assign
         );
         let replicas: Vec<Replica> =
             ["ns-a", "ns-b"].iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args)).collect();
-        let deploys = find("apps", "v1", "deployments").unwrap();
-        eventually_within("every namespace's Deployments", Duration::from_secs(90), || {
-            let list = sb.sandbox.store().list(deploys, None, &Default::default()).unwrap();
-            list["items"].as_array().unwrap().iter().filter(|d| d["spec"]["replicas"] == 2).count()
-                == NAMESPACES * PER
-        });
+        converged_in(&sb.sandbox, None, NAMESPACES * PER, 2, Duration::from_secs(90)).await;
         let members = ring_members(&sb.sandbox);
         let ring = Ring::with_keying(members.clone(), Keying::Namespace);
         let id_of =
@@ -385,6 +406,7 @@ async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assign
             // Either way the cache holds exactly the share, once the watch has delivered the last
             // writes (the store shows them converged a moment before the informers do).
             for kind in ["ConfigMap", "Deployment"] {
+                let what = format!("{} (server filters: {served}) caches {share} {kind}s", r.hostname);
                 let cached = || {
                     sample(
                         &r.metrics(),
@@ -392,10 +414,11 @@ async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assign
                         &[&format!("kind=\"{kind}\"")],
                     )
                 };
-                eventually(
-                    &format!("{} (server filters: {served}) caches {share} {kind}s", r.hostname),
-                    || cached() == Some(share as f64),
-                );
+                until_steady(&what, Duration::from_secs(30), || {
+                    let now = tokio::task::block_in_place(cached);
+                    if now == Some(share as f64) { Ok(()) } else { Err(now) }
+                })
+                .await;
             }
             assert_eq!(
                 sample(&m, "counter_controller_shard_server_filtered", &[]),
