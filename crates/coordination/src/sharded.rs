@@ -48,7 +48,7 @@ impl Coordinator {
             let changed = previous.as_ref().is_none_or(|p| p.current() != next.current());
             let step = {
                 let mut cached = self.cached.write();
-                let step = CacheStep::decide(cached.as_ref(), &next);
+                let step = CacheStep::decide(cached.as_ref(), &next, selector.is_some());
                 if step != CacheStep::Keep {
                     *cached = Some(next.clone());
                 }
@@ -146,15 +146,21 @@ enum CacheStep {
     Keep,
     /// Every key the new share keeps was kept already: drop the others, no list.
     Narrow,
-    /// The share grew (or the caches hold none yet): list again with the new filter.
+    /// The share grew (or the caches hold none yet), or the lists and watches carry a
+    /// `shardSelector` for another share: list again with the new filter (and selector).
     Relist,
 }
 
 impl CacheStep {
-    fn decide(cached: Option<&Ownership>, next: &Ownership) -> Self {
+    /// `selected`: the lists and watches carry a `shardSelector` (sharding by namespace). A
+    /// narrower share then restarts them anyway, so that the API server sends only the new share
+    /// — and the list it starts with is only that share.
+    fn decide(cached: Option<&Ownership>, next: &Ownership, selected: bool) -> Self {
         match cached {
             Some(_) if next.current().is_empty() => Self::Keep,
-            Some(c) if next.caches_within(c) => Self::Narrow,
+            Some(c) if next.caches_within(c) && !(selected && c.cached_ranges() != next.cached_ranges()) => {
+                Self::Narrow
+            }
             _ => Self::Relist,
         }
     }
@@ -171,15 +177,29 @@ mod tests {
         let (three, four) = (Ring::new(["a", "b", "c"]), Ring::new(["a", "b", "c", "d"]));
         let settled = Ownership::new("a", three.clone(), Some(three.clone()));
         let lapsed = Ownership::none("a", Keying::Name);
-        assert_eq!(CacheStep::decide(None, &lapsed), CacheStep::Relist, "nothing cached yet");
-        assert_eq!(CacheStep::decide(Some(&settled), &lapsed), CacheStep::Keep);
+        let decide = |c, n| CacheStep::decide(c, n, false);
+        assert_eq!(decide(None, &lapsed), CacheStep::Relist, "nothing cached yet");
+        assert_eq!(decide(Some(&settled), &lapsed), CacheStep::Keep);
         // Back under the same members, not yet settled again: the share is the one cached.
         let back = Ownership::new("a", three.clone(), None);
-        assert_eq!(CacheStep::decide(Some(&settled), &back), CacheStep::Narrow);
+        assert_eq!(decide(Some(&settled), &back), CacheStep::Narrow);
         let joined = Ownership::new("a", four.clone(), Some(three.clone()));
-        assert_eq!(CacheStep::decide(Some(&settled), &joined), CacheStep::Narrow);
+        assert_eq!(decide(Some(&settled), &joined), CacheStep::Narrow);
+        let after = Ownership::new("a", four.clone(), Some(four));
+        assert_eq!(decide(Some(&joined), &after), CacheStep::Narrow);
         let left = Ownership::new("a", Ring::new(["a", "b"]), Some(three));
-        assert_eq!(CacheStep::decide(Some(&settled), &left), CacheStep::Relist);
-        assert_eq!(CacheStep::decide(Some(&lapsed), &back), CacheStep::Relist, "a start with none cached");
+        assert_eq!(decide(Some(&settled), &left), CacheStep::Relist);
+        assert_eq!(decide(Some(&lapsed), &back), CacheStep::Relist, "a start with none cached");
+    }
+
+    #[test]
+    fn with_a_shard_selector_a_narrower_share_restarts_the_watch_the_same_one_does_not() {
+        let ns = |m: &[&str]| Ring::with_keying(m.iter().copied(), Keying::Namespace);
+        let settled = Ownership::new("a", ns(&["a", "b"]), Some(ns(&["a", "b"])));
+        let back = Ownership::new("a", ns(&["a", "b"]), None);
+        assert_eq!(CacheStep::decide(Some(&settled), &back, true), CacheStep::Narrow, "same ranges");
+        let after = Ownership::new("a", ns(&["a", "b", "c"]), Some(ns(&["a", "b", "c"])));
+        assert_eq!(CacheStep::decide(Some(&settled), &after, false), CacheStep::Narrow);
+        assert_eq!(CacheStep::decide(Some(&settled), &after, true), CacheStep::Relist);
     }
 }
