@@ -1,7 +1,8 @@
 //! `counter-controller sandbox`: the seed's live walkthrough with no cluster.
 //!
-//! Starts the embedded API server over HTTP on loopback, writes a kubeconfig (mode 0600), runs the
-//! controller in-process against it *over HTTP* (the same path a real cluster would take), and
+//! Starts the embedded API server over HTTPS on loopback (its own CA, in the kubeconfig), writes a
+//! kubeconfig (mode 0600), runs the controller in-process against it *over HTTPS* (the same path a
+//! real cluster would take), and
 //! prints the `export KUBECONFIG=...` line and the kubectl commands of the walkthrough. With
 //! `--demo` it plays the walkthrough itself — apply, scale to 5, delete — and prints what
 //! converged and how long it took.
@@ -32,7 +33,7 @@ pub struct SandboxArgs {
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: SocketAddr,
     /// Allow listening on a non-loopback address (anyone who can reach it and has the token can
-    /// use the sandbox; traffic is plain HTTP).
+    /// use the sandbox: TLS with its own CA, one bearer token, no authorization).
     #[arg(long)]
     pub allow_remote: bool,
     /// Where to write the kubeconfig (mode 0600).
@@ -63,7 +64,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         if !args.allow_remote {
             bail!("refusing to listen on {} (not loopback) without --allow-remote", args.listen);
         }
-        tracing::warn!(listen = %args.listen, "the sandbox is reachable from other machines: plain HTTP, bearer token only");
+        tracing::warn!(listen = %args.listen, "the sandbox is reachable from other machines: anyone with its bearer token may do anything");
     }
     let sb = Sandbox::with_config(SandboxConfig {
         rollout: Rollout::Paced(args.pod_ready),
