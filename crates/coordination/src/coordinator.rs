@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use election::Leadership;
 use election::shard::{Ownership, ShardHandle};
@@ -97,6 +97,8 @@ pub struct Coordinator {
     /// Held shared by every reconcile, exclusively to change `ownership`: a change of the member
     /// set waits for the reconciles in flight.
     pub(crate) reconciling: tokio::sync::RwLock<()>,
+    /// When the workable keys were last counted for the shard metrics.
+    workable_counted: parking_lot::Mutex<Option<Instant>>,
     metrics: ControllerMetrics,
     pub(crate) shard_metrics: ShardMetrics,
 }
@@ -120,6 +122,7 @@ impl Coordinator {
             ownership: Arc::default(),
             cached: Arc::default(),
             reconciling: tokio::sync::RwLock::new(()),
+            workable_counted: parking_lot::Mutex::new(None),
         })
     }
 
@@ -208,11 +211,24 @@ impl Coordinator {
         self.sources.iter().flat_map(|s| s.keys()).map(|k| usize::from(self.queue.add(k))).sum()
     }
 
-    /// Records how many objects each cache holds (sharding).
+    /// Records how many objects each cache holds (sharding) and, at most once a second, how many
+    /// of the primary kind's keys this replica may work on — keys created since the last change
+    /// of the member set count too.
     pub(crate) fn record_cached(&self) {
         for s in &self.sources {
             self.shard_metrics.cached(s.kind(), s.len());
         }
+        {
+            let mut last = self.workable_counted.lock();
+            if last.is_some_and(|t| t.elapsed() < Duration::from_secs(1)) {
+                return;
+            }
+            *last = Some(Instant::now());
+        }
+        let Some(ownership) = self.ownership.read().clone() else { return };
+        let keys = self.sources.first().map(|s| s.keys()).unwrap_or_default();
+        let workable = keys.iter().filter(|k| ownership.may_work(&k.to_string())).count();
+        self.shard_metrics.workable(&self.settings.identity, workable);
     }
 
     /// Takes keys until told to stop: reconcile, then `forget` on success or `add_rate_limited`

@@ -180,6 +180,13 @@ impl ShardMetrics {
         m
     }
 
+    /// Records how many keys `shard` (this replica) may work on.
+    pub fn workable(&self, shard: &str, keys: usize) {
+        self.keys
+            .get_or_create(&vec![("shard".into(), shard.into())])
+            .set(i64::try_from(keys).unwrap_or(i64::MAX));
+    }
+
     /// Records how many objects of `kind` the caches hold.
     pub fn cached(&self, kind: &str, n: usize) {
         self.cached
@@ -200,9 +207,7 @@ impl ShardMetrics {
     /// Records a new ownership: `shard` (this replica), how many members, how many keys it may work
     /// on now, and how many moved to or from it.
     pub fn observed(&self, shard: &str, members: usize, keys: usize, moved: usize, changed_members: bool) {
-        self.keys
-            .get_or_create(&vec![("shard".into(), shard.into())])
-            .set(i64::try_from(keys).unwrap_or(i64::MAX));
+        self.workable(shard, keys);
         self.members.set(i64::try_from(members).unwrap_or(i64::MAX));
         if changed_members {
             self.handovers.inc();
