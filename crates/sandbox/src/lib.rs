@@ -183,6 +183,26 @@ pub struct SandboxConfig {
     /// Serve KEP-5866's sharded list and watch (`shardSelector`); `false` answers as a server
     /// without it does: the parameter is ignored and everything is sent, with no `shardInfo`.
     pub sharded_list_watch: bool,
+    /// How a watch with `sendInitialEvents=true` (a streaming list, Kubernetes 1.27+) is
+    /// answered: served, as today's API servers do, or as servers without it do.
+    pub streaming_lists: StreamingLists,
+}
+
+/// How the sandbox answers streaming lists (`sendInitialEvents`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StreamingLists {
+    /// The initial state as ADDED events, then a BOOKMARK annotated `k8s.io/initial-events-end`;
+    /// the request must also carry `allowWatchBookmarks=true` and
+    /// `resourceVersionMatch=NotOlderThan`, or it is 422 Invalid, as upstream validates it.
+    #[default]
+    Served,
+    /// 422 Invalid, as a server that does not accept the parameters: before 1.27 it forbids
+    /// `resourceVersionMatch` on a watch, and later ones with the WatchList feature off forbid
+    /// `sendInitialEvents`.
+    Rejected,
+    /// The parameter is ignored, as by a server that does not know it: the watch starts as any
+    /// other (every object as ADDED for a version of `"0"` or none), with no end bookmark.
+    Ignored,
 }
 
 impl Default for SandboxConfig {
@@ -193,6 +213,7 @@ impl Default for SandboxConfig {
             status_writes_per_second: None,
             bookmark_interval: Duration::from_secs(1),
             sharded_list_watch: true,
+            streaming_lists: StreamingLists::Served,
         }
     }
 }
@@ -207,6 +228,7 @@ pub struct Shared {
     pub requests: Requests,
     bookmark_interval: Duration,
     sharded_list_watch: bool,
+    streaming_lists: StreamingLists,
 }
 
 /// An in-memory Kubernetes API server.
@@ -255,6 +277,7 @@ impl Sandbox {
             requests: Requests::default(),
             bookmark_interval: config.bookmark_interval,
             sharded_list_watch: config.sharded_list_watch,
+            streaming_lists: config.streaming_lists,
         });
         tokio::spawn(rollout_loop(Arc::downgrade(&shared), config.rollout, config.status_writes_per_second));
         Self { shared }

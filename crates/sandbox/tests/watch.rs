@@ -8,7 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use sandbox::{Sandbox, SandboxConfig, StoreConfig};
+use sandbox::{Sandbox, SandboxConfig, StoreConfig, StreamingLists};
 use serde_json::json;
 
 fn cm(name: &str, v: &str) -> ConfigMap {
@@ -150,6 +150,79 @@ async fn streaming_list_ends_with_the_initial_events_bookmark() {
     assert_eq!(reader.state().len(), 3);
     assert_eq!(sb.requests().count("list", "configmaps"), 0, "no list: the watch streamed the initial state");
     task.abort();
+}
+
+/// The raw events of a streaming list (`sendInitialEvents`), until its end bookmark or the
+/// stream's end: the names added, and whether the end bookmark came.
+async fn stream_initial(api: &Api<ConfigMap>) -> Result<(Vec<String>, bool), kube::Error> {
+    let params = WatchParams { send_initial_events: true, timeout: Some(2), ..WatchParams::default() };
+    let mut stream = api.watch(&params, "0").await?.boxed();
+    let mut added = Vec::new();
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(10), stream.try_next()).await.unwrap()? {
+        match event {
+            WatchEvent::Added(o) => added.push(o.metadata.name.unwrap()),
+            WatchEvent::Bookmark(b) if b.metadata.annotations.contains_key("k8s.io/initial-events-end") => {
+                return Ok((added, true));
+            }
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    Ok((added, false))
+}
+
+#[tokio::test]
+async fn the_initial_state_comes_by_pages_or_by_stream_as_the_server_is_configured() {
+    for how in [StreamingLists::Served, StreamingLists::Rejected, StreamingLists::Ignored] {
+        let sb = Sandbox::with_config(SandboxConfig { streaming_lists: how, ..SandboxConfig::default() });
+        let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+        for i in 0..7 {
+            api.create(&PostParams::default(), &cm(&format!("p{i}"), "1")).await.unwrap();
+        }
+        // Paginated, whatever the configuration: pages of 3 with a continue token.
+        let mut names = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().limit(3);
+            lp.continue_token = token.take();
+            let page = api.list(&lp).await.unwrap();
+            assert!(page.items.len() <= 3);
+            names.extend(page.items.into_iter().map(|c| c.metadata.name.unwrap()));
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(next) => token = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(names.len(), 7, "{how:?}");
+        // Streaming: served, rejected (422 Invalid), or ignored (every object, no end bookmark).
+        match (how, stream_initial(&api).await) {
+            (StreamingLists::Served, Ok((added, true))) => assert_eq!(added.len(), 7),
+            (StreamingLists::Rejected, Err(kube::Error::Api(s))) => {
+                assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+                assert!(s.message.contains("sendInitialEvents"), "{s:?}");
+            }
+            (StreamingLists::Ignored, Ok((added, false))) => assert_eq!(added.len(), 7),
+            (how, other) => panic!("{how:?}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_streaming_list_needs_bookmarks_and_not_older_than() {
+    let sb = Sandbox::new();
+    let client = sb.client();
+    for query in [
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+        "watch=true&sendInitialEvents=true&allowWatchBookmarks=true",
+    ] {
+        let req = http::Request::get(format!("/api/v1/namespaces/default/configmaps?{query}"))
+            .body(Vec::new())
+            .unwrap();
+        match client.request_text(req).await {
+            Err(kube::Error::Api(s)) => assert_eq!(s.code, 422, "{query}: {s:?}"),
+            other => panic!("{query}: {other:?}"),
+        }
+    }
 }
 
 #[tokio::test]

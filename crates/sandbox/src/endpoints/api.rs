@@ -442,6 +442,9 @@ where
     if !shared.sharded_list_watch {
         q.list.shard = None;
     }
+    if q.watch && q.send_initial_events {
+        streaming_list_allowed(shared.streaming_lists, &mut q)?;
+    }
     q.as_table = matches!(render, Render::Table(_));
     q.render = render;
     let verb = verb_of(&parts.method, &t, q.watch);
@@ -855,6 +858,36 @@ fn frame(kind: &str, object: &Value) -> Bytes {
     frame_with(kind, |out| {
         let _ = serde_json::to_writer(out, object);
     })
+}
+
+/// A watch asking for its initial events (a streaming list), checked as the API server checks
+/// it (`ValidateListOptions`), or answered as a server without the feature would (see
+/// [`StreamingLists`](crate::StreamingLists)).
+fn streaming_list_allowed(how: crate::StreamingLists, q: &mut Query) -> Result<(), ApiError> {
+    let forbid = |field: &str, why: &str| {
+        ApiError::invalid("meta.k8s.io", "ListOptions", "", &[(field.to_owned(), why.to_owned())])
+    };
+    match how {
+        crate::StreamingLists::Ignored => {
+            q.send_initial_events = false;
+            Ok(())
+        }
+        crate::StreamingLists::Rejected => Err(forbid(
+            "sendInitialEvents",
+            "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        )),
+        crate::StreamingLists::Served if !q.allow_bookmarks => Err(forbid(
+            "allowWatchBookmarks",
+            "Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is set",
+        )),
+        crate::StreamingLists::Served if q.list.resource_version_match.as_deref() != Some("NotOlderThan") => {
+            Err(forbid(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ))
+        }
+        crate::StreamingLists::Served => Ok(()),
+    }
 }
 
 fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
