@@ -10,16 +10,20 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::key::ObjectKey;
+use crate::presence::{Presence, PresentKeys};
 
 pub(crate) struct CacheState<K> {
     pub(crate) objects: HashMap<ObjectKey, Arc<K>>,
     /// namespace → keys in it (the "namespace" index).
     by_namespace: BTreeMap<Arc<str>, BTreeSet<ObjectKey>>,
+    /// Keys of objects that exist but the keep predicate did not cache. Under the same lock as
+    /// the objects, so a key moves between the two at once.
+    pub(crate) present: PresentKeys,
 }
 
 impl<K> Default for CacheState<K> {
     fn default() -> Self {
-        Self { objects: HashMap::new(), by_namespace: BTreeMap::new() }
+        Self { objects: HashMap::new(), by_namespace: BTreeMap::new(), present: PresentKeys::default() }
     }
 }
 
@@ -76,6 +80,33 @@ impl<K> Lister<K> {
             .get(namespace)
             .map(|keys| keys.iter().filter_map(|k| st.objects.get(k).cloned()).collect())
             .unwrap_or_default()
+    }
+
+    /// What the informer knows of `key`: its cached object, only that it exists (an object the
+    /// keep predicate rejected, see [`Informer::set_keep`](crate::Informer::set_keep)), or that
+    /// it is absent. [`get`](Self::get) answers `None` for the first two alike.
+    #[must_use]
+    pub fn presence(&self, key: &ObjectKey) -> Presence<Arc<K>> {
+        let st = self.state.read();
+        if let Some(obj) = st.objects.get(key) {
+            Presence::Cached(Arc::clone(obj))
+        } else if st.present.contains(key) {
+            Presence::Uncached
+        } else {
+            Presence::Absent
+        }
+    }
+
+    /// How many objects exist uncached, remembered only by their keys' hashes.
+    #[must_use]
+    pub fn uncached_len(&self) -> usize {
+        self.state.read().present.len()
+    }
+
+    /// Heap bytes of the set of uncached keys (for memory reports).
+    #[must_use]
+    pub fn uncached_heap_bytes(&self) -> usize {
+        self.state.read().present.heap_bytes()
     }
 
     /// Every cached key.

@@ -51,6 +51,16 @@ pub trait EventHandler<K>: Send + Sync {
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>);
     /// A removed object.
     fn on_delete(&self, obj: &Deleted<K>);
+    /// A relist found `count` objects gone that the informer did not cache (its keep predicate
+    /// rejected them, see [`Informer::set_keep`](crate::Informer::set_keep)) and remembered only
+    /// by a hash of their keys, so it cannot name them. A handler that acts on deletions finds
+    /// them another way: typically by reconciling every key it has made something for, and
+    /// asking [`Lister::presence`](crate::Lister::presence) which are gone.
+    ///
+    /// Deletions the watch sees are [`on_delete`](Self::on_delete)s, cached or not.
+    fn on_uncached_deleted(&self, count: usize) {
+        let _ = count;
+    }
 }
 
 /// An [`EventHandler`] that sends the object's key to one function for every notification:

@@ -12,9 +12,15 @@
 //!   drop what the controller never reads (`managedFields`, big data) — the cache's memory;
 //! * a filter, for a replica that owns only some keys (sharding): objects it rejects are not
 //!   cached, and [`relist`](Informer::relist) re-reads everything when the filter changes;
+//! * a keep predicate ([`set_keep`](Informer::set_keep)): objects it rejects are not cached
+//!   but remembered as present, by a hash of their key ([`presence`](crate::presence)), so a
+//!   controller that acts on few objects of a kind pays for those only, and can still tell "not
+//!   mine" from "gone" ([`Lister::presence`]);
+//! * streaming lists where the server serves them, paginated lists where it does not
+//!   ([`Config::prefer_streaming_lists`], [`streaming`](crate::streaming));
 //! * [`has_synced`](Informer::has_synced) / [`wait_for_cache_sync`](Informer::wait_for_cache_sync).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
@@ -31,6 +37,7 @@ use tokio::sync::Notify;
 use crate::cache::{CacheState, Lister};
 use crate::handler::{Deleted, EventHandler};
 use crate::key::ObjectKey;
+use crate::presence::PresentKeys;
 
 /// What an informer watches and how often it resyncs.
 #[derive(Debug, Clone)]
@@ -39,12 +46,19 @@ pub struct Config {
     pub resync: Duration,
     /// List/watch settings: label and field selectors, page size, streaming lists.
     pub watcher: watcher::Config,
+    /// List by streaming where the API server serves it, by pages where it does not, deciding by
+    /// asking it once ([`streaming`](crate::streaming)). When `false`, `watcher` decides.
+    pub prefer_streaming_lists: bool,
 }
 
 impl Default for Config {
-    /// client-go's usual 30 s resync, everything selected.
+    /// client-go's usual 30 s resync, everything selected, paginated lists.
     fn default() -> Self {
-        Self { resync: Duration::from_secs(30), watcher: watcher::Config::default() }
+        Self {
+            resync: Duration::from_secs(30),
+            watcher: watcher::Config::default(),
+            prefer_streaming_lists: false,
+        }
     }
 }
 
@@ -60,6 +74,16 @@ impl Config {
     #[must_use]
     pub fn resync(mut self, period: Duration) -> Self {
         self.resync = period;
+        self
+    }
+
+    /// Lists by streaming (`sendInitialEvents`) where the API server serves it: the objects
+    /// arrive one watch event at a time instead of pages of 500, with no list response to hold.
+    /// Where the server does not (older than 1.27, or the feature turned off), paginated lists;
+    /// the informer asks once, before its first list ([`streaming`](crate::streaming)).
+    #[must_use]
+    pub fn prefer_streaming_lists(mut self) -> Self {
+        self.prefer_streaming_lists = true;
         self
     }
 }
@@ -85,6 +109,9 @@ struct Inner<K> {
     config: Config,
     transform: RwLock<Option<Transform<K>>>,
     filter: RwLock<Option<Filter<K>>>,
+    keep: RwLock<Option<Filter<K>>>,
+    /// Whether the server serves streaming lists, once known.
+    streaming: Mutex<Option<bool>>,
     /// Asks the watch loop to list again from scratch.
     relist: Notify,
     /// Relists asked for so far.
@@ -135,6 +162,8 @@ impl<K: Watchable> Informer<K> {
                 config,
                 transform: RwLock::new(None),
                 filter: RwLock::new(None),
+                keep: RwLock::new(None),
+                streaming: Mutex::new(None),
                 relist: Notify::new(),
                 relists_asked: std::sync::atomic::AtomicU64::new(0),
                 relisted: tokio::sync::watch::channel(0).0,
@@ -203,6 +232,35 @@ impl<K: Watchable> Informer<K> {
         self.inner.filter.read().as_ref().is_none_or(|f| f(obj))
     }
 
+    /// Caches only the objects `keep` accepts; of the others (which the filter accepts) it keeps
+    /// only the fact that they exist, as a 64-bit hash of their key — about 12 bytes each instead
+    /// of the whole object ([`presence`](crate::presence) for the collision odds). Readers tell
+    /// "exists, uncached" from "absent" with [`Lister::presence`].
+    ///
+    /// Handlers hear of uncached objects only when it matters to a reader of the cache:
+    /// * an object `keep` starts accepting is an `on_add` (live) — or, at a relist, initial;
+    /// * a cached object it stops accepting leaves the cache and is an `on_update(old, new)`,
+    ///   `new` not being cached — never an `on_delete`: the object still exists;
+    /// * an uncached object the watch sees deleted is an `on_delete` ([`Deleted::Known`]);
+    /// * uncached objects a relist finds gone cannot be named (only hashes were kept): handlers
+    ///   get their number, [`EventHandler::on_uncached_deleted`].
+    ///
+    /// Changes to an uncached object that leave it uncached, and its appearance, are not
+    /// reported: nothing of it is cached for a reader to see change.
+    ///
+    /// ## Warning
+    /// Set it before [`run`](Self::run). `keep` sees objects after the transform. The shard
+    /// filter ([`set_filter`](Self::set_filter)) comes first: what it rejects is absent, not
+    /// uncached; [`refilter`](Self::refilter) drops cached objects only (uncached keys of a
+    /// share given away stay remembered until the next relist).
+    pub fn set_keep(&self, keep: Filter<K>) {
+        *self.inner.keep.write() = Some(keep);
+    }
+
+    fn kept(&self, obj: &K) -> bool {
+        self.inner.keep.read().as_ref().is_none_or(|f| f(obj))
+    }
+
     /// Lists again from scratch and waits until a list started after this call has been applied
     /// to the cache.
     pub async fn relist(&self) {
@@ -265,15 +323,16 @@ impl<K: Watchable> Informer<K> {
     /// Watch errors (an unreachable server, a 403, a dropped connection) are logged and retried
     /// with the watcher's backoff (0.8 s doubling to 30 s), so this never spins.
     pub async fn run(&self, shutdown: impl Future) {
-        let start =
-            || Box::pin(watcher(self.inner.api.clone(), self.inner.config.watcher.clone()).default_backoff());
-        let mut stream = start();
         tokio::pin!(shutdown);
+        let mut stream = tokio::select! {
+            _ = &mut shutdown => return,
+            s = self.start() => s,
+        };
         let resync = self.inner.config.resync;
         let mut ticks =
             tokio::time::interval(if resync.is_zero() { Duration::from_secs(3600) } else { resync });
         ticks.tick().await;
-        let mut relist: Option<Vec<K>> = None;
+        let mut relist: Option<Listing<K>> = None;
         // The relist requests the current list (stream) answers.
         let mut answering = self.inner.relists_asked.load(Ordering::Acquire);
         loop {
@@ -281,26 +340,36 @@ impl<K: Watchable> Informer<K> {
                 _ = &mut shutdown => return,
                 () = self.inner.relist.notified() => {
                     answering = self.inner.relists_asked.load(Ordering::Acquire);
-                    stream = start();
+                    stream = self.start().await;
                     relist = None;
                 }
                 event = stream.next() => match event {
                     None => return,
                     Some(Err(e)) => tracing::warn!(resource = K::plural(&()).as_ref(), error = %e, "watch failed; retrying with backoff"),
-                    Some(Ok(watcher::Event::Init)) => relist = Some(Vec::new()),
+                    Some(Ok(watcher::Event::Init)) => relist = Some(self.listing()),
                     Some(Ok(watcher::Event::InitApply(obj))) => {
                         let obj = self.transformed(obj);
                         if self.accepted(&obj) {
-                            relist.get_or_insert_with(Vec::new).push(obj);
+                            let listing = relist.get_or_insert_with(|| self.listing());
+                            // Rejected objects are dropped here, one at a time, as the pages or
+                            // the stream deliver them: only their key's hash stays.
+                            if self.kept(&obj) { listing.kept.push(obj) } else { self.note_uncached(listing, obj) }
                         }
                     }
                     Some(Ok(watcher::Event::InitDone)) => {
-                        self.replace(relist.take().unwrap_or_default());
+                        let listing = relist.take().unwrap_or_else(|| self.listing());
+                        self.replace(listing);
                         self.inner.relisted.send_modify(|n| *n = (*n).max(answering));
                     }
                     Some(Ok(watcher::Event::Apply(obj))) => {
                         let obj = self.transformed(obj);
-                        if self.accepted(&obj) { self.apply(obj) } else { self.delete(obj) }
+                        if !self.accepted(&obj) {
+                            self.delete(obj);
+                        } else if self.kept(&obj) {
+                            self.apply(obj);
+                        } else {
+                            self.remember(obj);
+                        }
                     }
                     Some(Ok(watcher::Event::Delete(obj))) => self.delete(self.transformed(obj)),
                 },
@@ -309,21 +378,94 @@ impl<K: Watchable> Informer<K> {
         }
     }
 
+    /// The watch stream: streaming or paginated lists as the config and the server say.
+    async fn start(
+        &self,
+    ) -> std::pin::Pin<Box<impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + use<K>>> {
+        let mut config = self.inner.config.watcher.clone();
+        if self.inner.config.prefer_streaming_lists {
+            let known = *self.inner.streaming.lock();
+            let serves = match known {
+                Some(serves) => serves,
+                None => {
+                    let answer = crate::streaming::serves_streaming_lists(&self.inner.api).await;
+                    tracing::info!(
+                        resource = K::plural(&()).as_ref(),
+                        streaming = ?answer,
+                        "asked the API server whether it serves streaming lists"
+                    );
+                    *self.inner.streaming.lock() = answer;
+                    answer.unwrap_or(false)
+                }
+            };
+            config.initial_list_strategy = if serves {
+                watcher::InitialListStrategy::StreamingList
+            } else {
+                watcher::InitialListStrategy::ListWatch
+            };
+        }
+        Box::pin(watcher(self.inner.api.clone(), config).default_backoff())
+    }
+
+    /// Whether the lists are streamed (`Some(true)`), paginated (`Some(false)`), or not decided
+    /// yet (`None`: before the first list, or the server's answer said nothing). Only with
+    /// [`Config::prefer_streaming_lists`]; otherwise `None`.
+    #[must_use]
+    pub fn streams_lists(&self) -> Option<bool> {
+        *self.inner.streaming.lock()
+    }
+
+    /// An empty listing, hashing keys as the cache does.
+    fn listing(&self) -> Listing<K> {
+        Listing {
+            kept: Vec::new(),
+            present: self.inner.cache.read().present.empty_like(),
+            demoted: Vec::new(),
+        }
+    }
+
+    /// A listed object the keep predicate rejects: its key's hash, and the object itself only when
+    /// it is cached now (it stopped being kept: an update at the end of the list).
+    fn note_uncached(&self, listing: &mut Listing<K>, obj: K) {
+        let meta = obj.meta();
+        let (ns, name) = (meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""));
+        listing.present.insert_hash(listing.present.hash_of(ns, name));
+        let key = ObjectKey::new(ns, name);
+        if self.inner.cache.read().objects.contains_key(&key) {
+            listing.demoted.push(obj);
+        }
+    }
+
     /// A full list arrived: deletions first (as tombstones), then adds and updates in list order.
-    fn replace(&self, listed: Vec<K>) {
+    fn replace(&self, listing: Listing<K>) {
+        let Listing { kept: listed, present: uncached, demoted } = listing;
         let handlers = self.inner.handlers.lock();
         let initial = !self.has_synced();
         let listed: Vec<(ObjectKey, Arc<K>)> =
             listed.into_iter().map(|o| (ObjectKey::of(&o), Arc::new(o))).collect();
         let present: HashSet<&ObjectKey> = listed.iter().map(|(k, _)| k).collect();
+        let mut demoted: HashMap<ObjectKey, Arc<K>> =
+            demoted.into_iter().map(|o| (ObjectKey::of(&o), Arc::new(o))).collect();
         let mut cache = self.inner.cache.write();
         let gone: Vec<ObjectKey> = cache.objects.keys().filter(|k| !present.contains(k)).cloned().collect();
         let mut notes = Vec::with_capacity(gone.len() + listed.len());
         for key in gone {
             if let Some(last) = cache.remove(&key) {
-                notes.push(Note::Delete(Deleted::FinalStateUnknown { key, last }));
+                // Listed but no longer kept: it exists, changed; otherwise it is gone.
+                notes.push(match demoted.remove(&key) {
+                    Some(new) => Note::Update(last, new),
+                    None => Note::Delete(Deleted::FinalStateUnknown { key, last }),
+                });
             }
         }
+        // Uncached keys no longer listed at all (neither uncached nor now kept) are gone.
+        let listed_hashes: HashSet<u64> = listed.iter().map(|(k, _)| uncached.hash(k)).collect();
+        let before = std::mem::replace(&mut cache.present, uncached);
+        let uncached_gone = before
+            .hashes()
+            .filter(|h| !cache.present.contains_hash(*h) && !listed_hashes.contains(h))
+            .count();
+        drop(before);
         for (key, obj) in listed {
             match cache.insert(key, Arc::clone(&obj)) {
                 Some(old) => notes.push(Note::Update(old, obj)),
@@ -340,6 +482,11 @@ impl<K: Watchable> Informer<K> {
                 }
             }
         }
+        if uncached_gone > 0 {
+            for h in handlers.iter() {
+                h.on_uncached_deleted(uncached_gone);
+            }
+        }
         drop(handlers);
         if initial {
             self.inner.synced.store(true, Ordering::Release);
@@ -350,7 +497,13 @@ impl<K: Watchable> Informer<K> {
     fn apply(&self, obj: K) {
         let handlers = self.inner.handlers.lock();
         let obj = Arc::new(obj);
-        let old = self.inner.cache.write().insert(ObjectKey::of(obj.as_ref()), Arc::clone(&obj));
+        let key = ObjectKey::of(obj.as_ref());
+        let old = {
+            let mut cache = self.inner.cache.write();
+            // Kept now: if it was uncached, it is an add.
+            cache.present.remove(&key);
+            cache.insert(key, Arc::clone(&obj))
+        };
         for h in handlers.iter() {
             match &old {
                 Some(old) => h.on_update(old, &obj),
@@ -359,11 +512,33 @@ impl<K: Watchable> Informer<K> {
         }
     }
 
+    /// An object the keep predicate rejects: remembered as present; if it was cached, it leaves
+    /// the cache as an update (it still exists).
+    fn remember(&self, obj: K) {
+        let handlers = self.inner.handlers.lock();
+        let key = ObjectKey::of(&obj);
+        let old = {
+            let mut cache = self.inner.cache.write();
+            cache.present.insert(&key);
+            cache.remove(&key)
+        };
+        if let Some(old) = old {
+            let new = Arc::new(obj);
+            for h in handlers.iter() {
+                h.on_update(&old, &new);
+            }
+        }
+    }
+
     fn delete(&self, obj: K) {
         let handlers = self.inner.handlers.lock();
-        let was = self.inner.cache.write().remove(&ObjectKey::of(&obj));
-        // With a filter, an object it rejected was never cached: nothing to report.
-        if was.is_none() && self.inner.filter.read().is_some() {
+        let key = ObjectKey::of(&obj);
+        let (was, was_present) = {
+            let mut cache = self.inner.cache.write();
+            (cache.remove(&key), cache.present.remove(&key))
+        };
+        // With a filter, an object it rejected was never cached nor remembered: nothing to report.
+        if was.is_none() && !was_present && self.inner.filter.read().is_some() {
             return;
         }
         let deleted = Deleted::Known(Arc::new(obj));
@@ -381,6 +556,14 @@ impl<K: Watchable> Informer<K> {
             }
         }
     }
+}
+
+/// What a list in progress has gathered: the kept objects, the uncached keys' hashes, and the
+/// listed objects no longer kept that the cache still holds.
+struct Listing<K> {
+    kept: Vec<K>,
+    present: PresentKeys,
+    demoted: Vec<K>,
 }
 
 enum Note<K> {

@@ -11,6 +11,8 @@
 //! | [`cache`] | the cache and its [`Lister`] with a namespace index |
 //! | [`handler`] | [`EventHandler`], [`Deleted`] tombstones, the [`EnqueueKey`] adapter |
 //! | [`key`] | [`ObjectKey`]: `namespace/name` keys |
+//! | [`presence`] | [`Presence`]: keys of objects kept uncached, remembered by a hash |
+//! | [`streaming`] | whether the API server serves streaming lists, asked once |
 //!
 //! # Example
 //!
@@ -84,9 +86,12 @@ pub mod expectations;
 pub mod handler;
 pub mod informer;
 pub mod key;
+pub mod presence;
+pub mod streaming;
 
 pub use cache::Lister;
 pub use expectations::{EXPECTATION_TIMEOUT, Expect, Expectations};
 pub use handler::{Deleted, EnqueueKey, EventHandler};
 pub use informer::{Config, Filter, Informer, Transform, Watchable};
 pub use key::{KeyError, ObjectKey};
+pub use presence::Presence;

@@ -1,14 +1,15 @@
 //! The informer against the sandbox: adds, updates, deletes, tombstones after a broken watch,
-//! resync, late handlers, label selection and the cache-sync gate.
+//! resync, late handlers, label selection, the cache-sync gate, objects kept uncached (gained,
+//! lost, deleted, gone at a relist), and streaming lists with their fallback to pages.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::{Config, Deleted, EventHandler, Informer, ObjectKey};
+use informer::{Config, Deleted, EventHandler, Informer, ObjectKey, Presence};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
 use parking_lot::Mutex;
-use sandbox::{FaultKind, FaultRule, Sandbox};
+use sandbox::{FaultKind, FaultRule, Sandbox, SandboxConfig, StreamingLists};
 use serde_json::json;
 
 #[derive(Default)]
@@ -54,6 +55,9 @@ impl EventHandler<ConfigMap> for Log {
             Deleted::FinalStateUnknown { .. } => "tombstone",
         };
         self.0.lock().push(format!("delete {} {how}", obj.key()));
+    }
+    fn on_uncached_deleted(&self, count: usize) {
+        self.0.lock().push(format!("uncached gone {count}"));
     }
 }
 
@@ -279,4 +283,160 @@ async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
     assert_eq!(log.take(), ["delete default/b2 tombstone"]);
     assert_eq!(sb.requests().all().len(), requests, "refilter asks the server nothing");
     task.abort();
+}
+
+/// Breaks the informer's watch, runs `meanwhile` while it is down, then brings it back with an
+/// expired version, so the informer lists again.
+async fn with_the_watch_down<F: std::future::Future<Output = ()>>(sb: &Sandbox, meanwhile: F) {
+    let watching = |code: u16| sb.requests().all().iter().any(|r| r.verb == "watch" && r.code == code);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !watching(200) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the informer watches after its list");
+    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
+    sb.faults().cut_watches();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !watching(500) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the informer tried to watch again");
+    meanwhile.await;
+    sb.faults().expire_next_watch();
+    sb.faults().clear_rules();
+}
+
+fn labelled(c: &ConfigMap, keep: bool) -> ConfigMap {
+    let mut c = c.clone();
+    c.metadata.labels = keep.then(|| [("keep".to_string(), "yes".to_string())].into());
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_predicate_caches_its_objects_and_remembers_the_others_as_present() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    api.create(&PostParams::default(), &cm("a", json!({ "keep": "yes" }))).await.unwrap();
+    api.create(&PostParams::default(), &cm("b", json!({}))).await.unwrap();
+    let (informer, log, task) = start_prepared(&sb, Config::default().resync(Duration::ZERO), |i| {
+        i.set_keep(Arc::new(|c: &ConfigMap| {
+            c.metadata.labels.as_ref().is_some_and(|l| l.contains_key("keep"))
+        }));
+    });
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    assert_eq!(log.take(), ["add default/a initial"], "uncached objects are not reported");
+    let lister = informer.lister();
+    let presence = |name: &str| match lister.presence(&ObjectKey::new("default", name)) {
+        Presence::Cached(_) => "cached",
+        Presence::Uncached => "uncached",
+        Presence::Absent => "absent",
+    };
+    assert_eq!((presence("a"), presence("b"), presence("c")), ("cached", "uncached", "absent"));
+    assert_eq!((lister.len(), lister.uncached_len()), (1, 1));
+    assert!(lister.get(&ObjectKey::new("default", "b")).is_none());
+
+    // Gained: cached, and an add at once.
+    let b = api.get("b").await.unwrap();
+    api.replace("b", &PostParams::default(), &labelled(&b, true)).await.unwrap();
+    log.wait_for("add default/b live").await;
+    assert_eq!(presence("b"), "cached");
+    // Lost: out of the cache, an update (it exists), never a delete.
+    let a = api.get("a").await.unwrap();
+    let a = api.replace("a", &PostParams::default(), &labelled(&a, false)).await.unwrap();
+    let seen = log.wait_for("update default/a changed").await;
+    assert!(!seen.iter().any(|l| l.starts_with("delete")), "{seen:?}");
+    assert_eq!((presence("a"), lister.len(), lister.uncached_len()), ("uncached", 1, 1));
+    // Changes to an uncached object that leave it uncached, and new uncached objects: nothing.
+    let mut a2 = a.clone();
+    a2.data = Some([("app".to_string(), "v2".to_string())].into());
+    api.replace("a", &PostParams::default(), &a2).await.unwrap();
+    api.create(&PostParams::default(), &cm("c", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("marker", json!({ "keep": "yes" }))).await.unwrap();
+    assert_eq!(log.wait_for("add default/marker live").await, ["add default/marker live"]);
+    assert_eq!(presence("c"), "uncached");
+    // Deleted, uncached: the watch's DELETED is reported; the key is absent.
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    log.wait_for("delete default/a known").await;
+    assert_eq!(presence("a"), "absent");
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_finds_uncached_keys_gone_and_tells_lost_from_deleted() {
+    let sb = Sandbox::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    for (name, keep) in
+        [("kept-gone", true), ("kept-loses", true), ("gains", false), ("gone", false), ("stays", false)]
+    {
+        let labels = if keep { json!({ "keep": "yes" }) } else { json!({}) };
+        api.create(&PostParams::default(), &cm(name, labels)).await.unwrap();
+    }
+    let (informer, log, task) = start_prepared(&sb, Config::default().resync(Duration::ZERO), |i| {
+        i.set_keep(Arc::new(|c: &ConfigMap| {
+            c.metadata.labels.as_ref().is_some_and(|l| l.contains_key("keep"))
+        }));
+    });
+    assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
+    log.take();
+    with_the_watch_down(&sb, async {
+        api.delete("kept-gone", &DeleteParams::default()).await.unwrap();
+        api.delete("gone", &DeleteParams::default()).await.unwrap();
+        let c = api.get("kept-loses").await.unwrap();
+        api.replace("kept-loses", &PostParams::default(), &labelled(&c, false)).await.unwrap();
+        let c = api.get("gains").await.unwrap();
+        api.replace("gains", &PostParams::default(), &labelled(&c, true)).await.unwrap();
+    })
+    .await;
+    let mut seen = log.wait_for("uncached gone 1").await;
+    // The relist's notes come together, under one dispatch: the rest is there too.
+    seen.extend(log.take());
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "add default/gains live",
+            "delete default/kept-gone tombstone",
+            "uncached gone 1",
+            "update default/kept-loses changed",
+        ]
+    );
+    let lister = informer.lister();
+    let presence = |name: &str| lister.presence(&ObjectKey::new("default", name));
+    assert_eq!(presence("gone"), Presence::Absent);
+    assert_eq!(presence("kept-gone"), Presence::Absent);
+    assert_eq!(presence("kept-loses"), Presence::Uncached);
+    assert_eq!(presence("stays"), Presence::Uncached);
+    assert!(presence("gains").cached().is_some());
+    assert_eq!((lister.len(), lister.uncached_len()), (1, 2));
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_stream_where_the_server_serves_it_and_come_in_pages_where_not() {
+    let modes =
+        [(StreamingLists::Served, true), (StreamingLists::Rejected, false), (StreamingLists::Ignored, false)];
+    let runs = modes.map(|(how, streams)| async move {
+        let sb = Sandbox::with_config(SandboxConfig { streaming_lists: how, ..SandboxConfig::default() });
+        let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
+        for i in 0..3 {
+            api.create(&PostParams::default(), &cm(&format!("s{i}"), json!({}))).await.unwrap();
+        }
+        let (informer, log, task) = start(&sb, Config::default().prefer_streaming_lists());
+        // A server that ignores the request is given the probe's whole timeout to answer.
+        assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(30))).await, "{how:?}");
+        assert_eq!(informer.streams_lists(), Some(streams), "{how:?}");
+        assert_eq!(informer.lister().len(), 3, "{how:?}");
+        assert_eq!(log.take().len(), 3, "{how:?}");
+        let lists = sb.requests().count("list", "configmaps");
+        assert_eq!(lists == 0, streams, "{how:?}: {lists} lists");
+        // Live changes follow either way.
+        api.create(&PostParams::default(), &cm("live", json!({}))).await.unwrap();
+        log.wait_for("add default/live live").await;
+        task.abort();
+    });
+    futures::future::join_all(runs).await;
 }
