@@ -38,7 +38,7 @@ use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter}
 
 use crate::annotation::ANNOTATION;
 use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
-use crate::decision::{Action, MANAGED_BY, decide};
+use crate::decision::{Action, MANAGED_BY, Presence, decide};
 use crate::events::{EventConfig, EventRecorder};
 
 /// The name this controller reports in Events, field managers and queue metrics.
@@ -162,8 +162,12 @@ impl Controller {
             }
             Scope::All => (Api::all(client.clone()), Api::all(client.clone())),
         };
-        let configmaps = Informer::new(cm_api, InformerConfig::default().resync(options.resync));
+        let configmaps =
+            Informer::new(cm_api, InformerConfig::default().resync(options.resync).prefer_streaming_lists());
         configmaps.set_transform(Arc::new(slim_configmap));
+        // Only annotated ConfigMaps are cached; of the others (in a real cluster, most) only the
+        // fact that they exist is kept, so the memory follows what the controller manages.
+        configmaps.set_keep(Arc::new(|cm: &CachedConfigMap| cm.desired.is_some()));
         let deployments = Informer::new(
             deploy_api,
             InformerConfig::default()
@@ -181,6 +185,8 @@ impl Controller {
         configmaps.add_handler(Arc::new(EnqueueConfigMap {
             queue: queue.clone(),
             data_changed: data_changed.clone(),
+            configmaps: configmaps.lister(),
+            deployments: deployments.lister(),
         }));
         let expected = Expectations::default();
         deployments.add_handler(Arc::new(EnqueueOwner { queue: queue.clone(), expected: expected.clone() }));
@@ -235,6 +241,13 @@ impl Controller {
         &self.deploy_lister
     }
 
+    /// The ConfigMap cache, as reconciles read it: annotated ConfigMaps cached, the others only
+    /// known to exist ([`Lister::presence`]) (for tests and debugging).
+    #[must_use]
+    pub fn configmap_cache(&self) -> &Lister<CachedConfigMap> {
+        &self.cm_lister
+    }
+
     /// Runs until `shutdown` resolves: informers, the cache-sync gate, then the workers.
     ///
     /// On shutdown, workers stop taking keys, in-flight reconciles finish, and `run` returns.
@@ -269,16 +282,21 @@ impl Controller {
     ///
     /// An invalid annotation, a Deployment that is not ours, or a failed API call.
     pub async fn sync(&self, key: &ObjectKey) -> Result<(), Error> {
-        let cm = self.cm_lister.get(key);
+        let presence = self.cm_lister.presence(key);
         let deployment = self.deploy_lister.get(key);
         // The tutorial's exercise, when the value is new to this reconcile (not on every retry or
         // Deployment status change).
+        let (cm, seen) = match &presence {
+            Presence::Cached(cm) => (Some(Arc::clone(cm)), Presence::Cached(cm.as_ref())),
+            Presence::Uncached => (None, Presence::Uncached),
+            Presence::Absent => (None, Presence::Absent),
+        };
         if self.data_changed.take(key)
             && let Some(app) = cm.as_ref().and_then(|c| app_of(c)).filter(|a| !a.is_empty())
         {
             tracing::info!("ConfigMap {key} data: {app}");
         }
-        let action = decide(cm.as_deref(), deployment.as_deref(), key.name());
+        let action = decide(seen, deployment.as_deref(), key.name());
         tracing::debug!(%key, ?action, "decided");
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), key.namespace());
         let api_err = |action| move |source| Error::Api { action, key: key.clone(), source };
@@ -429,6 +447,8 @@ fn app_of(cm: &CachedConfigMap) -> Option<&String> {
 struct EnqueueConfigMap {
     queue: RateLimitingQueue<ObjectKey>,
     data_changed: DataChanged,
+    configmaps: Lister<CachedConfigMap>,
+    deployments: Lister<CachedDeployment>,
 }
 
 impl EventHandler<CachedConfigMap> for EnqueueConfigMap {
@@ -448,6 +468,24 @@ impl EventHandler<CachedConfigMap> for EnqueueConfigMap {
     }
     fn on_delete(&self, obj: &Deleted<CachedConfigMap>) {
         self.queue.add(obj.key().clone());
+    }
+    /// A relist found unannotated ConfigMaps gone, which the cache cannot name: the keys that
+    /// may need a delete are those of our Deployments whose ConfigMap is not cached (annotated
+    /// ones the relist has reported each on its own). Their reconciles tell gone from
+    /// unannotated ([`Presence`]).
+    fn on_uncached_deleted(&self, count: usize) {
+        let owners: Vec<ObjectKey> = self
+            .deployments
+            .list()
+            .iter()
+            .filter(|d| d.is_managed())
+            .map(|d| owner_key(d))
+            .filter(|k| self.configmaps.get(k).is_none())
+            .collect();
+        tracing::debug!(count, deployments = owners.len(), "unannotated ConfigMaps gone at a relist");
+        for key in owners {
+            self.queue.add(key);
+        }
     }
 }
 

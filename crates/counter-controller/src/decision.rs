@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | gone | ours | [`Action::Delete`] |
 //! | gone | not ours / none / already deleting | [`Action::Nothing`] |
-//! | no annotation | any | [`Action::Nothing`] |
+//! | no annotation (cached, or only known to exist) | any | [`Action::Nothing`] |
 //! | invalid annotation | any | [`Action::Invalid`] (error, retry, Warning Event) |
 //! | valid | none | [`Action::Create`] |
 //! | valid | not ours | [`Action::NotOurs`] (error, retry, Warning Event `ResourceExists`) |
@@ -16,6 +16,12 @@
 //! A Deployment is *ours* when it carries `managed-by=counter-controller` and, if it has a
 //! controller ownerReference, that reference names this ConfigMap (by name, and by uid when the
 //! ConfigMap is known).
+//!
+//! The ConfigMap cache holds only annotated ConfigMaps; of the others it knows only that they
+//! exist ([`Presence::Uncached`]). That is "no annotation", never "gone": only an absent
+//! ConfigMap may lead to a delete.
+
+pub use informer::Presence;
 
 use crate::annotation::{InvalidCount, parse_desired};
 use crate::cached::{CachedConfigMap as ConfigMap, CachedDeployment as Deployment};
@@ -78,16 +84,24 @@ pub fn is_ours(d: &Deployment, cm_name: &str, cm_uid: Option<&str>) -> bool {
     labelled && owner_ok
 }
 
-/// Decides what to do for a ConfigMap key, given what the caches hold under that key.
+/// Decides what to do for a ConfigMap key, given what the caches hold under that key: the
+/// ConfigMap (cached, known to exist uncached — it has no annotation — or absent) and the
+/// Deployment.
 #[must_use]
-pub fn decide(cm: Option<&ConfigMap>, deployment: Option<&Deployment>, name: &str) -> Action {
-    let Some(cm) = cm else {
-        return match deployment {
-            None => Action::Nothing(Why::NothingToDelete),
-            Some(d) if d.metadata.deletion_timestamp.is_some() => Action::Nothing(Why::DeploymentTerminating),
-            Some(d) if is_ours(d, name, None) => Action::Delete,
-            Some(_) => Action::Nothing(Why::NotOursToDelete),
-        };
+pub fn decide(cm: Presence<&ConfigMap>, deployment: Option<&Deployment>, name: &str) -> Action {
+    let cm = match cm {
+        Presence::Cached(cm) => cm,
+        Presence::Uncached => return Action::Nothing(Why::NoAnnotation),
+        Presence::Absent => {
+            return match deployment {
+                None => Action::Nothing(Why::NothingToDelete),
+                Some(d) if d.metadata.deletion_timestamp.is_some() => {
+                    Action::Nothing(Why::DeploymentTerminating)
+                }
+                Some(d) if is_ours(d, name, None) => Action::Delete,
+                Some(_) => Action::Nothing(Why::NotOursToDelete),
+            };
+        }
     };
     let Some(raw) = cm.desired.as_ref() else {
         return Action::Nothing(Why::NoAnnotation);
@@ -142,18 +156,27 @@ mod tests {
 
     #[test]
     fn configmap_gone() {
-        assert_eq!(decide(None, None, "web"), Action::Nothing(Why::NothingToDelete));
-        assert_eq!(decide(None, Some(&deploy(3, true, Some(("web", "x")))), "web"), Action::Delete);
-        assert_eq!(decide(None, Some(&deploy(3, true, None)), "web"), Action::Delete);
-        assert_eq!(decide(None, Some(&deploy(3, false, None)), "web"), Action::Nothing(Why::NotOursToDelete));
+        assert_eq!(decide(Presence::Absent, None, "web"), Action::Nothing(Why::NothingToDelete));
         assert_eq!(
-            decide(None, Some(&deploy(3, true, Some(("other", "x")))), "web"),
+            decide(Presence::Absent, Some(&deploy(3, true, Some(("web", "x")))), "web"),
+            Action::Delete
+        );
+        assert_eq!(decide(Presence::Absent, Some(&deploy(3, true, None)), "web"), Action::Delete);
+        assert_eq!(
+            decide(Presence::Absent, Some(&deploy(3, false, None)), "web"),
+            Action::Nothing(Why::NotOursToDelete)
+        );
+        assert_eq!(
+            decide(Presence::Absent, Some(&deploy(3, true, Some(("other", "x")))), "web"),
             Action::Nothing(Why::NotOursToDelete)
         );
         let mut terminating = deploy(3, true, None);
         terminating.metadata.deletion_timestamp =
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff_now()));
-        assert_eq!(decide(None, Some(&terminating), "web"), Action::Nothing(Why::DeploymentTerminating));
+        assert_eq!(
+            decide(Presence::Absent, Some(&terminating), "web"),
+            Action::Nothing(Why::DeploymentTerminating)
+        );
     }
 
     fn jiff_now() -> k8s_openapi::jiff::Timestamp {
@@ -162,20 +185,44 @@ mod tests {
 
     #[test]
     fn configmap_present() {
-        assert_eq!(decide(Some(&cm(None)), None, "web"), Action::Nothing(Why::NoAnnotation));
-        assert_eq!(decide(Some(&cm(Some("3"))), None, "web"), Action::Create { replicas: 3 });
+        assert_eq!(decide(Presence::Cached(&cm(None)), None, "web"), Action::Nothing(Why::NoAnnotation));
+        assert_eq!(decide(Presence::Cached(&cm(Some("3"))), None, "web"), Action::Create { replicas: 3 });
         let ours = deploy(3, true, Some(("web", "cm-uid")));
-        assert_eq!(decide(Some(&cm(Some("3"))), Some(&ours), "web"), Action::Nothing(Why::Converged));
-        assert_eq!(decide(Some(&cm(Some("5"))), Some(&ours), "web"), Action::Scale { from: 3, to: 5 });
-        assert_eq!(decide(Some(&cm(Some("0"))), Some(&ours), "web"), Action::Scale { from: 3, to: 0 });
-        assert_eq!(decide(Some(&cm(Some("5"))), Some(&deploy(3, false, None)), "web"), Action::NotOurs);
         assert_eq!(
-            decide(Some(&cm(Some("5"))), Some(&deploy(3, true, Some(("web", "old-uid")))), "web"),
+            decide(Presence::Cached(&cm(Some("3"))), Some(&ours), "web"),
+            Action::Nothing(Why::Converged)
+        );
+        assert_eq!(
+            decide(Presence::Cached(&cm(Some("5"))), Some(&ours), "web"),
+            Action::Scale { from: 3, to: 5 }
+        );
+        assert_eq!(
+            decide(Presence::Cached(&cm(Some("0"))), Some(&ours), "web"),
+            Action::Scale { from: 3, to: 0 }
+        );
+        assert_eq!(
+            decide(Presence::Cached(&cm(Some("5"))), Some(&deploy(3, false, None)), "web"),
+            Action::NotOurs
+        );
+        assert_eq!(
+            decide(Presence::Cached(&cm(Some("5"))), Some(&deploy(3, true, Some(("web", "old-uid")))), "web"),
             Action::NotOurs
         );
         assert!(
-            matches!(decide(Some(&cm(Some("abc"))), Some(&ours), "web"), Action::Invalid(e) if e.value == "abc")
+            matches!(decide(Presence::Cached(&cm(Some("abc"))), Some(&ours), "web"), Action::Invalid(e) if e.value == "abc")
         );
+    }
+
+    #[test]
+    fn a_configmap_known_only_to_exist_has_no_annotation_whatever_the_deployment() {
+        for d in [
+            None,
+            Some(deploy(3, true, Some(("web", "cm-uid")))),
+            Some(deploy(3, true, None)),
+            Some(deploy(3, false, None)),
+        ] {
+            assert_eq!(decide(Presence::Uncached, d.as_ref(), "web"), Action::Nothing(Why::NoAnnotation));
+        }
     }
 
     #[test]
@@ -183,7 +230,7 @@ mod tests {
         for bad in ["-1", "3.5", "abc", "", "99999999999", "not-a-number"] {
             for d in [None, Some(deploy(3, true, None))] {
                 assert!(
-                    matches!(decide(Some(&cm(Some(bad))), d.as_ref(), "web"), Action::Invalid(_)),
+                    matches!(decide(Presence::Cached(&cm(Some(bad))), d.as_ref(), "web"), Action::Invalid(_)),
                     "{bad:?}"
                 );
             }

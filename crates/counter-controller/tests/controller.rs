@@ -1,5 +1,7 @@
 //! The controller end to end with a real `kube::Client` on the sandbox: the seed's five tests by
-//! name, then the safety rows, drift, restarts, idempotence, conflicts, failures and shutdown.
+//! name, then the safety rows, drift, restarts, idempotence, conflicts, failures and shutdown,
+//! and ConfigMaps without the annotation (not cached, only known to exist): gaining and losing
+//! it, deleted, gone at a relist, deleted while the controller was down.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -552,5 +554,107 @@ async fn a_reconcile_before_the_cache_sees_our_create_does_not_create_again() {
         !events(&sb).await.iter().any(|(_, r, _)| r == "ResourceExists"),
         "no false ResourceExists warning"
     );
+    run.stop().await;
+}
+
+// ---- ConfigMaps without the annotation: not cached, only known to exist ----
+
+fn presence(run: &Running, name: &str) -> &'static str {
+    match run.controller.configmap_cache().presence(&key(name)) {
+        informer::Presence::Cached(_) => "cached",
+        informer::Presence::Uncached => "uncached",
+        informer::Presence::Absent => "absent",
+    }
+}
+
+async fn set_annotation(cms: &Api<ConfigMap>, name: &str, value: Option<&str>) {
+    let patch = json!({ "metadata": { "annotations": { ANNOTATION: value } } });
+    cms.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+}
+
+/// A ConfigMap `name` whose Deployment (ours, at `replicas`) was made while it was annotated, and
+/// which has since lost the annotation; returns once the controller's cache knows it uncached.
+async fn unannotated_with_our_deployment(run: &Running, sb: &Sandbox, name: &str, replicas: i32) {
+    let (cms, deploys) = apis(sb);
+    cms.create(&PostParams::default(), &cm(name, Some(&replicas.to_string()))).await.unwrap();
+    wait_replicas(&deploys, name, Some(replicas)).await;
+    set_annotation(&cms, name, None).await;
+    eventually("the cache forgot the object", || async { presence(run, name) == "uncached" }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unannotated_configmap_is_not_cached_and_gaining_the_annotation_acts_at_once() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    cms.create(&PostParams::default(), &cm("plain", None)).await.unwrap();
+    let run = start(&sb);
+    eventually("synced", || async { run.controller.has_synced() }).await;
+    assert_eq!((presence(&run, "plain"), presence(&run, "other")), ("uncached", "absent"));
+    assert_eq!(run.controller.configmap_cache().len(), 0, "nothing cached but what is annotated");
+    set_annotation(&cms, "plain", Some("2")).await;
+    wait_replicas(&deploys, "plain", Some(2)).await;
+    assert_eq!(presence(&run, "plain"), "cached");
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_the_annotation_leaves_the_deployment_and_a_real_delete_removes_it() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    unannotated_with_our_deployment(&run, &sb, "web", 2).await;
+    // No annotation: nothing, however often it is reconciled.
+    run.controller.sync(&key("web")).await.unwrap();
+    eventually("the queue drained", || async { run.controller.queue().is_empty() }).await;
+    assert_eq!(replicas(&deploys, "web").await, Some(2));
+    assert_eq!(sb.requests().count("delete", "deployments"), 0);
+    // Really deleted (a watch DELETED of an object the cache did not hold): its Deployment goes.
+    cms.delete("web", &DeleteParams::default()).await.unwrap();
+    wait_replicas(&deploys, "web", None).await;
+    assert_eq!(sb.requests().count("delete", "deployments"), 1);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unannotated_configmap_gone_at_a_relist_loses_its_deployment_and_the_others_stay() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    unannotated_with_our_deployment(&run, &sb, "gone", 2).await;
+    unannotated_with_our_deployment(&run, &sb, "stays", 3).await;
+    // The ConfigMap watch breaks, stays down while "gone" is deleted, and comes back expired
+    // (410): only the relist can tell, and it cannot name the key.
+    let watching = |code: u16| {
+        sb.requests().all().iter().any(|r| r.verb == "watch" && r.resource == "configmaps" && r.code == code)
+    };
+    eventually("the ConfigMaps are watched", || async { watching(200) }).await;
+    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
+    sb.faults().cut_watches();
+    eventually("the informer tried to watch again", || async { watching(500) }).await;
+    cms.delete("gone", &DeleteParams::default()).await.unwrap();
+    sb.faults().expire_next_watch();
+    sb.faults().clear_rules();
+    wait_replicas(&deploys, "gone", None).await;
+    eventually("the queue drained", || async { run.controller.queue().is_empty() }).await;
+    assert_eq!(replicas(&deploys, "stays").await, Some(3), "no annotation is not gone");
+    assert_eq!(sb.requests().count("delete", "deployments"), 1);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unannotated_configmap_deleted_while_down_loses_its_deployment_and_the_others_stay() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    unannotated_with_our_deployment(&run, &sb, "gone", 2).await;
+    unannotated_with_our_deployment(&run, &sb, "stays", 3).await;
+    assert!(run.stop().await);
+    cms.delete("gone", &DeleteParams::default()).await.unwrap();
+    let run = start(&sb);
+    wait_replicas(&deploys, "gone", None).await;
+    eventually("the queue drained", || async { run.controller.queue().is_empty() }).await;
+    run.controller.sync(&key("stays")).await.unwrap();
+    assert_eq!(replicas(&deploys, "stays").await, Some(3));
+    assert_eq!(sb.requests().count("delete", "deployments"), 1);
     run.stop().await;
 }
