@@ -81,7 +81,8 @@ fn name_of(d: &Value) -> &str {
 fn reread(sb: &Sandbox, view: &Mutex<View>) -> u64 {
     let deploys = find("apps", "v1", "deployments").unwrap();
     // Shared objects, no copies.
-    let (rv, items) = sb.store().snapshot(deploys, Some("default"));
+    // Every namespace: the scale run spreads its Deployments over many (names stay unique).
+    let (rv, items) = sb.store().snapshot(deploys, None);
     let mut v = view.lock();
     let live: std::collections::HashSet<&str> = items.iter().map(|d| name_of(d)).collect();
     let gone: Vec<String> = v.replicas.keys().filter(|k| !live.contains(k.as_str())).cloned().collect();

@@ -4,7 +4,13 @@
 //!
 //! * `create`, `scale`, `delete`: that phase's N writes, back to back, `workers` at a time;
 //! * `scale-each`, `delete-each`: the same writes, each issued as its index arrives on a line of
-//!   its own, `workers` at a time, until a line `end`.
+//!   its own, `workers` at a time, until a line `end`;
+//! * `list`, `stream`: a bare list of the ConfigMaps, paginated (500 a page, as a watcher's) or
+//!   streamed (`sendInitialEvents`), each page or event decoded and dropped (the scale bench's
+//!   yardstick for how fast the API server hands out its objects).
+//!
+//! With [`ENV`] set to `N,workers,scale` (the scale bench), the writer reads the ConfigMaps of
+//! every namespace and writes only for the annotated ones, each in its own namespace.
 //!
 //! It answers `ready` once it has listed the ConfigMaps it builds Deployments from, and `done`
 //! when a phase's writes have all been acknowledged; it exits at the end of its stdin.
@@ -38,8 +44,18 @@ pub struct Writer {
 impl Writer {
     /// Starts a writer against the server in `kubeconfig`; returns once it is ready.
     pub async fn spawn(kubeconfig: &Path, n: usize, workers: usize) -> Self {
+        Self::spawn_with(kubeconfig, &format!("{n},{workers}")).await
+    }
+
+    /// As [`spawn`](Self::spawn), for the scale bench: writes for the annotated ConfigMaps of
+    /// every namespace.
+    pub async fn spawn_scale(kubeconfig: &Path, workers: usize) -> Self {
+        Self::spawn_with(kubeconfig, &format!("0,{workers},scale")).await
+    }
+
+    async fn spawn_with(kubeconfig: &Path, spec: &str) -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .env(ENV, format!("{n},{workers}"))
+            .env(ENV, spec)
             .env("KUBECONFIG", kubeconfig)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -121,6 +137,9 @@ impl Op {
         match self {
             Self::Create => {
                 let d = counter_controller::controller::new_deployment(&cms[i], 3);
+                // In the ConfigMap's namespace (the scale bench spreads them over many).
+                let ns = cms[i].metadata.namespace.as_deref().unwrap_or("default");
+                let deploys: Api<Deployment> = Api::namespaced(deploys.clone().into_client(), ns);
                 deploys.create(&PostParams::default(), &d).await.unwrap();
             }
             Self::Scale => {
@@ -136,10 +155,12 @@ impl Op {
 
 /// The writer process: `spec` is [`ENV`]'s value.
 pub fn main(spec: &str) {
-    let (n, workers) = spec
-        .split_once(',')
+    let mut parts = spec.split(',');
+    let (n, workers, scale) = (parts.next(), parts.next(), parts.next() == Some("scale"));
+    let (n, workers) = n
+        .zip(workers)
         .and_then(|(n, w)| Some((n.parse::<usize>().ok()?, w.parse::<usize>().ok()?)))
-        .unwrap_or_else(|| panic!("{ENV}={spec:?}: expected N,workers"));
+        .unwrap_or_else(|| panic!("{ENV}={spec:?}: expected N,workers[,scale]"));
     // Commands are read on a thread of their own, so a blocked read never holds a runtime thread.
     let (tx, mut commands) = futures::channel::mpsc::unbounded::<String>();
     std::thread::spawn(move || {
@@ -155,11 +176,18 @@ pub fn main(spec: &str) {
     rt.block_on(async move {
         let kubeconfig = std::env::var("KUBECONFIG").unwrap();
         let client = counter_controller::client::client(Some(Path::new(&kubeconfig))).await.unwrap();
-        let cms = Api::<ConfigMap>::default_namespaced(client.clone())
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items;
+        let cms = if scale {
+            annotated_configmaps(&client).await
+        } else {
+            Api::<ConfigMap>::default_namespaced(client.clone())
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+        };
+        let n = if scale { cms.len() } else { n };
+        let all_cms: Api<ConfigMap> =
+            if scale { Api::all(client.clone()) } else { Api::default_namespaced(client.clone()) };
         let deploys: Api<Deployment> = Api::default_namespaced(client);
         let (deploys, cms) = (&deploys, &cms[..]);
         println!("ready");
@@ -169,6 +197,11 @@ pub fn main(spec: &str) {
                 _ => (command.as_str(), false),
             };
             let write = match phase {
+                "list" | "stream" => {
+                    bare_list(&all_cms, phase == "stream").await;
+                    println!("done");
+                    continue;
+                }
                 "create" => Op::Create,
                 "scale" => Op::Scale,
                 "delete" => Op::Delete,
@@ -185,4 +218,52 @@ pub fn main(spec: &str) {
             println!("done");
         }
     });
+}
+
+/// The annotated ConfigMaps of every namespace, read by pages of metadata (their data is not
+/// needed to build a Deployment).
+async fn annotated_configmaps(client: &kube::Client) -> Vec<ConfigMap> {
+    let api: Api<ConfigMap> = Api::all(client.clone());
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = kube::api::ListParams::default().limit(500);
+        lp.continue_token = token.take();
+        let page = api.list_metadata(&lp).await.unwrap();
+        for m in page.items {
+            if m.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(crate::process::ANNOTATION)) {
+                out.push(ConfigMap { metadata: m.metadata, ..ConfigMap::default() });
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(next) => token = Some(next),
+            None => return out,
+        }
+    }
+}
+
+/// Every ConfigMap `api` sees, by pages of 500 or by a streaming list, each decoded and dropped.
+async fn bare_list(api: &Api<ConfigMap>, stream: bool) {
+    if stream {
+        let params = kube::api::WatchParams { send_initial_events: true, ..Default::default() };
+        let mut events = api.watch(&params, "0").await.unwrap().boxed();
+        while let Some(e) = events.next().await {
+            if let kube::api::WatchEvent::Bookmark(b) = e.unwrap()
+                && b.metadata.annotations.contains_key("k8s.io/initial-events-end")
+            {
+                return;
+            }
+        }
+        panic!("the streaming list ended before its end bookmark");
+    }
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = kube::api::ListParams::default().limit(500);
+        lp.continue_token = token.take();
+        let page = api.list(&lp).await.unwrap();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(next) => token = Some(next),
+            None => return,
+        }
+    }
 }
