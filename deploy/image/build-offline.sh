@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
-# Builds the image of Containerfile without pulling anything: the same static build as its build
+# Builds the image of a Containerfile without pulling anything: the same static build as its build
 # stage, then an OCI image from scratch with buildah (vfs storage, chroot isolation), written as an
 # OCI archive. Then checks what a cluster relies on — entrypoint, non-root user, labels — from the
 # image config, and runs the binary taken back out of the image's layer.
 #
-#   deploy/image/build-offline.sh [OUT.tar]     (default target/image/counter-controller-<version>.oci.tar)
+#   deploy/image/build-offline.sh [OUT.tar]     (default target/image/<binary>-<version>.oci.tar)
+#   CONTAINERFILE=examples/sample-controller/Containerfile deploy/image/build-offline.sh
 #
-# Needs Debian's buildah and skopeo, and python3. Load the result into a cluster with
-#   skopeo copy oci-archive:OUT.tar docker-archive:img.tar:counter-controller:<version> && kind load image-archive img.tar
+# The binary, its package and the image's name are the Containerfile's title label (the
+# workspace's binaries are named as their packages). Needs Debian's buildah and skopeo, and
+# python3. Load the result into a cluster with
+#   skopeo copy oci-archive:OUT.tar docker-archive:img.tar:<binary>:<version> && kind load image-archive img.tar
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-version="$(sed -n 's/^version = "\(.*\)"/\1/p' crates/counter-controller/Cargo.toml | head -1)"
-out="${1:-target/image/counter-controller-$version.oci.tar}"
+containerfile="${CONTAINERFILE:-Containerfile}"
+[ -f "$containerfile" ] || { echo "CONTAINERFILE=$containerfile: no such file"; exit 1; }
+name="$(sed -n 's/.*org.opencontainers.image.title="\([^"]*\)".*/\1/p' "$containerfile" | head -1)"
+[ -n "$name" ] || { echo "$containerfile has no org.opencontainers.image.title label"; exit 1; }
+version="$(cargo pkgid -p "$name" | sed 's/.*[#@]//')"
+out="${1:-target/image/$name-$version.oci.tar}"
 target="$(uname -m)-unknown-linux-gnu"
 mkdir -p "$(dirname "$out")"
 
 echo "== static build ($target)"
-RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --locked -p counter-controller --target "$target"
-bin="target/$target/release/counter-controller"
+RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --locked -p "$name" --target "$target"
+bin="target/$target/release/$name"
 if ldd "$bin" 2>&1 | grep -q '=>'; then
   echo "not a static binary:"; ldd "$bin"; exit 1
 fi
@@ -28,36 +35,36 @@ export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
 # Labels and config are read from the Containerfile, so the two builds cannot drift apart.
 labels=()
 while IFS= read -r l; do labels+=(--label "$l"); done < <(
-  python3 - <<'PY'
-import re, shlex
-text = open("Containerfile").read().replace("\\\n", " ")
+  python3 - "$containerfile" <<'PY'
+import re, shlex, sys
+text = open(sys.argv[1]).read().replace("\\\n", " ")
 for line in text.splitlines():
     if line.startswith("LABEL "):
         for item in shlex.split(line[len("LABEL "):]):
             print(item)
 PY
 )
-user="$(sed -n 's/^USER //p' Containerfile | tail -1)"
+user="$(sed -n 's/^USER //p' "$containerfile" | tail -1)"
 ctr="$(buildah --storage-driver vfs from scratch)"
 trap 'buildah --storage-driver vfs rm "$ctr" >/dev/null 2>&1 || true' EXIT
-buildah --storage-driver vfs copy "$ctr" "$bin" /counter-controller
+buildah --storage-driver vfs copy "$ctr" "$bin" "/$name"
 buildah --storage-driver vfs config \
-  --entrypoint '["/counter-controller"]' --cmd run --user "$user" "${labels[@]}" "$ctr"
+  --entrypoint "[\"/$name\"]" --cmd run --user "$user" "${labels[@]}" "$ctr"
 rm -f "$out"
-buildah --storage-driver vfs commit --format oci "$ctr" "oci-archive:$out:counter-controller:$version" >/dev/null
+buildah --storage-driver vfs commit --format oci "$ctr" "oci-archive:$out:$name:$version" >/dev/null
 
 echo "== checks"
 skopeo inspect --config "oci-archive:$out" > "$out.config.json"
-python3 - "$out" "$out.config.json" "$version" <<'PY'
+python3 - "$out" "$out.config.json" "$version" "$name" <<'PY'
 import io, json, sys, tarfile
-archive, config_path, version = sys.argv[1:]
+archive, config_path, version, name = sys.argv[1:]
 cfg = json.load(open(config_path))["config"]
-assert cfg["Entrypoint"] == ["/counter-controller"], cfg
+assert cfg["Entrypoint"] == ["/" + name], cfg
 assert cfg["Cmd"] == ["run"], cfg
 assert cfg["User"] == "65532:65532", cfg
 labels = cfg.get("Labels", {})
 assert labels.get("org.opencontainers.image.version") == version, labels
-assert labels.get("org.opencontainers.image.title") == "counter-controller", labels
+assert labels.get("org.opencontainers.image.title") == name, labels
 # Take the binary back out of the image's only layer.
 with tarfile.open(archive) as oci:
     blob = lambda d: oci.extractfile("blobs/sha256/" + d.split(":", 1)[1]).read()
@@ -67,16 +74,16 @@ with tarfile.open(archive) as oci:
     assert len(layers) == 1, layers
     with tarfile.open(fileobj=io.BytesIO(blob(layers[0]["digest"]))) as layer:
         names = [m.name.lstrip("./") for m in layer.getmembers() if m.isfile()]
-        assert names == ["counter-controller"], names
+        assert names == [name], names
         data = layer.extractfile([m for m in layer.getmembers() if m.isfile()][0]).read()
 open(archive + ".bin", "wb").write(data)
-print(f"image config ok: entrypoint, user 65532:65532, labels; one layer holding /counter-controller ({len(data) // 1024} KiB)")
+print(f"image config ok: entrypoint, user 65532:65532, labels; one layer holding /{name} ({len(data) // 1024} KiB)")
 PY
 chmod +x "$out.bin"
 got="$("$out.bin" --version)"
-[ "$got" = "counter-controller $version" ] || { echo "the binary from the image says: $got"; exit 1; }
+[ "$got" = "$name $version" ] || { echo "the binary from the image says: $got"; exit 1; }
 echo "the binary from the image runs: $got"
 # README's step towards kind/minikube: the same image as a docker archive.
-skopeo copy -q "oci-archive:$out" "docker-archive:${out%.oci.tar}.docker.tar:counter-controller:$version"
+skopeo copy -q "oci-archive:$out" "docker-archive:${out%.oci.tar}.docker.tar:$name:$version"
 echo "docker archive for kind/minikube: ${out%.oci.tar}.docker.tar"
 echo "image: $out ($(du -h "$out" | cut -f1))"
