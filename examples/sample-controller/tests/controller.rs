@@ -22,7 +22,9 @@ use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const LIMIT: Duration = Duration::from_secs(30);
+/// A guard against a hang, not a timing: each wait here follows one event, with nothing partial
+/// to watch move; two minutes is far beyond what a busy machine needs.
+const LIMIT: Duration = Duration::from_secs(120);
 
 /// Polls `check` until it gives a value, failing with `what` after [`LIMIT`].
 async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T

@@ -59,9 +59,12 @@ pub fn kubectl_ok(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> String {
     out
 }
 
-/// Waits up to 30 s for `f`.
+/// Waits for `f`. Each condition these tests wait on follows one event (a Deployment created, a
+/// gauge updated), with nothing partial to watch move, so the limit is a guard against a hang —
+/// two minutes, far beyond what a busy machine needs — not a timing: waits with something to
+/// count (Deployments converged, election steps) count it instead.
 pub fn eventually(what: &str, f: impl FnMut() -> bool) {
-    eventually_within(what, Duration::from_secs(30), f);
+    eventually_within(what, Duration::from_secs(120), f);
 }
 
 pub fn eventually_within(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
