@@ -436,19 +436,7 @@ where
         parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
     let bytes = read_body(body, content_length).await;
     let t = parse_target(&shared.store, path)?;
-    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let render = negotiate(accept).ok_or_else(ApiError::not_acceptable)?;
-    let mut q = parse_query(parts.uri.query(), &t.def)?;
-    if !shared.sharded_list_watch {
-        q.list.shard = None;
-    }
-    if q.watch && q.send_initial_events {
-        streaming_list_allowed(shared.streaming_lists, &mut q)?;
-    }
-    q.as_table = matches!(render, Render::Table(_));
-    q.render = render;
-    let verb = verb_of(&parts.method, &t, q.watch);
-    record.verb = verb.to_owned();
+    // What was asked is recorded before it is validated, as the API server's request info is.
     record.group = t.def.group.to_owned();
     record.resource = t.def.plural.to_owned();
     record.subresource = match t.sub {
@@ -459,6 +447,19 @@ where
     .to_owned();
     record.namespace = t.namespace.clone().unwrap_or_default();
     record.name = t.name.clone().unwrap_or_default();
+    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let render = negotiate(accept).ok_or_else(ApiError::not_acceptable)?;
+    let mut q = parse_query(parts.uri.query(), &t.def)?;
+    let verb = verb_of(&parts.method, &t, q.watch);
+    record.verb = verb.to_owned();
+    if !shared.sharded_list_watch {
+        q.list.shard = None;
+    }
+    if q.watch && q.send_initial_events {
+        streaming_list_allowed(shared.streaming_lists, &mut q)?;
+    }
+    q.as_table = matches!(render, Render::Table(_));
+    q.render = render;
     if verb == "unsupported" {
         return Err(ApiError::method_not_allowed(parts.method.as_str(), path));
     }
