@@ -38,7 +38,7 @@ use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter}
 
 use crate::annotation::ANNOTATION;
 use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
-use crate::decision::{Action, MANAGED_BY, Presence, decide};
+use crate::decision::{Action, MANAGED_BY, decide};
 use crate::events::{EventConfig, EventRecorder};
 
 /// The name this controller reports in Events, field managers and queue metrics.
@@ -286,17 +286,13 @@ impl Controller {
         let deployment = self.deploy_lister.get(key);
         // The tutorial's exercise, when the value is new to this reconcile (not on every retry or
         // Deployment status change).
-        let (cm, seen) = match &presence {
-            Presence::Cached(cm) => (Some(Arc::clone(cm)), Presence::Cached(cm.as_ref())),
-            Presence::Uncached => (None, Presence::Uncached),
-            Presence::Absent => (None, Presence::Absent),
-        };
+        let cm = presence.clone().cached();
         if self.data_changed.take(key)
             && let Some(app) = cm.as_ref().and_then(|c| app_of(c)).filter(|a| !a.is_empty())
         {
             tracing::info!("ConfigMap {key} data: {app}");
         }
-        let action = decide(seen, deployment.as_deref(), key.name());
+        let action = decide(presence.as_deref(), deployment.as_deref(), key.name());
         tracing::debug!(%key, ?action, "decided");
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), key.namespace());
         let api_err = |action| move |source| Error::Api { action, key: key.clone(), source };
@@ -472,7 +468,7 @@ impl EventHandler<CachedConfigMap> for EnqueueConfigMap {
     /// A relist found unannotated ConfigMaps gone, which the cache cannot name: the keys that
     /// may need a delete are those of our Deployments whose ConfigMap is not cached (annotated
     /// ones the relist has reported each on its own). Their reconciles tell gone from
-    /// unannotated ([`Presence`]).
+    /// unannotated ([`Presence`](informer::Presence)).
     fn on_uncached_deleted(&self, count: usize) {
         let owners: Vec<ObjectKey> = self
             .deployments

@@ -669,33 +669,27 @@ fn the_readme_overlay_builds_and_labels_only_the_monitoring_kinds() {
 }
 
 /// The prometheus-operator's two kinds, schemaless: enough for the sandbox to store them.
-const OPERATOR_CRDS: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
+fn operator_crds() -> String {
+    [("ServiceMonitor", "servicemonitor"), ("PrometheusRule", "prometheusrule")]
+        .map(|(kind, singular)| {
+            format!(
+                "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: servicemonitors.monitoring.coreos.com}
+metadata: {{name: {singular}s.monitoring.coreos.com}}
 spec:
   group: monitoring.coreos.com
   scope: Namespaced
-  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  names: {{kind: {kind}, listKind: {kind}List, plural: {singular}s, singular: {singular}}}
   versions:
     - name: v1
       served: true
       storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: prometheusrules.monitoring.coreos.com}
-spec:
-  group: monitoring.coreos.com
-  scope: Namespaced
-  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-"#;
+      schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+"
+            )
+        })
+        .join("---\n")
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_k_with_the_component_creates_the_monitor_the_rules_and_the_dashboard() {
@@ -704,7 +698,7 @@ async fn kubectl_apply_k_with_the_component_creates_the_monitor_the_rules_and_th
     let sb = serve_sandbox(&dir).await;
     let kc = sb.kubeconfig.clone();
     let crds = dir.join("operator-crds.yaml");
-    std::fs::write(&crds, OPERATOR_CRDS).unwrap();
+    std::fs::write(&crds, operator_crds()).unwrap();
     kubectl_ok(&kubectl, &kc, &["apply", "-f", crds.to_str().unwrap()]);
     kubectl_ok(&kubectl, &kc, &["wait", "--for=condition=Established", "crd", "--all"]);
     let (_, overlay) = overlays("apply").into_iter().next().unwrap();

@@ -45,6 +45,28 @@ impl<T> Presence<T> {
     pub fn exists(&self) -> bool {
         !matches!(self, Self::Absent)
     }
+
+    /// The same answer, borrowing what a cached `Arc` (or other pointer) points to.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use informer::Presence;
+    ///
+    /// let p = Presence::Cached(Arc::new(3));
+    /// assert_eq!(p.as_deref(), Presence::Cached(&3));
+    /// assert_eq!(Presence::<Arc<i32>>::Uncached.as_deref(), Presence::Uncached);
+    /// ```
+    #[must_use]
+    pub fn as_deref(&self) -> Presence<&T::Target>
+    where
+        T: std::ops::Deref,
+    {
+        match self {
+            Self::Cached(obj) => Presence::Cached(&**obj),
+            Self::Uncached => Presence::Uncached,
+            Self::Absent => Presence::Absent,
+        }
+    }
 }
 
 /// A hasher for values that already are uniform 64-bit hashes: it passes them through.
