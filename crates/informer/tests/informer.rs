@@ -124,32 +124,10 @@ async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
     assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
     log.take();
 
-    // The watch that follows the first list must be open before it is cut (a watch opened after
-    // the cut would not be cut).
-    let watching = |code: u16| sb.requests().all().iter().any(|r| r.verb == "watch" && r.code == code);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !watching(200) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    with_the_watch_down(&sb, async {
+        api.delete("gone", &DeleteParams::default()).await.unwrap();
     })
-    .await
-    .expect("the informer watches after its list");
-    // Break the watch and keep it down while the object is deleted.
-    sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
-    sb.faults().cut_watches();
-    // Only once a new watch has been refused is the old one surely gone (under load the cut can
-    // reach the stream after a later event).
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while !watching(500) {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the informer tried to watch again");
-    api.delete("gone", &DeleteParams::default()).await.unwrap();
-    // When it comes back, its version is "expired": the informer must relist.
-    sb.faults().expire_next_watch();
-    sb.faults().clear_rules();
+    .await;
     let seen = log.wait_for("delete default/gone tombstone").await;
     assert!(!seen.iter().any(|l| l == "delete default/gone known"), "{seen:?}");
     assert!(informer.lister().get(&"default/gone".parse().unwrap()).is_none());
@@ -288,6 +266,8 @@ async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
 /// Breaks the informer's watch, runs `meanwhile` while it is down, then brings it back with an
 /// expired version, so the informer lists again.
 async fn with_the_watch_down<F: std::future::Future<Output = ()>>(sb: &Sandbox, meanwhile: F) {
+    // The watch that follows the first list must be open before it is cut (a watch opened after
+    // the cut would not be cut).
     let watching = |code: u16| sb.requests().all().iter().any(|r| r.verb == "watch" && r.code == code);
     tokio::time::timeout(Duration::from_secs(10), async {
         while !watching(200) {
@@ -298,6 +278,8 @@ async fn with_the_watch_down<F: std::future::Future<Output = ()>>(sb: &Sandbox, 
     .expect("the informer watches after its list");
     sb.faults().add_rule(FaultRule::new(Some("watch"), Some("configmaps"), 1.0, FaultKind::InternalError));
     sb.faults().cut_watches();
+    // Only once a new watch has been refused is the old one surely gone (under load the cut can
+    // reach the stream after a later event).
     tokio::time::timeout(Duration::from_secs(10), async {
         while !watching(500) {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -306,6 +288,7 @@ async fn with_the_watch_down<F: std::future::Future<Output = ()>>(sb: &Sandbox, 
     .await
     .expect("the informer tried to watch again");
     meanwhile.await;
+    // When it comes back, its version is "expired": the informer must relist.
     sb.faults().expire_next_watch();
     sb.faults().clear_rules();
 }

@@ -44,6 +44,7 @@
 //! the binary (an A/B against an older commit).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -196,6 +197,32 @@ pub fn status_mib(pid: u32, field: &str) -> f64 {
         / 1024.0
 }
 
+/// `sb` over HTTPS on a free port, and a kubeconfig for it in a fresh directory
+/// `cc-<label>-<pid>` under the temp dir: (the server, the directory, the kubeconfig).
+pub async fn serve(sb: &Sandbox, label: &str) -> (sandbox::server::HttpServer, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("cc-{label}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    (server, dir, kubeconfig)
+}
+
+/// A command running `bin`, under `CONVERGENCE_WRAP` when set (a profiler: `heaptrack -o FILE`;
+/// the memory figures are then the profiler's).
+pub fn controller_command(bin: &str) -> Command {
+    let wrap: Vec<String> =
+        std::env::var("CONVERGENCE_WRAP").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
+    match wrap.split_first() {
+        Some((tool, args)) => {
+            let mut c = Command::new(tool);
+            c.args(args).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    }
+}
+
 /// Peak resident memory of process `pid` so far, in MiB.
 pub fn vm_hwm_mib(pid: u32) -> f64 {
     status_mib(pid, "VmHWM")
@@ -342,29 +369,15 @@ struct ControllerRun {
 
 async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let sb = sandbox_with(n);
-    let dir = std::env::temp_dir().join(format!("cc-convergence-{}-{workers}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let (server, dir, kubeconfig) = serve(&sb, &format!("convergence-{workers}")).await;
     let log = dir.join("controller.log");
     let limit = Duration::from_secs(600);
 
     let mut view = crate::feed::Deployments::follow(&sb);
     let sandbox_cpu = cpu_seconds("self");
     let t0 = Instant::now();
-    let wrap: Vec<String> =
-        std::env::var("CONVERGENCE_WRAP").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
     let bin = std::env::var("CONVERGENCE_BIN").unwrap_or_else(|_| BIN.to_owned());
-    let mut cmd = match wrap.split_first() {
-        Some((tool, args)) => {
-            let mut c = Command::new(tool);
-            c.args(args).arg(&bin);
-            c
-        }
-        None => Command::new(&bin),
-    };
-    let mut child = cmd
+    let mut child = controller_command(&bin)
         .args(["run", "--namespace=default", "--log-format=json", &format!("--workers={workers}")])
         .env("KUBECONFIG", &kubeconfig)
         .env("HOSTNAME", "bench")
@@ -505,11 +518,7 @@ struct BaselinePhase {
 /// process to be scheduled — a head start the controller does not get.
 async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<BaselinePhase> {
     let sb = sandbox_with(n);
-    let dir = std::env::temp_dir().join(format!("cc-convergence-raw-{}-{workers}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let (server, _dir, kubeconfig) = serve(&sb, &format!("convergence-raw-{workers}")).await;
     let user_cms: Api<ConfigMap> =
         Api::default_namespaced(counter_controller::client::client(Some(&kubeconfig)).await.unwrap());
     let writer = crate::writer::Writer::spawn(&kubeconfig, n, workers).await;

@@ -33,7 +33,7 @@ use sandbox::resource::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
-use crate::process::{ANNOTATION, BIN, name, status_mib, vm_hwm_mib};
+use crate::process::{ANNOTATION, BIN, controller_command, name, serve, status_mib, vm_hwm_mib};
 
 fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
@@ -110,11 +110,7 @@ struct Baselines {
 
 async fn baselines(w: Workload, workers: usize) -> Baselines {
     let sb = w.sandbox();
-    let dir = std::env::temp_dir().join(format!("cc-scale-raw-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let (server, _dir, kubeconfig) = serve(&sb, "scale-raw").await;
     let writer = crate::writer::Writer::spawn_scale(&kubeconfig, workers).await;
     let timed = async |phase: &str| {
         let t = Instant::now();
@@ -146,30 +142,14 @@ struct Run {
 
 async fn run_controller(bin: &str, w: Workload, workers: usize) -> Run {
     let sb = w.sandbox();
-    let dir = std::env::temp_dir().join(format!("cc-scale-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let (server, dir, kubeconfig) = serve(&sb, "scale").await;
     let log = dir.join("controller.log");
     let limit = Duration::from_secs(600);
     let mut view = crate::feed::Deployments::follow(&sb);
     let scope =
         if w.namespaces > 1 { "--all-namespaces".to_owned() } else { "--namespace=default".to_owned() };
     let t0 = Instant::now();
-    // `CONVERGENCE_WRAP="heaptrack -o /tmp/cc"`, as in process.rs: a profile of the run (its
-    // memory figures are then the profiler's).
-    let wrap: Vec<String> =
-        std::env::var("CONVERGENCE_WRAP").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-    let mut cmd = match wrap.split_first() {
-        Some((tool, args)) => {
-            let mut c = Command::new(tool);
-            c.args(args).arg(bin);
-            c
-        }
-        None => Command::new(bin),
-    };
-    let mut child = cmd
+    let mut child = controller_command(bin)
         .args(["run", &scope, "--log-format=json", &format!("--workers={workers}")])
         .env("KUBECONFIG", &kubeconfig)
         .env("HOSTNAME", "bench")

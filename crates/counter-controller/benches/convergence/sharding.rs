@@ -158,11 +158,7 @@ fn secs(from: jiff::Timestamp, to: jiff::Timestamp) -> f64 {
 
 async fn run(n: usize, size: usize, lease: &[String]) {
     let sb = sandbox_with(n);
-    let dir = std::env::temp_dir().join(format!("cc-sharding-{}-{size}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    let (server, dir, kubeconfig) = crate::process::serve(&sb, &format!("sharding-{size}")).await;
     let mut view = Deployments::follow(&sb);
     let sandbox_cpu = cpu_seconds("self");
 
