@@ -15,18 +15,18 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
-use coordination::Membership;
 use election::{ElectionConfig, LeaseRef};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ListParams};
-use tokio_util::sync::CancellationToken;
 
-use crate::client::{self, Source};
+use crate::client;
 use crate::controller::{CONTROLLER_NAME, Controller, Options, Scope};
 use crate::events::{EventConfig, EventsMode};
-use crate::metrics::RestClientMetrics;
-use crate::ops::Probes;
+
+mod startup;
+
+pub use startup::Startup;
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
@@ -323,57 +323,25 @@ pub async fn shutdown_signal() {
 ///
 /// Configuration, connection or namespace problems, as one line.
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let scope = if args.all_namespaces { Scope::All } else { Scope::Namespace(args.namespace.clone()) };
-    let identity = election::new_identity();
-    let election_config = args.election.config(&scope, &identity)?;
-    let (config, source) = client::config(args.kubeconfig.as_deref()).await?;
-    match &source {
-        Source::Kubeconfig(paths) => {
-            tracing::info!(%identity, kubeconfig = ?paths, server = %config.cluster_url, "connecting")
-        }
-        Source::InCluster => {
-            tracing::info!(%identity, server = %config.cluster_url, "connecting with the in-cluster service account")
-        }
-    }
-    let mut registry = prometheus_client::registry::Registry::default();
-    let rest = RestClientMetrics::register(&mut registry);
-    crate::process::ProcessMetrics::register(&mut registry);
-    // The elector (or shard member) talks through its own, unfenced client: it must write while
-    // acquiring.
-    let membership = match election_config {
-        None => Membership::Alone,
-        Some(c) => {
-            let lease_client = client::build(config.clone(), &identity, &rest, None, None)?;
-            if args.election.sharding {
-                let key = args.election.sharding_key;
-                let m = Membership::sharded(lease_client, &args.election.sharding_ring, key.into(), c)?;
-                tracing::info!(ring = %args.election.sharding_ring, %identity, ?key, "sharding: a member of the ring");
-                m
-            } else {
-                Membership::elected(lease_client, c, &mut registry)?
-            }
-        }
-    };
-    let (fence, selector, election_handle) =
-        (membership.fence(), membership.selector(), membership.election());
-    let client = client::build(config, &identity, &rest, fence.as_ref(), selector)?;
-    preflight(&client, &scope).await?;
+    let mut start = Startup::connect(&args, client::Agent::COUNTER).await?;
+    preflight(&start.client, &start.scope).await?;
     let events = EventConfig { mode: args.events, ..EventConfig::default() };
-    let options = Options { scope, workers: args.workers, resync: args.resync, identity, events };
-    let controller = Controller::new(client, options, &mut registry);
-    let stop = CancellationToken::new();
-    if let Some(addr) = args.metrics_addr {
-        let c = Arc::clone(&controller);
-        let probes = Probes::of_controller(move || c.has_synced(), election_handle.clone());
-        let bound = crate::ops::serve(addr, Arc::new(registry), probes, stop.clone())
-            .await
-            .with_context(|| format!("cannot serve metrics on {addr}"))?;
-        tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
-    }
-    // The Lease goes (released, or the shard Lease deleted) only after the last reconcile ended.
-    membership.run(|how| controller.run_coordinated(how, shutdown_signal())).await;
-    stop.cancel();
-    Ok(())
+    let options = Options {
+        scope: start.scope.clone(),
+        workers: args.workers,
+        resync: args.resync,
+        identity: start.identity.clone(),
+        events,
+    };
+    let controller = Controller::new(start.client.clone(), options, &mut start.registry);
+    let c = Arc::clone(&controller);
+    start
+        .serve_and_run(
+            args.metrics_addr,
+            move || c.has_synced(),
+            |how| controller.run_coordinated(how, shutdown_signal()),
+        )
+        .await
 }
 
 impl Cli {

@@ -8,7 +8,7 @@
 //! converged and how long it took.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -70,16 +70,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         rollout: Rollout::Paced(args.pod_ready),
         ..SandboxConfig::default()
     });
-    let token = sandbox::server::new_token();
-    let server =
-        sb.serve(args.listen, token).await.with_context(|| format!("cannot listen on {}", args.listen))?;
-    sandbox::server::write_kubeconfig(&args.kubeconfig_out, &server)
-        .with_context(|| format!("cannot write kubeconfig {}", args.kubeconfig_out.display()))?;
-    let kubeconfig =
-        std::fs::canonicalize(&args.kubeconfig_out).unwrap_or_else(|_| args.kubeconfig_out.clone());
-
-    println!("sandbox API server listening on {}", server.url());
-    println!("export KUBECONFIG={}", kubeconfig.display());
+    let (server, kubeconfig) = serve(&sb, args.listen, &args.kubeconfig_out).await?;
     if !args.demo {
         println!("# the walkthrough (seed section 9), in a second terminal:");
         println!("kubectl apply -f examples/cm-web.yaml");
@@ -118,46 +109,97 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     result
 }
 
-fn ready(d: &Deployment) -> (i32, i32) {
-    let want = d.spec.replicas.unwrap_or(1);
-    (d.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0), want)
+/// Serves `sb` over HTTPS on `listen` and writes a kubeconfig for it to `kubeconfig_out`;
+/// prints the URL and the `export KUBECONFIG=…` line. Returns the server (its `shutdown` stops
+/// it) and the kubeconfig's absolute path.
+///
+/// # Errors
+///
+/// The address cannot be bound, or the kubeconfig cannot be written; each names its input.
+pub async fn serve(
+    sb: &Sandbox,
+    listen: SocketAddr,
+    kubeconfig_out: &Path,
+) -> anyhow::Result<(sandbox::server::HttpServer, PathBuf)> {
+    let server = sb
+        .serve(listen, sandbox::server::new_token())
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    sandbox::server::write_kubeconfig(kubeconfig_out, &server)
+        .with_context(|| format!("cannot write kubeconfig {}", kubeconfig_out.display()))?;
+    let kubeconfig = std::fs::canonicalize(kubeconfig_out).unwrap_or_else(|_| kubeconfig_out.to_owned());
+    println!("sandbox API server listening on {}", server.url());
+    println!("export KUBECONFIG={}", kubeconfig.display());
+    Ok((server, kubeconfig))
 }
 
-/// Polls `web` until `done` says so, printing READY each time it changes.
-async fn follow(deploys: &Api<Deployment>, want: Option<i32>, limit: Duration) -> anyhow::Result<()> {
-    let start = Instant::now();
-    let mut last = None;
-    loop {
-        let d = deploys.get_opt("web").await?;
-        let now = d.as_ref().map(ready);
-        if now != last {
-            match now {
-                Some((r, w)) => println!("    deploy/web READY {r}/{w}"),
-                None => println!("    deploy/web: not found"),
-            }
-            last = now;
-        }
-        let done = match (want, now) {
-            (None, None) => true,
-            (Some(n), Some((r, w))) => r == n && w == n,
-            _ => false,
-        };
-        if done {
-            return Ok(());
-        }
-        if start.elapsed() > limit {
-            bail!("deploy/web did not converge to {want:?} within {limit:?} (last: {now:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn step(title: &str, f: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+/// One step of a walkthrough: prints `title`, runs `f`, prints how long it took to converge.
+///
+/// # Errors
+///
+/// `f`'s.
+pub async fn step(title: &str, f: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
     println!("==> {title}");
     let start = Instant::now();
     f.await?;
     println!("    converged in {:.2}s", start.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Polls `observe` every 50 ms until `done` holds, printing `show` of what it sees each time it
+/// changes from the last (at first, from `T::default()`: "not there yet" is not printed), as
+/// `kubectl get -w` would.
+///
+/// # Errors
+///
+/// A failed read, or `what` not converged within `limit` (with the last state seen).
+pub async fn follow<T, Fut>(
+    what: &str,
+    limit: Duration,
+    mut observe: impl FnMut() -> Fut,
+    show: impl Fn(&T) -> String,
+    done: impl Fn(&T) -> bool,
+) -> anyhow::Result<()>
+where
+    T: PartialEq + Default + std::fmt::Debug,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let start = Instant::now();
+    let mut last = T::default();
+    loop {
+        let now = observe().await?;
+        if now != last {
+            println!("    {}", show(&now));
+        }
+        if done(&now) {
+            return Ok(());
+        }
+        if start.elapsed() > limit {
+            bail!("{what} did not converge within {limit:?} (last: {now:?})");
+        }
+        last = now;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Follows `web` until it runs `want` replicas, all ready (`None`: until it is gone).
+async fn follow_web(deploys: &Api<Deployment>, want: Option<i32>, limit: Duration) -> anyhow::Result<()> {
+    let observe = || async {
+        let d = deploys.get_opt("web").await?;
+        Ok(d.map(|d| {
+            (d.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0), d.spec.replicas.unwrap_or(1))
+        }))
+    };
+    let show = |now: &Option<(i32, i32)>| match now {
+        Some((r, w)) => format!("deploy/web READY {r}/{w}"),
+        None => "deploy/web: not found".to_owned(),
+    };
+    let done = |now: &Option<(i32, i32)>| match (want, now) {
+        (None, None) => true,
+        (Some(n), Some((r, w))) => *r == n && *w == n,
+        _ => false,
+    };
+    follow(&format!("deploy/web to {want:?}"), limit, observe, show, done).await
 }
 
 /// The walkthrough, through the same HTTP API kubectl uses.
@@ -174,14 +216,14 @@ async fn demo(client: &Client) -> anyhow::Result<()> {
     step("kubectl apply -f examples/cm-web.yaml   (desired 3)", async {
         cms.patch("web", &PatchParams::apply("kubectl").force(), &Patch::Apply(&manifest)).await?;
         println!("    configmap/web created");
-        follow(&deploys, Some(3), limit).await
+        follow_web(&deploys, Some(3), limit).await
     })
     .await?;
     step(&format!("kubectl annotate cm web {ANNOTATION}=5 --overwrite"), async {
         let patch = json!({ "metadata": { "annotations": { ANNOTATION: "5" } } });
         cms.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await?;
         println!("    configmap/web annotated");
-        follow(&deploys, Some(5), limit).await
+        follow_web(&deploys, Some(5), limit).await
     })
     .await?;
     step("kubectl delete cm web", async {
@@ -190,7 +232,7 @@ async fn demo(client: &Client) -> anyhow::Result<()> {
             "    configmap \"{}\" deleted",
             gone.left().map(|c| c.name_any()).unwrap_or_else(|| "web".into())
         );
-        follow(&deploys, None, limit).await?;
+        follow_web(&deploys, None, limit).await?;
         println!("    Error from server (NotFound): deployments.apps \"web\" not found");
         Ok(())
     })

@@ -2,26 +2,21 @@
 //! with no cluster.
 //!
 //! The flags, the client, leader election, sharding, logging, metrics and probes are the
-//! counter-controller's (its `cli`, `client`, `ops` and `metrics` modules): only what names this
+//! counter-controller's (its `cli` module's `RunArgs` and `Startup`): only what names this
 //! controller and its kinds is here. Every bad input ends in one line naming the problem and a
 //! non-zero exit, including a cluster without the Foo CRD.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Args, Parser, Subcommand};
-use coordination::Membership;
 use counter_controller::Scope;
-use counter_controller::cli::{LogFormat, shutdown_signal};
-use counter_controller::client::{self, Source};
+use counter_controller::cli::{LogFormat, Startup, shutdown_signal};
 use counter_controller::events::EventConfig;
-use counter_controller::metrics::RestClientMetrics;
-use counter_controller::ops::{self, Probes};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use tokio_util::sync::CancellationToken;
 
 use crate::controller::{AGENT, CONTROLLER_NAME, Controller, Options};
 use crate::foo::Foo;
@@ -106,67 +101,24 @@ pub async fn preflight(client: &Client, scope: &Scope) -> anyhow::Result<()> {
 /// Configuration, connection, namespace or CRD problems, as one line.
 pub async fn run(args: SampleArgs) -> anyhow::Result<()> {
     let args = args.common;
-    let scope = if args.all_namespaces { Scope::All } else { Scope::Namespace(args.namespace.clone()) };
-    let identity = election::new_identity();
-    let election_config = args.election.config(&scope, &identity)?;
-    let (config, source) = client::config(args.kubeconfig.as_deref()).await?;
-    match &source {
-        Source::Kubeconfig(paths) => {
-            tracing::info!(%identity, kubeconfig = ?paths, server = %config.cluster_url, "connecting");
-        }
-        Source::InCluster => {
-            tracing::info!(%identity, server = %config.cluster_url, "connecting with the in-cluster service account");
-        }
-    }
-    let mut registry = prometheus_client::registry::Registry::default();
-    let rest = RestClientMetrics::register(&mut registry);
-    counter_controller::process::ProcessMetrics::register(&mut registry);
-    // The elector (or shard member) talks through its own, unfenced client: it must write while
-    // acquiring.
-    let membership = match election_config {
-        None => Membership::Alone,
-        Some(c) => {
-            let lease_client = client::build_for(AGENT, config.clone(), &identity, &rest, None, None)?;
-            if args.election.sharding {
-                let (ring, key) = (&args.election.sharding_ring, args.election.sharding_key);
-                tracing::info!(%ring, %identity, ?key, "sharding: a member of the ring");
-                Membership::sharded(lease_client, ring, key.into(), c)?
-            } else {
-                Membership::elected(lease_client, c, &mut registry)?
-            }
-        }
-    };
-    let client = client::build_for(
-        AGENT,
-        config,
-        &identity,
-        &rest,
-        membership.fence().as_ref(),
-        membership.selector(),
-    )?;
-    preflight(&client, &scope).await?;
+    let mut start = Startup::connect(&args, AGENT).await?;
+    preflight(&start.client, &start.scope).await?;
     let options = Options {
-        scope,
+        scope: start.scope.clone(),
         workers: args.workers,
         resync: args.resync,
-        identity,
+        identity: start.identity.clone(),
         events: EventConfig { mode: args.events, ..EventConfig::default() },
     };
-    let election = membership.election();
-    let controller = Controller::new(client, options, &mut registry);
-    let stop = CancellationToken::new();
-    if let Some(addr) = args.metrics_addr {
-        let c = Arc::clone(&controller);
-        let probes = Probes::of_controller(move || c.has_synced(), election);
-        let bound = ops::serve(addr, Arc::new(registry), probes, stop.clone())
-            .await
-            .with_context(|| format!("cannot serve metrics on {addr}"))?;
-        tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
-    }
-    // The Lease goes (released, or the shard Lease deleted) only after the last sync ended.
-    membership.run(|how| controller.run_coordinated(how, shutdown_signal())).await;
-    stop.cancel();
-    Ok(())
+    let controller = Controller::new(start.client.clone(), options, &mut start.registry);
+    let c = Arc::clone(&controller);
+    start
+        .serve_and_run(
+            args.metrics_addr,
+            move || c.has_synced(),
+            |how| controller.run_coordinated(how, shutdown_signal()),
+        )
+        .await
 }
 
 impl Cli {

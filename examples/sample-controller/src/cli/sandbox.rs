@@ -9,11 +9,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use counter_controller::cli::{LogFormat, parse_duration, shutdown_signal};
+use counter_controller::embedded::{follow, serve, step};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -65,16 +66,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         rollout: Rollout::Paced(args.pod_ready),
         ..SandboxConfig::default()
     });
-    let server = sb
-        .serve(args.listen, sandbox::server::new_token())
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    sandbox::server::write_kubeconfig(&args.kubeconfig_out, &server)
-        .with_context(|| format!("cannot write kubeconfig {}", args.kubeconfig_out.display()))?;
-    let kubeconfig =
-        std::fs::canonicalize(&args.kubeconfig_out).unwrap_or_else(|_| args.kubeconfig_out.clone());
-    println!("sandbox API server listening on {}", server.url());
-    println!("export KUBECONFIG={}", kubeconfig.display());
+    let (server, kubeconfig) = serve(&sb, args.listen, &args.kubeconfig_out).await?;
 
     let client = counter_controller::client::client(Some(&kubeconfig)).await?;
     let result = async {
@@ -115,14 +107,6 @@ async fn install_crd(client: &Client) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn step(title: &str, f: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
-    println!("==> {title}");
-    let start = Instant::now();
-    f.await?;
-    println!("    converged in {:.2}s", start.elapsed().as_secs_f64());
-    Ok(())
-}
-
 /// What the walkthrough watches: the Deployment's READY and the Foo's available replicas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Seen {
@@ -141,38 +125,24 @@ async fn seen(foos: &Api<Foo>, deploys: &Api<Deployment>) -> anyhow::Result<Opti
     }))
 }
 
-/// Polls until the Deployment runs `want` replicas, all ready, and the Foo's status says so
-/// (`None`: until the Deployment is gone), printing what it sees each time it changes.
-async fn follow(foos: &Api<Foo>, deploys: &Api<Deployment>, want: Option<i32>) -> anyhow::Result<()> {
-    let start = Instant::now();
-    let mut last = None;
-    loop {
-        let now = seen(foos, deploys).await?;
-        if now != last {
-            match now {
-                Some(s) => println!(
-                    "    deploy/{NAME} READY {}/{}   foo/{NAME} availableReplicas {}",
-                    s.ready,
-                    s.replicas,
-                    s.available.map_or_else(|| "-".into(), |a| a.to_string())
-                ),
-                None => println!("    deploy/{NAME}: not found"),
-            }
-            last = now;
-        }
-        let done = match (want, now) {
-            (None, None) => true,
-            (Some(n), Some(s)) => s.ready == n && s.replicas == n && s.available == Some(n),
-            _ => false,
-        };
-        if done {
-            return Ok(());
-        }
-        if start.elapsed() > LIMIT {
-            bail!("{NAME} did not converge to {want:?} within {LIMIT:?} (last: {now:?})");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// Follows until the Deployment runs `want` replicas, all ready, and the Foo's status says so
+/// (`None`: until the Deployment is gone).
+async fn follow_foo(foos: &Api<Foo>, deploys: &Api<Deployment>, want: Option<i32>) -> anyhow::Result<()> {
+    let show = |now: &Option<Seen>| match now {
+        Some(s) => format!(
+            "deploy/{NAME} READY {}/{}   foo/{NAME} availableReplicas {}",
+            s.ready,
+            s.replicas,
+            s.available.map_or_else(|| "-".into(), |a| a.to_string())
+        ),
+        None => format!("deploy/{NAME}: not found"),
+    };
+    let done = |now: &Option<Seen>| match (want, now) {
+        (None, None) => true,
+        (Some(n), Some(s)) => s.ready == n && s.replicas == n && s.available == Some(n),
+        _ => false,
+    };
+    follow(&format!("{NAME} to {want:?}"), LIMIT, || seen(foos, deploys), show, done).await
 }
 
 /// The walkthrough, through the same HTTPS API kubectl uses.
@@ -183,20 +153,20 @@ async fn demo(client: &Client) -> anyhow::Result<()> {
         let foo = Foo::new(NAME, FooSpec { deployment_name: NAME.into(), replicas: 1 });
         foos.create(&PostParams::default(), &foo).await?;
         println!("    foo.samplecontroller.k8s.io/{NAME} created");
-        follow(&foos, &deploys, Some(1)).await
+        follow_foo(&foos, &deploys, Some(1)).await
     })
     .await?;
     step(&format!("kubectl patch foo {NAME} --type=merge -p '{{\"spec\":{{\"replicas\":3}}}}'"), async {
         let patch = json!({ "spec": { "replicas": 3 } });
         foos.patch(NAME, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         println!("    foo.samplecontroller.k8s.io/{NAME} patched");
-        follow(&foos, &deploys, Some(3)).await
+        follow_foo(&foos, &deploys, Some(3)).await
     })
     .await?;
     step(&format!("kubectl delete foo {NAME}"), async {
         foos.delete(NAME, &DeleteParams::default()).await?;
         println!("    foo.samplecontroller.k8s.io \"{NAME}\" deleted");
-        follow(&foos, &deploys, None).await?;
+        follow_foo(&foos, &deploys, None).await?;
         println!("    the garbage collector deleted deploy/{NAME} (its ownerReference named the Foo)");
         Ok(())
     })
