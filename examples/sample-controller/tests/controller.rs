@@ -5,7 +5,6 @@
 //! Every wait polls for progress with a generous limit; nothing sleeps a fixed time and then
 //! asserts.
 
-use std::future::Future;
 use std::time::Duration;
 
 use coordination::Membership;
@@ -13,45 +12,20 @@ use election::ElectionConfig;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use sample_controller::controller::{ERR_RESOURCE_EXISTS, SUCCESS_SYNCED};
-use sample_controller::{Controller, Foo, FooSpec, Options, foo};
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use sample_controller::{Controller, Foo, FooSpec, Options};
+use sandbox::Sandbox;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+mod common;
+
+use common::{client_as, eventually, sandbox_with_crd};
+
 /// A guard against a hang, not a timing: each wait here follows one event, with nothing partial
 /// to watch move; two minutes is far beyond what a busy machine needs.
-const LIMIT: Duration = Duration::from_secs(120);
-
-/// Polls `check` until it gives a value, failing with `what` after [`LIMIT`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + LIMIT;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{what}: not within {LIMIT:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A sandbox whose rollouts finish at once, with the Foo CRD established.
-async fn sandbox_with_crd() -> Sandbox {
-    let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() });
-    let crds: Api<CustomResourceDefinition> = Api::all(sb.client());
-    crds.create(&PostParams::default(), &foo::crd()).await.expect("the CRD is accepted");
-    let foos: Api<Foo> = Api::default_namespaced(sb.client());
-    eventually("the Foo CRD is served", || async { foos.list(&Default::default()).await.ok() }).await;
-    sb
-}
-
 /// The controller running alone on `sb`, until the token is cancelled.
 struct Running {
     stop: CancellationToken,
@@ -247,19 +221,6 @@ async fn deleting_the_foo_garbage_collects_its_deployment() {
     let deletes = sb.requests().count("delete", "deployments");
     assert_eq!(deletes, 0);
     running.stop().await;
-}
-
-/// A client of `sb` sending `User-Agent: <agent>`, its writes through `fence` when given.
-fn client_as(sb: &Sandbox, agent: &str, fence: Option<election::Fence>) -> Client {
-    let agent = http::HeaderValue::from_str(agent).unwrap();
-    let service = tower::ServiceBuilder::new()
-        .option_layer(fence.map(election::FenceLayer::new))
-        .map_request(move |mut r: http::Request<kube::client::Body>| {
-            r.headers_mut().insert(http::header::USER_AGENT, agent.clone());
-            r
-        })
-        .service(sb.service());
-    Client::new(service, "default")
 }
 
 /// One replica with leader election (lease 3 s, renew 2 s, retry 0.5 s), as `run --leader-elect`

@@ -5,21 +5,21 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::Parser;
 use coordination::Membership;
 use election::ElectionConfig;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use sample_controller::cli::Cli;
-use sample_controller::{Controller, Foo, FooSpec, Options, foo};
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use sample_controller::{Controller, Foo, FooSpec, Options};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+mod common;
+
+use common::{client_as, sandbox_with_crd, until};
 
 const AGENT: &str = "sample-controller-under-test";
 
@@ -77,43 +77,20 @@ fn allowed() -> BTreeSet<(String, String, String, String)> {
     set
 }
 
-fn client_as(sb: &Sandbox, fence: Option<election::Fence>) -> Client {
-    let agent = http::HeaderValue::from_static(AGENT);
-    let service = tower::ServiceBuilder::new()
-        .option_layer(fence.map(election::FenceLayer::new))
-        .map_request(move |mut r: http::Request<kube::client::Body>| {
-            r.headers_mut().insert(http::header::USER_AGENT, agent.clone());
-            r
-        })
-        .service(sb.service());
-    Client::new(service, "default")
-}
-
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !check().await {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: not within 30s");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_roles_allow_every_request_the_controller_sends() {
-    let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() });
+    let sb = sandbox_with_crd().await;
     let admin = sb.client();
     let ns: Namespace =
         serde_json::from_value(json!({ "metadata": { "name": "sample-controller" } })).unwrap();
     Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &ns).await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
-    crds.create(&PostParams::default(), &foo::crd()).await.unwrap();
     let foos: Api<Foo> = Api::default_namespaced(admin.clone());
-    until("the CRD is served", || async { foos.list(&Default::default()).await.is_ok() }).await;
 
     // As deploy/deployment.yaml runs it: leader-elected, its Lease in its own namespace.
     let mut registry = prometheus_client::registry::Registry::default();
     let config = ElectionConfig::new("sample-controller", "sample-controller", "replica");
-    let membership = Membership::elected(client_as(&sb, None), config, &mut registry).unwrap();
-    let client = client_as(&sb, membership.fence());
+    let membership = Membership::elected(client_as(&sb, AGENT, None), config, &mut registry).unwrap();
+    let client = client_as(&sb, AGENT, membership.fence());
     sample_controller::cli::preflight(&client, &counter_controller::Scope::Namespace("default".into()))
         .await
         .unwrap();
