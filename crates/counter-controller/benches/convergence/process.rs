@@ -44,7 +44,7 @@
 //! the binary (an A/B against an older commit).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -208,19 +208,33 @@ pub async fn serve(sb: &Sandbox, label: &str) -> (sandbox::server::HttpServer, P
     (server, dir, kubeconfig)
 }
 
-/// A command running `bin`, under `CONVERGENCE_WRAP` when set (a profiler: `heaptrack -o FILE`;
-/// the memory figures are then the profiler's).
-pub fn controller_command(bin: &str) -> Command {
+/// Starts `bin run <scope> --log-format=json --workers=<workers>` against `kubeconfig` in its
+/// own process, its log to `log`, under `CONVERGENCE_WRAP` when set (a profiler:
+/// `heaptrack -o FILE`; the memory figures are then the profiler's).
+pub fn spawn_controller(
+    bin: &str,
+    scope: &str,
+    workers: usize,
+    kubeconfig: &Path,
+    log: &Path,
+) -> std::process::Child {
     let wrap: Vec<String> =
         std::env::var("CONVERGENCE_WRAP").unwrap_or_default().split_whitespace().map(str::to_owned).collect();
-    match wrap.split_first() {
+    let mut cmd = match wrap.split_first() {
         Some((tool, args)) => {
             let mut c = Command::new(tool);
             c.args(args).arg(bin);
             c
         }
         None => Command::new(bin),
-    }
+    };
+    cmd.args(["run", scope, "--log-format=json", &format!("--workers={workers}")])
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOSTNAME", "bench")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
 }
 
 /// Peak resident memory of process `pid` so far, in MiB.
@@ -377,14 +391,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
     let sandbox_cpu = cpu_seconds("self");
     let t0 = Instant::now();
     let bin = std::env::var("CONVERGENCE_BIN").unwrap_or_else(|_| BIN.to_owned());
-    let mut child = controller_command(&bin)
-        .args(["run", "--namespace=default", "--log-format=json", &format!("--workers={workers}")])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("HOSTNAME", "bench")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_controller(&bin, "--namespace=default", workers, &kubeconfig, &log);
     let pid = child.id();
     let controller_cpu = || cpu_seconds(&pid.to_string());
     let mut phases = Vec::new();

@@ -26,14 +26,14 @@
 //! 100; `CONVERGENCE_STATUS_QPS`, default 20 here). `CONVERGENCE_WRAP` runs the binary under a
 //! profiler, as in `process.rs`.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use sandbox::resource::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
-use crate::process::{ANNOTATION, BIN, controller_command, name, serve, status_mib, vm_hwm_mib};
+use crate::process::{ANNOTATION, BIN, name, serve, spawn_controller, status_mib, vm_hwm_mib};
 
 fn env_usize(key: &str, default: usize) -> usize {
     std::env::var(key).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
@@ -149,14 +149,7 @@ async fn run_controller(bin: &str, w: Workload, workers: usize) -> Run {
     let scope =
         if w.namespaces > 1 { "--all-namespaces".to_owned() } else { "--namespace=default".to_owned() };
     let t0 = Instant::now();
-    let mut child = controller_command(bin)
-        .args(["run", &scope, "--log-format=json", &format!("--workers={workers}")])
-        .env("KUBECONFIG", &kubeconfig)
-        .env("HOSTNAME", "bench")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_controller(bin, &scope, workers, &kubeconfig, &log);
     let pid = child.id();
     view.until(limit, |v| v.len() > 0).await;
     let rss_list = vm_hwm_mib(pid);
