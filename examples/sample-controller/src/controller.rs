@@ -110,7 +110,7 @@ impl Controller {
     ///
     /// ## Warning
     /// With leader election or sharding, `client` must carry the membership's fence
-    /// ([`counter_controller::client::build`]): the fence is what stops a replica that lost its
+    /// ([`counter_controller::client::build_for`]): the fence is what stops a replica that lost its
     /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
@@ -231,21 +231,22 @@ impl Controller {
             None => {
                 let params =
                     PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
-                let created = deployments
-                    .create(&params, &new_deployment(&foo))
-                    .await
-                    // Someone's Deployment the cache has not shown yet (or, sharded, keeps out):
-                    // retried, and then judged from the cache.
-                    .map_err(api_err("create Deployment"))?;
+                let created = match deployments.create(&params, &new_deployment(&foo)).await {
+                    Ok(d) => d,
+                    // Someone's Deployment the cache does not hold: not shown yet, or, sharded by
+                    // name, filed under its own key, which another replica may own.
+                    Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {
+                        return Err(self.resource_exists(&foo, name));
+                    }
+                    Err(e) => return Err(api_err("create Deployment")(e)),
+                };
                 self.created.expect(&deployment_key, Expect::Created);
                 tracing::info!(%key, deployment = name, replicas = foo.spec.replicas, "created Deployment");
                 Arc::new(created)
             }
         };
         if !is_controlled_by(&deployment, &foo) {
-            let err = Error::ResourceExists { name: name.to_owned() };
-            self.event(&foo, EventType::Warning, ERR_RESOURCE_EXISTS, err.to_string());
-            return Err(err);
+            return Err(self.resource_exists(&foo, name));
         }
         let deployment = match deployment.spec.replicas {
             Some(r) if r == foo.spec.replicas => deployment,
@@ -262,6 +263,14 @@ impl Controller {
         self.update_foo_status(&foo, &deployment).await.map_err(api_err("update status"))?;
         self.event(&foo, EventType::Normal, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED.to_owned());
         Ok(())
+    }
+
+    /// The Deployment `name` exists and this Foo does not control it: upstream's Warning Event,
+    /// and the error the key is retried with.
+    fn resource_exists(&self, foo: &Foo, name: &str) -> Error {
+        let err = Error::ResourceExists { name: name.to_owned() };
+        self.event(foo, EventType::Warning, ERR_RESOURCE_EXISTS, err.to_string());
+        err
     }
 
     /// Sets `status.availableReplicas` from the Deployment's, through the `/status` subresource,
