@@ -21,12 +21,6 @@ use election::selector::ShardSelectorLayer;
 
 use crate::metrics::RestClientMetrics;
 
-/// The `User-Agent` of this process's requests.
-#[must_use]
-pub fn user_agent(identity: &str) -> String {
-    Agent::COUNTER.user_agent(identity)
-}
-
 /// Which controller a client speaks for: its `User-Agent` product, and the resources it lists and
 /// watches (those a sharded-by-namespace replica asks the API server to filter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,21 +105,6 @@ pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<(Config, Source
     Ok((config, Source::Kubeconfig(paths)))
 }
 
-/// Builds the counter-controller's client for `config` (see [`build_for`]).
-///
-/// # Errors
-///
-/// The configuration cannot give a client (for example a bad certificate).
-pub fn build(
-    config: Config,
-    identity: &str,
-    metrics: &RestClientMetrics,
-    fence: Option<&election::Fence>,
-    selector: Option<election::selector::SelectorCell>,
-) -> anyhow::Result<Client> {
-    build_for(Agent::COUNTER, config, identity, metrics, fence, selector)
-}
-
 /// Builds a client of `agent` for `config` that identifies as `identity`, counts its requests
 /// into `metrics`, with a `fence` refuses writes while the fence is closed, and with a `selector`
 /// adds it to its lists and watches of the agent's resources (sharding by namespace).
@@ -160,8 +139,8 @@ pub fn build_for(
 ///
 /// # Errors
 ///
-/// As [`config`] and [`build`].
+/// As [`config`] and [`build_for`].
 pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
     let (config, _) = config(kubeconfig).await?;
-    build(config, "client", &RestClientMetrics::default(), None, None)
+    build_for(Agent::COUNTER, config, "client", &RestClientMetrics::default(), None, None)
 }

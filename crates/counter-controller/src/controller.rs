@@ -152,7 +152,7 @@ impl Controller {
     ///
     /// ## Warning
     /// With leader election, `client` must carry the election's fence
-    /// ([`client::build`](crate::client::build)): the fence is what stops a replica that lost the
+    /// ([`client::build_for`](crate::client::build_for)): the fence is what stops a replica that lost the
     /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
@@ -466,17 +466,16 @@ impl EventHandler<CachedConfigMap> for EnqueueConfigMap {
         self.queue.add(obj.key().clone());
     }
     /// A relist found unannotated ConfigMaps gone, which the cache cannot name: the keys that
-    /// may need a delete are those of our Deployments whose ConfigMap is not cached (annotated
-    /// ones the relist has reported each on its own). Their reconciles tell gone from
-    /// unannotated ([`Presence`](informer::Presence)).
+    /// need a delete are those of our Deployments (the informer holds only those) whose
+    /// ConfigMap is now absent — neither cached nor known to exist
+    /// ([`Presence`](informer::Presence)); annotated ones the relist has reported each on its own.
     fn on_uncached_deleted(&self, count: usize) {
         let owners: Vec<ObjectKey> = self
             .deployments
             .list()
             .iter()
-            .filter(|d| d.is_managed())
             .map(|d| owner_key(d))
-            .filter(|k| self.configmaps.get(k).is_none())
+            .filter(|k| !self.configmaps.presence(k).exists())
             .collect();
         tracing::debug!(count, deployments = owners.len(), "unannotated ConfigMaps gone at a relist");
         for key in owners {

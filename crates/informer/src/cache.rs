@@ -103,12 +103,6 @@ impl<K> Lister<K> {
         self.state.read().present.len()
     }
 
-    /// Heap bytes of the set of uncached keys (for memory reports).
-    #[must_use]
-    pub fn uncached_heap_bytes(&self) -> usize {
-        self.state.read().present.heap_bytes()
-    }
-
     /// Every cached key.
     #[must_use]
     pub fn keys(&self) -> Vec<ObjectKey> {
