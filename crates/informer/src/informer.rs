@@ -340,7 +340,11 @@ impl<K: Watchable> Informer<K> {
                 _ = &mut shutdown => return,
                 () = self.inner.relist.notified() => {
                     answering = self.inner.relists_asked.load(Ordering::Acquire);
-                    stream = self.start().await;
+                    // Starting may ask the server whether it streams lists: not past a shutdown.
+                    stream = tokio::select! {
+                        _ = &mut shutdown => return,
+                        s = self.start() => s,
+                    };
                     relist = None;
                 }
                 event = stream.next() => match event {
@@ -427,10 +431,8 @@ impl<K: Watchable> Informer<K> {
     /// A listed object the keep predicate rejects: its key's hash, and the object itself only when
     /// it is cached now (it stopped being kept: an update at the end of the list).
     fn note_uncached(&self, listing: &mut Listing<K>, obj: K) {
-        let meta = obj.meta();
-        let (ns, name) = (meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""));
-        listing.present.insert_hash(listing.present.hash_of(ns, name));
-        let key = ObjectKey::new(ns, name);
+        let key = ObjectKey::of(&obj);
+        listing.present.insert(&key);
         if self.inner.cache.read().objects.contains_key(&key) {
             listing.demoted.push(obj);
         }
