@@ -126,7 +126,7 @@ impl Coordinator {
         let metrics = self.shard_metrics.clone();
         let keep = Arc::new(move |key: &ObjectKey, kind: &'static str| {
             let k = key.to_string();
-            let kept = view.read().as_ref().is_none_or(|o| o.owns(&k) || o.owned_when_settled(&k));
+            let kept = view.read().as_ref().is_none_or(|o| o.caches(&k));
             if !kept {
                 metrics.turned_away(kind);
             }

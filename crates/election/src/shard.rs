@@ -95,6 +95,14 @@ impl Ownership {
         self.settled.as_ref().is_some_and(|s| s.owner(key) == Some(self.me.as_str()))
     }
 
+    /// Whether this replica keeps `key`'s objects cached: owned now, or at the last settled set
+    /// (a key moving away stays until its new owner may take it; one moving here is warm when
+    /// it may).
+    #[must_use]
+    pub fn caches(&self, key: &str) -> bool {
+        self.owns(key) || self.owned_when_settled(key)
+    }
+
     /// With [`Keying::Namespace`], the namespace-hash ranges whose objects this replica keeps: owned
     /// now or at the last settled set (what its caches hold); `None` with [`Keying::Name`].
     #[must_use]
@@ -364,11 +372,6 @@ impl ShardMember {
 mod tests {
     use super::*;
 
-    /// Whether `o` keeps `key` cached (as the coordinator's filter does).
-    fn keeps(o: &Ownership, key: &str) -> bool {
-        o.owns(key) || o.owned_when_settled(key)
-    }
-
     #[test]
     fn a_cache_within_another_keeps_no_key_the_other_did_not() {
         let rings: Vec<Ring> =
@@ -387,7 +390,7 @@ mod tests {
         let (mut within, mut not) = (0, 0);
         for later in &ownerships {
             for earlier in &ownerships {
-                let subset = keys.iter().all(|k| !keeps(later, k) || keeps(earlier, k));
+                let subset = keys.iter().all(|k| !later.caches(k) || earlier.caches(k));
                 if later.caches_within(earlier) {
                     within += 1;
                     assert!(subset, "{later:?} claimed within {earlier:?}");
