@@ -33,14 +33,10 @@ pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 /// Whether the server behind `api` serves streaming lists: `Some(answer)`, or `None` when its
 /// answer said nothing about it (ask again later).
 pub async fn serves_streaming_lists<K: Watchable>(api: &Api<K>) -> Option<bool> {
-    let params = WatchParams {
-        field_selector: Some(NO_OBJECT.to_owned()),
+    let params = WatchParams::streaming_lists()
+        .fields(NO_OBJECT)
         // Bounded by the server too, so a stream it never ends is not left open.
-        timeout: Some(u32::try_from(PROBE_TIMEOUT.as_secs()).unwrap_or(5)),
-        bookmarks: true,
-        send_initial_events: true,
-        ..WatchParams::default()
-    };
+        .timeout(u32::try_from(PROBE_TIMEOUT.as_secs()).unwrap_or(5));
     // "0", as kube-runtime's watcher sends with a streaming list: the probe is the same request.
     let mut stream = match api.watch(&params, "0").await {
         Ok(s) => s.boxed(),
