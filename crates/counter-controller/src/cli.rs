@@ -21,8 +21,8 @@ use kube::Client;
 use kube::api::{Api, ListParams};
 
 use crate::client;
-use crate::controller::{CONTROLLER_NAME, Controller, Options, Scope};
-use crate::events::{EventConfig, EventsMode};
+use crate::controller::{CONTROLLER_NAME, Controller, Scope};
+use crate::events::EventsMode;
 
 mod startup;
 
@@ -325,14 +325,7 @@ pub async fn shutdown_signal() {
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut start = Startup::connect(&args, client::Agent::COUNTER).await?;
     preflight(&start.client, &start.scope).await?;
-    let events = EventConfig { mode: args.events, ..EventConfig::default() };
-    let options = Options {
-        scope: start.scope.clone(),
-        workers: args.workers,
-        resync: args.resync,
-        identity: start.identity.clone(),
-        events,
-    };
+    let options = start.options(&args);
     let controller = Controller::new(start.client.clone(), options, &mut start.registry);
     let c = Arc::clone(&controller);
     start

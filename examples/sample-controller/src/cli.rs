@@ -13,12 +13,11 @@ use anyhow::bail;
 use clap::{Args, Parser, Subcommand};
 use counter_controller::Scope;
 use counter_controller::cli::{LogFormat, Startup, shutdown_signal};
-use counter_controller::events::EventConfig;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, ListParams};
 
-use crate::controller::{AGENT, CONTROLLER_NAME, Controller, Options};
+use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 use crate::foo::Foo;
 
 pub mod sandbox;
@@ -103,13 +102,7 @@ pub async fn run(args: SampleArgs) -> anyhow::Result<()> {
     let args = args.common;
     let mut start = Startup::connect(&args, AGENT).await?;
     preflight(&start.client, &start.scope).await?;
-    let options = Options {
-        scope: start.scope.clone(),
-        workers: args.workers,
-        resync: args.resync,
-        identity: start.identity.clone(),
-        events: EventConfig { mode: args.events, ..EventConfig::default() },
-    };
+    let options = start.options(&args);
     let controller = Controller::new(start.client.clone(), options, &mut start.registry);
     let c = Arc::clone(&controller);
     start

@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::RunArgs;
 use crate::client::{self, Agent, Source};
-use crate::controller::Scope;
+use crate::controller::{Options, Scope};
+use crate::events::EventConfig;
 use crate::metrics::RestClientMetrics;
 use crate::ops::{self, Probes};
 use crate::process::ProcessMetrics;
@@ -84,6 +85,19 @@ impl Startup {
             membership.selector(),
         )?;
         Ok(Self { scope, identity, registry, client, membership })
+    }
+
+    /// The controller's options from the flags: this scope and identity, `--workers`,
+    /// `--resync`, `--events`.
+    #[must_use]
+    pub fn options(&self, args: &RunArgs) -> Options {
+        Options {
+            scope: self.scope.clone(),
+            workers: args.workers,
+            resync: args.resync,
+            identity: self.identity.clone(),
+            events: EventConfig { mode: args.events, ..EventConfig::default() },
+        }
     }
 
     /// Serves `/metrics`, `/healthz` and `/readyz` on `metrics_addr` (ready once `has_synced`),
