@@ -10,10 +10,21 @@
 //! paused (SIGSTOP, a stall, a lost network) and wakes up after its lease ran out finds the fence
 //! closed and sends nothing until the elector has re-read the Lease and renewed it.
 //!
+//! A write that is let out does not outlive the fence: [`FenceLayer`] abandons a request still
+//! unanswered when the fence closes (its future is dropped, so the client resets the stream or
+//! closes the connection), and a server that receives it only then — the bytes held up by a
+//! network that was cut and healed — sees a request whose client has gone. The request fails with
+//! [`Fenced`] marked `abandoned`. Renewing in the meantime keeps the request alive: what counts is
+//! that the lease was known to be held at every moment of the request's life
+//! ([`Fence::still_held_since`]).
+//!
 //! ## Warning
 //! The fence narrows the split-brain window to the time between the check and the request reaching
-//! the server (microseconds, unless the process is paused exactly there). Closing it completely
-//! needs the server to check a token, which Kubernetes does not offer for built-in kinds.
+//! the server, and abandoning narrows it for requests on the wire, but neither can recall bytes
+//! already sent: a server may still apply a request whose client has gone, if it reads and applies
+//! it before it notices the reset. Closing that gap needs the server to check a condition, which
+//! is what preconditions (`metadata.resourceVersion`, `Preconditions`) on every write do — see
+//! the `coordination` crate's `conditional` module.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -25,14 +36,27 @@ use std::time::{Duration, Instant};
 use http::{Method, Request};
 use tower::{BoxError, Layer, Service};
 
-/// A write refused because the lease is not known to be held.
+/// A write refused because the lease is not known to be held: withheld before it left the
+/// process, or abandoned in flight when the fence closed before its answer came.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "write withheld: {what} is not known to be held (no successful renew sent within the renew deadline)"
+    "write {}: {what} is not known to be held (no successful renew sent within the renew deadline)",
+    if *.abandoned { "abandoned in flight" } else { "withheld" }
 )]
 pub struct Fenced {
     /// The lease, e.g. `Lease counter-controller/counter-controller`.
     pub what: String,
+    /// The request had been sent and was dropped unanswered when the fence closed.
+    pub abandoned: bool,
+}
+
+/// What a write was let out under: the fence's state when it was checked, to tell later whether
+/// the lease has been known to be held ever since ([`Fence::still_held_since`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entitlement {
+    /// When the fence closes unless renewed; `None` for a fence that is always open.
+    pub closes_at: Option<Instant>,
+    revocations: u64,
 }
 
 /// Whether writes may go out now. Cheap to clone and to check (one atomic load).
@@ -58,6 +82,9 @@ struct State {
     base: Instant,
     /// Nanoseconds after `base` at which the last successful renew was sent, plus one; 0 = not held.
     sent: AtomicU64,
+    /// How many times the fence was revoked: a revocation breaks every entitlement taken before
+    /// it, even if the lease is acquired again at once.
+    revocations: AtomicU64,
 }
 
 impl Fence {
@@ -69,6 +96,7 @@ impl Fence {
             deadline: Some(renew_deadline),
             base: Instant::now(),
             sent: AtomicU64::new(0),
+            revocations: AtomicU64::new(0),
         }))
     }
 
@@ -80,6 +108,7 @@ impl Fence {
             deadline: None,
             base: Instant::now(),
             sent: AtomicU64::new(0),
+            revocations: AtomicU64::new(0),
         }))
     }
 
@@ -93,6 +122,8 @@ impl Fence {
 
     /// Closes the fence now (stepped down, released, or lost the Lease).
     pub fn revoke(&self) {
+        // Counted first: an entitlement read between the two stores is already broken.
+        self.0.revocations.fetch_add(1, Ordering::AcqRel);
         self.0.sent.store(0, Ordering::Release);
     }
 
@@ -124,7 +155,52 @@ impl Fence {
     ///
     /// [`Fenced`] when it may not.
     pub fn check(&self) -> Result<(), Fenced> {
-        if self.is_held() { Ok(()) } else { Err(Fenced { what: self.0.what.clone() }) }
+        self.entitle().map(drop)
+    }
+
+    /// The entitlement of a write going out now: when the fence closes unless renewed.
+    ///
+    /// # Errors
+    ///
+    /// [`Fenced`] when no write may go out now.
+    pub fn entitle(&self) -> Result<Entitlement, Fenced> {
+        let revocations = self.0.revocations.load(Ordering::Acquire);
+        let Some(deadline) = self.0.deadline else { return Ok(Entitlement { closes_at: None, revocations }) };
+        match self.last_renew_sent().map(|s| s + deadline) {
+            Some(closes_at) if closes_at > Instant::now() => Ok(Entitlement { closes_at: Some(closes_at), revocations }),
+            _ => Err(self.fenced(false)),
+        }
+    }
+
+    /// The entitlement extended to the fence's present deadline, if the lease has been known to
+    /// be held at every moment since `e` was taken: never revoked since, and the last renew sent
+    /// before `e`'s deadline (its answer may have come after; what matters is that it was *sent*
+    /// while the lease was held). `None` once there was a gap: a write let out under `e` must be
+    /// abandoned. (An always-open fence's entitlements have no deadline to extend: `None`.)
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let fence = election::Fence::new("Lease ns/name", Duration::from_secs(10));
+    /// fence.renewed(Instant::now());
+    /// let e = fence.entitle().unwrap();
+    /// fence.renewed(Instant::now());
+    /// assert!(fence.still_held_since(&e).unwrap().closes_at >= e.closes_at);
+    /// fence.revoke();
+    /// fence.renewed(Instant::now()); // acquired again: the earlier write's lease is not this one
+    /// assert_eq!(fence.still_held_since(&e), None);
+    /// ```
+    #[must_use]
+    pub fn still_held_since(&self, e: &Entitlement) -> Option<Entitlement> {
+        let (before, deadline) = (e.closes_at?, self.0.deadline?);
+        let sent = self.last_renew_sent()?;
+        let unbroken = self.0.revocations.load(Ordering::Acquire) == e.revocations && sent < before;
+        let closes_at = sent + deadline;
+        (unbroken && closes_at > Instant::now())
+            .then_some(Entitlement { closes_at: Some(closes_at), revocations: e.revocations })
+    }
+
+    fn fenced(&self, abandoned: bool) -> Fenced {
+        Fenced { what: self.0.what.clone(), abandoned }
     }
 }
 
@@ -135,7 +211,9 @@ pub fn is_write(method: &Method) -> bool {
 }
 
 /// A `tower` layer for a `kube::Client` that refuses every write while the [`Fence`] is closed:
-/// the request fails with [`Fenced`] (as `kube::Error::Service`) without leaving the process.
+/// the request fails with [`Fenced`] (as `kube::Error::Service`) without leaving the process. A
+/// write that went out is abandoned (dropped unanswered, [`Fenced::abandoned`]) the moment the
+/// fence closes, so it cannot outlive the lease that let it out.
 ///
 /// ```no_run
 /// # async fn f(config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
@@ -186,13 +264,33 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        if is_write(req.method())
-            && let Err(e) = self.fence.check()
-        {
-            return Box::pin(std::future::ready(Err(Box::new(e) as BoxError)));
+        if !is_write(req.method()) {
+            let fut = self.inner.call(req);
+            return Box::pin(async move { fut.await.map_err(Into::into) });
         }
+        let entitlement = match self.fence.entitle() {
+            Ok(e) => e,
+            Err(e) => return Box::pin(std::future::ready(Err(Box::new(e) as BoxError))),
+        };
         let fut = self.inner.call(req);
-        Box::pin(async move { fut.await.map_err(Into::into) })
+        let fence = self.fence.clone();
+        Box::pin(async move {
+            let mut entitlement = entitlement;
+            let mut fut = std::pin::pin!(fut);
+            while let Some(closes_at) = entitlement.closes_at {
+                tokio::select! {
+                    answer = &mut fut => return answer.map_err(Into::into),
+                    () = tokio::time::sleep_until(closes_at.into()) => match fence.still_held_since(&entitlement) {
+                        Some(later) => entitlement = later,
+                        // Dropping `fut` resets the request: a server that reads it late finds
+                        // its client gone.
+                        None => return Err(Box::new(fence.fenced(true)) as BoxError),
+                    },
+                }
+            }
+            // Always open: no deadline.
+            fut.await.map_err(Into::into)
+        })
     }
 }
 
@@ -244,5 +342,92 @@ mod tests {
         assert!(is_fenced(&kube::Error::Service(err)));
         fence.renewed(Instant::now());
         assert_eq!(svc.oneshot(req(Method::DELETE)).await.unwrap(), "sent");
+    }
+
+    /// A server that never answers, and counts the requests it dropped unanswered.
+    fn silent(dropped: Arc<AtomicU64>) -> impl Service<Request<()>, Response = &'static str, Error = BoxError, Future: Send> + Clone {
+        tower::service_fn(move |_req: Request<()>| {
+            struct CountDrop(Arc<AtomicU64>);
+            impl Drop for CountDrop {
+                fn drop(&mut self) {
+                    self.0.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            let guard = CountDrop(Arc::clone(&dropped));
+            async move {
+                let _guard = guard;
+                std::future::pending::<Result<&'static str, BoxError>>().await
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn a_write_in_flight_is_abandoned_when_the_fence_closes() {
+        use tower::ServiceExt;
+        let fence = Fence::new("Lease ns/l", Duration::from_millis(150));
+        fence.renewed(Instant::now());
+        let dropped = Arc::new(AtomicU64::new(0));
+        let svc = FenceLayer::new(fence.clone()).layer(silent(Arc::clone(&dropped)));
+        let req = |m: Method| Request::builder().method(m).uri("/api").body(()).unwrap();
+        let sent = Instant::now();
+        let err = svc.clone().oneshot(req(Method::PATCH)).await.unwrap_err();
+        let fenced = err.downcast_ref::<Fenced>().expect("a Fenced error");
+        assert!(fenced.abandoned, "{fenced}");
+        assert!(fenced.to_string().starts_with("write abandoned in flight"), "{fenced}");
+        // Not before the fence closed, and the request itself was dropped (reset), not kept.
+        assert!(sent.elapsed() >= Duration::from_millis(140), "{:?}", sent.elapsed());
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        // A read has no deadline of its own: it waits for its answer.
+        let read = tokio::time::timeout(Duration::from_millis(300), svc.oneshot(req(Method::GET))).await;
+        assert!(read.is_err(), "a read is not abandoned");
+    }
+
+    #[tokio::test]
+    async fn renewals_keep_a_write_in_flight_and_a_revocation_ends_it() {
+        use tower::ServiceExt;
+        let fence = Fence::new("Lease ns/l", Duration::from_millis(100));
+        fence.renewed(Instant::now());
+        let dropped = Arc::new(AtomicU64::new(0));
+        let svc = FenceLayer::new(fence.clone()).layer(silent(Arc::clone(&dropped)));
+        let write = tokio::spawn(svc.oneshot(Request::builder().method(Method::PUT).uri("/x").body(()).unwrap()));
+        // Renewed every 40 ms for 400 ms: four deadlines' worth, the write still in flight.
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            fence.renewed(Instant::now());
+        }
+        assert!(!write.is_finished());
+        assert_eq!(dropped.load(Ordering::SeqCst), 0);
+        // Stepped down and at once acquired again: the write's lease is gone all the same.
+        fence.revoke();
+        fence.renewed(Instant::now());
+        let err = write.await.unwrap().unwrap_err();
+        assert!(err.downcast_ref::<Fenced>().is_some_and(|f| f.abandoned));
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_gap_between_renewals_breaks_the_entitlement() {
+        let fence = Fence::new("Lease ns/l", Duration::from_millis(30));
+        fence.renewed(Instant::now());
+        let e = fence.entitle().unwrap();
+        std::thread::sleep(Duration::from_millis(40));
+        // Renewed only after the fence had closed: the write let out before is not covered.
+        fence.renewed(Instant::now());
+        assert!(fence.is_held());
+        assert_eq!(fence.still_held_since(&e), None);
+        // A renew sent before the deadline whose answer came after it does cover it.
+        let fence = Fence::new("Lease ns/l", Duration::from_millis(30));
+        fence.renewed(Instant::now());
+        let e = fence.entitle().unwrap();
+        let sent = Instant::now();
+        std::thread::sleep(Duration::from_millis(40));
+        fence.renewed(sent);
+        assert_eq!(fence.still_held_since(&e), None, "it closed again meanwhile");
+        let fence = Fence::new("Lease ns/l", Duration::from_millis(300));
+        fence.renewed(Instant::now());
+        let e = fence.entitle().unwrap();
+        let sent = Instant::now();
+        fence.renewed(sent);
+        assert_eq!(fence.still_held_since(&e).unwrap().closes_at, Some(sent + Duration::from_millis(300)));
     }
 }

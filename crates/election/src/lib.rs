@@ -97,4 +97,4 @@ pub mod shard;
 
 pub use config::{ConfigError, ElectionConfig, LeaseRef, hostname, new_identity};
 pub use elector::{ElectionHandle, LeaderElector, Leadership};
-pub use fence::{Fence, FenceLayer, Fenced, is_fenced};
+pub use fence::{Entitlement, Fence, FenceLayer, Fenced, is_fenced};
