@@ -13,7 +13,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use workqueue::RateLimitingQueue;
 
-use crate::metrics::{ControllerMetrics, Outcome, ShardMetrics};
+use crate::conditional::Conflict;
+use crate::conflicts::Conflicts;
+use crate::metrics::{ControllerMetrics, Outcome, ShardMetrics, WriteMetrics};
 use crate::source::Source;
 
 /// How replicas share the work.
@@ -38,6 +40,13 @@ pub trait Reconcile: Send + Sync + 'static {
     /// leading or owning the key): the key is requeued, not counted as failed.
     fn is_fenced(_error: &Self::Error) -> bool {
         false
+    }
+
+    /// The [`Conflict`] when `error` is a conditional write the API server refused because the
+    /// object had changed since it was read ([`conditional`](crate::conditional)): counted,
+    /// and the key requeued once the cache holds a newer version — not a failure, no backoff.
+    fn conflict(_error: &Self::Error) -> Option<&Conflict> {
+        None
     }
 
     /// Called once every cache has synced, before the first reconcile (a startup line).
@@ -101,6 +110,8 @@ pub struct Coordinator {
     workable_counted: parking_lot::Mutex<Option<Instant>>,
     metrics: ControllerMetrics,
     pub(crate) shard_metrics: ShardMetrics,
+    write_metrics: WriteMetrics,
+    conflicts: Arc<Conflicts>,
 }
 
 impl Coordinator {
@@ -113,9 +124,15 @@ impl Coordinator {
         settings: Settings,
         registry: &mut Registry,
     ) -> Arc<Self> {
+        let conflicts = Conflicts::new(queue.clone());
+        for s in &sources {
+            s.on_version(conflicts.hook());
+        }
         Arc::new(Self {
             metrics: ControllerMetrics::register(registry, &settings.name, settings.workers),
             shard_metrics: ShardMetrics::register(registry, &settings.metrics_prefix),
+            write_metrics: WriteMetrics::register(registry, &settings.metrics_prefix),
+            conflicts,
             queue,
             sources,
             settings,
@@ -266,6 +283,16 @@ impl Coordinator {
                 Ok(()) => {
                     self.queue.forget(&key);
                     Outcome::Success
+                }
+                Err(e) if R::conflict(&e).is_some() => {
+                    let conflict = R::conflict(&e).expect("matched");
+                    // Not a failure: the decision was made from a version that is gone.
+                    tracing::debug!(%key, "{conflict}");
+                    self.write_metrics.conflict(conflict.read.resource);
+                    self.queue.forget(&key);
+                    let source = self.sources.iter().find(|s| s.kind() == conflict.read.kind);
+                    self.conflicts.requeue_when_newer(key, conflict, source.map(AsRef::as_ref));
+                    Outcome::Requeue
                 }
                 Err(e) if R::is_fenced(&e) => {
                     // Not ours to do now; requeued so it is not lost if leadership comes back.

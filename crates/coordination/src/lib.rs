@@ -16,7 +16,10 @@
 //!   reconciles in flight, narrows the caches to the new share or, when it grew, lists again
 //!   with the new filter (and `shardSelector`), and only then is reported drained; a lapse of
 //!   this replica's Lease keeps the caches, so getting it back costs no list;
-//! * a reconcile whose write the election's fence withheld is requeued, not counted as failed;
+//! * a reconcile whose write the election's fence withheld (or abandoned in flight) is requeued,
+//!   not counted as failed;
+//! * writes are conditional on the version they were decided from ([`conditional`]); one the
+//!   API server refuses as stale is counted and requeued once the cache holds a newer version;
 //! * on shutdown, workers stop taking keys and the reconciles in flight finish.
 //!
 //! Nothing here knows what a controller reconciles; the safety-critical ordering lives once.
@@ -24,11 +27,13 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`coordinator`] | [`Coordinator`]: the informers, the cache-sync gate, the workers, shutdown |
+//! | [`conditional`] | [`ReadVersion`]: writes conditional on the version read; [`Conflict`] |
+//! | `conflicts` | a refused write's key, requeued once the cache holds a newer version |
 //! | `elected` | workers only while leading |
 //! | `sharded` | the ownership gate, cache filters, relist and drain on a member-set change |
 //! | [`membership`] | [`Membership`]: alone, elected or a shard member, and the Lease's lifetime around the run |
 //! | [`source`] | [`Source`]: an informer as the coordinator drives it; [`Watched`] |
-//! | [`metrics`] | controller-runtime's reconcile metrics and the shard metrics |
+//! | [`metrics`] | controller-runtime's reconcile metrics, the shard metrics, the write conflicts |
 //!
 //! # Example
 //!
@@ -116,6 +121,8 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod conditional;
+mod conflicts;
 pub mod coordinator;
 mod elected;
 pub mod membership;
@@ -123,7 +130,9 @@ pub mod metrics;
 mod sharded;
 pub mod source;
 
+pub use conditional::{Conflict, ReadVersion, is_conflict};
+pub use conflicts::VersionHook;
 pub use coordinator::{Coordination, Coordinator, Reconcile, Settings};
 pub use membership::Membership;
-pub use metrics::{ControllerMetrics, Outcome, ShardMetrics};
+pub use metrics::{ControllerMetrics, Outcome, ShardMetrics, WriteMetrics};
 pub use source::{Source, Watched};

@@ -215,3 +215,28 @@ impl ShardMetrics {
         self.moved.inc_by(u64::try_from(moved).unwrap_or(u64::MAX));
     }
 }
+
+/// Conditional writes the API server refused, under the controller's prefix:
+/// `<prefix>_write_conflicts_total{resource}` (see [`conditional`](crate::conditional)).
+#[derive(Clone, Debug, Default)]
+pub struct WriteMetrics {
+    conflicts: Family<Labels, Counter>,
+}
+
+impl WriteMetrics {
+    /// Registers the family under `prefix` (`counter_controller`).
+    pub fn register(registry: &mut Registry, prefix: &str) -> Self {
+        let m = Self::default();
+        registry.register(
+            format!("{prefix}_write_conflicts"),
+            "Writes refused because the object had changed since it was read (409 Conflict on a precondition); the key is requeued once the cache holds the newer version",
+            m.conflicts.clone(),
+        );
+        m
+    }
+
+    /// Counts a refused write to `resource` (plural).
+    pub fn conflict(&self, resource: &str) {
+        self.conflicts.get_or_create(&vec![("resource".into(), resource.into())]).inc();
+    }
+}

@@ -6,8 +6,10 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use informer::{Informer, ObjectKey, Watchable};
+use informer::{Deleted, EventHandler, Informer, ObjectKey, Watchable};
 use tokio_util::sync::CancellationToken;
+
+use crate::conflicts::VersionHook;
 
 /// Which work keys a replica keeps in its caches (sharding); the coordinator sets it.
 pub type KeepKey = Arc<dyn Fn(&ObjectKey, &'static str) -> bool + Send + Sync>;
@@ -26,6 +28,12 @@ pub trait Source: Send + Sync + 'static {
     fn refilter(&self);
     /// Keeps only objects whose work key `keep` accepts.
     fn set_filter(&self, keep: KeepKey);
+    /// Calls `hook` with every version of an object the informer sees from now on (what a
+    /// refused conditional write waits for).
+    fn on_version(&self, hook: VersionHook);
+    /// The `resourceVersion` of the cached object `object` (its own key, not its work key);
+    /// `None` when it is not cached.
+    fn version(&self, object: &ObjectKey) -> Option<String>;
     /// The work key of every cached object.
     fn keys(&self) -> Vec<ObjectKey>;
     /// How many objects are cached.
@@ -79,11 +87,37 @@ impl<K: Watchable> Source for Watched<K> {
         self.informer.set_filter(Arc::new(move |obj: &K| keep(&key_of(obj), kind)));
     }
 
+    fn on_version(&self, hook: VersionHook) {
+        self.informer.add_handler(Arc::new(Versions { kind: self.kind, hook }));
+    }
+
+    fn version(&self, object: &ObjectKey) -> Option<String> {
+        self.informer.lister().get(object).and_then(|o| o.meta().resource_version.clone())
+    }
+
     fn keys(&self) -> Vec<ObjectKey> {
         self.informer.lister().list().iter().map(|o| (self.key_of)(o)).collect()
     }
 
     fn len(&self) -> usize {
         self.informer.lister().len()
+    }
+}
+
+/// Reports each version an informer sees to a [`VersionHook`].
+struct Versions {
+    kind: &'static str,
+    hook: VersionHook,
+}
+
+impl<K: Watchable> EventHandler<K> for Versions {
+    fn on_add(&self, obj: &Arc<K>, _initial: bool) {
+        (self.hook)(self.kind, &ObjectKey::of(obj.as_ref()), obj.meta().resource_version.as_deref());
+    }
+    fn on_update(&self, _old: &Arc<K>, new: &Arc<K>) {
+        (self.hook)(self.kind, &ObjectKey::of(new.as_ref()), new.meta().resource_version.as_deref());
+    }
+    fn on_delete(&self, obj: &Deleted<K>) {
+        (self.hook)(self.kind, &obj.key(), None);
     }
 }
