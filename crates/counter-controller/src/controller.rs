@@ -21,13 +21,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use coordination::Coordination;
-use coordination::{Coordinator, Reconcile, Settings, Watched};
+use coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
 use election::Leadership;
 use informer::{
     Config as InformerConfig, Deleted, EventHandler, Expect, Expectations, Informer, Lister, ObjectKey,
 };
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
@@ -108,6 +108,10 @@ pub enum Error {
         /// The Deployment.
         key: ObjectKey,
     },
+    /// The API server refused a write because the Deployment had changed since it was read (a
+    /// precondition): requeued once the cache holds the newer version, not a failure.
+    #[error("{0}")]
+    Conflict(Conflict),
     /// An API call failed.
     #[error("{action} Deployment {key}: {source}")]
     Api {
@@ -296,6 +300,13 @@ impl Controller {
         tracing::debug!(%key, ?action, "decided");
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), key.namespace());
         let api_err = |action| move |source| Error::Api { action, key: key.clone(), source };
+        // A refused precondition is a conflict, anything else an API error.
+        let write_err = |action, read: ReadVersion| {
+            move |source| match read.conflict(&source) {
+                Some(c) => Error::Conflict(c),
+                None => Error::Api { action, key: key.clone(), source },
+            }
+        };
         match action {
             Action::Nothing(_) => Ok(()),
             Action::Invalid(source) => {
@@ -336,12 +347,13 @@ impl Controller {
             }
             Action::Scale { from, to } => {
                 let d = deployment.expect("the Deployment exists");
+                let read = ReadVersion::of(d.as_ref());
                 let params =
                     PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
                 deployments
-                    .patch(key.name(), &params, &Patch::<()>::Json(scale_patch(&d, to)))
+                    .patch(key.name(), &params, &Patch::<()>::Json(scale_patch(&read, to)))
                     .await
-                    .map_err(api_err("scale"))?;
+                    .map_err(write_err("scale", read))?;
                 if let Some(cm) = &cm {
                     self.event(
                         &cm.object_ref(&()),
@@ -359,17 +371,11 @@ impl Controller {
             }
             Action::Delete => {
                 let d = deployment.expect("the Deployment exists");
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: d.metadata.uid.clone(),
-                        resource_version: None,
-                    }),
-                    ..DeleteParams::background()
-                };
-                match deployments.delete(key.name(), &params).await {
+                let read = ReadVersion::of(d.as_ref());
+                match deployments.delete(key.name(), &read.delete_params(DeleteParams::background())).await {
                     Ok(_) => self.expected.expect(key, Expect::Deleted),
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(api_err("delete")(e)),
+                    Err(e) => return Err(write_err("delete", read)(e)),
                 }
                 self.event(
                     &d.object_ref(&()),
@@ -410,6 +416,13 @@ impl Reconcile for Controller {
 
     fn is_fenced(error: &Error) -> bool {
         error.is_fenced()
+    }
+
+    fn conflict(error: &Error) -> Option<&Conflict> {
+        match error {
+            Error::Conflict(c) => Some(c),
+            _ => None,
+        }
     }
 
     fn started(&self) {
@@ -527,25 +540,15 @@ impl EventHandler<CachedDeployment> for EnqueueOwner {
     }
 }
 
-/// The scale write: a JSON patch that sets `spec.replicas` only if the Deployment is still the
-/// one decided on and still ours — same uid, still labelled `managed-by=counter-controller`, same
-/// owner references — checked by the API server in the same write (`test` operations).
-///
-/// Unlike a `resourceVersion` precondition, it does not fail when the cluster's Deployment
-/// controller has written the status meanwhile (every pod becoming ready does), so scaling does not
-/// fight it with 409 Conflicts and retries; a Deployment that stopped being ours still fails the
-/// patch (422), and the next reconcile sees why.
+/// The scale write: a JSON patch that sets `spec.replicas` only on the version of the
+/// Deployment the decision was made from (its uid tested, its `resourceVersion` carried, as
+/// [`ReadVersion::json_patch`] builds it). Any change since — a status write as pods become
+/// ready, another writer's scale, our labels or owner reference gone — is a 409 Conflict, and the
+/// key is decided again once the cache holds the new version; a late patch delivered after a
+/// newer write of the same Deployment can never apply.
 #[must_use]
-pub fn scale_patch(d: &CachedDeployment, to: i32) -> json_patch::Patch {
-    let mut ops = vec![
-        json!({ "op": "test", "path": "/metadata/uid", "value": d.metadata.uid }),
-        json!({ "op": "test", "path": format!("/metadata/labels/{}", MANAGED_BY.0), "value": MANAGED_BY.1 }),
-    ];
-    if let Some(refs) = d.metadata.owner_references.as_ref().filter(|r| !r.is_empty()) {
-        ops.push(json!({ "op": "test", "path": "/metadata/ownerReferences", "value": refs }));
-    }
-    ops.push(json!({ "op": "replace", "path": "/spec/replicas", "value": to }));
-    serde_json::from_value(serde_json::Value::Array(ops)).expect("a well-formed JSON patch")
+pub fn scale_patch(read: &ReadVersion, to: i32) -> json_patch::Patch {
+    read.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": to })])
 }
 
 /// Whether anything [`decide`] reads of a Deployment differs between `old` and `new`.

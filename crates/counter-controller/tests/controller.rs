@@ -367,8 +367,13 @@ async fn freeze_deployment_watch(sb: &Sandbox, run: &Running, name: &str, replic
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
+/// A metric's value in the scrape, 0 when absent.
+fn scraped(text: &str, series: &str) -> f64 {
+    text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_scale_over_a_stale_cache_does_not_conflict_with_status_writes() {
+async fn a_scale_decided_over_a_stale_cache_is_refused_then_decided_again_from_the_newer_version() {
     let sb = sandbox();
     let (cms, deploys) = apis(&sb);
     let run = start(&sb);
@@ -393,11 +398,35 @@ async fn a_scale_over_a_stale_cache_does_not_conflict_with_status_writes() {
     )
     .await
     .unwrap();
-    wait_replicas(&deploys, "web", Some(4)).await;
-    let conflicts =
-        sb.requests().all().iter().filter(|r| r.resource == "deployments" && r.code == 409).count();
-    assert_eq!(conflicts, 0, "the scale carries no resourceVersion precondition");
+    eventually("the scale refused: it was conditional on the version the cache held", || async {
+        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
+    })
+    .await;
+    // Refused, and waiting for the newer version: no retry while the cache cannot have it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = || {
+        sb.requests().all().iter().filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409).count()
+    };
+    assert_eq!(
+        refused(),
+        1,
+        "one refused write, not a retry loop over a stale cache: {:#?}",
+        sb.requests().all().iter().filter(|r| r.resource != "events").collect::<Vec<_>>()
+    );
+    assert_eq!(replicas(&deploys, "web").await, Some(2));
+    let text = run.metrics();
+    assert_eq!(scraped(&text, "counter_controller_write_conflicts_total{resource=\"deployments\"}"), 1.0, "{text}");
+    assert_eq!(scraped(&text, "controller_runtime_reconcile_errors_total{controller=\"counter-controller\"}"), 0.0);
+    // The cache catches up: decided again from the newer version, and scaled.
     sb.faults().clear();
+    wait_replicas(&deploys, "web", Some(4)).await;
+    // A status write racing the retry is refused too, and counted; nothing is a failure.
+    let text = run.metrics();
+    let counted = scraped(&text, "counter_controller_write_conflicts_total{resource=\"deployments\"}");
+    assert_eq!(counted as usize, refused(), "{text}");
+    assert_eq!(scraped(&text, "controller_runtime_reconcile_errors_total{controller=\"counter-controller\"}"), 0.0);
+    let warnings = events(&sb).await.into_iter().filter(|(t, _, _)| t == "Warning").count();
+    assert_eq!(warnings, 0, "a conflict is not reported as a failure");
     run.stop().await;
 }
 
@@ -434,8 +463,8 @@ async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled
     )
     .await
     .unwrap();
-    eventually("the scale refused by the server (its test operation failed)", || async {
-        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 422)
+    eventually("the scale refused by the server (the Deployment changed since it was read)", || async {
+        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
     })
     .await;
     sb.faults().clear();
@@ -446,20 +475,20 @@ async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled
 }
 
 #[test]
-fn the_scale_patch_tests_uid_label_and_owners_then_sets_replicas() {
+fn the_scale_patch_is_conditional_on_the_uid_and_version_read_then_sets_replicas() {
     let d: counter_controller::cached::CachedDeployment = serde_json::from_value(json!({
-        "metadata": { "name": "web", "uid": "d-uid", "labels": { "managed-by": "counter-controller" },
-                      "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "uid": "cm-uid", "controller": true }] },
+        "metadata": { "name": "web", "namespace": "default", "uid": "d-uid", "resourceVersion": "41",
+                      "labels": { "managed-by": "counter-controller" } },
         "spec": { "replicas": 2, "selector": {}, "template": {} },
     }))
     .unwrap();
-    let ops = serde_json::to_value(counter_controller::controller::scale_patch(&d, 5)).unwrap();
+    let read = coordination::ReadVersion::of(&d);
+    let ops = serde_json::to_value(counter_controller::controller::scale_patch(&read, 5)).unwrap();
     assert_eq!(
         ops,
         json!([
             { "op": "test", "path": "/metadata/uid", "value": "d-uid" },
-            { "op": "test", "path": "/metadata/labels/managed-by", "value": "counter-controller" },
-            { "op": "test", "path": "/metadata/ownerReferences", "value": [{ "apiVersion": "v1", "kind": "ConfigMap", "name": "web", "uid": "cm-uid", "controller": true }] },
+            { "op": "replace", "path": "/metadata/resourceVersion", "value": "41" },
             { "op": "replace", "path": "/spec/replicas", "value": 5 },
         ])
     );

@@ -1,8 +1,11 @@
-//! Fault injection: error rates per verb and resource, latency, cut watch streams, forced 410s.
+//! Fault injection: error rates per verb and resource, latency, cut watch streams, forced 410s,
+//! and one client's requests held on the wire and delivered late (a network cut and healed).
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::oneshot;
 
 use crate::status::ApiError;
 
@@ -68,6 +71,45 @@ impl FaultRule {
     }
 }
 
+/// What the server does with a held request whose client gave up on it — reset its stream or
+/// closed its connection — before the request was released.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Abandoned {
+    /// Not applied: the server sees the reset before it reads the request, as an API server
+    /// cancels the request of a client that has gone.
+    #[default]
+    Cancelled,
+    /// Applied all the same, as when a server reads and applies the late bytes before it
+    /// notices the reset: the worst case a client's deadline cannot rule out.
+    Applied,
+}
+
+/// A held request's turn: delivered (applied unless its client has gone and the hold says
+/// [`Abandoned::Cancelled`]) or lost.
+#[derive(Debug)]
+pub(crate) enum Turn {
+    Deliver(Abandoned),
+    Lose,
+}
+
+/// One held request: told its turn, it reports back when it has been handled, so the next one
+/// is delivered after it, in the order they were sent.
+#[derive(Debug)]
+pub(crate) struct Held {
+    turn: oneshot::Sender<(Turn, oneshot::Sender<()>)>,
+}
+
+/// What a held request waits on.
+pub(crate) type Ticket = oneshot::Receiver<(Turn, oneshot::Sender<()>)>;
+
+#[derive(Debug)]
+struct Hold {
+    /// Requests whose `User-Agent` contains this are held.
+    user_agent: String,
+    abandoned: Abandoned,
+    held: VecDeque<Held>,
+}
+
 #[derive(Debug, Default)]
 struct State {
     rules: Vec<FaultRule>,
@@ -75,6 +117,8 @@ struct State {
     force_expired: u32,
     cut_generation: u64,
     rng: Option<fastrand::Rng>,
+    hold: Option<Hold>,
+    held_abandoned: u64,
 }
 
 /// The fault settings of one sandbox. All methods take effect on the next request.
@@ -111,6 +155,69 @@ impl Faults {
     /// Delays every request by `latency`.
     pub fn set_latency(&self, latency: Duration) {
         self.state.lock().latency = latency;
+    }
+
+    /// Holds every request whose `User-Agent` contains `user_agent` (a replica's identity), as a
+    /// network cut between that client and the server holds its bytes: the client sees no
+    /// answer, the server nothing, until [`release_held`](Self::release_held) delivers them
+    /// in the order they were sent, or [`drop_held`](Self::drop_held) loses them. Requests
+    /// already being served are not affected, nor are open watches (the cut is one way).
+    /// `abandoned` says what becomes of a held request whose client has given up on it.
+    pub fn hold(&self, user_agent: &str, abandoned: Abandoned) {
+        let mut st = self.state.lock();
+        let held = st.hold.take().map(|h| h.held).unwrap_or_default();
+        st.hold = Some(Hold { user_agent: user_agent.to_owned(), abandoned, held });
+    }
+
+    /// How many requests are held now.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.state.lock().hold.as_ref().map_or(0, |h| h.held.len())
+    }
+
+    /// How many held requests were not applied because their client had given up on them
+    /// ([`Abandoned::Cancelled`]).
+    #[must_use]
+    pub fn held_abandoned(&self) -> u64 {
+        self.state.lock().held_abandoned
+    }
+
+    /// Ends the hold (the cut heals) and delivers what it held, one after the other in the order
+    /// sent; returns once each has been handled (answered, or not applied because its client had
+    /// gone). Requests sent from now on go through.
+    pub async fn release_held(&self) {
+        let Some(hold) = self.state.lock().hold.take() else { return };
+        for held in hold.held {
+            let (done, handled) = oneshot::channel();
+            if held.turn.send((Turn::Deliver(hold.abandoned), done)).is_ok() {
+                // Dropped unanswered when its client has gone and it is not applied.
+                let _ = handled.await;
+            }
+        }
+    }
+
+    /// Ends the hold and loses what it held: never applied; a client still waiting sees its
+    /// connection dropped.
+    pub fn drop_held(&self) {
+        let hold = self.state.lock().hold.take();
+        for held in hold.into_iter().flat_map(|h| h.held) {
+            let (done, _) = oneshot::channel();
+            let _ = held.turn.send((Turn::Lose, done));
+        }
+    }
+
+    /// A ticket when a request of `user_agent` is to be held.
+    pub(crate) fn hold_request(&self, user_agent: &str) -> Option<Ticket> {
+        let mut st = self.state.lock();
+        let hold = st.hold.as_mut().filter(|h| user_agent.contains(h.user_agent.as_str()))?;
+        let (turn, ticket) = oneshot::channel();
+        hold.held.push_back(Held { turn });
+        Some(ticket)
+    }
+
+    /// Counts a held request not applied because its client had gone.
+    pub(crate) fn abandoned_on_release(&self) {
+        self.state.lock().held_abandoned += 1;
     }
 
     /// Ends every open watch stream now, as a dropped connection would.

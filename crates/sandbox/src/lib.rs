@@ -152,7 +152,7 @@ use std::time::Duration;
 use endpoints::api;
 use http::{Request, Response};
 
-pub use faults::{FaultKind, FaultRule, Faults};
+pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
 pub use record::{RequestRecord, Requests};
 pub use status::ApiError;
 pub use store::{Store, StoreConfig};

@@ -645,3 +645,109 @@ async fn dry_run_writes_answer_but_store_nothing() {
     let resp = c.send(req.map(kube::client::Body::from)).await.unwrap();
     assert_eq!(resp.status(), 400);
 }
+
+/// A client of `sb` whose requests say `User-Agent: <agent>`, as a replica's do.
+fn client_as(sb: &Sandbox, agent: &'static str) -> Client {
+    let service = tower::ServiceBuilder::new()
+        .map_request(move |mut r: http::Request<kube::client::Body>| {
+            r.headers_mut().insert(http::header::USER_AGENT, http::HeaderValue::from_static(agent));
+            r
+        })
+        .service(sb.service());
+    Client::new(service, "default")
+}
+
+/// Waits until `n` requests are held.
+async fn until_held(sb: &Sandbox, n: usize) {
+    while sb.faults().held() < n {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn held_requests_arrive_late_in_order_and_a_conditional_one_loses_to_a_newer_write() {
+    let sb = instant();
+    let (late, other) = (client_as(&sb, "replica-a/1 (a)"), client_as(&sb, "replica-b/1 (b)"));
+    let cms: Api<ConfigMap> = Api::default_namespaced(other.clone());
+    let read = cms.create(&PostParams::default(), &cm("x", &[])).await.unwrap();
+    let rv = read.metadata.resource_version.clone().unwrap();
+
+    sb.faults().hold("(a)", sandbox::Abandoned::Applied);
+    let late_cms: Api<ConfigMap> = Api::default_namespaced(late);
+    let conditional = {
+        let api = late_cms.clone();
+        let patch = json!({ "metadata": { "resourceVersion": rv }, "data": { "v": "stale" } });
+        tokio::spawn(async move { api.patch("x", &PatchParams::default(), &Patch::Merge(patch)).await })
+    };
+    until_held(&sb, 1).await;
+    let unconditional = {
+        let api = late_cms.clone();
+        let patch = json!({ "data": { "w": "stale" } });
+        tokio::spawn(async move { api.patch("x", &PatchParams::default(), &Patch::Merge(patch)).await })
+    };
+    until_held(&sb, 2).await;
+    // Nothing of the held client reached the server; the other client goes on.
+    assert!(sb.requests().all().iter().all(|r| !r.user_agent.contains("(a)")));
+    cms.patch("x", &PatchParams::default(), &Patch::Merge(json!({ "data": { "v": "new", "w": "new" } })))
+        .await
+        .unwrap();
+
+    sb.faults().release_held().await;
+    let refused = api_error(conditional.await.unwrap().unwrap_err());
+    assert_eq!((refused.code, refused.reason.as_str()), (409, "Conflict"));
+    unconditional.await.unwrap().unwrap();
+    let now = cms.get("x").await.unwrap();
+    let data = now.data.unwrap();
+    assert_eq!(data["v"], "new", "the late conditional write lost to the newer one");
+    assert_eq!(data["w"], "stale", "a late unconditional write wins: what preconditions are for");
+    // Delivered in the order sent.
+    let late: Vec<u16> =
+        sb.requests().all().iter().filter(|r| r.user_agent.contains("(a)")).map(|r| r.code).collect();
+    assert_eq!(late, [409, 200]);
+    // The hold is over: the client's next request goes straight through.
+    late_cms.get("x").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_held_request_whose_client_gave_up_is_cancelled_or_applied_as_the_hold_says() {
+    let sb = instant();
+    let late: Api<ConfigMap> = Api::default_namespaced(client_as(&sb, "replica-a/1 (a)"));
+    let cms: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    cms.create(&PostParams::default(), &cm("x", &[])).await.unwrap();
+    for (abandoned, value) in [(sandbox::Abandoned::Cancelled, "cancelled"), (sandbox::Abandoned::Applied, "applied")] {
+        sb.faults().hold("(a)", abandoned);
+        let patch = json!({ "data": { "v": value } });
+        // The client gives up (drops the request) before the hold ends.
+        let gave_up =
+            tokio::time::timeout(Duration::from_millis(50), late.patch("x", &PatchParams::default(), &Patch::Merge(patch)))
+                .await;
+        assert!(gave_up.is_err());
+        assert_eq!(sb.faults().held(), 1);
+        sb.faults().release_held().await;
+        let v = cms.get("x").await.unwrap().data.unwrap_or_default().get("v").cloned();
+        match abandoned {
+            sandbox::Abandoned::Cancelled => {
+                assert_eq!(v, None, "not applied: its client had gone");
+                assert_eq!(sb.faults().held_abandoned(), 1);
+            }
+            sandbox::Abandoned::Applied => assert_eq!(v.as_deref(), Some("applied")),
+        }
+    }
+}
+
+#[tokio::test]
+async fn dropped_held_requests_are_lost() {
+    let sb = instant();
+    let late: Api<ConfigMap> = Api::default_namespaced(client_as(&sb, "replica-a/1 (a)"));
+    sb.faults().hold("(a)", sandbox::Abandoned::Applied);
+    let create = {
+        let late = late.clone();
+        tokio::spawn(async move { late.create(&PostParams::default(), &cm("lost", &[])).await })
+    };
+    until_held(&sb, 1).await;
+    sb.faults().drop_held();
+    assert!(create.await.unwrap().is_err(), "the client sees its connection dropped");
+    assert_eq!(sb.faults().held(), 0);
+    let cms: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    assert!(cms.get_opt("lost").await.unwrap().is_none());
+}

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use coordination::Coordination;
-use coordination::{Coordinator, Reconcile, Settings, Watched};
+use coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
 use counter_controller::Scope;
 use counter_controller::events::EventRecorder;
 use informer::{
@@ -67,6 +67,10 @@ pub enum Error {
         /// The Deployment's name.
         name: String,
     },
+    /// The API server refused a write because the object had changed since it was read (a
+    /// precondition): requeued once the cache holds the newer version, not a failure.
+    #[error("{0}")]
+    Conflict(Conflict),
     /// An API call failed.
     #[error("{action} for Foo {key}: {source}")]
     Api {
@@ -220,6 +224,13 @@ impl Controller {
         let ns = key.namespace();
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
         let api_err = |action| move |source| Error::Api { action, key: key.clone(), source };
+        // A refused precondition is a conflict, anything else an API error.
+        let write_err = |action, read: ReadVersion| {
+            move |source| match read.conflict(&source) {
+                Some(c) => Error::Conflict(c),
+                None => Error::Api { action, key: key.clone(), source },
+            }
+        };
         let deployment_key = ObjectKey::new(ns, name);
         let deployment = match self.deploy_lister.get(&deployment_key) {
             Some(d) => d,
@@ -253,14 +264,17 @@ impl Controller {
             from => {
                 let params =
                     PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
-                let patch = Patch::<()>::Json(scale_patch(&deployment, foo.spec.replicas));
+                let read = ReadVersion::of(deployment.as_ref());
+                let patch = Patch::<()>::Json(scale_patch(&read, foo.spec.replicas));
                 let scaled =
-                    deployments.patch(name, &params, &patch).await.map_err(api_err("scale Deployment"))?;
+                    deployments.patch(name, &params, &patch).await.map_err(write_err("scale Deployment", read))?;
                 tracing::info!(%key, deployment = name, ?from, to = foo.spec.replicas, "scaled Deployment");
                 Arc::new(scaled)
             }
         };
-        self.update_foo_status(&foo, &deployment).await.map_err(api_err("update status"))?;
+        self.update_foo_status(&foo, &deployment)
+            .await
+            .map_err(write_err("update status", ReadVersion::of(foo.as_ref())))?;
         self.event(&foo, EventType::Normal, SUCCESS_SYNCED, MESSAGE_RESOURCE_SYNCED.to_owned());
         Ok(())
     }
@@ -274,7 +288,8 @@ impl Controller {
     }
 
     /// Sets `status.availableReplicas` from the Deployment's, through the `/status` subresource,
-    /// when it differs. A Foo deleted meanwhile is not an error.
+    /// when it differs, on the version of the Foo it was decided from. A Foo deleted meanwhile is
+    /// not an error.
     async fn update_foo_status(&self, foo: &Foo, deployment: &Deployment) -> Result<(), kube::Error> {
         let available = deployment.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0);
         if foo.status.as_ref().map(|s| s.available_replicas) == Some(available) {
@@ -282,7 +297,7 @@ impl Controller {
         }
         let foos: Api<Foo> = Api::namespaced(self.client.clone(), &foo.namespace().unwrap_or_default());
         let params = PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
-        let patch = json!({ "status": { "availableReplicas": available } });
+        let patch = ReadVersion::of(foo).merge_patch(json!({ "status": { "availableReplicas": available } }));
         match foos.patch_status(&foo.name_any(), &params, &Patch::Merge(&patch)).await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
@@ -375,18 +390,14 @@ pub fn is_controlled_by(d: &Deployment, foo: &Foo) -> bool {
     owner(d).is_some_and(|r| Some(&r.uid) == foo.metadata.uid.as_ref())
 }
 
-/// The replicas write: a JSON patch that sets `spec.replicas` only if the Deployment is still the
-/// one decided on and still controlled by the same Foo (`test` operations the API server checks
-/// in the same write), without a `resourceVersion` precondition that every status write of the
-/// Deployment controller would break.
+/// The replicas write: a JSON patch that sets `spec.replicas` only on the version of the
+/// Deployment the decision was made from (uid tested, `resourceVersion` carried, as
+/// [`ReadVersion::json_patch`] builds it): a Deployment that changed since — its owner, its
+/// replicas, its status — refuses it with 409, and the Foo is decided again from the newer
+/// version.
 #[must_use]
-pub fn scale_patch(d: &Deployment, to: i32) -> json_patch::Patch {
-    let ops = json!([
-        { "op": "test", "path": "/metadata/uid", "value": d.metadata.uid },
-        { "op": "test", "path": "/metadata/ownerReferences", "value": d.metadata.owner_references },
-        { "op": "replace", "path": "/spec/replicas", "value": to },
-    ]);
-    serde_json::from_value(ops).expect("a well-formed JSON patch")
+pub fn scale_patch(read: &ReadVersion, to: i32) -> json_patch::Patch {
+    read.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": to })])
 }
 
 /// The Deployment of a Foo (upstream's `newDeployment`): named `spec.deploymentName`, labels

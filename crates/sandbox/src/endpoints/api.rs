@@ -382,6 +382,20 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = req.into_parts();
+    let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if let Some(ticket) = shared.faults.hold_request(user_agent) {
+        return held(shared, parts, body, ticket).await;
+    }
+    serve(shared, parts, body).await
+}
+
+/// Serves one request that has reached the server.
+async fn serve<B>(shared: Arc<Shared>, parts: http::request::Parts, body: B) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
     let path = parts.uri.path().to_owned();
     // Discovery, OpenAPI, health: the same answers in-process as over HTTPS, not in the log.
     if parts.method == Method::GET
@@ -416,6 +430,39 @@ where
     record.took = record.at.elapsed();
     shared.requests.push(record);
     response
+}
+
+/// A request held on the wire ([`Faults::hold`](crate::Faults::hold)): handled when its turn
+/// comes, in a task of its own, so that a request whose client has gone meanwhile can still be
+/// applied when the hold says so — as a server reads bytes that arrive after their sender reset.
+async fn held<B>(
+    shared: Arc<Shared>,
+    parts: http::request::Parts,
+    body: B,
+    ticket: crate::faults::Ticket,
+) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let content_length =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    // The bytes are all sent; a body that cannot be read is answered when delivered, as any.
+    let bytes = read_body(body, content_length).await.unwrap_or_default();
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let Ok((turn, handled)) = ticket.await else { return };
+        let crate::faults::Turn::Deliver(abandoned) = turn else { return };
+        if answer.is_closed() && abandoned == crate::faults::Abandoned::Cancelled {
+            shared.faults.abandoned_on_release();
+            return;
+        }
+        let response = serve(Arc::clone(&shared), parts, Full::new(bytes)).await;
+        let _ = answer.send(response);
+        let _ = handled.send(());
+    });
+    answered.await.unwrap_or_else(|_| error_response(&crate::faults::FaultKind::Disconnect.error()))
 }
 
 async fn route<B>(
