@@ -20,7 +20,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use sandbox::{FaultKind, FaultRule};
+use sandbox::{Abandoned, FaultKind, FaultRule};
 use serde_json::json;
 
 const LEASE: Duration = Duration::from_secs(3);
@@ -250,6 +250,80 @@ async fn a_paused_leader_sends_no_write_after_waking_and_follows() {
     let withheld = sample(&m, "controller_runtime_reconcile_total", &["result=\"requeue\""]).unwrap_or(0.0);
     eprintln!("woken leader: {withheld} reconciles whose writes the fence withheld");
     assert!(old.log().contains("stopped leading"), "{}", old.log());
+}
+
+/// A leader cut off from the API server — its requests held on the wire, as a partitioned
+/// connection holds them — is replaced; when the cut heals, its held requests arrive late and in
+/// order, and the server applies each if it can (the worst case, [`Abandoned::Applied`]). The
+/// late scale was conditional on the Deployment's version it was decided from, which the new
+/// leader's writes moved on: it is refused, and nothing reverts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_leaders_late_writes_arrive_after_the_takeover_and_never_win() {
+    let _serial = SERIAL.lock().await;
+    let c = Cluster::new("ha-late").await;
+    let (old, new) = c.pair().await;
+    let faults = c.sb.sandbox.faults();
+    faults.hold(&format!("({}_", old.hostname), Abandoned::Applied);
+    // The old leader still leads by its clock: it decides 1 → 3 and sends the scale, held.
+    c.set_desired("web", "3").await;
+    assert_eq!(c.leader_among(&[&new]).await, 0);
+    c.until_replicas("web", 3).await;
+    // A newer write of the same Deployment by the new leader.
+    c.set_desired("web", "2").await;
+    c.until_replicas("web", 2).await;
+    let held = faults.held();
+    let healed = Instant::now();
+    faults.release_held().await;
+    let late = c.writes_since(&old, healed);
+    eprintln!("late delivery: {held} requests held; the old leader's writes delivered: {late:?}");
+    let scales: Vec<_> = late.iter().filter(|q| q.resource == "deployments").collect();
+    assert!(!scales.is_empty(), "the held scale was delivered late: {late:?}");
+    assert!(scales.iter().all(|q| q.code == 409), "a late write was applied: {scales:?}");
+    assert!(late.iter().filter(|q| q.resource == "leases").all(|q| q.code >= 400), "{late:?}");
+    // Nothing reverts; the old leader follows, the new one goes on converging.
+    tokio::time::sleep(RETRY * 6).await;
+    let deploys: Api<Deployment> = Api::default_namespaced(c.client.clone());
+    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(2));
+    assert!(c.holder().await.starts_with(&format!("{}_", new.hostname)));
+    c.set_desired("web", "4").await;
+    c.until_replicas("web", 4).await;
+    assert!(c.writes_since(&old, healed).iter().all(|q| q.resource != "deployments" || q.code == 409));
+}
+
+/// The case a precondition cannot refuse: the cut-off leader's scale was decided from a
+/// ConfigMap value that changed back before anyone touched the Deployment, so the Deployment's
+/// version still matches when the request arrives. The write's deadline covers it: the old
+/// leader abandoned the request when its fence closed (it reset the connection), and a server
+/// that sees the reset before the late bytes ([`Abandoned::Cancelled`]) does not apply it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_leaders_write_past_its_deadline_is_abandoned_and_not_applied() {
+    let _serial = SERIAL.lock().await;
+    let c = Cluster::new("ha-deadline").await;
+    let (old, new) = c.pair().await;
+    let faults = c.sb.sandbox.faults();
+    faults.hold(&format!("({}_", old.hostname), Abandoned::Cancelled);
+    c.set_desired("web", "3").await;
+    // Back to 1 before the takeover: the new leader finds nothing to do.
+    c.within_steps("the old leader's scale is held", || async { (faults.held() > 0).then_some(()) }).await;
+    tokio::time::sleep(RETRY).await;
+    c.set_desired("web", "1").await;
+    assert_eq!(c.leader_among(&[&new]).await, 0);
+    tokio::time::sleep(RETRY * 4).await;
+    let healed = Instant::now();
+    faults.release_held().await;
+    let late = c.writes_since(&old, healed);
+    let abandoned = faults.held_abandoned();
+    eprintln!("deadline: {abandoned} held requests abandoned by the old leader and not applied; delivered: {late:?}");
+    assert!(late.iter().all(|q| q.resource != "deployments"), "a write past its deadline was applied: {late:?}");
+    assert!(abandoned > 0, "the old leader abandoned its held requests");
+    tokio::time::sleep(RETRY * 6).await;
+    let deploys: Api<Deployment> = Api::default_namespaced(c.client.clone());
+    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(1), "nothing reverts");
+    let m = old.metrics();
+    let requeued = sample(&m, "controller_runtime_reconcile_total", &["result=\"requeue\""]).unwrap_or(0.0);
+    assert!(requeued > 0.0, "the abandoned write is a requeue, not an error");
+    c.set_desired("web", "2").await;
+    c.until_replicas("web", 2).await;
 }
 
 /// A leader whose Lease writes fail steps down, and sends no other write, within the renew
