@@ -220,8 +220,12 @@ mod tests {
             kube::core::Status::failure("the object has been modified", "Conflict").with_code(409).boxed(),
         );
         let conflict = read.conflict(&refused).expect("a conflict");
-        assert_eq!(conflict.to_string(), "Deployment ns/web changed since resourceVersion 7 was read; the write was refused");
-        let exists = kube::Error::Api(kube::core::Status::failure("exists", "AlreadyExists").with_code(409).boxed());
+        assert_eq!(
+            conflict.to_string(),
+            "Deployment ns/web changed since resourceVersion 7 was read; the write was refused"
+        );
+        let exists =
+            kube::Error::Api(kube::core::Status::failure("exists", "AlreadyExists").with_code(409).boxed());
         assert_eq!(read.conflict(&exists), None);
     }
 }

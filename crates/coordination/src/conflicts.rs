@@ -22,11 +22,15 @@ use crate::source::Source;
 /// (`None` once deleted).
 pub type VersionHook = Arc<dyn Fn(&'static str, &ObjectKey, Option<&str>) + Send + Sync>;
 
+/// An object: its kind and key.
+type Slot = (&'static str, ObjectKey);
+/// A work key, and the version of the object its write was refused for.
+type Waiter = (ObjectKey, Option<String>);
+
 /// Work keys waiting for a newer version of an object.
 pub(crate) struct Conflicts {
     queue: RateLimitingQueue<ObjectKey>,
-    /// `(kind, object)` → `(work key, the refused version)`.
-    waiting: Mutex<HashMap<(&'static str, ObjectKey), (ObjectKey, Option<String>)>>,
+    waiting: Mutex<HashMap<Slot, Waiter>>,
     len: AtomicUsize,
 }
 
@@ -43,7 +47,12 @@ impl Conflicts {
 
     /// Requeues `key` once `source` (the cache of the conflicted object's kind, if any) holds a
     /// version other than the refused one.
-    pub(crate) fn requeue_when_newer(&self, key: ObjectKey, conflict: &Conflict, source: Option<&dyn Source>) {
+    pub(crate) fn requeue_when_newer(
+        &self,
+        key: ObjectKey,
+        conflict: &Conflict,
+        source: Option<&dyn Source>,
+    ) {
         let read = &conflict.read;
         let Some(source) = source else {
             // No cache of that kind to wait on: try again after the usual backoff.
@@ -71,7 +80,7 @@ impl Conflicts {
         }
     }
 
-    fn fire(&self, slot: &(&'static str, ObjectKey)) {
+    fn fire(&self, slot: &Slot) {
         let Some((key, _)) = self.waiting.lock().remove(slot) else { return };
         self.len.fetch_sub(1, Ordering::AcqRel);
         self.queue.add(key);

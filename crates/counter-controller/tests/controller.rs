@@ -405,7 +405,11 @@ async fn a_scale_decided_over_a_stale_cache_is_refused_then_decided_again_from_t
     // Refused, and waiting for the newer version: no retry while the cache cannot have it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let refused = || {
-        sb.requests().all().iter().filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409).count()
+        sb.requests()
+            .all()
+            .iter()
+            .filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
+            .count()
     };
     assert_eq!(
         refused(),
@@ -415,8 +419,15 @@ async fn a_scale_decided_over_a_stale_cache_is_refused_then_decided_again_from_t
     );
     assert_eq!(replicas(&deploys, "web").await, Some(2));
     let text = run.metrics();
-    assert_eq!(scraped(&text, "counter_controller_write_conflicts_total{resource=\"deployments\"}"), 1.0, "{text}");
-    assert_eq!(scraped(&text, "controller_runtime_reconcile_errors_total{controller=\"counter-controller\"}"), 0.0);
+    assert_eq!(
+        scraped(&text, "counter_controller_write_conflicts_total{resource=\"deployments\"}"),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        scraped(&text, "controller_runtime_reconcile_errors_total{controller=\"counter-controller\"}"),
+        0.0
+    );
     // The cache catches up: decided again from the newer version, and scaled.
     sb.faults().clear();
     wait_replicas(&deploys, "web", Some(4)).await;
@@ -424,7 +435,10 @@ async fn a_scale_decided_over_a_stale_cache_is_refused_then_decided_again_from_t
     let text = run.metrics();
     let counted = scraped(&text, "counter_controller_write_conflicts_total{resource=\"deployments\"}");
     assert_eq!(counted as usize, refused(), "{text}");
-    assert_eq!(scraped(&text, "controller_runtime_reconcile_errors_total{controller=\"counter-controller\"}"), 0.0);
+    assert_eq!(
+        scraped(&text, "controller_runtime_reconcile_errors_total{controller=\"counter-controller\"}"),
+        0.0
+    );
     let warnings = events(&sb).await.into_iter().filter(|(t, _, _)| t == "Warning").count();
     assert_eq!(warnings, 0, "a conflict is not reported as a failure");
     run.stop().await;

@@ -313,8 +313,13 @@ async fn a_cut_off_leaders_write_past_its_deadline_is_abandoned_and_not_applied(
     faults.release_held().await;
     let late = c.writes_since(&old, healed);
     let abandoned = faults.held_abandoned();
-    eprintln!("deadline: {abandoned} held requests abandoned by the old leader and not applied; delivered: {late:?}");
-    assert!(late.iter().all(|q| q.resource != "deployments"), "a write past its deadline was applied: {late:?}");
+    eprintln!(
+        "deadline: {abandoned} held requests abandoned by the old leader and not applied; delivered: {late:?}"
+    );
+    assert!(
+        late.iter().all(|q| q.resource != "deployments"),
+        "a write past its deadline was applied: {late:?}"
+    );
     assert!(abandoned > 0, "the old leader abandoned its held requests");
     tokio::time::sleep(RETRY * 6).await;
     let deploys: Api<Deployment> = Api::default_namespaced(c.client.clone());

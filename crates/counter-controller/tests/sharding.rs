@@ -495,10 +495,14 @@ async fn a_cut_off_replicas_late_writes_arrive_after_its_keys_moved_and_never_wi
         .requests()
         .all()
         .into_iter()
-        .filter(|r| replicas[2].sent(&r.user_agent) && r.at >= healed && r.resource == "deployments" && r.is_write())
+        .filter(|r| {
+            replicas[2].sent(&r.user_agent) && r.at >= healed && r.resource == "deployments" && r.is_write()
+        })
         .collect();
     let codes: Vec<u16> = late.iter().map(|r| r.code).collect();
-    eprintln!("sharded late delivery: {held} requests held; the cut-off replica's Deployment writes delivered: {codes:?}");
+    eprintln!(
+        "sharded late delivery: {held} requests held; the cut-off replica's Deployment writes delivered: {codes:?}"
+    );
     assert!(!late.is_empty(), "its held writes were delivered");
     assert!(late.iter().all(|r| r.code == 409), "a late write was applied: {late:?}");
     // Nothing reverted, and all converge with it back in the ring.

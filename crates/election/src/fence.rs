@@ -167,7 +167,9 @@ impl Fence {
         let revocations = self.0.revocations.load(Ordering::Acquire);
         let Some(deadline) = self.0.deadline else { return Ok(Entitlement { closes_at: None, revocations }) };
         match self.last_renew_sent().map(|s| s + deadline) {
-            Some(closes_at) if closes_at > Instant::now() => Ok(Entitlement { closes_at: Some(closes_at), revocations }),
+            Some(closes_at) if closes_at > Instant::now() => {
+                Ok(Entitlement { closes_at: Some(closes_at), revocations })
+            }
             _ => Err(self.fenced(false)),
         }
     }
@@ -345,7 +347,9 @@ mod tests {
     }
 
     /// A server that never answers, and counts the requests it dropped unanswered.
-    fn silent(dropped: Arc<AtomicU64>) -> impl Service<Request<()>, Response = &'static str, Error = BoxError, Future: Send> + Clone {
+    fn silent(
+        dropped: Arc<AtomicU64>,
+    ) -> impl Service<Request<()>, Response = &'static str, Error = BoxError, Future: Send> + Clone {
         tower::service_fn(move |_req: Request<()>| {
             struct CountDrop(Arc<AtomicU64>);
             impl Drop for CountDrop {
@@ -389,7 +393,8 @@ mod tests {
         fence.renewed(Instant::now());
         let dropped = Arc::new(AtomicU64::new(0));
         let svc = FenceLayer::new(fence.clone()).layer(silent(Arc::clone(&dropped)));
-        let write = tokio::spawn(svc.oneshot(Request::builder().method(Method::PUT).uri("/x").body(()).unwrap()));
+        let write =
+            tokio::spawn(svc.oneshot(Request::builder().method(Method::PUT).uri("/x").body(()).unwrap()));
         // Renewed every 40 ms for 400 ms: four deadlines' worth, the write still in flight.
         for _ in 0..10 {
             tokio::time::sleep(Duration::from_millis(40)).await;

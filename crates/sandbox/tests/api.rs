@@ -714,13 +714,17 @@ async fn a_held_request_whose_client_gave_up_is_cancelled_or_applied_as_the_hold
     let late: Api<ConfigMap> = Api::default_namespaced(client_as(&sb, "replica-a/1 (a)"));
     let cms: Api<ConfigMap> = Api::default_namespaced(sb.client());
     cms.create(&PostParams::default(), &cm("x", &[])).await.unwrap();
-    for (abandoned, value) in [(sandbox::Abandoned::Cancelled, "cancelled"), (sandbox::Abandoned::Applied, "applied")] {
+    for (abandoned, value) in
+        [(sandbox::Abandoned::Cancelled, "cancelled"), (sandbox::Abandoned::Applied, "applied")]
+    {
         sb.faults().hold("(a)", abandoned);
         let patch = json!({ "data": { "v": value } });
         // The client gives up (drops the request) before the hold ends.
-        let gave_up =
-            tokio::time::timeout(Duration::from_millis(50), late.patch("x", &PatchParams::default(), &Patch::Merge(patch)))
-                .await;
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(50),
+            late.patch("x", &PatchParams::default(), &Patch::Merge(patch)),
+        )
+        .await;
         assert!(gave_up.is_err());
         assert_eq!(sb.faults().held(), 1);
         sb.faults().release_held().await;

@@ -266,8 +266,10 @@ impl Controller {
                     PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
                 let read = ReadVersion::of(deployment.as_ref());
                 let patch = Patch::<()>::Json(scale_patch(&read, foo.spec.replicas));
-                let scaled =
-                    deployments.patch(name, &params, &patch).await.map_err(write_err("scale Deployment", read))?;
+                let scaled = deployments
+                    .patch(name, &params, &patch)
+                    .await
+                    .map_err(write_err("scale Deployment", read))?;
                 tracing::info!(%key, deployment = name, ?from, to = foo.spec.replicas, "scaled Deployment");
                 Arc::new(scaled)
             }
