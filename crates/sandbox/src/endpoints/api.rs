@@ -292,6 +292,18 @@ fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
 ///
 /// A body somewhat over the limit is still read (and dropped) before answering, so the client,
 /// still sending, gets the 413 instead of a broken pipe; past 4× the limit the connection is cut.
+/// The request's body, within the size its `Content-Length` announces and the server accepts.
+async fn read_request_body<B>(parts: &http::request::Parts, body: B) -> Result<Bytes, ApiError>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let content_length =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    read_body(body, content_length).await
+}
+
 async fn read_body<B>(body: B, content_length: Option<usize>) -> Result<Bytes, ApiError>
 where
     B: Body + Send,
@@ -446,10 +458,8 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let content_length =
-        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
     // The bytes are all sent; a body that cannot be read is answered when delivered, as any.
-    let bytes = read_body(body, content_length).await.unwrap_or_default();
+    let bytes = read_request_body(&parts, body).await.unwrap_or_default();
     let (answer, answered) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
         let Ok((turn, handled)) = ticket.await else { return };
@@ -479,9 +489,7 @@ where
 {
     // Read first, whatever the answer: a client still sending its body when an error is answered
     // (a 404 or a 405 for the URL alone) would otherwise meet a reset connection, not the Status.
-    let content_length =
-        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
-    let bytes = read_body(body, content_length).await;
+    let bytes = read_request_body(parts, body).await;
     let t = parse_target(&shared.store, path)?;
     // What was asked is recorded before it is validated, as the API server's request info is.
     record.group = t.def.group.to_owned();
