@@ -194,3 +194,46 @@ fn the_part_depends_on_no_controller() {
         assert!(!manifest.contains(controller), "the coordination part depends on {controller}");
     }
 }
+
+/// A late write built by `ReadVersion` is refused after an A-B-A of the field it changes (3 → 5
+/// → 3 by someone else, then the late "3 → 5" arrives): the condition is the version read, not
+/// the field's value, so a value that came back does not make the stale decision current.
+#[tokio::test]
+async fn a_late_conditional_write_is_refused_after_an_a_b_a() {
+    use coordination::ReadVersion;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+    use serde_json::json;
+
+    let sb = Sandbox::new();
+    let deploys: Api<Deployment> = Api::default_namespaced(sb.client());
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": "web" },
+        "spec": { "replicas": 3, "selector": { "matchLabels": { "app": "web" } },
+                  "template": { "metadata": { "labels": { "app": "web" } },
+                                "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } },
+    }))
+    .unwrap();
+    let read = ReadVersion::of(&deploys.create(&PostParams::default(), &d).await.unwrap());
+    for replicas in [5, 3] {
+        let patch = json!({ "spec": { "replicas": replicas } });
+        deploys.patch("web", &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
+    }
+    let refused = |r: Result<Deployment, kube::Error>| {
+        let e = r.unwrap_err();
+        assert!(read.conflict(&e).is_some(), "{e}");
+    };
+    let scale = read.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": 5 })]);
+    refused(deploys.patch("web", &PatchParams::default(), &Patch::<()>::Json(scale)).await);
+    let merge = read.merge_patch(json!({ "spec": { "replicas": 5 } }));
+    refused(deploys.patch("web", &PatchParams::default(), &Patch::Merge(merge)).await);
+    let status = read.merge_patch(json!({ "status": { "replicas": 5 } }));
+    refused(deploys.patch_status("web", &PatchParams::default(), &Patch::Merge(status)).await);
+    let e = deploys.delete("web", &read.delete_params(DeleteParams::background())).await.unwrap_err();
+    assert!(read.conflict(&e).is_some(), "{e}");
+    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(3), "nothing applied");
+    // The version as it is now goes through.
+    let now = ReadVersion::of(&deploys.get("web").await.unwrap());
+    let scale = now.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": 5 })]);
+    deploys.patch("web", &PatchParams::default(), &Patch::<()>::Json(scale)).await.unwrap();
+}
