@@ -51,6 +51,7 @@
 //!   Deployment's version; that case is the fence's deadline's (the write is abandoned when the
 //!   fence closes), and what remains of it is in the README's leader-election section.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use informer::ObjectKey;
@@ -63,9 +64,9 @@ use serde_json::{Value, json};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadVersion {
     /// The object's kind, as the coordinator's source for it names it (`Deployment`).
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// The resource (plural), for the conflicts metric (`deployments`).
-    pub resource: &'static str,
+    pub resource: Cow<'static, str>,
     /// The object.
     pub key: ObjectKey,
     /// Its uid, as read.
@@ -80,8 +81,8 @@ impl ReadVersion {
     pub fn of<K: Resource<DynamicType = ()>>(obj: &K) -> Self {
         let meta = obj.meta();
         Self {
-            kind: leak_once(K::kind(&())),
-            resource: leak_once(K::plural(&())),
+            kind: K::kind(&()),
+            resource: K::plural(&()),
             key: ObjectKey::new(meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or("")),
             uid: meta.uid.clone(),
             resource_version: meta.resource_version.clone(),
@@ -124,6 +125,13 @@ impl ReadVersion {
         }
         all.extend(ops);
         serde_json::from_value(Value::Array(all)).expect("JSON patch operations")
+    }
+
+    /// The JSON patch that sets `path` to `value` on this version only (a Deployment's scale:
+    /// `replace("/spec/replicas", 5)`).
+    #[must_use]
+    pub fn replace(&self, path: &str, value: impl Into<Value>) -> json_patch::Patch {
+        self.json_patch([json!({ "op": "replace", "path": path, "value": value.into() })])
     }
 
     /// `params` with this version's uid and `resourceVersion` as the delete's preconditions.
@@ -174,26 +182,6 @@ impl fmt::Display for Conflict {
 
 impl std::error::Error for Conflict {}
 
-/// A kind's or a resource's name as a `&'static str`: the names are few and fixed per type, so
-/// each distinct one is kept once for the life of the process.
-fn leak_once(name: std::borrow::Cow<'static, str>) -> &'static str {
-    use std::collections::HashSet;
-    use std::sync::{Mutex, OnceLock};
-    match name {
-        std::borrow::Cow::Borrowed(s) => s,
-        std::borrow::Cow::Owned(s) => {
-            static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
-            let mut names = NAMES.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(known) = names.get(s.as_str()) {
-                return known;
-            }
-            let leaked: &'static str = Box::leak(s.into_boxed_str());
-            names.insert(leaked);
-            leaked
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,13 +189,13 @@ mod tests {
     #[test]
     fn a_json_patch_tests_the_uid_and_carries_the_version_first() {
         let read = ReadVersion {
-            kind: "Deployment",
-            resource: "deployments",
+            kind: "Deployment".into(),
+            resource: "deployments".into(),
             key: ObjectKey::new("ns", "web"),
             uid: Some("u".into()),
             resource_version: Some("7".into()),
         };
-        let patch = read.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": 3 })]);
+        let patch = read.replace("/spec/replicas", 3);
         assert_eq!(
             serde_json::to_value(&patch).unwrap(),
             json!([

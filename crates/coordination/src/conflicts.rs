@@ -5,9 +5,11 @@
 //! for nothing.
 //!
 //! Each source reports every version its informer sees (`Source::on_version`); with nothing
-//! waiting, that costs one atomic load per event.
+//! waiting, that costs one atomic load per event (no key is built).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -18,12 +20,12 @@ use workqueue::RateLimitingQueue;
 use crate::conditional::Conflict;
 use crate::source::Source;
 
-/// Called with each object a source's informer sees: its kind, key and `resourceVersion`
-/// (`None` once deleted).
-pub type VersionHook = Arc<dyn Fn(&'static str, &ObjectKey, Option<&str>) + Send + Sync>;
+/// Called with each object a source's informer sees: its kind, namespace, name and
+/// `resourceVersion` (`None` once deleted).
+pub type VersionHook = Arc<dyn Fn(&'static str, &str, &str, Option<&str>) + Send + Sync>;
 
 /// An object: its kind and key.
-type Slot = (&'static str, ObjectKey);
+type Slot = (Cow<'static, str>, ObjectKey);
 /// A work key, and the version of the object its write was refused for.
 type Waiter = (ObjectKey, Option<String>);
 
@@ -42,7 +44,7 @@ impl Conflicts {
     /// The hook each source calls with the versions it sees.
     pub(crate) fn hook(self: &Arc<Self>) -> VersionHook {
         let me = Arc::clone(self);
-        Arc::new(move |kind, object, version| me.seen(kind, object, version))
+        Arc::new(move |kind, namespace, name, version| me.seen(kind, namespace, name, version))
     }
 
     /// Requeues `key` once `source` (the cache of the conflicted object's kind, if any) holds a
@@ -60,28 +62,27 @@ impl Conflicts {
             return;
         };
         // Waiting first, then looking: an event between the two is seen by one or the other.
-        let slot = (read.kind, read.key.clone());
-        if self.waiting.lock().insert(slot.clone(), (key.clone(), read.resource_version.clone())).is_none() {
+        let slot = (read.kind.clone(), read.key.clone());
+        if self.waiting.lock().insert(slot.clone(), (key, read.resource_version.clone())).is_none() {
             self.len.fetch_add(1, Ordering::AcqRel);
         }
-        if source.version(&read.key) != read.resource_version {
-            self.fire(&slot);
-        }
+        let now = source.version(&read.key);
+        self.fire_if_newer(slot, now.as_deref());
     }
 
-    fn seen(&self, kind: &'static str, object: &ObjectKey, version: Option<&str>) {
+    fn seen(&self, kind: &'static str, namespace: &str, name: &str, version: Option<&str>) {
         if self.len.load(Ordering::Acquire) == 0 {
             return;
         }
-        let slot = (kind, object.clone());
-        let newer = self.waiting.lock().get(&slot).is_some_and(|(_, refused)| refused.as_deref() != version);
-        if newer {
-            self.fire(&slot);
-        }
+        self.fire_if_newer((Cow::Borrowed(kind), ObjectKey::new(namespace, name)), version);
     }
 
-    fn fire(&self, slot: &Slot) {
-        let Some((key, _)) = self.waiting.lock().remove(slot) else { return };
+    /// Requeues the key waiting on `slot` if `version` is not the one its write was refused for.
+    fn fire_if_newer(&self, slot: Slot, version: Option<&str>) {
+        let key = match self.waiting.lock().entry(slot) {
+            Entry::Occupied(w) if w.get().1.as_deref() != version => w.remove().0,
+            _ => return,
+        };
         self.len.fetch_sub(1, Ordering::AcqRel);
         self.queue.add(key);
     }
@@ -133,8 +134,8 @@ mod tests {
     fn conflict(rv: &str) -> Conflict {
         Conflict {
             read: ReadVersion {
-                kind: "Deployment",
-                resource: "deployments",
+                kind: "Deployment".into(),
+                resource: "deployments".into(),
                 key: ObjectKey::new("ns", "web"),
                 uid: Some("u".into()),
                 resource_version: Some(rv.into()),
@@ -151,12 +152,12 @@ mod tests {
         let key = ObjectKey::new("ns", "owner");
         conflicts.requeue_when_newer(key.clone(), &conflict("7"), Some(&cache));
         assert_eq!((queue.len(), conflicts.waiting()), (0, 1), "the cache has nothing newer yet");
-        hook("Deployment", &ObjectKey::new("ns", "web"), Some("7"));
-        hook("ConfigMap", &ObjectKey::new("ns", "web"), Some("8"));
+        hook("Deployment", "ns", "web", Some("7"));
+        hook("ConfigMap", "ns", "web", Some("8"));
         assert_eq!(queue.len(), 0, "the same version, or another kind's object, wakes nothing");
-        hook("Deployment", &ObjectKey::new("ns", "web"), Some("8"));
+        hook("Deployment", "ns", "web", Some("8"));
         assert_eq!((queue.len(), conflicts.waiting()), (1, 0));
-        hook("Deployment", &ObjectKey::new("ns", "web"), Some("9"));
+        hook("Deployment", "ns", "web", Some("9"));
         assert_eq!(queue.len(), 1, "woken once");
         // The cache already newer (the event came before the 409): at once.
         let item = queue.get().await.unwrap();

@@ -110,14 +110,27 @@ struct Versions {
     hook: VersionHook,
 }
 
+impl Versions {
+    fn report<K: Watchable>(&self, obj: &K, deleted: bool) {
+        let m = obj.meta();
+        let version = if deleted { None } else { m.resource_version.as_deref() };
+        (self.hook)(
+            self.kind,
+            m.namespace.as_deref().unwrap_or(""),
+            m.name.as_deref().unwrap_or(""),
+            version,
+        );
+    }
+}
+
 impl<K: Watchable> EventHandler<K> for Versions {
     fn on_add(&self, obj: &Arc<K>, _initial: bool) {
-        (self.hook)(self.kind, &ObjectKey::of(obj.as_ref()), obj.meta().resource_version.as_deref());
+        self.report(obj.as_ref(), false);
     }
     fn on_update(&self, _old: &Arc<K>, new: &Arc<K>) {
-        (self.hook)(self.kind, &ObjectKey::of(new.as_ref()), new.meta().resource_version.as_deref());
+        self.report(new.as_ref(), false);
     }
     fn on_delete(&self, obj: &Deleted<K>) {
-        (self.hook)(self.kind, &obj.key(), None);
+        self.report(obj.object().as_ref(), true);
     }
 }

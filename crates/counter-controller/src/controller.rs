@@ -111,7 +111,7 @@ pub enum Error {
     /// The API server refused a write because the Deployment had changed since it was read (a
     /// precondition): requeued once the cache holds the newer version, not a failure.
     #[error("{0}")]
-    Conflict(Conflict),
+    Conflict(Box<Conflict>),
     /// An API call failed.
     #[error("{action} Deployment {key}: {source}")]
     Api {
@@ -303,7 +303,7 @@ impl Controller {
         // A refused precondition is a conflict, anything else an API error.
         let write_err = |action, read: ReadVersion| {
             move |source| match read.conflict(&source) {
-                Some(c) => Error::Conflict(c),
+                Some(c) => Error::Conflict(Box::new(c)),
                 None => Error::Api { action, key: key.clone(), source },
             }
         };
@@ -542,13 +542,13 @@ impl EventHandler<CachedDeployment> for EnqueueOwner {
 
 /// The scale write: a JSON patch that sets `spec.replicas` only on the version of the
 /// Deployment the decision was made from (its uid tested, its `resourceVersion` carried, as
-/// [`ReadVersion::json_patch`] builds it). Any change since — a status write as pods become
+/// [`ReadVersion::replace`] builds it). Any change since — a status write as pods become
 /// ready, another writer's scale, our labels or owner reference gone — is a 409 Conflict, and the
 /// key is decided again once the cache holds the new version; a late patch delivered after a
 /// newer write of the same Deployment can never apply.
 #[must_use]
 pub fn scale_patch(read: &ReadVersion, to: i32) -> json_patch::Patch {
-    read.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": to })])
+    read.replace("/spec/replicas", to)
 }
 
 /// Whether anything [`decide`] reads of a Deployment differs between `old` and `new`.

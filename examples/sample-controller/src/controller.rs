@@ -70,7 +70,7 @@ pub enum Error {
     /// The API server refused a write because the object had changed since it was read (a
     /// precondition): requeued once the cache holds the newer version, not a failure.
     #[error("{0}")]
-    Conflict(Conflict),
+    Conflict(Box<Conflict>),
     /// An API call failed.
     #[error("{action} for Foo {key}: {source}")]
     Api {
@@ -227,7 +227,7 @@ impl Controller {
         // A refused precondition is a conflict, anything else an API error.
         let write_err = |action, read: ReadVersion| {
             move |source| match read.conflict(&source) {
-                Some(c) => Error::Conflict(c),
+                Some(c) => Error::Conflict(Box::new(c)),
                 None => Error::Api { action, key: key.clone(), source },
             }
         };
@@ -264,8 +264,10 @@ impl Controller {
             from => {
                 let params =
                     PatchParams { field_manager: Some(CONTROLLER_NAME.into()), ..PatchParams::default() };
+                // Only on the version decided from: a Deployment that changed since (its owner, its
+                // replicas, its status) refuses it with 409, and the Foo is decided again.
                 let read = ReadVersion::of(deployment.as_ref());
-                let patch = Patch::<()>::Json(scale_patch(&read, foo.spec.replicas));
+                let patch = Patch::<()>::Json(read.replace("/spec/replicas", foo.spec.replicas));
                 let scaled = deployments
                     .patch(name, &params, &patch)
                     .await
@@ -390,16 +392,6 @@ impl EventHandler<Deployment> for EnqueueOwner {
 #[must_use]
 pub fn is_controlled_by(d: &Deployment, foo: &Foo) -> bool {
     owner(d).is_some_and(|r| Some(&r.uid) == foo.metadata.uid.as_ref())
-}
-
-/// The replicas write: a JSON patch that sets `spec.replicas` only on the version of the
-/// Deployment the decision was made from (uid tested, `resourceVersion` carried, as
-/// [`ReadVersion::json_patch`] builds it): a Deployment that changed since — its owner, its
-/// replicas, its status — refuses it with 409, and the Foo is decided again from the newer
-/// version.
-#[must_use]
-pub fn scale_patch(read: &ReadVersion, to: i32) -> json_patch::Patch {
-    read.json_patch([json!({ "op": "replace", "path": "/spec/replicas", "value": to })])
 }
 
 /// The Deployment of a Foo (upstream's `newDeployment`): named `spec.deploymentName`, labels
