@@ -84,30 +84,19 @@ pub enum Abandoned {
     Applied,
 }
 
-/// A held request's turn: delivered (applied unless its client has gone and the hold says
-/// [`Abandoned::Cancelled`]) or lost.
-#[derive(Debug)]
-pub(crate) enum Turn {
-    Deliver(Abandoned),
-    Lose,
-}
+/// A held request's turn to be delivered: what to do if its client has gone, and where to say
+/// it has been handled, so the next one is delivered after it, in the order they were sent.
+pub(crate) type Turn = (Abandoned, oneshot::Sender<()>);
 
-/// One held request: told its turn, it reports back when it has been handled, so the next one
-/// is delivered after it, in the order they were sent.
-#[derive(Debug)]
-pub(crate) struct Held {
-    turn: oneshot::Sender<(Turn, oneshot::Sender<()>)>,
-}
-
-/// What a held request waits on.
-pub(crate) type Ticket = oneshot::Receiver<(Turn, oneshot::Sender<()>)>;
+/// What a held request waits on; dropped unsent, the request is lost.
+pub(crate) type Ticket = oneshot::Receiver<Turn>;
 
 #[derive(Debug)]
 struct Hold {
     /// Requests whose `User-Agent` contains this are held.
     user_agent: String,
     abandoned: Abandoned,
-    held: VecDeque<Held>,
+    held: VecDeque<oneshot::Sender<Turn>>,
 }
 
 #[derive(Debug, Default)]
@@ -187,9 +176,9 @@ impl Faults {
     /// gone). Requests sent from now on go through.
     pub async fn release_held(&self) {
         let Some(hold) = self.state.lock().hold.take() else { return };
-        for held in hold.held {
+        for turn in hold.held {
             let (done, handled) = oneshot::channel();
-            if held.turn.send((Turn::Deliver(hold.abandoned), done)).is_ok() {
+            if turn.send((hold.abandoned, done)).is_ok() {
                 // Dropped unanswered when its client has gone and it is not applied.
                 let _ = handled.await;
             }
@@ -199,11 +188,8 @@ impl Faults {
     /// Ends the hold and loses what it held: never applied; a client still waiting sees its
     /// connection dropped.
     pub fn drop_held(&self) {
-        let hold = self.state.lock().hold.take();
-        for held in hold.into_iter().flat_map(|h| h.held) {
-            let (done, _) = oneshot::channel();
-            let _ = held.turn.send((Turn::Lose, done));
-        }
+        // Their turns never come.
+        drop(self.state.lock().hold.take());
     }
 
     /// A ticket when a request of `user_agent` is to be held.
@@ -211,7 +197,7 @@ impl Faults {
         let mut st = self.state.lock();
         let hold = st.hold.as_mut().filter(|h| user_agent.contains(h.user_agent.as_str()))?;
         let (turn, ticket) = oneshot::channel();
-        hold.held.push_back(Held { turn });
+        hold.held.push_back(turn);
         Some(ticket)
     }
 

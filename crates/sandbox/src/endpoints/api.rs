@@ -462,8 +462,8 @@ where
     let bytes = read_request_body(&parts, body).await.unwrap_or_default();
     let (answer, answered) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
-        let Ok((turn, handled)) = ticket.await else { return };
-        let crate::faults::Turn::Deliver(abandoned) = turn else { return };
+        // Lost (`drop_held`): its client sees the connection dropped.
+        let Ok((abandoned, handled)) = ticket.await else { return };
         if answer.is_closed() && abandoned == crate::faults::Abandoned::Cancelled {
             shared.faults.abandoned_on_release();
             return;
