@@ -139,8 +139,14 @@ impl Fence {
     /// How long the fence stays open from now; `None` when it is always open.
     #[must_use]
     pub fn remaining(&self) -> Option<Duration> {
-        let deadline = self.0.deadline?;
-        Some(self.last_renew_sent().map_or(Duration::ZERO, |s| deadline.saturating_sub(s.elapsed())))
+        self.0.deadline?;
+        Some(self.closes_at().map_or(Duration::ZERO, |c| c.saturating_duration_since(Instant::now())))
+    }
+
+    /// When the fence closes unless renewed: the last renew sent plus the renew deadline; `None`
+    /// when it is not held or always open.
+    fn closes_at(&self) -> Option<Instant> {
+        Some(self.last_renew_sent()? + self.0.deadline?)
     }
 
     /// Whether a write may go out now.
@@ -165,8 +171,10 @@ impl Fence {
     /// [`Fenced`] when no write may go out now.
     pub fn entitle(&self) -> Result<Entitlement, Fenced> {
         let revocations = self.0.revocations.load(Ordering::Acquire);
-        let Some(deadline) = self.0.deadline else { return Ok(Entitlement { closes_at: None, revocations }) };
-        match self.last_renew_sent().map(|s| s + deadline) {
+        if self.0.deadline.is_none() {
+            return Ok(Entitlement { closes_at: None, revocations });
+        }
+        match self.closes_at() {
             Some(closes_at) if closes_at > Instant::now() => {
                 Ok(Entitlement { closes_at: Some(closes_at), revocations })
             }
@@ -193,10 +201,10 @@ impl Fence {
     /// ```
     #[must_use]
     pub fn still_held_since(&self, e: &Entitlement) -> Option<Entitlement> {
-        let (before, deadline) = (e.closes_at?, self.0.deadline?);
+        let before = e.closes_at?;
         let sent = self.last_renew_sent()?;
         let unbroken = self.0.revocations.load(Ordering::Acquire) == e.revocations && sent < before;
-        let closes_at = sent + deadline;
+        let closes_at = self.closes_at()?;
         (unbroken && closes_at > Instant::now())
             .then_some(Entitlement { closes_at: Some(closes_at), revocations: e.revocations })
     }
@@ -365,13 +373,26 @@ mod tests {
         })
     }
 
-    #[tokio::test]
-    async fn a_write_in_flight_is_abandoned_when_the_fence_closes() {
-        use tower::ServiceExt;
-        let fence = Fence::new("Lease ns/l", Duration::from_millis(150));
+    /// A fence just renewed, closing after `deadline`, in front of a [`silent`] server; and the
+    /// count of requests that server dropped.
+    fn fenced_silent(
+        deadline: Duration,
+    ) -> (
+        Fence,
+        Arc<AtomicU64>,
+        impl Service<Request<()>, Response = &'static str, Error = BoxError, Future: Send> + Clone,
+    ) {
+        let fence = Fence::new("Lease ns/l", deadline);
         fence.renewed(Instant::now());
         let dropped = Arc::new(AtomicU64::new(0));
         let svc = FenceLayer::new(fence.clone()).layer(silent(Arc::clone(&dropped)));
+        (fence, dropped, svc)
+    }
+
+    #[tokio::test]
+    async fn a_write_in_flight_is_abandoned_when_the_fence_closes() {
+        use tower::ServiceExt;
+        let (_fence, dropped, svc) = fenced_silent(Duration::from_millis(150));
         let req = |m: Method| Request::builder().method(m).uri("/api").body(()).unwrap();
         let sent = Instant::now();
         let err = svc.clone().oneshot(req(Method::PATCH)).await.unwrap_err();
@@ -389,10 +410,7 @@ mod tests {
     #[tokio::test]
     async fn renewals_keep_a_write_in_flight_and_a_revocation_ends_it() {
         use tower::ServiceExt;
-        let fence = Fence::new("Lease ns/l", Duration::from_millis(100));
-        fence.renewed(Instant::now());
-        let dropped = Arc::new(AtomicU64::new(0));
-        let svc = FenceLayer::new(fence.clone()).layer(silent(Arc::clone(&dropped)));
+        let (fence, dropped, svc) = fenced_silent(Duration::from_millis(100));
         let write =
             tokio::spawn(svc.oneshot(Request::builder().method(Method::PUT).uri("/x").body(()).unwrap()));
         // Renewed every 40 ms for 400 ms: four deadlines' worth, the write still in flight.
@@ -420,19 +438,15 @@ mod tests {
         fence.renewed(Instant::now());
         assert!(fence.is_held());
         assert_eq!(fence.still_held_since(&e), None);
-        // A renew sent before the deadline whose answer came after it does cover it.
-        let fence = Fence::new("Lease ns/l", Duration::from_millis(30));
+        // A renew sent before the deadline whose answer came only after it does cover it.
+        let fence = Fence::new("Lease ns/l", Duration::from_millis(100));
         fence.renewed(Instant::now());
         let e = fence.entitle().unwrap();
+        std::thread::sleep(Duration::from_millis(60));
         let sent = Instant::now();
-        std::thread::sleep(Duration::from_millis(40));
+        std::thread::sleep(Duration::from_millis(50)); // past e's deadline, the answer still out
+        assert!(Instant::now() > e.closes_at.unwrap());
         fence.renewed(sent);
-        assert_eq!(fence.still_held_since(&e), None, "it closed again meanwhile");
-        let fence = Fence::new("Lease ns/l", Duration::from_millis(300));
-        fence.renewed(Instant::now());
-        let e = fence.entitle().unwrap();
-        let sent = Instant::now();
-        fence.renewed(sent);
-        assert_eq!(fence.still_held_since(&e).unwrap().closes_at, Some(sent + Duration::from_millis(300)));
+        assert_eq!(fence.still_held_since(&e).unwrap().closes_at, Some(sent + Duration::from_millis(100)));
     }
 }
