@@ -367,6 +367,15 @@ async fn freeze_deployment_watch(sb: &Sandbox, run: &Running, name: &str, replic
     tokio::time::sleep(Duration::from_millis(100)).await;
 }
 
+/// How many Deployment patches the sandbox answered with `code`.
+fn deployment_patches(sb: &Sandbox, code: u16) -> usize {
+    sb.requests()
+        .all()
+        .iter()
+        .filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == code)
+        .count()
+}
+
 /// A metric's value in the scrape, 0 when absent.
 fn scraped(text: &str, series: &str) -> f64 {
     text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok()).unwrap_or(0.0)
@@ -399,24 +408,13 @@ async fn a_scale_decided_over_a_stale_cache_is_refused_then_decided_again_from_t
     .await
     .unwrap();
     eventually("the scale refused: it was conditional on the version the cache held", || async {
-        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
+        deployment_patches(&sb, 409) > 0
     })
     .await;
     // Refused, and waiting for the newer version: no retry while the cache cannot have it.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let refused = || {
-        sb.requests()
-            .all()
-            .iter()
-            .filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
-            .count()
-    };
-    assert_eq!(
-        refused(),
-        1,
-        "one refused write, not a retry loop over a stale cache: {:#?}",
-        sb.requests().all().iter().filter(|r| r.resource != "events").collect::<Vec<_>>()
-    );
+    let refused = || deployment_patches(&sb, 409);
+    assert_eq!(refused(), 1, "one refused write, not a retry loop over a stale cache");
     assert_eq!(replicas(&deploys, "web").await, Some(2));
     let text = run.metrics();
     assert_eq!(
@@ -462,13 +460,7 @@ async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled
         )
         .await
         .unwrap();
-    let patched = || {
-        sb.requests()
-            .all()
-            .iter()
-            .filter(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 200)
-            .count()
-    };
+    let patched = || deployment_patches(&sb, 200);
     let before = patched();
     cms.patch(
         "web",
@@ -478,7 +470,7 @@ async fn a_deployment_that_stopped_being_ours_after_the_cache_read_is_not_scaled
     .await
     .unwrap();
     eventually("the scale refused by the server (the Deployment changed since it was read)", || async {
-        sb.requests().all().iter().any(|r| r.resource == "deployments" && r.verb == "patch" && r.code == 409)
+        deployment_patches(&sb, 409) > 0
     })
     .await;
     sb.faults().clear();

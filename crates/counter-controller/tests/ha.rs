@@ -131,12 +131,31 @@ impl Cluster {
         cms.patch(name, &PatchParams::apply("test").force(), &Patch::Apply(&cm)).await.unwrap();
     }
 
-    async fn until_replicas(&self, name: &str, want: i32) {
+    /// `spec.replicas` of the Deployment `name`; `None` when it does not exist.
+    async fn replicas(&self, name: &str) -> Option<i32> {
         let deploys: Api<Deployment> = Api::default_namespaced(self.client.clone());
+        deploys.get_opt(name).await.unwrap().and_then(|d| d.spec.replicas)
+    }
+
+    async fn until_replicas(&self, name: &str, want: i32) {
         self.within_steps(&format!("deploy/{name} at {want} replicas"), || async {
-            (deploys.get_opt(name).await.unwrap().and_then(|d| d.spec.replicas) == Some(want)).then_some(())
+            (self.replicas(name).await == Some(want)).then_some(())
         })
         .await;
+    }
+
+    /// Cuts `r` off: its requests are held on the wire (see [`sandbox::Faults::hold`]).
+    fn cut_off(&self, r: &Replica, abandoned: Abandoned) {
+        self.sb.sandbox.faults().hold(&format!("({}_", r.hostname), abandoned);
+    }
+
+    /// Heals the cut: what was held is delivered, in order; returns how many requests were held
+    /// and the writes of `r` that reached the server from then on.
+    async fn heal(&self, r: &Replica) -> (usize, Vec<sandbox::RequestRecord>) {
+        let held = self.sb.sandbox.faults().held();
+        let healed = Instant::now();
+        self.sb.sandbox.faults().release_held().await;
+        (held, self.writes_since(r, healed))
     }
 
     /// Writes sent by `r` that reached the server at or after `since`.
@@ -262,8 +281,7 @@ async fn a_cut_off_leaders_late_writes_arrive_after_the_takeover_and_never_win()
     let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-late").await;
     let (old, new) = c.pair().await;
-    let faults = c.sb.sandbox.faults();
-    faults.hold(&format!("({}_", old.hostname), Abandoned::Applied);
+    c.cut_off(&old, Abandoned::Applied);
     // The old leader still leads by its clock: it decides 1 → 3 and sends the scale, held.
     c.set_desired("web", "3").await;
     assert_eq!(c.leader_among(&[&new]).await, 0);
@@ -271,10 +289,8 @@ async fn a_cut_off_leaders_late_writes_arrive_after_the_takeover_and_never_win()
     // A newer write of the same Deployment by the new leader.
     c.set_desired("web", "2").await;
     c.until_replicas("web", 2).await;
-    let held = faults.held();
     let healed = Instant::now();
-    faults.release_held().await;
-    let late = c.writes_since(&old, healed);
+    let (held, late) = c.heal(&old).await;
     eprintln!("late delivery: {held} requests held; the old leader's writes delivered: {late:?}");
     let scales: Vec<_> = late.iter().filter(|q| q.resource == "deployments").collect();
     assert!(!scales.is_empty(), "the held scale was delivered late: {late:?}");
@@ -282,8 +298,7 @@ async fn a_cut_off_leaders_late_writes_arrive_after_the_takeover_and_never_win()
     assert!(late.iter().filter(|q| q.resource == "leases").all(|q| q.code >= 400), "{late:?}");
     // Nothing reverts; the old leader follows, the new one goes on converging.
     tokio::time::sleep(RETRY * 6).await;
-    let deploys: Api<Deployment> = Api::default_namespaced(c.client.clone());
-    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(2));
+    assert_eq!(c.replicas("web").await, Some(2));
     assert!(c.holder().await.starts_with(&format!("{}_", new.hostname)));
     c.set_desired("web", "4").await;
     c.until_replicas("web", 4).await;
@@ -300,8 +315,8 @@ async fn a_cut_off_leaders_write_past_its_deadline_is_abandoned_and_not_applied(
     let _serial = SERIAL.lock().await;
     let c = Cluster::new("ha-deadline").await;
     let (old, new) = c.pair().await;
+    c.cut_off(&old, Abandoned::Cancelled);
     let faults = c.sb.sandbox.faults();
-    faults.hold(&format!("({}_", old.hostname), Abandoned::Cancelled);
     c.set_desired("web", "3").await;
     // Back to 1 before the takeover: the new leader finds nothing to do.
     c.within_steps("the old leader's scale is held", || async { (faults.held() > 0).then_some(()) }).await;
@@ -309,9 +324,7 @@ async fn a_cut_off_leaders_write_past_its_deadline_is_abandoned_and_not_applied(
     c.set_desired("web", "1").await;
     assert_eq!(c.leader_among(&[&new]).await, 0);
     tokio::time::sleep(RETRY * 4).await;
-    let healed = Instant::now();
-    faults.release_held().await;
-    let late = c.writes_since(&old, healed);
+    let (_, late) = c.heal(&old).await;
     let abandoned = faults.held_abandoned();
     eprintln!(
         "deadline: {abandoned} held requests abandoned by the old leader and not applied; delivered: {late:?}"
@@ -322,8 +335,7 @@ async fn a_cut_off_leaders_write_past_its_deadline_is_abandoned_and_not_applied(
     );
     assert!(abandoned > 0, "the old leader abandoned its held requests");
     tokio::time::sleep(RETRY * 6).await;
-    let deploys: Api<Deployment> = Api::default_namespaced(c.client.clone());
-    assert_eq!(deploys.get("web").await.unwrap().spec.replicas, Some(1), "nothing reverts");
+    assert_eq!(c.replicas("web").await, Some(1), "nothing reverts");
     let m = old.metrics();
     let requeued = sample(&m, "controller_runtime_reconcile_total", &["result=\"requeue\""]).unwrap_or(0.0);
     assert!(requeued > 0.0, "the abandoned write is a requeue, not an error");

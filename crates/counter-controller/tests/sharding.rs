@@ -109,6 +109,21 @@ fn seed(sb: &sandbox::Sandbox, n: usize) {
     }
 }
 
+/// A sandbox served from a fresh directory `name`, `m` ConfigMaps seeded, and a `--sharding`
+/// replica started for each of `hosts`; returns once all `m` Deployments are at 2 replicas.
+async fn converged_ring(
+    name: &str,
+    hosts: &[&str],
+    m: usize,
+) -> (std::path::PathBuf, ServedSandbox, Vec<Replica>) {
+    let dir = temp_dir(name);
+    let sb = serve_sandbox(&dir).await;
+    seed(&sb.sandbox, m);
+    let replicas = hosts.iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args())).collect();
+    converged_n(&sb.sandbox, m, 2, Duration::from_secs(90)).await;
+    (dir, sb, replicas)
+}
+
 /// Deployment writes (create, patch, delete that succeeded) per key: (when, which replica).
 fn writes(sb: &sandbox::Sandbox, replicas: &[&Replica]) -> BTreeMap<String, Vec<(Instant, String)>> {
     let mut out: BTreeMap<String, Vec<(Instant, String)>> = BTreeMap::new();
@@ -235,12 +250,7 @@ fn ring_members(sb: &sandbox::Sandbox) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joiner_takes_its_share_and_a_woken_replica_writes_nothing_it_no_longer_owns() {
     const M: usize = 1200;
-    let dir = temp_dir("sharding-join");
-    let sb = serve_sandbox(&dir).await;
-    seed(&sb.sandbox, M);
-    let mut replicas: Vec<Replica> =
-        ["j-a", "j-b", "j-c"].iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args())).collect();
-    converged_n(&sb.sandbox, M, 2, Duration::from_secs(90)).await;
+    let (dir, sb, mut replicas) = converged_ring("sharding-join", &["j-a", "j-b", "j-c"], M).await;
 
     // Freeze one replica mid-flight and add a fourth: the ring rebalances around the frozen one.
     replicas[2].signal("STOP");
@@ -468,12 +478,7 @@ fn dump_leases(sb: &sandbox::Sandbox) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_off_replicas_late_writes_arrive_after_its_keys_moved_and_never_win() {
     const M: usize = 300;
-    let dir = temp_dir("sharding-late");
-    let sb = serve_sandbox(&dir).await;
-    seed(&sb.sandbox, M);
-    let replicas: Vec<Replica> =
-        ["l-a", "l-b", "l-c"].iter().map(|h| Replica::start(&dir, &sb.kubeconfig, h, &args())).collect();
-    converged_n(&sb.sandbox, M, 2, Duration::from_secs(90)).await;
+    let (_dir, sb, replicas) = converged_ring("sharding-late", &["l-a", "l-b", "l-c"], M).await;
     until_steady("three members", Duration::from_secs(60), || {
         let n = ring_members(&sb.sandbox).len();
         if n == 3 { Ok(()) } else { Err(n) }
