@@ -248,36 +248,6 @@ impl Coordinator {
         self.shard_metrics.workable(&self.settings.identity, workable);
     }
 
-    /// What a reconcile of `key` that returned `e` leaves behind. A refused conditional write
-    /// (`conflict`) waits for the newer version; a fenced write is requeued; only the rest are
-    /// errors, retried with backoff.
-    fn failed(
-        &self,
-        key: ObjectKey,
-        e: &impl std::fmt::Display,
-        conflict: Option<&Conflict>,
-        fenced: bool,
-    ) -> Outcome {
-        if let Some(conflict) = conflict {
-            // Not a failure: the decision was made from a version that is gone.
-            tracing::debug!(%key, "{conflict}");
-            self.write_metrics.conflict(&conflict.read.resource);
-            self.queue.forget(&key);
-            let source = self.sources.iter().find(|s| s.kind() == conflict.read.kind);
-            self.conflicts.requeue_when_newer(key, conflict, source.map(AsRef::as_ref));
-            Outcome::Requeue
-        } else if fenced {
-            // Not ours to do now; requeued so it is not lost if leadership comes back.
-            tracing::debug!(%key, "{e}");
-            self.queue.add_rate_limited(key);
-            Outcome::Requeue
-        } else {
-            tracing::warn!(%key, retries = self.queue.num_requeues(&key), "reconcile failed: {e}");
-            self.queue.add_rate_limited(key);
-            Outcome::Error
-        }
-    }
-
     /// Takes keys until told to stop: reconcile, then `forget` on success or `add_rate_limited`
     /// on error. The key is released (done) when `item` drops.
     async fn worker<R: Reconcile>(self: Arc<Self>, reconciler: Arc<R>, stop: CancellationToken) {
@@ -317,6 +287,36 @@ impl Coordinator {
                 Err(e) => self.failed(key, &e, R::conflict(&e), R::is_fenced(&e)),
             };
             self.metrics.finished(outcome, start.elapsed());
+        }
+    }
+
+    /// What a reconcile of `key` that returned `e` leaves behind. A refused conditional write
+    /// (`conflict`) waits for the newer version; a fenced write is requeued; only the rest are
+    /// errors, retried with backoff.
+    fn failed(
+        &self,
+        key: ObjectKey,
+        e: &impl std::fmt::Display,
+        conflict: Option<&Conflict>,
+        fenced: bool,
+    ) -> Outcome {
+        if let Some(conflict) = conflict {
+            // Not a failure: the decision was made from a version that is gone.
+            tracing::debug!(%key, "{conflict}");
+            self.write_metrics.conflict(&conflict.read.resource);
+            self.queue.forget(&key);
+            let source = self.sources.iter().find(|s| s.kind() == conflict.read.kind);
+            self.conflicts.requeue_when_newer(key, conflict, source.map(AsRef::as_ref));
+            Outcome::Requeue
+        } else if fenced {
+            // Not ours to do now; requeued so it is not lost if leadership comes back.
+            tracing::debug!(%key, "{e}");
+            self.queue.add_rate_limited(key);
+            Outcome::Requeue
+        } else {
+            tracing::warn!(%key, retries = self.queue.num_requeues(&key), "reconcile failed: {e}");
+            self.queue.add_rate_limited(key);
+            Outcome::Error
         }
     }
 }
