@@ -28,6 +28,23 @@ pub enum Coordination {
     Sharded(ShardHandle),
 }
 
+impl From<Option<watch::Receiver<Leadership>>> for Coordination {
+    /// Leader-elected when there is a leadership to follow, else alone: what a controller built
+    /// with or without `--leader-elect` runs as.
+    ///
+    /// ```
+    /// use coordination::Coordination;
+    /// use election::Leadership;
+    ///
+    /// assert!(matches!(Coordination::from(None), Coordination::Alone));
+    /// let (_tx, leadership) = tokio::sync::watch::channel(Leadership::Candidate);
+    /// assert!(matches!(Coordination::from(Some(leadership)), Coordination::Elected(_)));
+    /// ```
+    fn from(leadership: Option<watch::Receiver<Leadership>>) -> Self {
+        leadership.map_or(Self::Alone, Self::Elected)
+    }
+}
+
 /// A controller's reconcile, as the coordinator's workers call it.
 pub trait Reconcile: Send + Sync + 'static {
     /// Why a reconcile did not converge.

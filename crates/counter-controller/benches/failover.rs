@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use counter_controller::cli::parse_duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
+use manager::flags::parse_duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
 

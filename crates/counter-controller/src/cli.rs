@@ -1,5 +1,8 @@
-//! The command line: `counter-controller [run]` against a cluster.
+//! The command line: `counter-controller [run]` against a cluster, `counter-controller sandbox`
+//! with no cluster.
 //!
+//! The flags every controller shares, start-up, leader election, sharding, logging, metrics and
+//! probes are the `manager` crate's: only what names this controller and its kinds is here.
 //! Every bad input ends in one line naming the problem and a non-zero exit: a missing or
 //! unreadable kubeconfig, an unreachable server, a namespace that does not exist, `--workers 0`,
 //! a malformed `--resync`, leader-election durations out of order.
@@ -8,25 +11,21 @@
 //! informers always run; workers run while this replica leads; on SIGTERM it finishes in-flight
 //! reconciles, then releases the Lease so a follower takes over at its next try.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
-use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
-use election::{ElectionConfig, LeaseRef};
+use anyhow::bail;
+use clap::{Args, Parser, Subcommand};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ListParams};
+use manager::logging::LogFormat;
+use manager::signal::shutdown_signal;
+use manager::{Scope, Startup};
 
-use crate::client;
-use crate::controller::{CONTROLLER_NAME, Controller, Scope};
-use crate::events::EventsMode;
+use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 
-mod startup;
-
-pub use startup::Startup;
+pub mod sandbox;
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
@@ -39,224 +38,28 @@ pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
-    run: RunArgs,
+    run: CounterArgs,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controller against a cluster (the default).
-    Run(RunArgs),
+    Run(CounterArgs),
     /// Start the embedded API server, run the controller on it, print the walkthrough.
-    Sandbox(crate::embedded::SandboxArgs),
+    Sandbox(manager::embedded::SandboxArgs),
 }
 
 /// Flags of `run`.
 #[derive(Debug, Args, Clone)]
-pub struct RunArgs {
-    /// Kubeconfig file; else $KUBECONFIG (empty counts as unset), ~/.kube/config, or the
-    /// in-cluster service account.
-    #[arg(long, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Namespace to watch.
-    #[arg(long, short = 'n', default_value = "default", conflicts_with = "all_namespaces")]
-    pub namespace: String,
-    /// Watch every namespace.
-    #[arg(long, short = 'A')]
-    pub all_namespaces: bool,
-    /// Concurrent reconciles (at least 1).
-    #[arg(long, default_value_t = 2, value_parser = parse_workers)]
-    pub workers: usize,
-    /// Informer resync period, e.g. 30s, 5m, 1h; 0 disables it.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    pub resync: Duration,
-    /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
-    pub log_format: LogFormat,
-    /// Serve /metrics, /healthz and /readyz on this address (e.g. 0.0.0.0:8080 or :8080); off by
-    /// default.
-    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
-    pub metrics_addr: Option<std::net::SocketAddr>,
-    /// Which Events to publish: all, warnings (for big clusters), none. Either way they are
-    /// aggregated, rate-limited per object and within a process-wide budget.
-    #[arg(long, value_enum, default_value_t = EventsMode::All)]
-    pub events: EventsMode,
-    /// Leader election.
+// The shared flags, with this controller's Lease and ring names.
+#[command(
+    mut_arg("leader_elect_resource_name", |a| a.default_value(CONTROLLER_NAME)),
+    mut_arg("sharding_ring", |a| a.default_value(CONTROLLER_NAME))
+)]
+pub struct CounterArgs {
+    /// The `run` flags every controller of these parts shares.
     #[command(flatten)]
-    pub election: ElectionArgs,
-}
-
-/// Leader-election flags, named as kube-controller-manager names them.
-#[derive(Debug, Args, Clone)]
-pub struct ElectionArgs {
-    /// Run as one candidate of a leader election: only the leader reconciles.
-    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = ArgAction::Set)]
-    pub leader_elect: bool,
-    /// How long followers wait after the Lease last changed before taking it.
-    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
-    pub leader_elect_lease_duration: Duration,
-    /// How long the leader tries to renew before it steps down (and stops writing).
-    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
-    pub leader_elect_renew_deadline: Duration,
-    /// How often candidates try to acquire, and the leader renews.
-    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
-    pub leader_elect_retry_period: Duration,
-    /// The Lease's name.
-    #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]
-    pub leader_elect_resource_name: String,
-    /// The Lease's namespace; default: the watched namespace, or with --all-namespaces the pod's
-    /// own namespace (from the service account mount).
-    #[arg(long, value_name = "NS")]
-    pub leader_elect_resource_namespace: Option<String>,
-    /// Share the keys among every running replica (each holds its own shard Lease, with the
-    /// leader-election durations and namespace) instead of electing one leader.
-    #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = ArgAction::Set, conflicts_with = "leader_elect")]
-    pub sharding: bool,
-    /// The ring's name: replicas with the same name share the keys.
-    #[arg(long, default_value = CONTROLLER_NAME, value_name = "NAME")]
-    pub sharding_ring: String,
-    /// What the ring hashes: `name` (each object of the controller's kind on its own: the even
-    /// spread) or `namespace`
-    /// (a whole namespace per replica, so an API server with sharded list and watch, KEP-5866,
-    /// sends each replica only its share). Every replica of a ring must use the same.
-    #[arg(long, value_enum, default_value_t = ShardKey::Name, value_name = "KEY")]
-    pub sharding_key: ShardKey,
-}
-
-/// `--sharding-key`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ShardKey {
-    /// `namespace/name`.
-    Name,
-    /// The namespace.
-    Namespace,
-}
-
-impl From<ShardKey> for election::ring::Keying {
-    fn from(k: ShardKey) -> Self {
-        match k {
-            ShardKey::Name => Self::Name,
-            ShardKey::Namespace => Self::Namespace,
-        }
-    }
-}
-
-/// Where a pod's own namespace is mounted.
-pub const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
-impl ElectionArgs {
-    /// The election settings for `identity` watching `scope`, checked; `None` without
-    /// `--leader-elect`.
-    ///
-    /// # Errors
-    ///
-    /// Durations out of order, or no namespace for the Lease.
-    pub fn config(&self, scope: &Scope, identity: &str) -> anyhow::Result<Option<ElectionConfig>> {
-        if !self.leader_elect && !self.sharding {
-            return Ok(None);
-        }
-        let namespace = match (&self.leader_elect_resource_namespace, scope) {
-            (Some(ns), _) => ns.clone(),
-            (None, Scope::Namespace(ns)) => ns.clone(),
-            (None, Scope::All) => std::fs::read_to_string(POD_NAMESPACE_FILE)
-                .map(|s| s.trim().to_owned())
-                .ok()
-                .filter(|s| !s.is_empty())
-                .context(
-                    "--leader-elect or --sharding with --all-namespaces needs --leader-elect-resource-namespace \
-                     outside a pod (no service account namespace to default to)",
-                )?,
-        };
-        let config = ElectionConfig {
-            lease: LeaseRef { namespace, name: self.leader_elect_resource_name.clone() },
-            identity: identity.to_owned(),
-            lease_duration: self.leader_elect_lease_duration,
-            renew_deadline: self.leader_elect_renew_deadline,
-            retry_period: self.leader_elect_retry_period,
-        };
-        config.validate()?;
-        Ok(Some(config))
-    }
-}
-
-/// Parses `HOST:PORT`, or `:PORT` for every interface (as Go programs accept).
-///
-/// # Errors
-///
-/// Not an address, worded for the user.
-pub fn parse_addr(s: &str) -> Result<std::net::SocketAddr, String> {
-    let full = if s.starts_with(':') { format!("0.0.0.0{s}") } else { s.to_owned() };
-    full.parse().map_err(|_| format!("{s:?} is not an address (use e.g. :8080 or 127.0.0.1:8080)"))
-}
-
-/// How logs are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One readable line per event.
-    Human,
-    /// One JSON object per line.
-    Json,
-}
-
-/// Parses a worker count: a whole number, at least 1.
-///
-/// # Errors
-///
-/// Zero or not a number, worded for the user.
-pub fn parse_workers(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(0) => Err("must be at least 1 (0 workers would never reconcile anything)".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("{s:?} is not a whole number")),
-    }
-}
-
-/// Parses `500ms`, `30s`, `5m`, `1h`, `1h30m`, or `0`.
-///
-/// # Errors
-///
-/// A message naming the value when it is not a duration.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration (use e.g. 30s, 5m, 1h30m, or 0 to disable)");
-    if s.trim() == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n.saturating_mul(60)),
-            "h" => Duration::from_secs(n.saturating_mul(3600)),
-            _ => return Err(bad()),
-        };
-        total = total.saturating_add(unit);
-        rest = &rest[unit_len..];
-    }
-    Ok(total)
-}
-
-/// Sets up `tracing` output (filter from `RUST_LOG`, default `info`). Colour only when stderr is
-/// a terminal and `NO_COLOR` is unset: files and pipes get plain text.
-pub fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let builder =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
-    let _ = match format {
-        LogFormat::Human => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
+    pub common: manager::flags::RunArgs,
 }
 
 fn unreachable(e: kube::Error) -> anyhow::Error {
@@ -295,46 +98,20 @@ pub async fn preflight(client: &Client, scope: &Scope) -> anyhow::Result<()> {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("signal received");
-}
-
 /// `counter-controller run`.
 ///
 /// # Errors
 ///
 /// Configuration, connection or namespace problems, as one line.
-pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let mut start = Startup::connect(&args, client::Agent::COUNTER).await?;
+pub async fn run(args: CounterArgs) -> anyhow::Result<()> {
+    let args = args.common;
+    let mut start = Startup::connect(&args, AGENT).await?;
     preflight(&start.client, &start.scope).await?;
     let options = start.options(&args);
     let controller = Controller::new(start.client.clone(), options, &mut start.registry);
     let c = Arc::clone(&controller);
-    start
-        .serve_and_run(
-            args.metrics_addr,
-            move || c.has_synced(),
-            |how| controller.run_coordinated(how, shutdown_signal()),
-        )
-        .await
+    let work = |how| controller.run_coordinated(how, shutdown_signal());
+    Ok(start.serve_and_run(args.metrics_addr, move || c.has_synced(), work).await?)
 }
 
 impl Cli {
@@ -342,9 +119,9 @@ impl Cli {
     #[must_use]
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
-            Some(Command::Run(args)) => args.log_format,
+            Some(Command::Run(args)) => args.common.log_format,
             Some(Command::Sandbox(args)) => args.log_format,
-            None => self.run.log_format,
+            None => self.run.common.log_format,
         }
     }
 
@@ -356,32 +133,8 @@ impl Cli {
     pub async fn execute(self) -> anyhow::Result<()> {
         match self.command {
             Some(Command::Run(args)) => run(args).await,
-            Some(Command::Sandbox(args)) => crate::embedded::run(args).await,
+            Some(Command::Sandbox(args)) => manager::embedded::run(&args, sandbox::Counter).await,
             None => run(self.run).await,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        for bad in ["", "30", "s", "3x", "-5s", "1.5s", "forever"] {
-            let e = parse_duration(bad).unwrap_err();
-            assert!(e.contains(&format!("{bad:?}")), "{e}");
-        }
-    }
-
-    #[test]
-    fn workers() {
-        assert!(parse_workers("0").unwrap_err().contains("at least 1"));
-        assert!(parse_workers("two").is_err());
-        assert_eq!(parse_workers("4"), Ok(4));
     }
 }

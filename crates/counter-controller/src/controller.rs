@@ -22,7 +22,6 @@ use std::time::Duration;
 
 pub use coordination::Coordination;
 use coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
-use election::Leadership;
 use informer::{
     Config as InformerConfig, Deleted, EventHandler, Expect, Expectations, Informer, Lister, ObjectKey,
 };
@@ -32,64 +31,26 @@ use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use prometheus_client::registry::Registry;
 use serde_json::json;
-use tokio::sync::watch;
 use workqueue::prometheus::PrometheusMetrics;
 use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 use crate::annotation::ANNOTATION;
 use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
 use crate::decision::{Action, MANAGED_BY, decide};
-use crate::events::{EventConfig, EventRecorder};
+use manager::client::Agent;
+use manager::events::EventRecorder;
+use manager::{Options, Scope};
 
 /// The name this controller reports in Events, field managers and queue metrics.
 pub const CONTROLLER_NAME: &str = "counter-controller";
+/// Who its requests say they are, and what a namespace-sharded replica lists and watches.
+pub const AGENT: Agent = Agent {
+    name: CONTROLLER_NAME,
+    version: env!("CARGO_PKG_VERSION"),
+    watched: &["configmaps", "deployments"],
+};
 /// The image of the Deployments it creates.
 pub const IMAGE: &str = "nginx:1.27";
-
-/// Which namespaces the controller watches.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
-    /// One namespace.
-    Namespace(String),
-    /// Every namespace.
-    All,
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Namespace(ns) => f.write_str(ns),
-            Self::All => f.write_str("*"),
-        }
-    }
-}
-
-/// Controller settings.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Namespaces to watch.
-    pub scope: Scope,
-    /// Concurrent reconciles.
-    pub workers: usize,
-    /// Informer resync period; zero disables it.
-    pub resync: Duration,
-    /// This replica's identity, reported as the Events' `reportingInstance`.
-    pub identity: String,
-    /// Which Events, and their budgets.
-    pub events: EventConfig,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            scope: Scope::Namespace("default".into()),
-            workers: 2,
-            resync: Duration::from_secs(30),
-            identity: election::hostname(),
-            events: EventConfig::default(),
-        }
-    }
-}
 
 /// A reconcile that did not converge; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -156,7 +117,7 @@ impl Controller {
     ///
     /// ## Warning
     /// With leader election, `client` must carry the election's fence
-    /// ([`client::build_for`](crate::client::build_for)): the fence is what stops a replica that lost the
+    /// ([`client::build_for`](manager::client::build_for)): the fence is what stops a replica that lost the
     /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
@@ -257,20 +218,7 @@ impl Controller {
     /// On shutdown, workers stop taking keys, in-flight reconciles finish, and `run` returns.
     /// Returns `false` if shutdown came before the caches synced.
     pub async fn run(self: Arc<Self>, shutdown: impl Future) -> bool {
-        self.run_elected(None, shutdown).await
-    }
-
-    /// As [`run`](Self::run), but the workers run only while `leadership` says this replica
-    /// leads: they start on each acquisition (after enqueueing every cached key, since the
-    /// previous leader may have left work undone) and stop when leadership is lost, while the
-    /// informers keep running. `None` means always leading.
-    pub async fn run_elected(
-        self: Arc<Self>,
-        leadership: Option<watch::Receiver<Leadership>>,
-        shutdown: impl Future,
-    ) -> bool {
-        let how = leadership.map_or(Coordination::Alone, Coordination::Elected);
-        self.run_coordinated(how, shutdown).await
+        self.run_coordinated(Coordination::Alone, shutdown).await
     }
 
     /// As [`run`](Self::run), with the work shared as `how` says (see [`coordination`]).

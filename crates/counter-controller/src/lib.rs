@@ -10,24 +10,16 @@
 //! | [`decision`] | the decision table, a pure function |
 //! | [`cached`] | what the informer caches hold: only what the decision and Events read |
 //! | [`controller`] | informers, queue, workers, and the executor of decisions |
-//! | [`cli`] | the command line: `run`, flags, leader election, logging, fail-fast checks |
-//! | [`client`] | the Kubernetes client: kubeconfig resolution, user agent, fence and metrics layers |
-//! | [`events`] | Events published off the reconcile path, as client-go's recorder does |
-//! | [`metrics`] | `rest_client_requests_total` (the reconciles' metrics are the coordination crate's) |
-//! | [`ops`] | the operations endpoint: `/metrics`, `/healthz`, `/readyz` |
-//! | [`process`] | the process's CPU, memory, threads and file descriptors, read at each scrape |
-//! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, the `--demo` walkthrough |
+//! | [`cli`] | the command line: `run` and its fail-fast check; `sandbox [--demo]`, the walkthrough |
+//!
+//! What every controller's binary needs around it — the shared flags, start-up with leader
+//! election or sharding, the client, logging, signals, `/metrics` `/healthz` `/readyz`, Events,
+//! the sandbox runner — is the `manager` crate's.
 
 pub mod annotation;
 pub mod cached;
 pub mod cli;
-pub mod client;
 pub mod controller;
 pub mod decision;
-pub mod embedded;
-pub mod events;
-pub mod metrics;
-pub mod ops;
-pub mod process;
 
-pub use controller::{Controller, Options, Scope};
+pub use controller::{AGENT, Controller};

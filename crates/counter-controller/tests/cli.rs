@@ -3,8 +3,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use counter_controller::Scope;
 use counter_controller::cli::preflight;
+use manager::Scope;
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_counter-controller"));

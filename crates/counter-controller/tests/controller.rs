@@ -7,12 +7,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use counter_controller::Controller;
 use counter_controller::controller::Error;
-use counter_controller::{Controller, Options, Scope};
 use informer::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use manager::{Options, Scope};
 use prometheus_client::registry::Registry;
 use sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig};
 use serde_json::json;

@@ -31,8 +31,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use counter_controller::annotation::ANNOTATION;
-use counter_controller::decision::MANAGED_BY;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -52,6 +50,10 @@ const POLL: Duration = Duration::from_millis(100);
 const LIMIT: Duration = Duration::from_secs(600);
 /// The sandbox's time for one simulated pod to become ready.
 const POD_READY: &str = "50ms";
+/// The counter-controller's interface, as its users see it (this crate does not depend on it):
+/// the annotation it reads and the label of the Deployments it manages.
+const ANNOTATION: &str = "counter.example.com/desired";
+const MANAGED_BY: (&str, &str) = ("managed-by", "counter-controller");
 
 /// A child process, killed when dropped (a panicking bench leaves nothing behind).
 struct Proc(Child);
@@ -231,7 +233,8 @@ struct Run {
 /// The counter-controller: ConfigMaps annotated with a count → Deployments with that many replicas.
 async fn counter(bin: &Path, counter_bin: &Path, n: usize, dir: &Path) -> Run {
     let (sandbox, kubeconfig) = start_sandbox(counter_bin, dir).await;
-    let client: Client = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
+    let client: Client =
+        manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let deploys: Api<Deployment> = Api::default_namespaced(client);
     let managed = ListParams::default().labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1));
@@ -291,7 +294,8 @@ async fn counter(bin: &Path, counter_bin: &Path, n: usize, dir: &Path) -> Run {
 /// The sample-controller: Foos → Deployments, and each Foo's status.
 async fn sample(bin: &Path, counter_bin: &Path, n: usize, dir: &Path) -> Run {
     let (sandbox, kubeconfig) = start_sandbox(counter_bin, dir).await;
-    let client: Client = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
+    let client: Client =
+        manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
 
     // The CRD first: the controller refuses to start on a cluster that does not serve Foos.
     let yaml =

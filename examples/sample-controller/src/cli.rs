@@ -2,8 +2,8 @@
 //! with no cluster.
 //!
 //! The flags, the client, leader election, sharding, logging, metrics and probes are the
-//! counter-controller's (its `cli` module's `RunArgs` and `Startup`): only what names this
-//! controller and its kinds is here. Every bad input ends in one line naming the problem and a
+//! `manager` crate's (its `RunArgs` and `Startup`): only what names this controller and its
+//! kinds is here. Every bad input ends in one line naming the problem and a
 //! non-zero exit, including a cluster without the Foo CRD.
 
 use std::sync::Arc;
@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::{Args, Parser, Subcommand};
-use counter_controller::Scope;
-use counter_controller::cli::{LogFormat, Startup, shutdown_signal};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, ListParams};
+use manager::logging::LogFormat;
+use manager::signal::shutdown_signal;
+use manager::{Scope, Startup};
 
 use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 use crate::foo::Foo;
@@ -42,7 +43,7 @@ enum Command {
     Run(SampleArgs),
     /// Start the embedded API server with the Foo CRD, run the controller on it; `--demo` plays
     /// the walkthrough.
-    Sandbox(sandbox::SandboxArgs),
+    Sandbox(sandbox::SampleSandboxArgs),
 }
 
 /// Flags of `run`.
@@ -53,9 +54,9 @@ enum Command {
     mut_arg("sharding_ring", |a| a.default_value(CONTROLLER_NAME))
 )]
 pub struct SampleArgs {
-    /// The counter-controller's `run` flags, which every controller of these parts shares.
+    /// The `run` flags every controller of these parts shares.
     #[command(flatten)]
-    pub common: counter_controller::cli::RunArgs,
+    pub common: manager::flags::RunArgs,
 }
 
 /// Fails fast, with one clear line, when the server cannot be reached, the namespace is missing
@@ -105,13 +106,8 @@ pub async fn run(args: SampleArgs) -> anyhow::Result<()> {
     let options = start.options(&args);
     let controller = Controller::new(start.client.clone(), options, &mut start.registry);
     let c = Arc::clone(&controller);
-    start
-        .serve_and_run(
-            args.metrics_addr,
-            move || c.has_synced(),
-            |how| controller.run_coordinated(how, shutdown_signal()),
-        )
-        .await
+    let work = |how| controller.run_coordinated(how, shutdown_signal());
+    Ok(start.serve_and_run(args.metrics_addr, move || c.has_synced(), work).await?)
 }
 
 impl Cli {
@@ -120,7 +116,7 @@ impl Cli {
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
             Some(Command::Run(args)) => args.common.log_format,
-            Some(Command::Sandbox(args)) => args.log_format,
+            Some(Command::Sandbox(args)) => args.common.log_format,
             None => self.run.common.log_format,
         }
     }
@@ -133,7 +129,7 @@ impl Cli {
     pub async fn execute(self) -> anyhow::Result<()> {
         match self.command {
             Some(Command::Run(args)) => run(args).await,
-            Some(Command::Sandbox(args)) => sandbox::run(args).await,
+            Some(Command::Sandbox(args)) => manager::embedded::run(&args.common, sandbox::Sample).await,
             None => run(self.run).await,
         }
     }

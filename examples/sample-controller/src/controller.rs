@@ -16,8 +16,6 @@ use std::time::Duration;
 
 pub use coordination::Coordination;
 use coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
-use counter_controller::Scope;
-use counter_controller::events::EventRecorder;
 use informer::{
     Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Expect, Expectations, Informer, Lister,
     ObjectKey,
@@ -26,6 +24,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
+use manager::Scope;
+use manager::client::Agent;
+use manager::events::EventRecorder;
 use prometheus_client::registry::Registry;
 use serde_json::json;
 use workqueue::prometheus::PrometheusMetrics;
@@ -36,11 +37,8 @@ use crate::foo::Foo;
 /// The name this controller reports in Events, field managers, metrics and its Lease.
 pub const CONTROLLER_NAME: &str = "sample-controller";
 /// Who its requests say they are, and what a namespace-sharded replica lists and watches.
-pub const AGENT: counter_controller::client::Agent = counter_controller::client::Agent {
-    name: CONTROLLER_NAME,
-    version: env!("CARGO_PKG_VERSION"),
-    watched: &["foos", "deployments"],
-};
+pub const AGENT: Agent =
+    Agent { name: CONTROLLER_NAME, version: env!("CARGO_PKG_VERSION"), watched: &["foos", "deployments"] };
 /// The Event reason after a Foo synced (upstream's `SuccessSynced`).
 pub const SUCCESS_SYNCED: &str = "Synced";
 /// The Event reason when the Foo's Deployment belongs to someone else.
@@ -56,7 +54,7 @@ pub const DELETED_SYNC_DELAY: Duration = Duration::from_secs(1);
 
 /// Controller settings: those of every controller of these parts (its resync is the Foo
 /// informer's).
-pub use counter_controller::Options;
+pub use manager::Options;
 
 /// A sync that did not converge; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -114,7 +112,7 @@ impl Controller {
     ///
     /// ## Warning
     /// With leader election or sharding, `client` must carry the membership's fence
-    /// ([`counter_controller::client::build_for`]): the fence is what stops a replica that lost its
+    /// ([`manager::client::build_for`]): the fence is what stops a replica that lost its
     /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
@@ -165,13 +163,7 @@ impl Controller {
         Arc::new(Self {
             foo_lister: foos.lister(),
             deploy_lister: deployments.lister(),
-            events: EventRecorder::with_prefix(
-                "sample_controller",
-                client.clone(),
-                reporter,
-                options.events.clone(),
-                registry,
-            ),
+            events: EventRecorder::new(client.clone(), reporter, options.events.clone(), registry),
             client,
             foos,
             deployments,

@@ -4,9 +4,9 @@
 use std::process::Command;
 use std::time::Duration;
 
-use counter_controller::Scope;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
+use manager::Scope;
 use sample_controller::cli::preflight;
 use sample_controller::{Controller, Foo, FooSpec, Options, foo};
 use sandbox::Sandbox;

@@ -91,9 +91,7 @@ async fn the_roles_allow_every_request_the_controller_sends() {
     let config = ElectionConfig::new("sample-controller", "sample-controller", "replica");
     let membership = Membership::elected(client_as(&sb, AGENT, None), config, &mut registry).unwrap();
     let client = client_as(&sb, AGENT, membership.fence());
-    sample_controller::cli::preflight(&client, &counter_controller::Scope::Namespace("default".into()))
-        .await
-        .unwrap();
+    sample_controller::cli::preflight(&client, &manager::Scope::Namespace("default".into())).await.unwrap();
     let controller = Controller::new(client, Options::default(), &mut registry);
     let stop = CancellationToken::new();
     let shutdown = stop.clone().cancelled_owned();

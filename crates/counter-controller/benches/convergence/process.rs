@@ -409,7 +409,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
 
     // The bulk changes come through the API, as from `kubectl annotate` / `kubectl delete` run
     // by a fast client (16 at a time), so they take the API server's time as the controller does.
-    let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
+    let user = manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let user_cms: Api<ConfigMap> = Api::default_namespaced(user);
     annotate(&user_cms, n, |_| "5".into()).await;
     let last_change = Instant::now();
@@ -526,8 +526,9 @@ struct BaselinePhase {
 async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<BaselinePhase> {
     let sb = sandbox_with(n);
     let (server, _dir, kubeconfig) = serve(&sb, &format!("convergence-raw-{workers}")).await;
-    let user_cms: Api<ConfigMap> =
-        Api::default_namespaced(counter_controller::client::client(Some(&kubeconfig)).await.unwrap());
+    let user_cms: Api<ConfigMap> = Api::default_namespaced(
+        manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap(),
+    );
     let writer = crate::writer::Writer::spawn(&kubeconfig, n, workers).await;
     let mut out = Vec::new();
     let phase = |from: Instant, (cpu, wcpu): (f64, f64), lag: Duration| {

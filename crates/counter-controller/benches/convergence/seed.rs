@@ -16,11 +16,12 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use counter_controller::{Controller, Options, Scope};
+use counter_controller::Controller;
 use informer::{Config as InformerConfig, EnqueueKey, Informer, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
+use manager::{Options, Scope};
 use sandbox::resource::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};

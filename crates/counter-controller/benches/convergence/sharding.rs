@@ -166,7 +166,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
     let mut replicas: Vec<Replica> =
         (0..size).map(|i| Replica::start(&dir, &kubeconfig, &format!("shard-{i}"), lease)).collect();
     let t1 = view.until(LIMIT, Deployments::all(n, 3)).await;
-    let user = counter_controller::client::client(Some(&kubeconfig)).await.unwrap();
+    let user = manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(user);
     annotate(&cms, n, |_| "5".into()).await;
     let t2 = view.until(LIMIT, Deployments::all(n, 5)).await;

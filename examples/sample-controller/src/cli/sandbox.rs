@@ -1,30 +1,27 @@
 //! `sample-controller sandbox`: the Foo walkthrough with no cluster.
 //!
-//! Starts the embedded API server over HTTPS on loopback (as `counter-controller sandbox` does),
-//! writes a kubeconfig (mode 0600), installs the Foo CRD and runs the controller in-process
-//! against it over HTTPS — the path a real cluster takes. With `--demo` it plays the walkthrough:
-//! create a Foo with one replica, scale it to three, delete it, printing each step and how long
-//! it took to converge; without, it prints the kubectl commands to play it by hand.
+//! The `manager` crate's runner serves the embedded API server over HTTPS on loopback and runs
+//! the controller in-process against it, as for `counter-controller sandbox`; this is what is the
+//! Foo's: the CRD installed first, the controller, and the walkthrough — create a Foo with one
+//! replica, scale it to three, delete it — played with `--demo`, printing each step and how
+//! long it took to converge; without, the kubectl commands to play it by hand.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
-use counter_controller::cli::{LogFormat, parse_duration, shutdown_signal};
-use counter_controller::embedded::{follow, serve, step};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use manager::client::Agent;
+use manager::embedded::{SandboxArgs, Walkthrough, follow, step};
 use serde_json::json;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::{Controller, Options};
+use crate::controller::{AGENT, Controller, Options};
 use crate::foo::{self, Foo, FooSpec};
 
 /// The walkthrough's Foo, as upstream's `artifacts/examples/example-foo.yaml`.
@@ -32,67 +29,53 @@ const NAME: &str = "example-foo";
 /// How long a step may take.
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Flags of `sandbox`.
+/// Flags of `sandbox`: the shared ones, with this controller's defaults.
 #[derive(Debug, Args, Clone)]
-pub struct SandboxArgs {
-    /// Address to listen on (loopback); port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    pub listen: SocketAddr,
-    /// Where to write the kubeconfig (mode 0600).
-    #[arg(long, default_value = "./sample-controller.kubeconfig", value_name = "PATH")]
-    pub kubeconfig_out: PathBuf,
-    /// Play the walkthrough (create a Foo, scale it to 3, delete it), print what converged, exit.
-    #[arg(long)]
-    pub demo: bool,
-    /// Time for one simulated pod to become ready.
-    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
-    pub pod_ready: Duration,
-    /// Log format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
-    pub log_format: LogFormat,
+#[command(
+    mut_arg("listen", |a| a.default_value("127.0.0.1:0")),
+    mut_arg("kubeconfig_out", |a| a.default_value("./sample-controller.kubeconfig")),
+    mut_arg("pod_ready", |a| a.default_value("200ms"))
+)]
+pub struct SampleSandboxArgs {
+    /// The `sandbox` flags every controller of these parts shares.
+    #[command(flatten)]
+    pub common: SandboxArgs,
 }
 
-/// `sample-controller sandbox`.
-///
-/// # Errors
-///
-/// The address cannot be bound or is not loopback, the kubeconfig cannot be written, the CRD is
-/// refused, or the walkthrough does not converge.
-pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
-    if !args.listen.ip().is_loopback() {
-        bail!("refusing to listen on {} (not loopback): the sandbox has no authorization", args.listen);
-    }
-    let sb = Sandbox::with_config(SandboxConfig {
-        rollout: Rollout::Paced(args.pod_ready),
-        ..SandboxConfig::default()
-    });
-    let (server, kubeconfig) = serve(&sb, args.listen, &args.kubeconfig_out).await?;
+/// The Foo controller on the sandbox: the CRD, the controller in `default`, the walkthrough.
+pub struct Sample;
 
-    let client = counter_controller::client::client(Some(&kubeconfig)).await?;
-    let result = async {
-        step("kubectl apply -f examples/sample-controller/deploy/crd.yaml", install_crd(&client)).await?;
-        let mut registry = prometheus_client::registry::Registry::default();
-        let controller = Controller::new(client.clone(), Options::default(), &mut registry);
-        let stop = CancellationToken::new();
-        let running = tokio::spawn(Arc::clone(&controller).run(stop.clone().cancelled_owned()));
-        let result = if args.demo {
-            demo(&client).await
-        } else {
-            println!("# in a second terminal:");
-            println!("kubectl apply -f examples/sample-controller/example-foo.yaml");
-            println!("kubectl get foo,deploy -w");
-            println!("kubectl patch foo {NAME} --type=merge -p '{{\"spec\":{{\"replicas\":3}}}}'");
-            println!("kubectl delete foo {NAME}");
-            shutdown_signal().await;
-            Ok(())
-        };
-        stop.cancel();
-        let _ = running.await;
-        result
+impl Walkthrough for Sample {
+    type Error = anyhow::Error;
+
+    fn agent(&self) -> Agent {
+        AGENT
     }
-    .await;
-    server.shutdown();
-    result
+
+    async fn prepare(&self, client: &Client) -> anyhow::Result<()> {
+        step("kubectl apply -f examples/sample-controller/deploy/crd.yaml", install_crd(client)).await
+    }
+
+    fn start(&self, client: Client, stop: CancellationToken) -> JoinHandle<()> {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let controller = Controller::new(client, Options::default(), &mut registry);
+        tokio::spawn(async move {
+            controller.run(stop.cancelled_owned()).await;
+        })
+    }
+
+    fn by_hand(&self) -> Vec<String> {
+        vec![
+            "kubectl apply -f examples/sample-controller/example-foo.yaml".into(),
+            "kubectl get foo,deploy -w".into(),
+            format!("kubectl patch foo {NAME} --type=merge -p '{{\"spec\":{{\"replicas\":3}}}}'"),
+            format!("kubectl delete foo {NAME}"),
+        ]
+    }
+
+    async fn demo(&self, client: &Client) -> anyhow::Result<()> {
+        demo(client).await
+    }
 }
 
 /// Creates the Foo CRD and waits until it is established.
@@ -168,7 +151,7 @@ async fn demo(client: &Client) -> anyhow::Result<()> {
         println!("    foo.samplecontroller.k8s.io \"{NAME}\" deleted");
         follow_foo(&foos, &deploys, None).await?;
         println!("    the garbage collector deleted deploy/{NAME} (its ownerReference named the Foo)");
-        Ok(())
+        anyhow::Ok(())
     })
     .await?;
     println!("demo complete: a Deployment for the Foo, scaled to 3, garbage-collected with it");

@@ -9,18 +9,18 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use coordination::{Coordination, Membership};
 use kube::Client;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use super::RunArgs;
+use crate::Error;
 use crate::client::{self, Agent, Source};
-use crate::controller::{Options, Scope};
 use crate::events::EventConfig;
+use crate::flags::RunArgs;
 use crate::metrics::RestClientMetrics;
 use crate::ops::{self, Probes};
+use crate::options::{Options, Scope};
 use crate::process::ProcessMetrics;
 
 /// A replica connected and placed (alone, elected or a shard member), its controller not yet
@@ -45,7 +45,7 @@ impl Startup {
     /// # Errors
     ///
     /// A missing or unreadable kubeconfig, election durations out of order, a bad ring name.
-    pub async fn connect(args: &RunArgs, agent: Agent) -> anyhow::Result<Self> {
+    pub async fn connect(args: &RunArgs, agent: Agent) -> Result<Self, Error> {
         let scope = if args.all_namespaces { Scope::All } else { Scope::Namespace(args.namespace.clone()) };
         let identity = election::new_identity();
         let election_config = args.election.config(&scope, &identity)?;
@@ -70,9 +70,9 @@ impl Startup {
                 if args.election.sharding {
                     let (ring, key) = (&args.election.sharding_ring, args.election.sharding_key);
                     tracing::info!(%ring, %identity, ?key, "sharding: a member of the ring");
-                    Membership::sharded(lease_client, ring, key.into(), c)?
+                    Membership::sharded(lease_client, ring, key.into(), c).map_err(Error::Election)?
                 } else {
-                    Membership::elected(lease_client, c, &mut registry)?
+                    Membership::elected(lease_client, c, &mut registry).map_err(Error::Election)?
                 }
             }
         };
@@ -112,7 +112,7 @@ impl Startup {
         metrics_addr: Option<std::net::SocketAddr>,
         has_synced: impl Fn() -> bool + Send + Sync + 'static,
         work: F,
-    ) -> anyhow::Result<()>
+    ) -> Result<(), Error>
     where
         F: FnOnce(Coordination) -> Fut,
         Fut: Future,
@@ -122,7 +122,7 @@ impl Startup {
             let probes = Probes::of_controller(has_synced, self.membership.election());
             let bound = ops::serve(addr, Arc::new(self.registry), probes, stop.clone())
                 .await
-                .with_context(|| format!("cannot serve metrics on {addr}"))?;
+                .map_err(|source| Error::ServeMetrics { addr, source })?;
             tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
         }
         self.membership.run(work).await;

@@ -3,17 +3,17 @@
 
 use std::time::Duration;
 
-use counter_controller::events::correlator::CorrelatorConfig;
-use counter_controller::events::{EventConfig, EventRecorder, EventsMode};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use kube::runtime::events::{EventType, Reporter};
+use manager::events::correlator::CorrelatorConfig;
+use manager::events::{EventConfig, EventRecorder, EventsMode};
 use prometheus_client::registry::Registry;
 use sandbox::Sandbox;
 
 fn reporter() -> Reporter {
-    Reporter { controller: "counter-controller".into(), instance: Some("test".into()) }
+    Reporter { controller: "test-controller".into(), instance: Some("test".into()) }
 }
 
 fn object(name: &str) -> ObjectReference {
@@ -37,7 +37,7 @@ fn counted(registry: &Registry, ty: &str, result: &str) -> f64 {
     prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
     text.lines()
         .find(|l| {
-            l.starts_with("counter_controller_events_total{")
+            l.starts_with("test_controller_events_total{")
                 && l.contains(&format!("type=\"{ty}\""))
                 && l.contains(&format!("result=\"{result}\""))
         })

@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow};
 use http::{HeaderValue, header};
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -19,10 +18,22 @@ use kube::{Client, Config};
 
 use election::selector::ShardSelectorLayer;
 
+use crate::Error;
 use crate::metrics::RestClientMetrics;
 
 /// Which controller a client speaks for: its `User-Agent` product, and the resources it lists and
 /// watches (those a sharded-by-namespace replica asks the API server to filter).
+///
+/// ```
+/// use manager::client::Agent;
+///
+/// const AGENT: Agent = Agent {
+///     name: "my-controller",
+///     version: "0.1.0",
+///     watched: &["configmaps", "deployments"],
+/// };
+/// assert_eq!(AGENT.user_agent("pod-7f9c_1a2b"), "my-controller/0.1.0 (pod-7f9c_1a2b)");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Agent {
     /// The product name, e.g. `counter-controller`.
@@ -34,13 +45,6 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// The counter-controller.
-    pub const COUNTER: Self = Self {
-        name: crate::controller::CONTROLLER_NAME,
-        version: env!("CARGO_PKG_VERSION"),
-        watched: &["configmaps", "deployments"],
-    };
-
     /// `<name>/<version> (<identity>)`.
     #[must_use]
     pub fn user_agent(&self, identity: &str) -> String {
@@ -57,23 +61,24 @@ pub enum Source {
     InCluster,
 }
 
-fn read_kubeconfig(paths: &[PathBuf]) -> anyhow::Result<Kubeconfig> {
+/// Reads and merges `paths` (at least one).
+fn read_kubeconfig(paths: &[PathBuf]) -> Result<Kubeconfig, Error> {
     let mut merged: Option<Kubeconfig> = None;
     for path in paths {
         // Read the file ourselves: kube's error repeats the I/O cause in its message and its source.
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            .map_err(|source| Error::ReadKubeconfig { path: path.clone(), source })?;
         // The YAML error draws the offending line below its message; the message is enough here.
-        let kc = Kubeconfig::from_yaml(&text).map_err(|e| {
-            let e = e.to_string();
-            anyhow!("kubeconfig {} is not valid: {}", path.display(), e.lines().next().unwrap_or(""))
+        let kc = Kubeconfig::from_yaml(&text).map_err(|e| Error::InvalidKubeconfig {
+            path: path.clone(),
+            message: e.to_string().lines().next().unwrap_or("").to_owned(),
         })?;
         merged = Some(match merged {
             None => kc,
-            Some(m) => m.merge(kc).map_err(|e| anyhow!("cannot merge kubeconfig {}: {e}", path.display()))?,
+            Some(m) => m.merge(kc).map_err(|source| Error::MergeKubeconfig { path: path.clone(), source })?,
         });
     }
-    merged.ok_or_else(|| anyhow!("no kubeconfig files given"))
+    Ok(merged.expect("at least one kubeconfig path"))
 }
 
 /// Resolves the cluster configuration (see the module docs for the order).
@@ -81,7 +86,7 @@ fn read_kubeconfig(paths: &[PathBuf]) -> anyhow::Result<Kubeconfig> {
 /// # Errors
 ///
 /// One line naming the file that cannot be read or used, or saying that nothing was found.
-pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<(Config, Source)> {
+pub async fn config(kubeconfig: Option<&Path>) -> Result<(Config, Source), Error> {
     let from_env = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty());
     let paths: Vec<PathBuf> = match (kubeconfig, from_env) {
         (Some(p), _) => vec![p.to_owned()],
@@ -92,16 +97,15 @@ pub async fn config(kubeconfig: Option<&Path>) -> anyhow::Result<(Config, Source
         }
     };
     if paths.is_empty() {
-        let config = Config::incluster().map_err(|e| {
-            anyhow!("no cluster configuration: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod ({e})")
-        })?;
+        let config = Config::incluster().map_err(|source| Error::NoConfig { source })?;
         return Ok((config, Source::InCluster));
     }
     let kc = read_kubeconfig(&paths)?;
-    let shown = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
-    let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| anyhow!("kubeconfig {shown} is not usable: {e}"))?;
+    let config =
+        Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.map_err(|source| {
+            let paths = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+            Error::UnusableKubeconfig { paths, source }
+        })?;
     Ok((config, Source::Kubeconfig(paths)))
 }
 
@@ -119,14 +123,14 @@ pub fn build_for(
     metrics: &RestClientMetrics,
     fence: Option<&election::Fence>,
     selector: Option<election::selector::SelectorCell>,
-) -> anyhow::Result<Client> {
+) -> Result<Client, Error> {
     let url = config.cluster_url.clone();
     if let Ok(ua) = HeaderValue::from_str(&agent.user_agent(identity)) {
         config.headers.push((header::USER_AGENT, ua));
     }
     let host = url.authority().map_or_else(|| url.to_string(), ToString::to_string);
     let builder = ClientBuilder::try_from(config)
-        .with_context(|| format!("cannot build a client for {url}"))?
+        .map_err(|source| Error::BuildClient { url: url.to_string(), source })?
         .with_layer(&metrics.layer(&host))
         .with_layer(&tower::util::option_layer(
             selector.map(|s| ShardSelectorLayer::new(agent.watched.iter().copied(), s)),
@@ -135,12 +139,13 @@ pub fn build_for(
     Ok(builder.build())
 }
 
-/// A plain client from a kubeconfig path (or the usual search), for tools and tests.
+/// A plain client of `agent` from a kubeconfig path (or the usual search), unfenced and
+/// uncounted, for tools, tests and a walkthrough: its `User-Agent` says `(client)`.
 ///
 /// # Errors
 ///
 /// As [`config`] and [`build_for`].
-pub async fn client(kubeconfig: Option<&Path>) -> anyhow::Result<Client> {
+pub async fn client(agent: Agent, kubeconfig: Option<&Path>) -> Result<Client, Error> {
     let (config, _) = config(kubeconfig).await?;
-    build_for(Agent::COUNTER, config, "client", &RestClientMetrics::default(), None, None)
+    build_for(agent, config, "client", &RestClientMetrics::default(), None, None)
 }

@@ -1,6 +1,6 @@
 //! Events that help people and cost little.
 //!
-//! `kubectl describe cm web` shows what the controller did, but Events must neither slow the
+//! `kubectl describe cm web` shows what a controller did, but Events must neither slow the
 //! reconciles nor double the API traffic when thousands of objects change at once:
 //!
 //! * [`EventRecorder::publish`] never waits: it decides (the [`correlator`]: aggregate identical
@@ -12,7 +12,9 @@
 //!   (the bounded series cache is the recorder's only per-object memory).
 //! * [`EventRecorder::close`] flushes for at most [`EventConfig::flush`] and drops the rest, so a
 //!   SIGTERM is not held up by a backlog.
-//! * `counter_controller_events_total{type,result}` counts `published`, `aggregated`, `dropped`.
+//! * `<controller>_events_total{type,result}` counts `published`, `aggregated`, `dropped`
+//!   (`counter_controller_events_total` for the counter-controller: the reporter's controller
+//!   name, `-` as `_`).
 //!
 //! Events are `events.k8s.io/v1` objects in the regarding object's namespace, named
 //! `<object>.<hex nanoseconds>` as client-go names them.
@@ -130,14 +132,17 @@ pub struct EventRecorder {
 }
 
 impl EventRecorder {
-    /// Starts the writers. Registers `counter_controller_events_total` in `registry`.
+    /// Starts the writers. Registers `<controller>_events_total` in `registry`, named after
+    /// the reporter's controller (`my-controller` counts into `my_controller_events_total`).
     ///
     /// # Panics
     ///
     /// Outside a Tokio runtime, like `tokio::spawn`.
     #[must_use]
     pub fn new(client: Client, reporter: Reporter, config: EventConfig, registry: &mut Registry) -> Self {
-        Self::with_prefix("counter_controller", client, reporter, config, registry)
+        let prefix: String =
+            reporter.controller.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+        Self::with_prefix(&prefix, client, reporter, config, registry)
     }
 
     /// As [`new`](Self::new), counting into `<prefix>_events_total`.

@@ -1,0 +1,206 @@
+//! A controller on the embedded API server, with no cluster: each binary's `sandbox` command.
+//!
+//! [`run`] starts the sandbox over HTTPS on loopback (its own CA, in the kubeconfig), writes a
+//! kubeconfig (mode 0600), prepares what the controller needs (a CRD), runs the controller
+//! in-process against it *over HTTPS* — the path a real cluster takes — and either prints the
+//! kubectl commands of the walkthrough and waits for a signal, or with `--demo` plays the
+//! walkthrough itself and prints what converged and how long it took. A controller supplies
+//! only what is its own, as a [`Walkthrough`]; [`step`] and [`follow`] print its steps as
+//! kubectl would.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use kube::Client;
+use sandbox::{Rollout, Sandbox, SandboxConfig};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::Error;
+use crate::client::{self, Agent};
+use crate::flags::parse_duration;
+use crate::logging::LogFormat;
+use crate::signal::shutdown_signal;
+
+/// Flags of `sandbox`. A binary may give its own defaults with clap's `mut_arg`.
+#[derive(Debug, Args, Clone)]
+pub struct SandboxArgs {
+    /// Address to listen on; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:6443")]
+    pub listen: SocketAddr,
+    /// Allow listening on a non-loopback address (anyone who can reach it and has the token can
+    /// use the sandbox: TLS with its own CA, one bearer token, no authorization).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Where to write the kubeconfig (mode 0600).
+    #[arg(long, default_value = "./sandbox.kubeconfig", value_name = "PATH")]
+    pub kubeconfig_out: PathBuf,
+    /// Serve the API only; do not run the controller.
+    #[arg(long)]
+    pub no_controller: bool,
+    /// Play the walkthrough, print what converged, and exit.
+    #[arg(long)]
+    pub demo: bool,
+    /// Time for one simulated pod to become ready.
+    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
+    pub pod_ready: Duration,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+}
+
+/// What a controller brings to [`run`]: how to start it, and its walkthrough.
+///
+/// ## Warning
+///
+/// [`start`](Self::start) must return a task that ends once `stop` is cancelled and the
+/// controller has finished its reconciles in flight: [`run`] awaits it before it stops the
+/// server.
+pub trait Walkthrough {
+    /// The walkthrough's error; the runner's own errors convert into it.
+    type Error: From<Error>;
+
+    /// Who the in-process controller's and the walkthrough's requests say they are.
+    fn agent(&self) -> Agent;
+
+    /// What must exist before the controller starts (a CRD); nothing by default.
+    fn prepare(&self, client: &Client) -> impl Future<Output = Result<(), Self::Error>> {
+        let _ = client;
+        async { Ok(()) }
+    }
+
+    /// Starts the controller on `client` until `stop` is cancelled.
+    fn start(&self, client: Client, stop: CancellationToken) -> JoinHandle<()>;
+
+    /// The kubectl commands of the walkthrough, printed when it is played by hand.
+    fn by_hand(&self) -> Vec<String>;
+
+    /// Plays the walkthrough through `client` (the same HTTPS API kubectl uses).
+    fn demo(&self, client: &Client) -> impl Future<Output = Result<(), Self::Error>>;
+}
+
+/// `<binary> sandbox`: serves the sandbox, runs the controller on it, and plays or prints the
+/// walkthrough; returns after the demo, or on SIGINT or SIGTERM.
+///
+/// # Errors
+///
+/// The address cannot be bound or is not loopback without `--allow-remote`, the kubeconfig
+/// cannot be written, `--demo` with `--no-controller`, or the walkthrough's own error.
+pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(), W::Error> {
+    if !args.listen.ip().is_loopback() {
+        if !args.allow_remote {
+            return Err(Error::NotLoopback(args.listen).into());
+        }
+        tracing::warn!(listen = %args.listen, "the sandbox is reachable from other machines: anyone with its bearer token may do anything");
+    }
+    if args.demo && args.no_controller {
+        return Err(Error::DemoWithoutController.into());
+    }
+    let sb = Sandbox::with_config(SandboxConfig {
+        rollout: Rollout::Paced(args.pod_ready),
+        ..SandboxConfig::default()
+    });
+    let (server, kubeconfig) = serve(&sb, args.listen, &args.kubeconfig_out).await?;
+    let result = async {
+        let client = client::client(walkthrough.agent(), Some(&kubeconfig)).await?;
+        walkthrough.prepare(&client).await?;
+        let stop = CancellationToken::new();
+        let controller = (!args.no_controller).then(|| walkthrough.start(client.clone(), stop.clone()));
+        let result = if args.demo {
+            walkthrough.demo(&client).await
+        } else {
+            println!("# the walkthrough, in a second terminal:");
+            for line in walkthrough.by_hand() {
+                println!("{line}");
+            }
+            shutdown_signal().await;
+            Ok(())
+        };
+        stop.cancel();
+        if let Some(c) = controller {
+            let _ = c.await;
+        }
+        result
+    }
+    .await;
+    server.shutdown();
+    result
+}
+
+/// Serves `sb` over HTTPS on `listen` and writes a kubeconfig for it to `kubeconfig_out`;
+/// prints the URL and the `export KUBECONFIG=…` line. Returns the server (its `shutdown` stops
+/// it) and the kubeconfig's absolute path.
+///
+/// # Errors
+///
+/// The address cannot be bound, or the kubeconfig cannot be written; each names its input.
+pub async fn serve(
+    sb: &Sandbox,
+    listen: SocketAddr,
+    kubeconfig_out: &Path,
+) -> Result<(sandbox::server::HttpServer, PathBuf), Error> {
+    let server = sb
+        .serve(listen, sandbox::server::new_token())
+        .await
+        .map_err(|source| Error::Listen { addr: listen, source })?;
+    sandbox::server::write_kubeconfig(kubeconfig_out, &server)
+        .map_err(|source| Error::WriteKubeconfig { path: kubeconfig_out.to_owned(), source })?;
+    let kubeconfig = std::fs::canonicalize(kubeconfig_out).unwrap_or_else(|_| kubeconfig_out.to_owned());
+    println!("sandbox API server listening on {}", server.url());
+    println!("export KUBECONFIG={}", kubeconfig.display());
+    Ok((server, kubeconfig))
+}
+
+/// One step of a walkthrough: prints `title`, runs `f`, prints how long it took to converge.
+///
+/// # Errors
+///
+/// `f`'s.
+pub async fn step<E>(title: &str, f: impl Future<Output = Result<(), E>>) -> Result<(), E> {
+    println!("==> {title}");
+    let start = Instant::now();
+    f.await?;
+    println!("    converged in {:.2}s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Polls `observe` every 50 ms until `done` holds, printing `show` of what it sees each time it
+/// changes from the last (at first, from `T::default()`: "not there yet" is not printed), as
+/// `kubectl get -w` would.
+///
+/// # Errors
+///
+/// A failed read, or `what` not converged within `limit` ([`Error::NotConverged`], with the
+/// last state seen).
+pub async fn follow<T, E, Fut>(
+    what: &str,
+    limit: Duration,
+    mut observe: impl FnMut() -> Fut,
+    show: impl Fn(&T) -> String,
+    done: impl Fn(&T) -> bool,
+) -> Result<(), E>
+where
+    T: PartialEq + Default + std::fmt::Debug,
+    E: From<Error>,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let start = Instant::now();
+    let mut last = T::default();
+    loop {
+        let now = observe().await?;
+        if now != last {
+            println!("    {}", show(&now));
+        }
+        if done(&now) {
+            return Ok(());
+        }
+        if start.elapsed() > limit {
+            let last = format!("{now:?}");
+            return Err(Error::NotConverged { what: what.to_owned(), limit, last }.into());
+        }
+        last = now;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
