@@ -62,7 +62,7 @@
 //! # fn main() -> Result<(), kube::Error> { reconcile_reports_the_size() }
 //! ```
 //!
-//! kube-runtime's own `Controller` runs against it too (`tests/kube_runtime.rs`), and over HTTPS
+//! kube-runtime's own `Controller` runs against it too (`tests/integration/kube_runtime.rs`), and over HTTPS
 //! ([`Sandbox::serve`]) kubectl or any client can `kubectl apply` CRDs and their objects.
 //!
 //! ## Warning

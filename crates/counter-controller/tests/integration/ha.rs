@@ -8,13 +8,11 @@
 //! the replicas' own steps — the Lease requests their election loops send — not in wall time: a
 //! busy machine slows the steps, and a takeover "at the next try" is one try however long it took.
 
-mod common;
-
 use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -16,9 +16,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// A `counter-controller sandbox` process, killed on drop.
 struct SandboxProcess {

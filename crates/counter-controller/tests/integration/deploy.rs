@@ -7,13 +7,11 @@
 //! test runs on a server that streams them (and allows that one right unused), the sharded test
 //! on one that rejects streaming lists, so the fallback, and that right, are used for real.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::rbac::v1::{ClusterRole, Role};

@@ -1,7 +1,7 @@
 //! `deploy/crd.yaml` is the CRD the code generates, and the API server accepts it.
 //!
 //! To regenerate the file after changing `Foo`:
-//! `SAMPLE_CONTROLLER_WRITE_CRD=1 cargo test -p sample-controller --test crd`.
+//! `SAMPLE_CONTROLLER_WRITE_CRD=1 cargo test -p sample-controller --test integration crd::`.
 
 use std::path::Path;
 
@@ -23,7 +23,7 @@ fn the_shipped_crd_yaml_is_the_generated_crd() {
     if std::env::var_os(WRITE).is_some() {
         let yaml = serde_saphyr::to_string(&generated).unwrap();
         let header = "# Generated from src/foo.rs (`Foo::crd()` plus the api-approved annotation); do not edit.\n\
-                      # Regenerate: SAMPLE_CONTROLLER_WRITE_CRD=1 cargo test -p sample-controller --test crd\n";
+                      # Regenerate: SAMPLE_CONTROLLER_WRITE_CRD=1 cargo test -p sample-controller --test integration crd::\n";
         std::fs::write(&path, format!("{header}{yaml}")).unwrap();
     }
     let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -31,7 +31,7 @@ fn the_shipped_crd_yaml_is_the_generated_crd() {
     assert!(
         on_disk == generated,
         "{} differs from the CRD src/foo.rs generates; regenerate it with\n  \
-         {WRITE}=1 cargo test -p sample-controller --test crd",
+         {WRITE}=1 cargo test -p sample-controller --test integration crd::",
         path.display()
     );
 }

@@ -1,8 +1,6 @@
 //! Helpers shared by the tests that run real processes: the binary, kubectl, an in-process
 //! sandbox served over HTTPS (whose request record the test can read), and signals.
 
-#![allow(dead_code)] // each test binary uses a different subset
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

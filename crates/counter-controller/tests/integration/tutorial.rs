@@ -25,9 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const TUTORIALS: [&str; 2] = ["docs/tutorial.md", "docs/tutorial.zh-CN.md"];
 /// Checked for links, names and flags (it has no runnable blocks).

@@ -1,7 +1,5 @@
-//! What the sample-controller's test files share: a sandbox with the Foo CRD, a client with its
+//! What the sample-controller's test modules share: a sandbox with the Foo CRD, a client with its
 //! own `User-Agent` (and fence), and the wait for a condition.
-
-#![allow(dead_code)] // each test file uses its own part of it
 
 use std::future::Future;
 use std::time::Duration;

@@ -20,7 +20,8 @@ fn workspace_edges() -> BTreeMap<String, BTreeSet<String>> {
     let mut edges = BTreeMap::new();
     for p in meta["packages"].as_array().expect("packages") {
         let deps = p["dependencies"].as_array().expect("dependencies");
-        let local = deps.iter().filter(|d| d["path"].is_string()).map(|d| d["name"].as_str().unwrap().to_owned());
+        let local =
+            deps.iter().filter(|d| d["path"].is_string()).map(|d| d["name"].as_str().unwrap().to_owned());
         edges.insert(p["name"].as_str().unwrap().to_owned(), local.collect());
     }
     edges

@@ -20,9 +20,7 @@ use sandbox::Sandbox;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-mod common;
-
-use common::{client_as, eventually, sandbox_with_crd};
+use crate::common::{client_as, eventually, sandbox_with_crd};
 
 /// A guard against a hang, not a timing: each wait here follows one event, with nothing partial
 /// to watch move; two minutes is far beyond what a busy machine needs.

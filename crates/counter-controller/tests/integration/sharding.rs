@@ -5,12 +5,10 @@
 //! the API server filters each replica's lists and watches (KEP-5866) to the same share the
 //! replica's own filter keeps.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use election::ring::{Keying, Ring};
 use election::selector::{SelectorCell, ShardSelectorLayer, shard_selector};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -6,14 +6,12 @@
 //! alerts to their unit tests, evaluated by Prometheus' own promtool; the kustomize component to
 //! every layout of `deploy/`, built and applied with the real kubectl.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams};
 use promql_parser::label::MatchOp;

@@ -17,9 +17,7 @@ use sample_controller::{Controller, Foo, FooSpec, Options};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-mod common;
-
-use common::{client_as, sandbox_with_crd, until};
+use crate::common::{client_as, sandbox_with_crd, until};
 
 const AGENT: &str = "sample-controller-under-test";
 

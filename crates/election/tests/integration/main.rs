@@ -1,0 +1,7 @@
+//! The election crate's integration tests, on the sandbox: the elector and the shard ring.
+//!
+//! One test binary for the crate, a module per subject: kube and the sandbox are linked once
+//! per crate, not once per file, which keeps a cold `cargo test` short.
+
+mod election;
+mod shard;

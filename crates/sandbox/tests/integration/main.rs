@@ -1,0 +1,13 @@
+//! The sandbox's integration tests: a real `kube::Client`, kubectl and the Python client against
+//! it.
+//!
+//! One test binary for the crate, a module per subject: kube and the sandbox are linked once
+//! per crate, not once per file, which keeps a cold `cargo test` short.
+
+mod api;
+mod bad_input;
+mod crd;
+mod kube_runtime;
+mod kubectl;
+mod upstream;
+mod watch;
