@@ -53,8 +53,8 @@ enum Command {
 #[derive(Debug, Args, Clone)]
 // The shared flags, with this controller's Lease and ring names.
 #[command(
-    mut_arg("leader_elect_resource_name", |a| a.default_value(CONTROLLER_NAME)),
-    mut_arg("sharding_ring", |a| a.default_value(CONTROLLER_NAME))
+    mut_arg("leader_elect_resource_name", |a| a.default_value(CONTROLLER_NAME).required(false)),
+    mut_arg("sharding_ring", |a| a.default_value(CONTROLLER_NAME).required(false))
 )]
 pub struct CounterArgs {
     /// The `run` flags every controller of these parts shares.

@@ -2,8 +2,8 @@
 //! workers, resync, logs, the operations endpoint, Events, leader election and sharding.
 //!
 //! A binary flattens [`RunArgs`] into its own `run` command and names its Lease and its ring
-//! (`--leader-elect-resource-name` and `--sharding-ring` have no default here): clap's `mut_arg`
-//! sets them.
+//! (`--leader-elect-resource-name` and `--sharding-ring` have no default here, so they are
+//! required until a binary gives one with clap's `mut_arg`, as below).
 //!
 //! ```
 //! use clap::{Args, Parser};
@@ -11,8 +11,8 @@
 //!
 //! #[derive(Parser)]
 //! #[command(
-//!     mut_arg("leader_elect_resource_name", |a| a.default_value("my-controller")),
-//!     mut_arg("sharding_ring", |a| a.default_value("my-controller"))
+//!     mut_arg("leader_elect_resource_name", |a| a.default_value("my-controller").required(false)),
+//!     mut_arg("sharding_ring", |a| a.default_value("my-controller").required(false))
 //! )]
 //! struct Cli {
 //!     #[command(flatten)]
@@ -85,7 +85,7 @@ pub struct ElectionArgs {
     /// How often candidates try to acquire, and the leader renews.
     #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
     pub leader_elect_retry_period: Duration,
-    /// The Lease's name (each binary gives its own default).
+    /// The Lease's name.
     #[arg(long, value_name = "NAME")]
     pub leader_elect_resource_name: String,
     /// The Lease's namespace; default: the watched namespace, or with --all-namespaces the pod's
@@ -96,8 +96,7 @@ pub struct ElectionArgs {
     /// leader-election durations and namespace) instead of electing one leader.
     #[arg(long, num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = ArgAction::Set, conflicts_with = "leader_elect")]
     pub sharding: bool,
-    /// The ring's name: replicas with the same name share the keys (each binary gives its own
-    /// default).
+    /// The ring's name: replicas with the same name share the keys.
     #[arg(long, value_name = "NAME")]
     pub sharding_ring: String,
     /// What the ring hashes: `name` (each object of the controller's kind on its own: the even
