@@ -20,8 +20,9 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::ops::ControlFlow;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hashbrown::HashTable;
@@ -88,37 +89,139 @@ impl fmt::Debug for QueueConfig {
 }
 
 /// A key and the two flags client-go keeps in its `dirty` and `processing` sets. A slot holds a
-/// key exactly while one of them is set; a free slot holds none.
+/// key while one of them is set, and after both are cleared until the next sweep (a *retired*
+/// slot); a free slot holds none.
 struct Slot<T> {
-    hash: u64,
     key: Option<T>,
     dirty: bool,
     processing: bool,
 }
 
+/// A table entry: the slot, and 32 bits of the key's hash, from which the table's own hash is
+/// rebuilt when it grows, without reading the slot.
+#[derive(Clone, Copy)]
+struct Entry {
+    slot: u32,
+    tag: u32,
+}
+
+/// The table's hash of a key, rebuilt from its entry's tag.
+fn table_hash(tag: u32) -> u64 {
+    (u64::from(tag) << 32) | u64::from(tag)
+}
+
 /// Above this many slots, an idle queue frees its slab and table.
 const KEEP_SLOTS: usize = 4096;
+
+/// Retired slots are swept out of the table once there are at least this many, and at least as
+/// many as live ones (so a sweep costs O(1) per retired key).
+const SWEEP_MIN: usize = 1024;
+
+/// A parked [`get`](Queue::get), waiting for a key.
+struct Waiter {
+    id: u64,
+    waker: Waker,
+}
 
 struct State<T> {
     /// Slots of the keys waiting, in order.
     fifo: VecDeque<u32>,
-    /// Slot numbers, found by the key's hash.
-    table: HashTable<u32>,
+    /// Slot numbers, found by the key's hash: every slot that holds a key, retired ones included.
+    table: HashTable<Entry>,
     slots: Vec<Slot<T>>,
     /// Slots whose key is gone, for reuse.
     free: Vec<u32>,
+    /// One bit per slot: retired (finished, still in the table until the next sweep).
+    retired_bits: Vec<u64>,
+    retired: usize,
     processing: usize,
+    /// Parked `get`s, oldest first. Each add that queues a key wakes (and removes) the oldest.
+    waiters: VecDeque<Waiter>,
+    next_waiter: u64,
     shutting_down: bool,
     drain: bool,
     metrics: Option<QueueMetrics<T>>,
 }
 
+impl<T: Key> State<T> {
+    /// Queues slot `i`; returns the parked `get` to wake, if any (woken after the lock is released).
+    fn push(&mut self, i: u32) -> Option<Waker> {
+        self.fifo.push_back(i);
+        self.waiters.pop_front().map(|w| w.waker)
+    }
+
+    fn set_retired(&mut self, i: u32, on: bool) {
+        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        if on {
+            self.retired_bits[word] |= bit;
+            self.retired += 1;
+        } else {
+            self.retired_bits[word] &= !bit;
+            self.retired -= 1;
+        }
+    }
+
+    fn is_retired(&self, i: u32) -> bool {
+        self.retired_bits[(i / 64) as usize] & (1u64 << (i % 64)) != 0
+    }
+
+    /// Keys queued or held.
+    fn live(&self) -> usize {
+        self.table.len() - self.retired
+    }
+
+    /// Removes every retired slot from the table in one pass over it, frees the slots, and
+    /// returns their keys (to be dropped after the lock is released).
+    fn sweep(&mut self) -> Vec<T> {
+        let State { table, slots, free, retired_bits, .. } = self;
+        let bits: &[u64] = retired_bits;
+        table.retain(|e| bits[(e.slot / 64) as usize] & (1u64 << (e.slot % 64)) == 0);
+        let mut keys = Vec::with_capacity(self.retired);
+        for (w, word) in retired_bits.iter_mut().enumerate() {
+            let mut b = std::mem::take(word);
+            while b != 0 {
+                let i = u32::try_from(w * 64).expect("slot numbers fit in u32") + b.trailing_zeros();
+                b &= b - 1;
+                keys.extend(slots[i as usize].key.take());
+                free.push(i);
+            }
+        }
+        self.retired = 0;
+        keys
+    }
+
+    /// An idle queue after a burst: every structure is replaced by an empty one, and the old ones
+    /// are returned to be dropped after the lock is released.
+    fn release_memory(&mut self) -> Garbage<T> {
+        self.retired = 0;
+        self.free = Vec::new();
+        self.retired_bits = Vec::new();
+        self.table = HashTable::new();
+        Garbage::Slab(std::mem::take(&mut self.slots), std::mem::take(&mut self.fifo))
+    }
+}
+
+/// What a release frees, dropped once the lock is released.
+enum Garbage<T> {
+    None,
+    Keys(Vec<T>),
+    Slab(Vec<Slot<T>>, VecDeque<u32>),
+}
+
+impl<T> Garbage<T> {
+    fn free(self) {
+        match self {
+            Garbage::None => {}
+            Garbage::Keys(keys) => drop(keys),
+            Garbage::Slab(slots, fifo) => drop((slots, fifo)),
+        }
+    }
+}
+
 pub(crate) struct Shared<T> {
     state: Mutex<State<T>>,
     hasher: foldhash::fast::RandomState,
-    /// One waiter per pushed key; everyone on shutdown.
-    available: Notify,
-    /// Everyone when the last held key is released, or when a drain is cancelled.
+    /// Everyone when the last held key is released during a drain, or when a drain is cancelled.
     idle: Notify,
     /// Everyone once, when shutdown starts (the delaying layer's loop listens to it).
     shutdown: Arc<Notify>,
@@ -200,13 +303,16 @@ impl<T: Key> Queue<T> {
                     table: HashTable::new(),
                     slots: Vec::new(),
                     free: Vec::new(),
+                    retired_bits: Vec::new(),
+                    retired: 0,
                     processing: 0,
+                    waiters: VecDeque::new(),
+                    next_waiter: 0,
                     shutting_down: false,
                     drain: false,
                     metrics,
                 }),
                 hasher: foldhash::fast::RandomState::default(),
-                available: Notify::new(),
                 idle: Notify::new(),
                 shutdown: Arc::new(Notify::new()),
             }),
@@ -224,45 +330,65 @@ impl<T: Key> Queue<T> {
     /// merged with a waiting copy, or deferred because a worker holds it.
     pub fn add(&self, key: T) -> bool {
         let hash = self.shared.hasher.hash_one(&key);
+        // Folded to 32 bits: the table rebuilds its hash from these when it grows.
+        #[expect(clippy::cast_possible_truncation, reason = "folding the hash to 32 bits")]
+        let tag = (hash ^ (hash >> 32)) as u32;
+        let th = table_hash(tag);
+        // Declared before the guard, so a key that is not kept is dropped after the unlock.
+        let key = key;
         let mut guard = self.shared.state.lock();
-        if guard.shutting_down {
+        let st = &mut *guard;
+        if st.shutting_down {
             return false;
         }
-        let State { table, slots, free, fifo, metrics, .. } = &mut *guard;
-        let found = table.find(hash, |&i| {
-            let s = &slots[i as usize];
-            s.hash == hash && s.key.as_ref() == Some(&key)
-        });
-        if let Some(&i) = found {
-            let s = &mut slots[i as usize];
+        let found = {
+            let slots = &st.slots;
+            st.table.find(th, |e| e.tag == tag && slots[e.slot as usize].key.as_ref() == Some(&key)).copied()
+        };
+        let wake = if let Some(Entry { slot: i, .. }) = found {
+            let s = &mut st.slots[i as usize];
             if s.dirty {
                 return true;
             }
-            // Held by a worker: it goes back in line when the worker releases it.
             s.dirty = true;
-            if let Some(m) = metrics.as_mut() {
+            let held = s.processing;
+            if let Some(m) = st.metrics.as_mut() {
                 m.add(&key);
             }
-            return true;
-        }
-        if let Some(m) = metrics.as_mut() {
-            m.add(&key);
-        }
-        let slot = Slot { hash, key: Some(key), dirty: true, processing: false };
-        let i = match free.pop() {
-            Some(i) => {
-                slots[i as usize] = slot;
-                i
+            if held {
+                // Held by a worker: it goes back in line when the worker releases it.
+                return true;
             }
-            None => {
-                slots.push(slot);
-                u32::try_from(slots.len() - 1).expect("fewer than 2^32 keys at once")
+            // Retired: finished earlier and not yet swept; it comes back to life in place.
+            debug_assert!(st.is_retired(i), "a slot neither dirty nor held is retired");
+            st.set_retired(i, false);
+            st.push(i)
+        } else {
+            if let Some(m) = st.metrics.as_mut() {
+                m.add(&key);
             }
+            let slot = Slot { key: Some(key), dirty: true, processing: false };
+            let i = match st.free.pop() {
+                Some(i) => {
+                    st.slots[i as usize] = slot;
+                    i
+                }
+                None => {
+                    let i = u32::try_from(st.slots.len()).expect("fewer than 2^32 keys at once");
+                    st.slots.push(slot);
+                    if i % 64 == 0 {
+                        st.retired_bits.push(0);
+                    }
+                    i
+                }
+            };
+            st.table.insert_unique(th, Entry { slot: i, tag }, |e| table_hash(e.tag));
+            st.push(i)
         };
-        table.insert_unique(hash, i, |&j| slots[j as usize].hash);
-        fifo.push_back(i);
         drop(guard);
-        self.shared.available.notify_one();
+        if let Some(w) = wake {
+            w.wake();
+        }
         true
     }
 
@@ -271,46 +397,24 @@ impl<T: Key> Queue<T> {
     /// Returns `None` once the queue is shutting down **and** empty: while shutting down, keys
     /// already queued are still handed out, so workers finish the backlog before they stop.
     ///
-    /// Cancel-safe: if the future is dropped, no key is taken.
+    /// Cancel-safe: if the future is dropped, no key is taken (and a wake-up it was given passes
+    /// to another waiting `get`).
     pub async fn get(&self) -> Option<Item<'_, T>> {
-        loop {
-            // Fast path: no waiter registration (it costs a lock of its own) when a key is ready.
-            if let ControlFlow::Break(got) = self.take() {
-                return got;
-            }
-            // Register, then look again, so an add between the two cannot be missed.
-            let notified = self.shared.available.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let ControlFlow::Break(got) = self.take() {
-                return got;
-            }
-            notified.await;
-        }
+        Get { queue: self, waiter: None }.await
     }
 
     /// Takes the next key if one is queued, without waiting.
     pub fn try_get(&self) -> Option<Item<'_, T>> {
-        match self.take() {
-            ControlFlow::Break(got) => got,
-            ControlFlow::Continue(()) => None,
-        }
-    }
-
-    /// `Break(Some(item))`: a key; `Break(None)`: shut down and empty; `Continue`: wait.
-    fn take(&self) -> ControlFlow<Option<Item<'_, T>>> {
-        match self.pop() {
-            Pop::Key(slot, key) => ControlFlow::Break(Some(Item { slot, key: Some(key), queue: self })),
-            Pop::Closed => ControlFlow::Break(None),
-            Pop::Empty => ControlFlow::Continue(()),
+        let mut st = self.shared.state.lock();
+        match self.pop(&mut st) {
+            Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue: self }),
+            Pop::Empty | Pop::Closed => None,
         }
     }
 
     /// Pops the head; emptiness and shutdown are read under the same lock, so a key added just
     /// before the shutdown is never mistaken for "closed and empty".
-    fn pop(&self) -> Pop<T> {
-        let mut st = self.shared.state.lock();
-        let st = &mut *st;
+    fn pop(&self, st: &mut State<T>) -> Pop<T> {
         let Some(i) = st.fifo.pop_front() else {
             return if st.shutting_down { Pop::Closed } else { Pop::Empty };
         };
@@ -332,35 +436,31 @@ impl<T: Key> Queue<T> {
         let s = &mut st.slots[i as usize];
         debug_assert!(s.processing, "only a held key is released");
         s.processing = false;
-        let requeue = s.dirty;
-        // The slot's copy of a finished key (and an idle queue's slab) is freed after the lock is
-        // released.
-        let mut finished = None;
-        let mut slab = None;
-        if requeue {
-            st.fifo.push_back(i);
+        let wake = if s.dirty {
+            st.push(i)
         } else {
-            let hash = s.hash;
-            finished = s.key.take();
-            if let Ok(e) = st.table.find_entry(hash, |&j| j == i) {
-                e.remove();
-            }
-            st.free.push(i);
-            if st.table.is_empty() && st.slots.len() > KEEP_SLOTS {
-                slab = Some(std::mem::take(&mut st.slots));
-                st.free = Vec::new();
-                st.table = HashTable::new();
-            }
-        }
+            // Stays in the table until the next sweep: no table lookup on this path.
+            st.set_retired(i, true);
+            None
+        };
         st.processing -= 1;
         if let Some(m) = st.metrics.as_mut() {
             m.done(&key);
         }
-        let idle = st.processing == 0;
+        let live = st.live();
+        let garbage = if live == 0 && st.slots.len() > KEEP_SLOTS {
+            st.release_memory()
+        } else if st.retired >= SWEEP_MIN && st.retired >= live {
+            Garbage::Keys(st.sweep())
+        } else {
+            Garbage::None
+        };
+        let idle = st.processing == 0 && st.drain;
         drop(guard);
-        drop((finished, slab, key));
-        if requeue {
-            self.shared.available.notify_one();
+        garbage.free();
+        drop(key);
+        if let Some(w) = wake {
+            w.wake();
         } else if idle {
             self.shared.idle.notify_waiters();
         }
@@ -423,12 +523,15 @@ impl<T: Key> Queue<T> {
     }
 
     fn begin_shutdown(&self, drain: bool) {
-        {
+        let waiters = {
             let mut st = self.shared.state.lock();
             st.drain = drain;
             st.shutting_down = true;
+            std::mem::take(&mut st.waiters)
+        };
+        for w in waiters {
+            w.waker.wake();
         }
-        self.shared.available.notify_waiters();
         self.shared.idle.notify_waiters();
         self.shared.shutdown.notify_waiters();
     }
@@ -448,6 +551,75 @@ impl<T: Key> Queue<T> {
     pub(crate) fn record_retry(&self) {
         if let Some(m) = self.shared.state.lock().metrics.as_mut() {
             m.retry();
+        }
+    }
+}
+
+/// The future of [`Queue::get`]: takes a key when one is queued, else parks in the queue's list
+/// of waiters (under the queue's own lock: one lock per attempt, none of its own).
+struct Get<'q, T: Key> {
+    queue: &'q Queue<T>,
+    /// This get's number in the waiter list, once it has parked.
+    waiter: Option<u64>,
+}
+
+impl<'q, T: Key> Future for Get<'q, T> {
+    type Output = Option<Item<'q, T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let queue = this.queue;
+        let mut guard = queue.shared.state.lock();
+        let st = &mut *guard;
+        let got = match queue.pop(st) {
+            Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue }),
+            Pop::Closed => None,
+            Pop::Empty => {
+                let parked = this.waiter.and_then(|id| st.waiters.iter_mut().find(|w| w.id == id));
+                match parked {
+                    Some(w) => {
+                        if !w.waker.will_wake(cx.waker()) {
+                            w.waker.clone_from(cx.waker());
+                        }
+                    }
+                    None => {
+                        // First time, or woken and beaten to the key: (re)park at the back.
+                        let id = st.next_waiter;
+                        st.next_waiter += 1;
+                        st.waiters.push_back(Waiter { id, waker: cx.waker().clone() });
+                        this.waiter = Some(id);
+                    }
+                }
+                return Poll::Pending;
+            }
+        };
+        if let Some(id) = this.waiter.take() {
+            // Polled while still parked (not by our wake-up): leave the list.
+            if let Some(pos) = st.waiters.iter().position(|w| w.id == id) {
+                st.waiters.remove(pos);
+            }
+        }
+        Poll::Ready(got)
+    }
+}
+
+impl<T: Key> Drop for Get<'_, T> {
+    fn drop(&mut self) {
+        let Some(id) = self.waiter else { return };
+        let wake = {
+            let mut st = self.queue.shared.state.lock();
+            if let Some(pos) = st.waiters.iter().position(|w| w.id == id) {
+                st.waiters.remove(pos);
+                None
+            } else if st.fifo.is_empty() {
+                None
+            } else {
+                // Woken for a key it will never take: pass the wake-up on.
+                st.waiters.pop_front().map(|w| w.waker)
+            }
+        };
+        if let Some(w) = wake {
+            w.wake();
         }
     }
 }
