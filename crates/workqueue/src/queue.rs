@@ -21,12 +21,11 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::pin::Pin;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hashbrown::HashTable;
-use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::metrics::{MetricsProvider, QueueMetrics};
@@ -176,6 +175,11 @@ impl<T: Key> State<T> {
         let State { table, slots, free, retired_bits, .. } = self;
         let bits: &[u64] = retired_bits;
         table.retain(|e| bits[(e.slot / 64) as usize] & (1u64 << (e.slot % 64)) == 0);
+        // A sweep scans the table's whole capacity: keep it in proportion to what is left, so a
+        // shrinking queue does not pay for its peak.
+        if table.len() < table.capacity() / 4 {
+            table.shrink_to(table.len() * 2, |e| table_hash(e.tag));
+        }
         let mut keys = Vec::with_capacity(self.retired);
         for (w, word) in retired_bits.iter_mut().enumerate() {
             let mut b = std::mem::take(word);
@@ -219,12 +223,23 @@ impl<T> Garbage<T> {
 }
 
 pub(crate) struct Shared<T> {
+    /// A std mutex: under contention between the producer's and the workers' threads it spins
+    /// briefly and then sleeps on a futex, where parking_lot's yields the thread to the OS
+    /// scheduler between spins (measurably slower on a loaded machine).
     state: Mutex<State<T>>,
     hasher: foldhash::fast::RandomState,
     /// Everyone when the last held key is released during a drain, or when a drain is cancelled.
     idle: Notify,
     /// Everyone once, when shutdown starts (the delaying layer's loop listens to it).
     shutdown: Arc<Notify>,
+}
+
+impl<T> Shared<T> {
+    /// The state. Poisoning is ignored (only a metrics hook can panic under the lock), so the
+    /// queue stays usable, as it did under parking_lot's mutex, which has none.
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The basic work queue: fair, stingy, with re-add-while-processing.
@@ -261,7 +276,7 @@ impl<T: Key> Clone for Queue<T> {
 
 impl<T: Key> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.shared.state.lock();
+        let st = self.shared.lock();
         f.debug_struct("Queue")
             .field("len", &st.fifo.len())
             .field("processing", &st.processing)
@@ -336,7 +351,7 @@ impl<T: Key> Queue<T> {
         let th = table_hash(tag);
         // Declared before the guard, so a key that is not kept is dropped after the unlock.
         let key = key;
-        let mut guard = self.shared.state.lock();
+        let mut guard = self.shared.lock();
         let st = &mut *guard;
         if st.shutting_down {
             return false;
@@ -405,7 +420,7 @@ impl<T: Key> Queue<T> {
 
     /// Takes the next key if one is queued, without waiting.
     pub fn try_get(&self) -> Option<Item<'_, T>> {
-        let mut st = self.shared.state.lock();
+        let mut st = self.shared.lock();
         match self.pop(&mut st) {
             Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue: self }),
             Pop::Empty | Pop::Closed => None,
@@ -431,7 +446,7 @@ impl<T: Key> Queue<T> {
 
     /// Releases a held key (called by [`Item`]'s `Drop`); a key added meanwhile goes back in line.
     fn done(&self, i: u32, key: T) {
-        let mut guard = self.shared.state.lock();
+        let mut guard = self.shared.lock();
         let st = &mut *guard;
         let s = &mut st.slots[i as usize];
         debug_assert!(s.processing, "only a held key is released");
@@ -472,7 +487,7 @@ impl<T: Key> Queue<T> {
     /// For information only: by the time you act on it, it may have changed.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.shared.state.lock().fifo.len()
+        self.shared.lock().fifo.len()
     }
 
     /// Whether no key waits to be handed out.
@@ -484,7 +499,7 @@ impl<T: Key> Queue<T> {
     /// How many keys workers hold right now.
     #[must_use]
     pub fn processing(&self) -> usize {
-        self.shared.state.lock().processing
+        self.shared.lock().processing
     }
 
     /// Starts shutting down: later adds are refused, workers drain what is queued, then
@@ -513,7 +528,7 @@ impl<T: Key> Queue<T> {
             tokio::pin!(idle);
             idle.as_mut().enable();
             {
-                let st = self.shared.state.lock();
+                let st = self.shared.lock();
                 if !st.drain || (st.processing == 0 && st.fifo.is_empty()) {
                     return;
                 }
@@ -524,7 +539,7 @@ impl<T: Key> Queue<T> {
 
     fn begin_shutdown(&self, drain: bool) {
         let waiters = {
-            let mut st = self.shared.state.lock();
+            let mut st = self.shared.lock();
             st.drain = drain;
             st.shutting_down = true;
             std::mem::take(&mut st.waiters)
@@ -539,7 +554,7 @@ impl<T: Key> Queue<T> {
     /// Whether shutdown has started.
     #[must_use]
     pub fn is_shutting_down(&self) -> bool {
-        self.shared.state.lock().shutting_down
+        self.shared.lock().shutting_down
     }
 
     /// Resolves once shutdown has started.
@@ -549,7 +564,7 @@ impl<T: Key> Queue<T> {
 
     /// Counts one retry in the `retries` metric (the delaying layer calls it on every `add_after`).
     pub(crate) fn record_retry(&self) {
-        if let Some(m) = self.shared.state.lock().metrics.as_mut() {
+        if let Some(m) = self.shared.lock().metrics.as_mut() {
             m.retry();
         }
     }
@@ -569,7 +584,7 @@ impl<'q, T: Key> Future for Get<'q, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let queue = this.queue;
-        let mut guard = queue.shared.state.lock();
+        let mut guard = queue.shared.lock();
         let st = &mut *guard;
         let got = match queue.pop(st) {
             Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue }),
@@ -607,7 +622,7 @@ impl<T: Key> Drop for Get<'_, T> {
     fn drop(&mut self) {
         let Some(id) = self.waiter else { return };
         let wake = {
-            let mut st = self.queue.shared.state.lock();
+            let mut st = self.queue.shared.lock();
             if let Some(pos) = st.waiters.iter().position(|w| w.id == id) {
                 st.waiters.remove(pos);
                 None
@@ -632,7 +647,7 @@ async fn update_unfinished_work<T: Key>(shared: Weak<Shared<T>>) {
     loop {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else { return };
-        let mut st = shared.state.lock();
+        let mut st = shared.lock();
         if st.shutting_down {
             return;
         }
@@ -724,7 +739,7 @@ mod tests {
     use super::*;
 
     fn slots(q: &Queue<String>) -> (usize, usize) {
-        let st = q.shared.state.lock();
+        let st = q.shared.lock();
         (st.slots.len(), st.table.capacity())
     }
 
