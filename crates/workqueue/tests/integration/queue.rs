@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use workqueue::Queue;
 
-async fn take<T: workqueue::Key>(q: &Queue<T>) -> workqueue::Item<'_, T> {
-    tokio::time::timeout(Duration::from_secs(5), q.get()).await.expect("get timed out").expect("queue closed")
-}
+use crate::take;
 
 #[tokio::test]
 async fn fair_keys_come_out_in_first_add_order() {
