@@ -364,8 +364,7 @@ impl<T: Key> Queue<T> {
     /// merged with a waiting copy, or deferred because a worker holds it.
     pub fn add(&self, key: T) -> bool {
         let hash = self.shared.hasher.hash_one(&key);
-        // Folded to 32 bits: the table rebuilds its hash from these when it grows.
-        #[expect(clippy::cast_possible_truncation, reason = "folding the hash to 32 bits")]
+        // Folded to 32 bits (truncation intended): the table rebuilds its hash from these.
         let tag = (hash ^ (hash >> 32)) as u32;
         let th = table_hash(tag);
         // A key that is not kept (merged) drops with the arguments, after the guard.
