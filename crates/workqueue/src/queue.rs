@@ -11,21 +11,40 @@
 //! | [`get`](Queue::get) | pops the head, marks it processing and not dirty, returns an [`Item`] guard |
 //! | dropping the [`Item`] | clears processing; if the key became dirty meanwhile, it is pushed again |
 //!
-//! Each key's state lives in one *slot* of a slab (the key, its hash and both flags); a hash table
-//! finds a key's slot on `add`, and the FIFO and the [`Item`] carry the slot's number, so a get
-//! or a release goes straight to the slot: no hashing and no key comparison after the add. The
-//! add hashes the key once, outside the lock. When nothing is queued or held, the slab and the
-//! table give their memory back, so a burst of keys does not stay resident.
+//! Each key's state lives in one *slot* of a slab (the key and both flags); a hash table finds a
+//! key's slot on `add`, and the FIFO and the [`Item`] carry the slot's number, so a get or a
+//! release goes straight to the slot: no hashing and no key comparison after the add. The add
+//! hashes the key once, outside the lock.
+//!
+//! What the lock covers is kept short, because a producer (an informer's handlers) and the
+//! workers take it for every key, from different threads:
+//!
+//! * **A release does not touch the table.** A finished key's slot is *retired*: marked in a
+//!   bitmap and left in the table with its key. Removing it there and then costs a cache miss
+//!   into a table as large as the backlog, under the lock, once per key. Retired slots are
+//!   *swept* out instead in one sequential pass over the table once they are at least as many
+//!   as the live ones (and at least 1,024), which costs O(1) per key; the swept keys are
+//!   dropped after the lock is released. A key added again before the sweep finds its retired
+//!   slot and is queued in it, as a new add.
+//! * **Parked workers wait in the queue's own list**, under the same lock: an add that queues a
+//!   key wakes the oldest parked `get`, and an add when no worker is parked costs nothing more.
+//!   A `get` dropped after its wake-up, before it took a key, passes the wake-up on, so no key is
+//!   left queued with every worker asleep.
+//! * **A std mutex**: contended, it spins briefly and then sleeps on a futex; parking_lot's
+//!   yields the thread to the OS between spins, which measured slower here.
+//!
+//! When nothing is queued or held, the slab and the table give their memory back, so a burst of
+//! keys does not stay resident.
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
-use std::ops::ControlFlow;
-use std::sync::{Arc, Weak};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use hashbrown::HashTable;
-use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::metrics::{MetricsProvider, QueueMetrics};
@@ -88,40 +107,158 @@ impl fmt::Debug for QueueConfig {
 }
 
 /// A key and the two flags client-go keeps in its `dirty` and `processing` sets. A slot holds a
-/// key exactly while one of them is set; a free slot holds none.
+/// key while one of them is set, and after both are cleared until the next sweep (a *retired*
+/// slot); a free slot holds none.
 struct Slot<T> {
-    hash: u64,
     key: Option<T>,
     dirty: bool,
     processing: bool,
 }
 
+/// A table entry: the slot, and 32 bits of the key's hash, from which the table's own hash is
+/// rebuilt when it grows, without reading the slot.
+#[derive(Clone, Copy)]
+struct Entry {
+    slot: u32,
+    tag: u32,
+}
+
+/// The table's hash of a key, rebuilt from its entry's tag.
+fn table_hash(tag: u32) -> u64 {
+    (u64::from(tag) << 32) | u64::from(tag)
+}
+
 /// Above this many slots, an idle queue frees its slab and table.
 const KEEP_SLOTS: usize = 4096;
+
+/// Retired slots are swept out of the table once there are at least this many, and at least as
+/// many as live ones (so a sweep costs O(1) per retired key).
+const SWEEP_MIN: usize = 1024;
+
+/// A parked [`get`](Queue::get), waiting for a key.
+struct Waiter {
+    id: u64,
+    waker: Waker,
+}
 
 struct State<T> {
     /// Slots of the keys waiting, in order.
     fifo: VecDeque<u32>,
-    /// Slot numbers, found by the key's hash.
-    table: HashTable<u32>,
+    /// Slot numbers, found by the key's hash: every slot that holds a key, retired ones included.
+    table: HashTable<Entry>,
     slots: Vec<Slot<T>>,
     /// Slots whose key is gone, for reuse.
     free: Vec<u32>,
+    /// One bit per slot: retired (finished, still in the table until the next sweep).
+    retired_bits: Vec<u64>,
+    retired: usize,
     processing: usize,
+    /// Parked `get`s, oldest first. Each add that queues a key wakes (and removes) the oldest.
+    waiters: VecDeque<Waiter>,
+    next_waiter: u64,
     shutting_down: bool,
     drain: bool,
     metrics: Option<QueueMetrics<T>>,
 }
 
+impl<T: Key> State<T> {
+    /// Queues slot `i`; returns the parked `get` to wake, if any (woken after the lock is released).
+    fn push(&mut self, i: u32) -> Option<Waker> {
+        self.fifo.push_back(i);
+        self.waiters.pop_front().map(|w| w.waker)
+    }
+
+    fn set_retired(&mut self, i: u32, on: bool) {
+        let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
+        if on {
+            self.retired_bits[word] |= bit;
+            self.retired += 1;
+        } else {
+            self.retired_bits[word] &= !bit;
+            self.retired -= 1;
+        }
+    }
+
+    fn is_retired(&self, i: u32) -> bool {
+        self.retired_bits[(i / 64) as usize] & (1u64 << (i % 64)) != 0
+    }
+
+    /// Keys queued or held.
+    fn live(&self) -> usize {
+        self.table.len() - self.retired
+    }
+
+    /// Removes every retired slot from the table in one pass over it, frees the slots, and
+    /// returns their keys (to be dropped after the lock is released).
+    fn sweep(&mut self) -> Vec<T> {
+        let State { table, slots, free, retired_bits, .. } = self;
+        let bits: &[u64] = retired_bits;
+        table.retain(|e| bits[(e.slot / 64) as usize] & (1u64 << (e.slot % 64)) == 0);
+        // A sweep scans the table's whole capacity: keep it in proportion to what is left, so a
+        // shrinking queue does not pay for its peak.
+        if table.len() < table.capacity() / 4 {
+            table.shrink_to(table.len() * 2, |e| table_hash(e.tag));
+        }
+        let mut keys = Vec::with_capacity(self.retired);
+        for (w, word) in retired_bits.iter_mut().enumerate() {
+            let mut b = std::mem::take(word);
+            while b != 0 {
+                let i = u32::try_from(w * 64).expect("slot numbers fit in u32") + b.trailing_zeros();
+                b &= b - 1;
+                keys.extend(slots[i as usize].key.take());
+                free.push(i);
+            }
+        }
+        self.retired = 0;
+        keys
+    }
+
+    /// An idle queue after a burst: every structure is replaced by an empty one, and the old ones
+    /// are returned to be dropped after the lock is released.
+    fn release_memory(&mut self) -> Garbage<T> {
+        self.retired = 0;
+        self.free = Vec::new();
+        self.retired_bits = Vec::new();
+        self.table = HashTable::new();
+        Garbage::Slab(std::mem::take(&mut self.slots), std::mem::take(&mut self.fifo))
+    }
+}
+
+/// What a release frees, dropped once the lock is released.
+enum Garbage<T> {
+    None,
+    Keys(Vec<T>),
+    Slab(Vec<Slot<T>>, VecDeque<u32>),
+}
+
+impl<T> Garbage<T> {
+    fn free(self) {
+        match self {
+            Garbage::None => {}
+            Garbage::Keys(keys) => drop(keys),
+            Garbage::Slab(slots, fifo) => drop((slots, fifo)),
+        }
+    }
+}
+
 pub(crate) struct Shared<T> {
+    /// A std mutex: under contention between the producer's and the workers' threads it spins
+    /// briefly and then sleeps on a futex, where parking_lot's yields the thread to the OS
+    /// scheduler between spins (measurably slower on a loaded machine).
     state: Mutex<State<T>>,
     hasher: foldhash::fast::RandomState,
-    /// One waiter per pushed key; everyone on shutdown.
-    available: Notify,
-    /// Everyone when the last held key is released, or when a drain is cancelled.
+    /// Everyone when the last held key is released during a drain, or when a drain is cancelled.
     idle: Notify,
     /// Everyone once, when shutdown starts (the delaying layer's loop listens to it).
     shutdown: Arc<Notify>,
+}
+
+impl<T> Shared<T> {
+    /// The state. Poisoning is ignored (only a metrics hook can panic under the lock), so the
+    /// queue stays usable, as it did under parking_lot's mutex, which has none.
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The basic work queue: fair, stingy, with re-add-while-processing.
@@ -158,7 +295,7 @@ impl<T: Key> Clone for Queue<T> {
 
 impl<T: Key> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.shared.state.lock();
+        let st = self.shared.lock();
         f.debug_struct("Queue")
             .field("len", &st.fifo.len())
             .field("processing", &st.processing)
@@ -200,13 +337,16 @@ impl<T: Key> Queue<T> {
                     table: HashTable::new(),
                     slots: Vec::new(),
                     free: Vec::new(),
+                    retired_bits: Vec::new(),
+                    retired: 0,
                     processing: 0,
+                    waiters: VecDeque::new(),
+                    next_waiter: 0,
                     shutting_down: false,
                     drain: false,
                     metrics,
                 }),
                 hasher: foldhash::fast::RandomState::default(),
-                available: Notify::new(),
                 idle: Notify::new(),
                 shutdown: Arc::new(Notify::new()),
             }),
@@ -224,45 +364,63 @@ impl<T: Key> Queue<T> {
     /// merged with a waiting copy, or deferred because a worker holds it.
     pub fn add(&self, key: T) -> bool {
         let hash = self.shared.hasher.hash_one(&key);
-        let mut guard = self.shared.state.lock();
-        if guard.shutting_down {
+        // Folded to 32 bits (truncation intended): the table rebuilds its hash from these.
+        let tag = (hash ^ (hash >> 32)) as u32;
+        let th = table_hash(tag);
+        // A key that is not kept (merged) drops with the arguments, after the guard.
+        let mut guard = self.shared.lock();
+        let st = &mut *guard;
+        if st.shutting_down {
             return false;
         }
-        let State { table, slots, free, fifo, metrics, .. } = &mut *guard;
-        let found = table.find(hash, |&i| {
-            let s = &slots[i as usize];
-            s.hash == hash && s.key.as_ref() == Some(&key)
-        });
-        if let Some(&i) = found {
-            let s = &mut slots[i as usize];
+        let found = {
+            let slots = &st.slots;
+            st.table.find(th, |e| e.tag == tag && slots[e.slot as usize].key.as_ref() == Some(&key)).copied()
+        };
+        let wake = if let Some(Entry { slot: i, .. }) = found {
+            let s = &mut st.slots[i as usize];
             if s.dirty {
                 return true;
             }
-            // Held by a worker: it goes back in line when the worker releases it.
             s.dirty = true;
-            if let Some(m) = metrics.as_mut() {
+            let held = s.processing;
+            if let Some(m) = st.metrics.as_mut() {
                 m.add(&key);
             }
-            return true;
-        }
-        if let Some(m) = metrics.as_mut() {
-            m.add(&key);
-        }
-        let slot = Slot { hash, key: Some(key), dirty: true, processing: false };
-        let i = match free.pop() {
-            Some(i) => {
-                slots[i as usize] = slot;
-                i
+            if held {
+                // Held by a worker: it goes back in line when the worker releases it.
+                return true;
             }
-            None => {
-                slots.push(slot);
-                u32::try_from(slots.len() - 1).expect("fewer than 2^32 keys at once")
+            // Retired: finished earlier and not yet swept; it comes back to life in place.
+            debug_assert!(st.is_retired(i), "a slot neither dirty nor held is retired");
+            st.set_retired(i, false);
+            st.push(i)
+        } else {
+            if let Some(m) = st.metrics.as_mut() {
+                m.add(&key);
             }
+            let slot = Slot { key: Some(key), dirty: true, processing: false };
+            let i = match st.free.pop() {
+                Some(i) => {
+                    st.slots[i as usize] = slot;
+                    i
+                }
+                None => {
+                    let i = u32::try_from(st.slots.len()).expect("fewer than 2^32 keys at once");
+                    st.slots.push(slot);
+                    if i % 64 == 0 {
+                        st.retired_bits.push(0);
+                    }
+                    i
+                }
+            };
+            st.table.insert_unique(th, Entry { slot: i, tag }, |e| table_hash(e.tag));
+            st.push(i)
         };
-        table.insert_unique(hash, i, |&j| slots[j as usize].hash);
-        fifo.push_back(i);
         drop(guard);
-        self.shared.available.notify_one();
+        if let Some(w) = wake {
+            w.wake();
+        }
         true
     }
 
@@ -271,46 +429,24 @@ impl<T: Key> Queue<T> {
     /// Returns `None` once the queue is shutting down **and** empty: while shutting down, keys
     /// already queued are still handed out, so workers finish the backlog before they stop.
     ///
-    /// Cancel-safe: if the future is dropped, no key is taken.
+    /// Cancel-safe: if the future is dropped, no key is taken (and a wake-up it was given passes
+    /// to another waiting `get`).
     pub async fn get(&self) -> Option<Item<'_, T>> {
-        loop {
-            // Fast path: no waiter registration (it costs a lock of its own) when a key is ready.
-            if let ControlFlow::Break(got) = self.take() {
-                return got;
-            }
-            // Register, then look again, so an add between the two cannot be missed.
-            let notified = self.shared.available.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if let ControlFlow::Break(got) = self.take() {
-                return got;
-            }
-            notified.await;
-        }
+        Get { queue: self, waiter: None }.await
     }
 
     /// Takes the next key if one is queued, without waiting.
     pub fn try_get(&self) -> Option<Item<'_, T>> {
-        match self.take() {
-            ControlFlow::Break(got) => got,
-            ControlFlow::Continue(()) => None,
-        }
-    }
-
-    /// `Break(Some(item))`: a key; `Break(None)`: shut down and empty; `Continue`: wait.
-    fn take(&self) -> ControlFlow<Option<Item<'_, T>>> {
-        match self.pop() {
-            Pop::Key(slot, key) => ControlFlow::Break(Some(Item { slot, key: Some(key), queue: self })),
-            Pop::Closed => ControlFlow::Break(None),
-            Pop::Empty => ControlFlow::Continue(()),
+        let mut st = self.shared.lock();
+        match self.pop(&mut st) {
+            Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue: self }),
+            Pop::Empty | Pop::Closed => None,
         }
     }
 
     /// Pops the head; emptiness and shutdown are read under the same lock, so a key added just
     /// before the shutdown is never mistaken for "closed and empty".
-    fn pop(&self) -> Pop<T> {
-        let mut st = self.shared.state.lock();
-        let st = &mut *st;
+    fn pop(&self, st: &mut State<T>) -> Pop<T> {
         let Some(i) = st.fifo.pop_front() else {
             return if st.shutting_down { Pop::Closed } else { Pop::Empty };
         };
@@ -327,40 +463,36 @@ impl<T: Key> Queue<T> {
 
     /// Releases a held key (called by [`Item`]'s `Drop`); a key added meanwhile goes back in line.
     fn done(&self, i: u32, key: T) {
-        let mut guard = self.shared.state.lock();
+        let mut guard = self.shared.lock();
         let st = &mut *guard;
         let s = &mut st.slots[i as usize];
         debug_assert!(s.processing, "only a held key is released");
         s.processing = false;
-        let requeue = s.dirty;
-        // The slot's copy of a finished key (and an idle queue's slab) is freed after the lock is
-        // released.
-        let mut finished = None;
-        let mut slab = None;
-        if requeue {
-            st.fifo.push_back(i);
+        let wake = if s.dirty {
+            st.push(i)
         } else {
-            let hash = s.hash;
-            finished = s.key.take();
-            if let Ok(e) = st.table.find_entry(hash, |&j| j == i) {
-                e.remove();
-            }
-            st.free.push(i);
-            if st.table.is_empty() && st.slots.len() > KEEP_SLOTS {
-                slab = Some(std::mem::take(&mut st.slots));
-                st.free = Vec::new();
-                st.table = HashTable::new();
-            }
-        }
+            // Stays in the table until the next sweep: no table lookup on this path.
+            st.set_retired(i, true);
+            None
+        };
         st.processing -= 1;
         if let Some(m) = st.metrics.as_mut() {
             m.done(&key);
         }
-        let idle = st.processing == 0;
+        let live = st.live();
+        let garbage = if live == 0 && st.slots.len() > KEEP_SLOTS {
+            st.release_memory()
+        } else if st.retired >= SWEEP_MIN && st.retired >= live {
+            Garbage::Keys(st.sweep())
+        } else {
+            Garbage::None
+        };
+        let idle = st.processing == 0 && st.drain;
         drop(guard);
-        drop((finished, slab, key));
-        if requeue {
-            self.shared.available.notify_one();
+        garbage.free();
+        drop(key);
+        if let Some(w) = wake {
+            w.wake();
         } else if idle {
             self.shared.idle.notify_waiters();
         }
@@ -372,7 +504,7 @@ impl<T: Key> Queue<T> {
     /// For information only: by the time you act on it, it may have changed.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.shared.state.lock().fifo.len()
+        self.shared.lock().fifo.len()
     }
 
     /// Whether no key waits to be handed out.
@@ -384,7 +516,7 @@ impl<T: Key> Queue<T> {
     /// How many keys workers hold right now.
     #[must_use]
     pub fn processing(&self) -> usize {
-        self.shared.state.lock().processing
+        self.shared.lock().processing
     }
 
     /// Starts shutting down: later adds are refused, workers drain what is queued, then
@@ -413,7 +545,7 @@ impl<T: Key> Queue<T> {
             tokio::pin!(idle);
             idle.as_mut().enable();
             {
-                let st = self.shared.state.lock();
+                let st = self.shared.lock();
                 if !st.drain || (st.processing == 0 && st.fifo.is_empty()) {
                     return;
                 }
@@ -423,12 +555,15 @@ impl<T: Key> Queue<T> {
     }
 
     fn begin_shutdown(&self, drain: bool) {
-        {
-            let mut st = self.shared.state.lock();
+        let waiters = {
+            let mut st = self.shared.lock();
             st.drain = drain;
             st.shutting_down = true;
+            std::mem::take(&mut st.waiters)
+        };
+        for w in waiters {
+            w.waker.wake();
         }
-        self.shared.available.notify_waiters();
         self.shared.idle.notify_waiters();
         self.shared.shutdown.notify_waiters();
     }
@@ -436,7 +571,7 @@ impl<T: Key> Queue<T> {
     /// Whether shutdown has started.
     #[must_use]
     pub fn is_shutting_down(&self) -> bool {
-        self.shared.state.lock().shutting_down
+        self.shared.lock().shutting_down
     }
 
     /// Resolves once shutdown has started.
@@ -446,8 +581,77 @@ impl<T: Key> Queue<T> {
 
     /// Counts one retry in the `retries` metric (the delaying layer calls it on every `add_after`).
     pub(crate) fn record_retry(&self) {
-        if let Some(m) = self.shared.state.lock().metrics.as_mut() {
+        if let Some(m) = self.shared.lock().metrics.as_mut() {
             m.retry();
+        }
+    }
+}
+
+/// The future of [`Queue::get`]: takes a key when one is queued, else parks in the queue's list
+/// of waiters (under the queue's own lock: one lock per attempt, none of its own).
+struct Get<'q, T: Key> {
+    queue: &'q Queue<T>,
+    /// This get's number in the waiter list, once it has parked.
+    waiter: Option<u64>,
+}
+
+impl<'q, T: Key> Future for Get<'q, T> {
+    type Output = Option<Item<'q, T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let queue = this.queue;
+        let mut guard = queue.shared.lock();
+        let st = &mut *guard;
+        let got = match queue.pop(st) {
+            Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue }),
+            Pop::Closed => None,
+            Pop::Empty => {
+                let parked = this.waiter.and_then(|id| st.waiters.iter_mut().find(|w| w.id == id));
+                match parked {
+                    Some(w) => {
+                        if !w.waker.will_wake(cx.waker()) {
+                            w.waker.clone_from(cx.waker());
+                        }
+                    }
+                    None => {
+                        // First time, or woken and beaten to the key: (re)park at the back.
+                        let id = st.next_waiter;
+                        st.next_waiter += 1;
+                        st.waiters.push_back(Waiter { id, waker: cx.waker().clone() });
+                        this.waiter = Some(id);
+                    }
+                }
+                return Poll::Pending;
+            }
+        };
+        if let Some(id) = this.waiter.take() {
+            // Polled while still parked (not by our wake-up): leave the list.
+            if let Some(pos) = st.waiters.iter().position(|w| w.id == id) {
+                st.waiters.remove(pos);
+            }
+        }
+        Poll::Ready(got)
+    }
+}
+
+impl<T: Key> Drop for Get<'_, T> {
+    fn drop(&mut self) {
+        let Some(id) = self.waiter else { return };
+        let wake = {
+            let mut st = self.queue.shared.lock();
+            if let Some(pos) = st.waiters.iter().position(|w| w.id == id) {
+                st.waiters.remove(pos);
+                None
+            } else if st.fifo.is_empty() {
+                None
+            } else {
+                // Woken for a key it will never take: pass the wake-up on.
+                st.waiters.pop_front().map(|w| w.waker)
+            }
+        };
+        if let Some(w) = wake {
+            w.wake();
         }
     }
 }
@@ -460,7 +664,7 @@ async fn update_unfinished_work<T: Key>(shared: Weak<Shared<T>>) {
     loop {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else { return };
-        let mut st = shared.state.lock();
+        let mut st = shared.lock();
         if st.shutting_down {
             return;
         }
@@ -552,19 +756,40 @@ mod tests {
     use super::*;
 
     fn slots(q: &Queue<String>) -> (usize, usize) {
-        let st = q.shared.state.lock();
+        let st = q.shared.lock();
         (st.slots.len(), st.table.capacity())
+    }
+
+    /// `(retired, table entries, slots)`.
+    fn counts(q: &Queue<String>) -> (usize, usize, usize) {
+        let st = q.shared.lock();
+        (st.retired, st.table.len(), st.slots.len())
+    }
+
+    /// Adds `key`, takes it and releases it: it is finished.
+    fn run(q: &Queue<String>, key: &str) {
+        q.add(key.into());
+        let item = q.try_get().unwrap();
+        assert_eq!(*item, key);
     }
 
     #[test]
     fn a_released_slot_is_reused_and_never_confused_with_its_old_key() {
         let q: Queue<String> = Queue::new();
-        q.add("default/a".into());
-        let a = q.try_get().unwrap();
-        drop(a); // "a" is finished: its slot is free
-        q.add("default/b".into()); // takes the same slot
-        q.add("default/a".into()); // a new slot: "a" is not found in "b"'s
-        assert_eq!(slots(&q).0, 2);
+        let _held = {
+            q.add("default/held".into()); // keeps the queue from going idle
+            q.try_get().unwrap()
+        };
+        run(&q, "default/a"); // retired: still in the table
+        assert_eq!(counts(&q), (1, 2, 2));
+        for i in 1..SWEEP_MIN {
+            run(&q, &format!("default/x{i}"));
+        }
+        // The 1024th retirement swept them all: only the held key is left in the table.
+        assert_eq!(counts(&q), (0, 1, SWEEP_MIN + 1));
+        q.add("default/b".into()); // takes a freed slot, maybe "a"'s
+        q.add("default/a".into()); // another one: "a" is not found in "b"'s
+        assert_eq!(counts(&q), (0, 3, SWEEP_MIN + 1), "freed slots are reused");
         let b = q.try_get().unwrap();
         assert_eq!(*b, "default/b");
         q.add("default/b".into()); // re-added while held
@@ -574,6 +799,36 @@ mod tests {
         drop(b);
         assert_eq!(*q.try_get().unwrap(), "default/b");
         drop(a);
+    }
+
+    #[test]
+    fn a_retired_key_added_again_comes_back_in_its_own_slot() {
+        let q: Queue<String> = Queue::new();
+        run(&q, "default/a");
+        assert_eq!(counts(&q), (1, 1, 1));
+        q.add("default/b".into());
+        q.add("default/a".into()); // revived in place, behind "b"
+        assert_eq!(counts(&q), (0, 2, 2));
+        let b = q.try_get().unwrap();
+        q.add("default/a".into()); // merged: it waits already
+        assert_eq!(q.len(), 1);
+        let a = q.try_get().unwrap();
+        assert_eq!((b.key().as_str(), a.key().as_str()), ("default/b", "default/a"));
+    }
+
+    #[test]
+    fn a_key_held_across_a_sweep_keeps_its_slot_and_its_re_add() {
+        let q: Queue<String> = Queue::new();
+        q.add("default/held".into());
+        let held = q.try_get().unwrap();
+        q.add("default/held".into()); // dirty while held
+        for i in 0..SWEEP_MIN {
+            run(&q, &format!("default/x{i}"));
+        }
+        assert_eq!(counts(&q).0, 0, "swept");
+        assert!(q.try_get().is_none(), "the held key is not handed out twice");
+        drop(held);
+        assert_eq!(*q.try_get().unwrap(), "default/held", "its re-add survived the sweep");
     }
 
     #[test]

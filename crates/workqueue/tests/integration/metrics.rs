@@ -113,6 +113,22 @@ async fn hooks_fire_when_client_go_fires_them() {
     assert_eq!(rec.take(), ["q retries +1", "q adds +1", "q depth +1", "q retries +1"]);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_finished_key_added_again_is_counted_as_a_new_add() {
+    let rec = Recorder::default();
+    let q = Queue::with_config(QueueConfig::named("q").metrics(Arc::new(rec.clone())));
+    q.add("a");
+    q.get().await.unwrap().done();
+    rec.take();
+    q.add("a"); // finished: a new add, as in client-go
+    assert_eq!(rec.take(), ["q adds +1", "q depth +1"]);
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let item = q.get().await.unwrap();
+    assert_eq!(rec.take(), ["q depth -1", "q latency 0.1"]);
+    drop(item);
+    assert_eq!(rec.take(), ["q work 0"]);
+}
+
 #[tokio::test]
 async fn an_unnamed_queue_keeps_no_metrics() {
     let rec = Recorder::default();

@@ -24,8 +24,21 @@ struct KeyRecord {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_key_is_processed_concurrently_and_no_add_is_lost() {
+    exclusive_and_complete(KEYS, ADDS_PER_PRODUCER).await;
+}
+
+/// Enough distinct keys that finished ones are retired, swept out of the table in batches and
+/// revived by re-adds while other workers hold and release keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thousands_of_keys_retired_swept_and_revived_stay_exclusive_and_complete() {
+    exclusive_and_complete(20_000, 20_000).await;
+}
+
+/// `PRODUCERS` producers add `adds_per_producer` keys each (every one of `keys` at least once);
+/// `WORKERS` workers check that no key is held twice and that each key's last run saw its last add.
+async fn exclusive_and_complete(keys: u64, adds_per_producer: u64) {
     let q: Queue<u64> = Queue::new();
-    let records: Arc<Vec<KeyRecord>> = Arc::new((0..KEYS).map(|_| KeyRecord::default()).collect());
+    let records: Arc<Vec<KeyRecord>> = Arc::new((0..keys).map(|_| KeyRecord::default()).collect());
     let version = Arc::new(AtomicU64::new(1));
     let violations = Arc::new(Mutex::new(Vec::new()));
 
@@ -55,8 +68,8 @@ async fn no_key_is_processed_concurrently_and_no_add_is_lost() {
         .map(|p| {
             let (q, records, version) = (q.clone(), records.clone(), version.clone());
             tokio::spawn(async move {
-                for i in 0..ADDS_PER_PRODUCER {
-                    let key = (p * 7919 + i * 31) % KEYS;
+                for i in 0..adds_per_producer {
+                    let key = (p * 7919 + i * 31) % keys;
                     let v = version.fetch_add(1, Ordering::SeqCst);
                     records[key as usize].added.fetch_max(v, Ordering::SeqCst);
                     assert!(q.add(key));
@@ -90,7 +103,7 @@ async fn no_key_is_processed_concurrently_and_no_add_is_lost() {
         assert!(times >= 1, "key {key} never processed");
     }
     assert!(stale.is_empty(), "keys whose last add was never processed: {stale:?}");
-    assert!(total <= PRODUCERS * ADDS_PER_PRODUCER, "never more runs than adds ({total})");
+    assert!(total <= PRODUCERS * adds_per_producer, "never more runs than adds ({total})");
     assert_eq!(q.processing(), 0);
 }
 
@@ -149,4 +162,82 @@ async fn keys_added_right_before_shutdown_are_not_stranded() {
         worker.await.unwrap();
         assert!(q.is_empty(), "round {round}: keys stranded: {q:?}");
     }
+}
+
+/// One worker loops on `get`; the others, each round, park a `get`, leave it unpolled for a
+/// moment and then drop it, as a worker that turned to something else would. Each round's first
+/// key goes to the looping worker (the oldest waiter), which then parks again behind the others;
+/// the second key's wake-up goes to a parked `get` that is dropped without running, and must be
+/// passed on, from one dropped `get` to the next, until it reaches the looping worker. If a
+/// dropped `get` kept it, the key would stay queued with that worker parked and the round would
+/// never complete. The wait is for progress, before any shutdown (which would wake everyone and
+/// hide the loss).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_wake_up_given_to_dropped_gets_reaches_a_worker() {
+    const ROUNDS: u64 = 200;
+    const LEAVERS: u64 = WORKERS as u64 - 1;
+    let q: Queue<u64> = Queue::new();
+    let processed = Arc::new(AtomicU64::new(0));
+    let parked = Arc::new(AtomicU64::new(0));
+    let progress = Arc::new(tokio::sync::Notify::new());
+    let (next_round, rounds) = tokio::sync::watch::channel(0u64);
+    let worker = tokio::spawn({
+        let (q, processed, progress) = (q.clone(), processed.clone(), progress.clone());
+        async move {
+            while let Some(item) = q.get().await {
+                drop(item);
+                processed.fetch_add(1, Ordering::SeqCst);
+                progress.notify_one();
+            }
+        }
+    });
+    let leavers: Vec<_> = (0..LEAVERS)
+        .map(|_| {
+            let (q, parked) = (q.clone(), parked.clone());
+            let mut rounds = rounds.clone();
+            tokio::spawn(async move {
+                while rounds.changed().await.is_ok() {
+                    let mut get = std::pin::pin!(q.get());
+                    assert!(futures::poll!(get.as_mut()).is_pending(), "a round starts empty");
+                    parked.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(std::time::Duration::from_micros(200)).await;
+                } // each round's `get` dropped unpolled, woken or not
+            })
+        })
+        .collect();
+    let wait_for = |n: u64| {
+        let (processed, progress) = (processed.clone(), progress.clone());
+        async move {
+            loop {
+                let notified = progress.notified();
+                if processed.load(Ordering::SeqCst) >= n {
+                    return;
+                }
+                // A guard against a hang only: a lost wake-up stalls a round for good.
+                tokio::time::timeout(std::time::Duration::from_secs(60), notified)
+                    .await
+                    .unwrap_or_else(|_| panic!("stalled before {n} keys were processed"));
+            }
+        }
+    };
+    for r in 0..ROUNDS {
+        next_round.send_replace(r);
+        while parked.load(Ordering::SeqCst) < (r + 1) * LEAVERS {
+            tokio::task::yield_now().await;
+        }
+        assert!(q.add(2 * r));
+        wait_for(2 * r + 1).await;
+        for _ in 0..16 {
+            tokio::task::yield_now().await; // the worker parks again, behind the others
+        }
+        assert!(q.add(2 * r + 1));
+        wait_for(2 * r + 2).await;
+    }
+    q.shut_down();
+    drop(next_round);
+    worker.await.unwrap();
+    for l in leavers {
+        l.await.unwrap();
+    }
+    assert_eq!(processed.load(Ordering::SeqCst), 2 * ROUNDS);
 }

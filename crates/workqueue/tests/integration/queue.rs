@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use workqueue::Queue;
 
-async fn take<T: workqueue::Key>(q: &Queue<T>) -> workqueue::Item<'_, T> {
-    tokio::time::timeout(Duration::from_secs(5), q.get()).await.expect("get timed out").expect("queue closed")
-}
+use crate::take;
 
 #[tokio::test]
 async fn fair_keys_come_out_in_first_add_order() {
@@ -81,6 +79,57 @@ async fn dropping_a_pending_get_takes_no_key() {
     assert!(pending.is_err());
     q.add(1);
     assert_eq!(*take(&q).await, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_woken_get_dropped_before_it_runs_passes_the_wake_up_on() {
+    let q: Queue<u32> = Queue::new();
+    let mut first = Box::pin(q.get());
+    assert!(futures::poll!(first.as_mut()).is_pending(), "parked first: the oldest waiter");
+    let second = tokio::spawn({
+        let q = q.clone();
+        async move { *q.get().await.expect("a key") }
+    });
+    tokio::task::yield_now().await; // `second` parks behind `first`
+    assert!(q.add(7), "wakes the oldest waiter, `first`");
+    drop(first); // which never runs: its wake-up must reach `second`
+    // Paused time: if `second` is never woken, the runtime idles and the hour passes at once.
+    let got = tokio::time::timeout(Duration::from_secs(3600), second).await.expect("the wake-up was lost");
+    assert_eq!(got.unwrap(), 7);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parked_get_polled_again_is_not_counted_twice() {
+    let q: Queue<u32> = Queue::new();
+    let mut get = Box::pin(q.get());
+    for _ in 0..3 {
+        assert!(futures::poll!(get.as_mut()).is_pending());
+    }
+    let other = tokio::spawn({
+        let q = q.clone();
+        async move { *q.get().await.expect("a key") }
+    });
+    tokio::task::yield_now().await;
+    // Two adds, two parked gets: each gets one, whatever the repeated polls left behind.
+    q.add(1);
+    q.add(2);
+    let mine = *get.await.expect("a key");
+    let theirs = tokio::time::timeout(Duration::from_secs(3600), other).await.expect("woken").unwrap();
+    assert_eq!((mine, theirs), (1, 2));
+}
+
+#[tokio::test]
+async fn a_finished_key_added_again_is_queued_behind_keys_added_before_it() {
+    let q = Queue::new();
+    q.add("a");
+    take(&q).await.done(); // "a" finished
+    q.add("b");
+    q.add("a");
+    q.add("a"); // merged
+    assert_eq!(q.len(), 2);
+    assert_eq!(*take(&q).await, "b");
+    assert_eq!(*take(&q).await, "a");
+    assert!(q.try_get().is_none());
 }
 
 #[tokio::test]
