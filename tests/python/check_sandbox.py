@@ -1,4 +1,5 @@
-"""Python's `kubernetes` client against the sandbox: list, watch, create, patch, and a conflict.
+"""Python's `kubernetes` client against the sandbox: list, watch, create, patch, a conflict, and
+the workload kinds' defaults and a service account token read back through its typed models.
 
 Usage: check_sandbox.py KUBECONFIG. Prints one line per check and exits non-zero on the first
 failure.
@@ -51,6 +52,39 @@ def main(kubeconfig: str) -> None:
     except ApiException as e:
         assert e.status == 409, e
         print("conflict: 409 on a stale resourceVersion")
+    passed += 1
+
+    apps = client.AppsV1Api()
+    batch = client.BatchV1Api()
+    container = client.V1Container(name="main", image="busybox:1.36")
+    labels = {"app": "py"}
+    sts = client.V1StatefulSet(
+        metadata=client.V1ObjectMeta(name="py-db"),
+        spec=client.V1StatefulSetSpec(
+            service_name="py-db",
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(metadata=client.V1ObjectMeta(labels=labels),
+                                              spec=client.V1PodSpec(containers=[container])),
+        ),
+    )
+    made = apps.create_namespaced_stateful_set("default", sts)
+    assert made.spec.replicas == 1 and made.spec.pod_management_policy == "OrderedReady", made.spec
+    job = client.V1Job(
+        metadata=client.V1ObjectMeta(name="py-job"),
+        spec=client.V1JobSpec(template=client.V1PodTemplateSpec(
+            spec=client.V1PodSpec(containers=[container], restart_policy="Never"))),
+    )
+    made = batch.create_namespaced_job("default", job)
+    assert made.spec.backoff_limit == 6 and made.spec.selector.match_labels, made.spec
+    print("workloads: a StatefulSet and a Job read back with their defaults")
+    passed += 1
+
+    core.create_namespaced_service_account("default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="py-sa")))
+    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=["api"]))
+    token = core.create_namespaced_service_account_token("py-sa", "default", request).status.token
+    review = client.AuthenticationV1Api().create_token_review(client.V1TokenReview(spec=client.V1TokenReviewSpec(token=token)))
+    assert review.status.authenticated and review.status.user.username == "system:serviceaccount:default:py-sa", review.status
+    print("token: issued and reviewed for", review.status.user.username)
     passed += 1
 
     print(f"python client: {passed} checks passed")

@@ -4,8 +4,9 @@
 //! watches that resume or expire, selectors, finalizers, garbage collection — without a cluster.
 //! The sandbox keeps objects in memory and answers the Kubernetes REST API; [`Sandbox::client`]
 //! gives a `kube::Client` whose requests go straight to it (a `tower::Service`, no sockets), so
-//! every test runs real serialization, real watch streams and real error statuses. It serves the
-//! built-in kinds a controller meets and **CustomResourceDefinitions**: your own kinds, with
+//! every test runs real serialization, real watch streams and real error statuses. It serves
+//! every built-in resource of a v1.32 cluster's discovery — the kinds a controller owns with
+//! upstream's defaults and validation — and **CustomResourceDefinitions**: your own kinds, with
 //! their structural schema enforced (validation, pruning, defaults), status and scale
 //! subresources, several versions, printer columns, discovery and OpenAPI.
 //!
@@ -83,7 +84,9 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
-//! | [`resource`] | what a served resource is, and the built-in kinds, one declaration each |
+//! | [`resource`] | what a served resource is: its strategy, how it answers, its acting subresources |
+//! | [`catalog`] | the built-in resources, one file per API group, one declaration each |
+//! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
 //! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
 //! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
 //! | [`schema`] | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |
@@ -121,6 +124,8 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+pub mod actions;
+pub mod catalog;
 pub mod endpoints;
 pub mod faults;
 pub mod field_validation;

@@ -71,6 +71,10 @@ fn ownable(def: &ResourceDef, path: &str, sub: Subresource) -> bool {
         Subresource::Main => !(def.status_subresource && under(&shown, ".status")),
         Subresource::Status => under(&shown, ".status"),
         Subresource::Scale => under(&shown, def.scale.map_or(".spec.replicas", |s| s.spec_replicas)),
+        Subresource::Action(a) => match a.run {
+            crate::actions::Run::Owns(parts) => parts.iter().any(|p| under(&shown, &p.replace('/', "."))),
+            _ => false,
+        },
     }
 }
 
@@ -110,14 +114,6 @@ pub(crate) fn is_member(def: &ResourceDef, path: &str) -> bool {
     !(container_resources || ALWAYS_PRESENT.contains(&shown.as_str()))
 }
 
-fn subresource_name(sub: Subresource) -> &'static str {
-    match sub {
-        Subresource::Main => "",
-        Subresource::Status => "status",
-        Subresource::Scale => "scale",
-    }
-}
-
 /// Records an Update by `manager` that turned `old` (absent for a create) into `new`, in `new`'s
 /// `managedFields` (which start as the body's, or else the stored ones).
 pub fn record_update(
@@ -134,7 +130,7 @@ pub fn record_update(
     if changed.is_empty() && removed.is_empty() {
         return;
     }
-    let subresource = subresource_name(sub);
+    let subresource = sub.name();
     let mut entries = take_entries(new);
     let mut mine = BTreeSet::new();
     entries.retain_mut(|e| {

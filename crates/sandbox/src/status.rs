@@ -117,6 +117,14 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
+    /// 403 from an admission plugin (`admission.NewForbidden`): `<resource> "<name>" is
+    /// forbidden: <why>`, the resource in the details.
+    pub fn admission_forbidden(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        let resource = qualified(group, plural);
+        Self::new(403, "Forbidden", format!("{resource} \"{name}\" is forbidden: {why}"))
+            .with_details(group, plural, name)
+    }
+
     /// 403: forbidden, e.g. creating in a terminating namespace.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(403, "Forbidden", message)

@@ -398,7 +398,7 @@ fn the_python_kubernetes_client_works_against_the_sandbox() {
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("python client: 5 checks passed"), "{text}");
+    assert!(text.contains("python client: 7 checks passed"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

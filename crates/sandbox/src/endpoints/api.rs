@@ -17,14 +17,15 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::Shared;
+use crate::actions::Run;
 use crate::field_validation::{self, Directive};
 use crate::patch::PatchType;
 use crate::record::RequestRecord;
-use crate::resource::ResourceDef;
+use crate::resource::{Answer, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::Store;
-use crate::store::{Change, ChangeType, DeleteOptions, ListQuery, Propagation, Subresource};
+use crate::store::{Change, ChangeType, DeleteOptions, ListQuery, Subresource};
 
 /// The body of every sandbox response.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -84,12 +85,6 @@ fn parse_target(store: &Store, path: &str) -> Result<Target, ApiError> {
         _ => return Err(ApiError::no_route(path)),
     };
     let find = |plural: &str| store.find(group, version, plural);
-    let sub = |s: Option<&&str>| match s.copied() {
-        None => Ok(Subresource::Main),
-        Some("status") => Ok(Subresource::Status),
-        Some("scale") => Ok(Subresource::Scale),
-        Some(_) => Err(ApiError::no_route(path)),
-    };
     let (def, namespace, name, subres) = match rest {
         ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|d| d.namespaced) => (
             find(plural).expect("checked"),
@@ -109,12 +104,15 @@ fn parse_target(store: &Store, path: &str) -> Result<Target, ApiError> {
     if rest.len() > if namespace.is_some() { 5 } else { 3 } {
         return Err(ApiError::no_route(path));
     }
-    let sub = sub(subres)?;
-    if (sub == Subresource::Status && !def.status_subresource)
-        || (sub == Subresource::Scale && def.scale.is_none())
-    {
-        return Err(ApiError::no_route(path));
-    }
+    let sub = match subres.copied() {
+        None => Subresource::Main,
+        Some("status") if def.status_subresource => Subresource::Status,
+        Some("scale") if def.scale.is_some() => Subresource::Scale,
+        Some(s) => match def.actions().iter().find(|a| a.name == s) {
+            Some(a) => Subresource::Action(a),
+            None => return Err(ApiError::no_route(path)),
+        },
+    };
     Ok(Target { def, namespace, name, sub })
 }
 
@@ -248,30 +246,7 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
 }
 
 fn delete_options(q: &Query, body: &Value) -> Result<DeleteOptions, ApiError> {
-    let policy = body
-        .get("propagationPolicy")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| q.propagation.clone());
-    let propagation = match policy.as_deref() {
-        None | Some("Background") => Propagation::Background,
-        Some("Foreground") => Propagation::Foreground,
-        Some("Orphan") => Propagation::Orphan,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "invalid propagationPolicy {other:?}: must be Background, Foreground or Orphan"
-            )));
-        }
-    };
-    let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true);
-    Ok(DeleteOptions {
-        propagation: if orphan { Propagation::Orphan } else { propagation },
-        uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned),
-        resource_version: body
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    })
+    DeleteOptions::from_body(body, q.propagation.as_deref())
 }
 
 fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
@@ -280,6 +255,9 @@ fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
         (&Method::GET, false) if watch => "watch",
         (&Method::GET, false) => "list",
         (&Method::POST, false) => "create",
+        // `pods/<name>/binding`, `/eviction`, `serviceaccounts/<name>/token`: a create of the
+        // subresource.
+        (&Method::POST, true) if matches!(t.sub, Subresource::Action(_)) => "create",
         (&Method::PUT, true) => "update",
         (&Method::PATCH, true) => "patch",
         (&Method::DELETE, true) => "delete",
@@ -494,12 +472,7 @@ where
     // What was asked is recorded before it is validated, as the API server's request info is.
     record.group = t.def.group.to_owned();
     record.resource = t.def.plural.to_owned();
-    record.subresource = match t.sub {
-        Subresource::Main => "",
-        Subresource::Status => "status",
-        Subresource::Scale => "scale",
-    }
-    .to_owned();
+    record.subresource = t.sub.name().to_owned();
     record.namespace = t.namespace.clone().unwrap_or_default();
     record.name = t.name.clone().unwrap_or_default();
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -515,7 +488,12 @@ where
     }
     q.as_table = matches!(render, Render::Table(_));
     q.render = render;
-    if verb == "unsupported" {
+    let allowed = match t.sub {
+        Subresource::Main => t.def.verbs().contains(&verb),
+        Subresource::Status | Subresource::Scale => matches!(verb, "get" | "update" | "patch"),
+        Subresource::Action(a) => a.verbs.contains(&verb),
+    };
+    if verb == "unsupported" || !allowed {
         return Err(ApiError::method_not_allowed(parts.method.as_str(), path));
     }
     if let Some(e) = shared.faults.check(verb, t.def.plural) {
@@ -575,6 +553,43 @@ where
             &q,
             (verb == "patch").then(|| PatchType::from_content_type(content_type)),
         )?;
+    }
+    // What is answered rather than stored: an action on an object, a review, computed objects.
+    if let Subresource::Action(a) = t.sub
+        && !matches!(a.run, Run::Owns(_))
+    {
+        let body = parse_object(&bytes, content_type, verb, a.kind.2)?;
+        let (code, answer) = crate::actions::run(store, def, a.run, ns, name, &body)?;
+        return Ok(json_response(code, &answer));
+    }
+    match def.answer() {
+        Answer::Stored => {}
+        Answer::Review(review) => {
+            let body = parse_object(&bytes, content_type, "create", def.kind)?;
+            let bearer = parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or("");
+            let (code, mut answer) = crate::actions::review(store, review, ns, body, bearer)?;
+            def.stamp(&mut answer);
+            return Ok(json_response(code, &answer));
+        }
+        Answer::Computed(objects) => {
+            let objects = objects();
+            return match verb {
+                "get" => objects
+                    .into_iter()
+                    .find(|o| crate::object::meta_str(o, "name") == name)
+                    .map(|o| json_response(200, &o))
+                    .ok_or_else(|| ApiError::not_found(def.group, def.plural, name)),
+                _ => Ok(json_response(
+                    200,
+                    &json!({ "kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {}, "items": objects }),
+                )),
+            };
+        }
     }
     match verb {
         "get" | "list" | "watch" if q.render != Render::Object => match verb {

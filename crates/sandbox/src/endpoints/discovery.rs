@@ -22,11 +22,27 @@ pub(crate) fn groups(registry: &Registry) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-fn verbs(r: &ResourceDef) -> Vec<&'static str> {
-    vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-        .into_iter()
-        .filter(|v| r.plural != "namespaces" || *v != "deletecollection")
-        .collect()
+/// A resource's subresources as `(name, (group, version, kind), verbs)`: `status`, `scale`, and
+/// its actions.
+/// A subresource as discovery lists it: name, `(group, version, kind)`, verbs.
+type SubresourceEntry = (&'static str, (&'static str, &'static str, &'static str), &'static [&'static str]);
+
+fn subresources(r: &ResourceDef) -> Vec<SubresourceEntry> {
+    const GET_UPDATE: &[&str] = &["get", "patch", "update"];
+    let mut subs = Vec::new();
+    if r.status_subresource {
+        subs.push(("status", (r.group, r.version, r.kind), GET_UPDATE));
+    }
+    if r.scale.is_some() {
+        subs.push(("scale", ("autoscaling", "v1", "Scale"), GET_UPDATE));
+    }
+    subs.extend(r.actions().iter().map(|a| (a.name, a.kind, a.verbs)));
+    // A built-in kind's are listed by name; a custom resource's status before scale, as
+    // apiextensions-apiserver adds them.
+    if r.custom().is_none() {
+        subs.sort_by_key(|s| s.0);
+    }
+    subs
 }
 
 fn served<'a>(
@@ -38,17 +54,22 @@ fn served<'a>(
 }
 
 fn resource_entries(registry: &Registry, group: &str, version: &str) -> Vec<Value> {
+    let mut served: Vec<&ResourceDef> = served(registry, group, version).collect();
+    // Upstream lists a group version's resources by name, each followed by its subresources.
+    served.sort_by_key(|r| r.plural);
     let mut out = Vec::new();
-    for r in served(registry, group, version) {
+    for r in served {
         out.push(json!({
             "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
-            "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "storageVersionHash": "",
+            "verbs": r.verbs(), "shortNames": r.short_names, "categories": r.categories, "storageVersionHash": "",
         }));
-        if r.status_subresource {
-            out.push(json!({ "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": r.kind, "verbs": ["get", "patch", "update"] }));
-        }
-        if r.scale.is_some() {
-            out.push(json!({ "name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced, "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"] }));
+        for (name, (g, v, kind), verbs) in subresources(r) {
+            let mut entry = json!({ "name": format!("{}/{name}", r.plural), "singularName": "", "namespaced": r.namespaced, "kind": kind, "verbs": verbs });
+            if (g, v) != (r.group, r.version) {
+                entry["group"] = json!(g);
+                entry["version"] = json!(v);
+            }
+            out.push(entry);
         }
     }
     out
@@ -121,19 +142,21 @@ pub fn aggregated(registry: &Registry, core: bool) -> Value {
             let versions: Vec<Value> = versions
                 .into_iter()
                 .map(|v| {
-                    let resources: Vec<Value> = served(registry, g, v)
+                    let mut served: Vec<&ResourceDef> = served(registry, g, v).collect();
+                    served.sort_by_key(|r| r.plural);
+                    let resources: Vec<Value> = served
+                        .into_iter()
                         .map(|r| {
-                            let mut subs = Vec::new();
-                            if r.status_subresource {
-                                subs.push(json!({ "subresource": "status", "responseKind": { "group": g, "version": v, "kind": r.kind }, "verbs": ["get", "patch", "update"] }));
-                            }
-                            if r.scale.is_some() {
-                                subs.push(json!({ "subresource": "scale", "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" }, "verbs": ["get", "patch", "update"] }));
-                            }
+                            let subs: Vec<Value> = subresources(r)
+                                .into_iter()
+                                .map(|(name, (sg, sv, kind), verbs)| {
+                                    json!({ "subresource": name, "responseKind": { "group": sg, "version": sv, "kind": kind }, "verbs": verbs })
+                                })
+                                .collect();
                             json!({
                                 "resource": r.plural, "responseKind": { "group": g, "version": v, "kind": r.kind },
                                 "scope": if r.namespaced { "Namespaced" } else { "Cluster" }, "singularResource": r.singular,
-                                "verbs": verbs(r), "shortNames": r.short_names, "categories": r.categories, "subresources": subs,
+                                "verbs": r.verbs(), "shortNames": r.short_names, "categories": r.categories, "subresources": subs,
                             })
                         })
                         .collect();

@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 use crate::object::meta_str;
 use crate::resource::ResourceDef;
 
+mod workloads;
+
 /// A column: header, type, priority (1: shown by `kubectl get -o wide` only; the server sends
 /// every column, as upstream's table convertor prints with `Wide: true`), and its cell.
 struct Column {
@@ -79,7 +81,7 @@ fn format_labels(m: Option<&Value>) -> String {
 
 /// `metav1.FormatLabelSelector`: match labels then expressions, as the selector's `String()`;
 /// `<none>` for an empty selector.
-fn format_label_selector(sel: Option<&Value>) -> String {
+pub(crate) fn format_label_selector(sel: Option<&Value>) -> String {
     let Some(sel) = sel.filter(|s| s.is_object()) else { return "<none>".into() };
     let mut reqs: Vec<(String, String)> = sel
         .get("matchLabels")
@@ -213,6 +215,9 @@ fn event_times(o: &Value) -> (Value, Value) {
 /// (`pkg/printers/internalversion/printers.go`, `AddHandlers`): names, types (a count in a
 /// `string` column stays an integer cell, as upstream's does), priorities, and cells.
 fn columns(def: &ResourceDef) -> Vec<Column> {
+    if let Some(cols) = workloads::columns(def.kind) {
+        return cols;
+    }
     let mut cols = vec![Column { name: "Name", kind: "string", priority: 0, cell: name }];
     match def.kind {
         "Deployment" => {

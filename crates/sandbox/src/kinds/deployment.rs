@@ -7,20 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::kinds::pod::{self, object_at, set_default};
 use crate::resource::FieldError;
-
-fn set_default(obj: &mut Map<String, Value>, key: &str, value: Value) {
-    if obj.get(key).is_none_or(Value::is_null) {
-        obj.insert(key.to_owned(), value);
-    }
-}
-
-fn object_at<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
-    if !v.get(key).is_some_and(Value::is_object) {
-        v[key] = json!({});
-    }
-    v[key].as_object_mut().expect("just made an object")
-}
 
 /// The defaults `kube-apiserver` fills in for an apps/v1 Deployment.
 pub fn default(d: &mut Value) {
@@ -50,30 +38,7 @@ pub fn default(d: &mut Value) {
         }
     }
     object_at(&mut d["spec"], "template");
-    let pod_spec = object_at(&mut d["spec"]["template"], "spec");
-    set_default(pod_spec, "restartPolicy", json!("Always"));
-    set_default(pod_spec, "terminationGracePeriodSeconds", json!(30));
-    set_default(pod_spec, "dnsPolicy", json!("ClusterFirst"));
-    set_default(pod_spec, "securityContext", json!({}));
-    set_default(pod_spec, "schedulerName", json!("default-scheduler"));
-    for list in ["containers", "initContainers"] {
-        let Some(containers) = pod_spec.get_mut(list).and_then(Value::as_array_mut) else { continue };
-        for c in containers.iter_mut().filter_map(Value::as_object_mut) {
-            let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-            let tag_latest =
-                image.rsplit('/').next().is_none_or(|last| !last.contains(':') || last.ends_with(":latest"));
-            let pull = if tag_latest && !image.contains('@') { "Always" } else { "IfNotPresent" };
-            set_default(c, "imagePullPolicy", json!(pull));
-            set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
-            set_default(c, "terminationMessagePolicy", json!("File"));
-            set_default(c, "resources", json!({}));
-            if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
-                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-                    set_default(p, "protocol", json!("TCP"));
-                }
-            }
-        }
-    }
+    pod::default_template(&mut d["spec"]["template"]);
 }
 
 /// Whether a `LabelSelector` (matchLabels + matchExpressions) selects `labels`.
@@ -103,7 +68,7 @@ pub fn selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
     labels_ok && exprs_ok
 }
 
-fn selector_is_empty(selector: &Value) -> bool {
+pub(crate) fn selector_is_empty(selector: &Value) -> bool {
     let empty = |k: &str| {
         selector.get(k).is_none_or(|v| {
             v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty) || v.is_null()
@@ -140,45 +105,8 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
         ),
         Some(_) => {}
     }
-    let containers = spec.pointer("/template/spec/containers").and_then(Value::as_array);
-    match containers {
-        None => err("spec.template.spec.containers", "Required value".into()),
-        Some(cs) if cs.is_empty() => err("spec.template.spec.containers", "Required value".into()),
-        Some(cs) => {
-            let mut names = std::collections::HashSet::new();
-            for (i, c) in cs.iter().enumerate() {
-                // `ValidateContainers`: a DNS-1123 label, unique in the pod.
-                match c.get("name").and_then(Value::as_str).unwrap_or("") {
-                    "" => err(&format!("spec.template.spec.containers[{i}].name"), "Required value".into()),
-                    n => {
-                        if let Some(why) = crate::object::check_label(n) {
-                            err(
-                                &format!("spec.template.spec.containers[{i}].name"),
-                                format!("Invalid value: {n:?}: {why}"),
-                            );
-                        }
-                        if !names.insert(n) {
-                            err(
-                                &format!("spec.template.spec.containers[{i}].name"),
-                                format!("Duplicate value: {n:?}"),
-                            );
-                        }
-                    }
-                }
-                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
-                    err(&format!("spec.template.spec.containers[{i}].image"), "Required value".into());
-                }
-            }
-        }
-    }
-    if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
-        && p != "Always"
-    {
-        err(
-            "spec.template.spec.restartPolicy",
-            format!("Unsupported value: {p:?}: supported values: \"Always\""),
-        );
-    }
+    let template_spec = spec.pointer("/template/spec").cloned().unwrap_or_default();
+    errs.extend(pod::validate_spec(&template_spec, "spec.template.spec", &["Always"]));
     errs.extend(strategy_errors(&spec));
     errs.extend(spec_count_errors(&spec));
     // The strategy's `ValidateUpdate` checks the selector's immutability after the spec.

@@ -315,3 +315,62 @@ pub fn decode_core(ev: &Value) -> Result<(), String> {
 pub fn decode_events_v1(ev: &Value) -> Result<(), String> {
     decode_times(ev, EVENTS_V1_SHAPE.times)
 }
+
+/// Core v1 Event ↔ events.k8s.io/v1 Event field names; stored in the core form.
+const EVENT_RENAMES: [(&str, &str); 7] = [
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+    ("reportingComponent", "reportingController"),
+];
+
+fn rename_fields(mut v: Value, to_new: bool) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        for (core, new) in EVENT_RENAMES {
+            let (from, to) = if to_new { (core, new) } else { (new, core) };
+            if let Some(x) = o.remove(from) {
+                o.insert(to.to_owned(), x);
+            }
+        }
+    }
+    v
+}
+
+pub(crate) fn event_to_core(v: Value) -> Value {
+    rename_fields(v, false)
+}
+pub(crate) fn event_from_core(v: Value) -> Value {
+    rename_fields(v, true)
+}
+
+/// An events.k8s.io/v1 Event stored as the core/v1 type writes it (both APIs share one storage).
+pub fn v1_to_storage(v: Value) -> Value {
+    let mut core = event_to_core(v);
+    default_core(&mut core);
+    core
+}
+/// A stored Event as the events.k8s.io/v1 type writes it.
+pub fn v1_from_storage(v: Value) -> Value {
+    let mut new = event_from_core(v);
+    default_events_v1(&mut new);
+    new
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn events_round_trip_between_the_two_apis() {
+        let new = json!({ "regarding": { "name": "web" }, "note": "hi", "reason": "Created", "reportingController": "c" });
+        let core = event_to_core(new.clone());
+        assert_eq!(core["involvedObject"]["name"], "web");
+        assert_eq!(core["message"], "hi");
+        assert_eq!(event_from_core(core), new);
+    }
+}

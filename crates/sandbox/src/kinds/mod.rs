@@ -4,30 +4,46 @@
 //!
 //! | module | kind |
 //! |---|---|
+//! | [`autoscaler`] | HorizontalPodAutoscalers: v2 defaults and bounds, conversion to and from v1 |
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
+//! | [`csr`] | CertificateSigningRequests: the requester, the required fields |
 //! | [`custom`] | every custom resource: the one strategy a CRD version's structural schema drives |
 //! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
+//! | [`network`] | Ingresses (path types, backends) and NetworkPolicies (policy types) |
+//! | [`node`] | v1 Node: allocatable from capacity |
+//! | [`pod`] | v1 Pod and every template's pod spec: defaults, admission's additions, the rules, immutability |
+//! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
+//! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
+//! | [`workload`] | ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, PodTemplates |
 //!
-//! Kinds with no rules of their own (ServiceAccount, PodDisruptionBudget) are checked only for
-//! their shape, from their k8s-openapi type (see [`crate::resource`]).
+//! Kinds with no rules of their own (ServiceAccount, PodDisruptionBudget, EndpointSlice, …) are
+//! checked only for their shape, from their k8s-openapi type (see [`crate::catalog`]).
 
+pub mod autoscaler;
 pub mod configmap;
 pub mod crd;
+pub mod csr;
 pub mod custom;
 pub mod deployment;
 pub mod event;
 pub mod lease;
 pub mod namespace;
+pub mod network;
+pub mod node;
+pub mod pod;
+pub mod priority;
 pub mod rbac;
 pub mod secret;
 pub mod service;
+pub mod volume;
+pub mod workload;
 
 /// The largest total of a ConfigMap's or a Secret's values (`core.MaxSecretSize`).
 pub const MAX_SIZE: usize = 1024 * 1024;

@@ -14,6 +14,7 @@
 //! | `apply.rs` | server-side apply |
 //! | `crd.rs` | the CRD controllers: names, establishing, finalizing |
 
+mod admission;
 mod apply;
 mod crd;
 mod deletion;
@@ -53,6 +54,31 @@ pub enum Subresource {
     Status,
     /// `/scale`.
     Scale,
+    /// One of the resource's [`Action`](crate::resource::Action)s. The store serves those that
+    /// write only their parts of the object ([`Run::Owns`](crate::actions::Run::Owns):
+    /// `ephemeralcontainers`, `approval`, `finalize`); [`crate::actions`] the others.
+    Action(&'static crate::resource::Action),
+}
+
+impl Subresource {
+    /// Its name in a URL, as a request record names it; empty for the object itself.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Main => "",
+            Self::Status => "status",
+            Self::Scale => "scale",
+            Self::Action(a) => a.name,
+        }
+    }
+
+    /// The parts an [`Action`](Self::Action) writes.
+    fn parts(self) -> &'static [&'static str] {
+        match self {
+            Self::Action(crate::resource::Action { run: crate::actions::Run::Owns(parts), .. }) => parts,
+            _ => &[],
+        }
+    }
 }
 
 /// `propagationPolicy` of a delete.
@@ -76,6 +102,37 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     /// `preconditions.resourceVersion`.
     pub resource_version: Option<String>,
+}
+
+impl DeleteOptions {
+    /// The options a `DeleteOptions` body gives (`propagationPolicy`, `orphanDependents`,
+    /// `preconditions`), the body's policy before the query's `propagation`.
+    ///
+    /// # Errors
+    ///
+    /// 400 for an unknown propagation policy.
+    pub fn from_body(body: &Value, propagation: Option<&str>) -> Result<Self, ApiError> {
+        let policy = body.get("propagationPolicy").and_then(Value::as_str).or(propagation);
+        let propagation = match policy {
+            None | Some("Background") => Propagation::Background,
+            Some("Foreground") => Propagation::Foreground,
+            Some("Orphan") => Propagation::Orphan,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "invalid propagationPolicy {other:?}: must be Background, Foreground or Orphan"
+                )));
+            }
+        };
+        let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true);
+        Ok(Self {
+            propagation: if orphan { Propagation::Orphan } else { propagation },
+            uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned),
+            resource_version: body
+                .pointer("/preconditions/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
 }
 
 /// The list parameters the store understands.
@@ -275,7 +332,8 @@ fn same_but_version(a: &Value, b: &Value) -> bool {
 }
 
 impl Store {
-    /// A store holding the namespaces `default` and `kube-system`.
+    /// A store holding what a new cluster has: the namespaces `default`, `kube-system`,
+    /// `kube-public` and `kube-node-lease`, and the two system PriorityClasses.
     #[must_use]
     pub fn new(config: StoreConfig) -> Self {
         let (tx, _) = broadcast::channel(config.history_limit.clamp(1024, 65_536));
@@ -302,6 +360,11 @@ impl Store {
         let ns = resource::find("", "v1", "namespaces").expect("namespaces");
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             store.create(ns, "", json!({ "metadata": { "name": name } }), None).expect("built-in namespace");
+        }
+        // As the API server's post-start hook makes them.
+        let classes = resource::find("scheduling.k8s.io", "v1", "priorityclasses").expect("priorityclasses");
+        for class in crate::kinds::priority::system_classes() {
+            store.create(classes, "", class, None).expect("system priority class");
         }
         store
     }
@@ -605,6 +668,7 @@ impl Store {
         if let Some(m) = manager {
             record_update(def, &mut obj, None, m, Subresource::Main);
         }
+        admission::admit(st, def, ns, &mut obj)?;
         decode(def, &obj)?;
         let mut errs = crate::metadata::validate(&obj);
         errs.extend(def.validate(&obj, None));
@@ -772,12 +836,20 @@ impl Store {
                 set_path(&mut n, path, replicas);
                 n
             }
+            // The stored object with the request's values of the parts (or without them).
+            Subresource::Action(_) => {
+                let mut n = old_view.clone().into_owned();
+                for part in sub.parts() {
+                    set_pointer(&mut n, part, body.pointer(part).cloned());
+                }
+                n
+            }
         };
         keep_server_fields(&mut new, &old_view);
         match sub {
             Subresource::Main => def.prepare_update(&mut new, &old_view),
             Subresource::Status => def.prepare_status_update(&mut new, &old_view),
-            Subresource::Scale => {}
+            Subresource::Scale | Subresource::Action(_) => {}
         }
         def.apply_defaults(&mut new);
         def.stamp(&mut new);
@@ -792,7 +864,7 @@ impl Store {
             record_update(def, &mut new, Some(&old_view), m, sub);
         }
         // A status strategy's `PrepareForUpdate` never moves the generation.
-        if sub != Subresource::Status && def.generation_changes(&new, &old_view) {
+        if matches!(sub, Subresource::Main | Subresource::Scale) && def.generation_changes(&new, &old_view) {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
@@ -919,6 +991,31 @@ impl Store {
     pub fn merge(&self, def: &ResourceDef, ns: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
         self.patch(def, ns, name, PatchType::Merge, patch, Subresource::Main, None, false, &mut |_| Ok(()))
             .map(|(obj, _)| obj)
+    }
+
+    /// Changes a stored object in place, as the server's own subresources do (a binding sets a
+    /// pod's node and its `PodScheduled` condition in one write): no validation, no manager
+    /// recorded, one new version — none when `change` leaves it as it was.
+    ///
+    /// # Errors
+    ///
+    /// 404 when it does not exist; whatever `change` refuses with.
+    pub fn modify(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        change: impl FnOnce(&mut Value) -> Result<(), ApiError>,
+    ) -> Result<Value, ApiError> {
+        let mut st = self.state.lock();
+        let old = st.get(def, ns, name)?;
+        let mut new = def.view(&old).into_owned();
+        change(&mut new)?;
+        if new == *def.view(&old) {
+            return Ok(def.present(&old));
+        }
+        let stored = st.commit(key_of(def, ns, name), ChangeType::Modified, def.to_storage(new), Some(old));
+        Ok(def.present(&stored))
     }
 
     /// Advances every Deployment whose status lags its spec by one rollout step (all the way
@@ -1103,16 +1200,21 @@ fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
     let at = |path: &str| obj.pointer(&crate::kinds::custom::pointer_of(path));
     let selector = match paths.label_selector.and_then(at) {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(sel)) => sel
-            .get("matchLabels")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default(),
+        // A `LabelSelector` (`matchLabels`, `matchExpressions`), or a ReplicationController's
+        // plain map of labels.
+        Some(sel @ Value::Object(m))
+            if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
+        {
+            // An empty selector selects everything: no requirement to print.
+            let text = crate::endpoints::table::format_label_selector(Some(sel));
+            if text == "<none>" { String::new() } else { text }
+        }
+        Some(Value::Object(m)) => {
+            let mut pairs: Vec<String> =
+                m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+            pairs.sort();
+            pairs.join(",")
+        }
         _ => String::new(),
     };
     let mut status = json!({ "replicas": at(paths.status_replicas).cloned().unwrap_or(json!(0)) });
@@ -1158,6 +1260,29 @@ fn set_path(obj: &mut Value, path: &str, value: Value) {
             return;
         }
         at = map.entry(seg.to_owned()).or_insert_with(|| json!({}));
+    }
+}
+
+/// Sets the value at a JSON pointer (`/spec/finalizers`), making the objects on the way; `None`
+/// removes it.
+fn set_pointer(obj: &mut Value, pointer: &str, value: Option<Value>) {
+    let (parent, last) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+    let mut at = obj;
+    for seg in parent.split('/').filter(|s| !s.is_empty()) {
+        if !at.is_object() {
+            *at = json!({});
+        }
+        at = at.as_object_mut().expect("made an object").entry(seg.to_owned()).or_insert_with(|| json!({}));
+    }
+    match (at.as_object_mut(), value) {
+        (Some(map), Some(v)) => {
+            map.insert(last.to_owned(), v);
+        }
+        (Some(map), None) => {
+            map.remove(last);
+        }
+        (None, Some(v)) => *at = json!({ last: v }),
+        (None, None) => {}
     }
 }
 

@@ -17,7 +17,7 @@ const CRD: &str = "examples/crd/widget-crd.yaml";
 const WIDGETS: &str = "examples/crd/widgets.yaml";
 
 /// A sandbox served over HTTPS by its own runtime, and kubectl pointed at it.
-struct Kubectl {
+pub(crate) struct Kubectl {
     kubectl: PathBuf,
     dir: PathBuf,
     kubeconfig: PathBuf,
@@ -35,7 +35,7 @@ impl Drop for Kubectl {
 
 impl Kubectl {
     /// `None` (after saying why) when kubectl is not on PATH and not required.
-    fn start(test: &str) -> Option<Self> {
+    pub(crate) fn start(test: &str) -> Option<Self> {
         let on_path = std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|f| f.is_file()));
         let Some(kubectl) = on_path else {
@@ -63,7 +63,7 @@ impl Kubectl {
     }
 
     /// Runs kubectl from the workspace root: (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = Command::new(&self.kubectl)
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
@@ -77,14 +77,14 @@ impl Kubectl {
     }
 
     /// kubectl's stdout; it must succeed.
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);
         assert!(ok, "kubectl {} failed:\n{out}{err}", args.join(" "));
         out
     }
 
     /// kubectl's stderr; it must fail.
-    fn fails(&self, args: &[&str]) -> String {
+    pub(crate) fn fails(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);
         assert!(!ok, "kubectl {} succeeded:\n{out}", args.join(" "));
         err
@@ -115,7 +115,7 @@ impl Kubectl {
         );
     }
 
-    fn jsonpath(&self, args: &[&str], path: &str) -> String {
+    pub(crate) fn jsonpath(&self, args: &[&str], path: &str) -> String {
         self.ok(&[args, &["-o", &format!("jsonpath={path}")]].concat())
     }
 }
@@ -131,12 +131,12 @@ fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// A table's lines split into their columns.
-fn cells(table: &str) -> Vec<Vec<&str>> {
+pub(crate) fn cells(table: &str) -> Vec<Vec<&str>> {
     table.lines().map(|l| l.split_whitespace().collect()).collect()
 }
 
 /// Whether `age` looks like an age kubectl printed (`3s`, `2m5s`, …).
-fn is_age(age: &str) -> bool {
+pub(crate) fn is_age(age: &str) -> bool {
     age.chars().next().is_some_and(|c| c.is_ascii_digit()) && age.ends_with(['s', 'm', 'h', 'd', 'y'])
 }
 

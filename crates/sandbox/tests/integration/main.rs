@@ -6,8 +6,10 @@
 
 mod api;
 mod bad_input;
+mod builtin;
 mod crd;
 mod kube_runtime;
 mod kubectl;
+mod kubectl_workloads;
 mod upstream;
 mod watch;

@@ -1,0 +1,330 @@
+//! What the API server does for the requests that are not a stored object's CRUD: the
+//! subresources that act on an object ([`Run`]: `pods/binding`, `pods/eviction`, `pods/log`,
+//! `serviceaccounts/token`, and the ones that write one part of an object, such as
+//! `certificatesigningrequests/approval`), and the create-only resources answered from the
+//! request alone ([`Review`]: access and token reviews, `bindings`).
+//!
+//! The sandbox authenticates every client as its administrator ([`admin_user`]) and enforces no
+//! RBAC, so every access review is allowed. Service account tokens are JWTs signed with a key made
+//! when the process starts (ES256); a [`Review::Token`] accepts them, and the sandbox's own
+//! bearer token, while they are unexpired and their account exists.
+
+use std::sync::OnceLock;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair};
+use serde_json::{Value, json};
+
+use crate::object::{meta_str, now_rfc3339};
+use crate::resource::ResourceDef;
+use crate::status::ApiError;
+use crate::store::{DeleteOptions, Store, Subresource};
+
+/// What an [`Action`](crate::resource::Action) subresource does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// `pods/binding`: assigns the pod to the Binding's target node, once.
+    Bind,
+    /// `pods/eviction`: deletes the pod, with the Eviction's delete options.
+    Evict,
+    /// `pods/log`: there is no kubelet to read logs from; answered as a server whose node has
+    /// none.
+    Log,
+    /// `serviceaccounts/token`: a TokenRequest answered with a signed token.
+    Token,
+    /// Reads the whole object and writes only these parts of it (JSON pointers), as `status`
+    /// writes only the status: `ephemeralcontainers`, `approval`, `finalize`.
+    Owns(&'static [&'static str]),
+}
+
+/// How a create-only resource answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Review {
+    /// `SubjectAccessReview`, `SelfSubjectAccessReview`, `LocalSubjectAccessReview`: allowed.
+    Access,
+    /// `SelfSubjectRulesReview`: every verb on everything.
+    Rules,
+    /// `SelfSubjectReview`: the administrator.
+    SelfSubject,
+    /// `TokenReview`: who a token belongs to, if anyone.
+    Token,
+    /// `bindings`: binds the Pod the Binding names.
+    Bind,
+}
+
+/// Who every client of the sandbox is.
+#[must_use]
+pub fn admin_user() -> Value {
+    json!({ "username": "sandbox-admin", "groups": ["system:masters", "system:authenticated"] })
+}
+
+/// The component statuses a v1.32 server reports (`kubectl get cs`): all healthy.
+#[must_use]
+pub fn component_statuses() -> Vec<Value> {
+    ["controller-manager", "scheduler", "etcd-0"]
+        .into_iter()
+        .map(|name| {
+            json!({ "kind": "ComponentStatus", "apiVersion": "v1", "metadata": { "name": name },
+                    "conditions": [{ "type": "Healthy", "status": "True", "message": "ok" }] })
+        })
+        .collect()
+}
+
+/// The issuer and default audience of service account tokens.
+pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The answer to a `create` of a [`Review`] resource: the request's object with its status.
+///
+/// # Errors
+///
+/// As the binding's for [`Review::Bind`]; a review itself is never refused.
+pub fn review(
+    store: &Store,
+    review: Review,
+    ns: &str,
+    mut body: Value,
+    bearer: &str,
+) -> Result<(u16, Value), ApiError> {
+    let status = match review {
+        Review::Access => json!({ "allowed": true, "reason": "the sandbox enforces no RBAC" }),
+        Review::Rules => json!({
+            "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
+            "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
+            "incomplete": false,
+        }),
+        Review::SelfSubject => json!({ "userInfo": admin_user() }),
+        Review::Token => {
+            token_review(store, body.pointer("/spec/token").and_then(Value::as_str).unwrap_or(""), bearer)
+        }
+        Review::Bind => {
+            let pod = meta_str(&body, "name").to_owned();
+            return bind(store, ns, &pod, &body);
+        }
+    };
+    let meta = crate::object::meta_mut(&mut body);
+    meta.insert("creationTimestamp".into(), Value::Null);
+    body["status"] = status;
+    Ok((201, body))
+}
+
+/// Runs an action subresource other than [`Run::Owns`] (which the store serves as a part of the
+/// object). `body` is the request's, `Null` for a GET.
+///
+/// # Errors
+///
+/// 404 for a missing object; the action's own refusals (a pod already bound, a log without a
+/// node, a token with too short a life).
+pub fn run(
+    store: &Store,
+    def: &ResourceDef,
+    run: Run,
+    ns: &str,
+    name: &str,
+    body: &Value,
+) -> Result<(u16, Value), ApiError> {
+    match run {
+        Run::Bind => bind(store, ns, name, body),
+        Run::Evict => {
+            store.get(def, ns, name, Subresource::Main)?;
+            let opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None)?;
+            store.delete(def, ns, name, &opts)?;
+            Ok((201, success(201)))
+        }
+        Run::Log => {
+            let pod = store.get(def, ns, name, Subresource::Main)?;
+            Err(log_refusal(&pod, name))
+        }
+        Run::Token => token_request(store, ns, name, body),
+        Run::Owns(_) => Err(ApiError::bad_request(format!("{} is served by the store", def.plural))),
+    }
+}
+
+fn success(code: u16) -> Value {
+    json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code })
+}
+
+/// Binds pod `name` to the Binding's target (`assignPod`): a 409 when it is bound already; the
+/// Binding's annotations are copied onto the pod and `PodScheduled` becomes true.
+fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Value), ApiError> {
+    let pods = crate::resource::find("", "v1", "pods").expect("pods are built in");
+    let given = meta_str(binding, "name");
+    if !given.is_empty() && given != name {
+        return Err(ApiError::bad_request("name in URL does not match name in Binding object".to_owned()));
+    }
+    let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("").to_owned();
+    if node.is_empty() {
+        return Err(ApiError::invalid(
+            "",
+            "Binding",
+            name,
+            &[("target.name".into(), "Required value".into())],
+        ));
+    }
+    let annotations = binding.pointer("/metadata/annotations").and_then(Value::as_object).cloned();
+    store.modify(pods, ns, name, |pod| {
+        let bound = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        if !bound.is_empty() {
+            return Err(ApiError::conflict(
+                "",
+                "pods/binding",
+                name,
+                &format!("pod {name} is already assigned to node {bound:?}"),
+            ));
+        }
+        pod["spec"]["nodeName"] = json!(node);
+        if let Some(a) = &annotations {
+            let meta = crate::object::meta_mut(pod);
+            let into = meta.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(into) = into.as_object_mut() {
+                into.extend(a.clone());
+            }
+        }
+        let status = crate::kinds::pod::object_at(pod, "status");
+        let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+        if let Some(list) = conditions.as_array_mut() {
+            list.retain(|c| c["type"] != "PodScheduled");
+            list.push(json!({ "type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": now_rfc3339() }));
+        }
+        Ok(())
+    })?;
+    Ok((201, success(201)))
+}
+
+/// Why a pod's log cannot be read: it has no node yet, a container must be named among
+/// several, or its node has no kubelet (every node of the sandbox).
+fn log_refusal(pod: &Value, name: &str) -> ApiError {
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    if node.is_empty() {
+        return ApiError::bad_request(format!("pod {name} does not have a host assigned"));
+    }
+    ApiError::bad_request(format!("the sandbox runs no kubelet: no logs for pod {name} on node {node}"))
+}
+
+/// The process's signing key for service account tokens.
+fn signing_key() -> &'static EcdsaKeyPair {
+    static KEY: OnceLock<EcdsaKeyPair> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("the system's randomness");
+        EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("a key just made")
+    })
+}
+
+fn sign(claims: &Value) -> String {
+    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
+    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+    let input = format!("{header}.{payload}");
+    let sig = signing_key().sign(&SystemRandom::new(), input.as_bytes()).expect("signing with a valid key");
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+}
+
+/// The claims of `token` when its signature is this process's.
+fn verify(token: &str) -> Option<Value> {
+    let (input, sig) = token.rsplit_once('.')?;
+    let sig = URL_SAFE_NO_PAD.decode(sig).ok()?;
+    let public = signature::UnparsedPublicKey::new(
+        &signature::ECDSA_P256_SHA256_FIXED,
+        signing_key().public_key().as_ref(),
+    );
+    public.verify(input.as_bytes(), &sig).ok()?;
+    let payload = URL_SAFE_NO_PAD.decode(input.split_once('.')?.1).ok()?;
+    serde_json::from_slice(&payload).ok()
+}
+
+fn unix_now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// `serviceaccounts/<name>/token`: a token for the account, for the audiences asked (the
+/// issuer's by default), for `expirationSeconds` (an hour by default, ten minutes at least).
+fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u16, Value), ApiError> {
+    let accounts = crate::resource::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
+    let account = store.get(accounts, ns, name, Subresource::Main)?;
+    let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
+    if seconds < 600 {
+        return Err(ApiError::invalid(
+            "authentication.k8s.io",
+            "TokenRequest",
+            name,
+            &[(
+                "spec.expirationSeconds".into(),
+                format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
+            )],
+        ));
+    }
+    let audiences = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+        .cloned()
+        .unwrap_or_else(|| vec![json!(ISSUER)]);
+    let now = unix_now();
+    let claims = json!({
+        "aud": audiences, "exp": now + seconds, "iat": now, "nbf": now, "iss": ISSUER,
+        "jti": crate::object::new_uid(),
+        "sub": format!("system:serviceaccount:{ns}:{name}"),
+        "kubernetes.io": { "namespace": ns, "serviceaccount": { "name": name, "uid": meta_str(&account, "uid") } },
+    });
+    let expires = jiff::Timestamp::from_second(now + seconds)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default();
+    let mut spec = spec;
+    spec["audiences"] = json!(audiences);
+    spec["expirationSeconds"] = json!(seconds);
+    Ok((
+        201,
+        json!({
+            "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+            "metadata": { "name": name, "namespace": ns, "creationTimestamp": null },
+            "spec": spec,
+            "status": { "token": sign(&claims), "expirationTimestamp": expires },
+        }),
+    ))
+}
+
+/// A TokenReview's status: the account a live token of this process names, the administrator
+/// for the sandbox's bearer token, or unauthenticated.
+fn token_review(store: &Store, token: &str, bearer: &str) -> Value {
+    if !bearer.is_empty() && token == bearer {
+        return json!({ "authenticated": true, "user": admin_user(), "audiences": [ISSUER] });
+    }
+    let refused = |why: &str| json!({ "user": {}, "error": why });
+    let Some(claims) = verify(token) else { return refused("invalid bearer token") };
+    if claims["exp"].as_i64().is_none_or(|exp| exp <= unix_now()) {
+        return refused("[invalid bearer token, service account token has expired]");
+    }
+    let ns = claims.pointer("/kubernetes.io/namespace").and_then(Value::as_str).unwrap_or("");
+    let name = claims.pointer("/kubernetes.io/serviceaccount/name").and_then(Value::as_str).unwrap_or("");
+    let uid = claims.pointer("/kubernetes.io/serviceaccount/uid").and_then(Value::as_str).unwrap_or("");
+    let accounts = crate::resource::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
+    match store.get(accounts, ns, name, Subresource::Main) {
+        Ok(a) if meta_str(&a, "uid") == uid => json!({
+            "authenticated": true,
+            "user": {
+                "username": format!("system:serviceaccount:{ns}:{name}"), "uid": uid,
+                "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"],
+            },
+            "audiences": claims["aud"],
+        }),
+        _ => refused("[invalid bearer token, service account has been deleted or recreated]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signed_token_verifies_and_a_changed_one_does_not() {
+        let token = sign(&json!({ "sub": "system:serviceaccount:default:app" }));
+        assert_eq!(verify(&token).unwrap()["sub"], "system:serviceaccount:default:app");
+        let (head, _) = token.rsplit_once('.').unwrap();
+        let forged = format!("{head}.{}", URL_SAFE_NO_PAD.encode([0u8; 64]));
+        assert!(verify(&forged).is_none());
+        assert!(verify("not-a-token").is_none());
+    }
+}

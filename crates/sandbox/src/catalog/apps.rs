@@ -1,0 +1,77 @@
+//! `apps/v1` (upstream's `pkg/registry/apps`): the workload kinds.
+
+use k8s_openapi::api::apps::v1 as apps;
+
+use super::{ALL, resource};
+use crate::kinds::{deployment, workload};
+use crate::resource::{BuiltIn, ResourceDef, ScalePaths, Strategy, typed};
+
+/// Where the scale of a Deployment, a ReplicaSet or a StatefulSet reads and writes.
+const SCALE: ScalePaths = ScalePaths {
+    spec_replicas: ".spec.replicas",
+    status_replicas: ".status.replicas",
+    label_selector: Some(".spec.selector"),
+};
+
+/// A ReplicaSet's field label beyond the metadata (`status.replicas`).
+const REPLICA_SET_FIELDS: &[(&str, &str)] = &[("status.replicas", "/status/replicas")];
+
+pub(super) fn resources() -> Vec<ResourceDef> {
+    vec![
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<apps::ControllerRevision>()),
+            ..resource!("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", [], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            has_generation: true,
+            categories: ALL,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_daemon_set,
+                validate: workload::validate_daemon_set,
+                ..typed::<apps::DaemonSet>()
+            }),
+            ..resource!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", ["ds"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            scale: Some(SCALE),
+            has_generation: true,
+            categories: ALL,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: deployment::default,
+                validate: deployment::validate,
+                prepare_status_update: deployment::prepare_status_update,
+                // Any shape reaches `deployment::validate`, which reads the fields it checks.
+                decode: BuiltIn::PLAIN.decode,
+                ..typed::<apps::Deployment>()
+            }),
+            ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            scale: Some(SCALE),
+            has_generation: true,
+            categories: ALL,
+            field_labels: REPLICA_SET_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_replica_set,
+                validate: workload::validate_replica_set,
+                ..typed::<apps::ReplicaSet>()
+            }),
+            ..resource!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", ["rs"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            scale: Some(SCALE),
+            has_generation: true,
+            categories: ALL,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_stateful_set,
+                validate: workload::validate_stateful_set,
+                ..typed::<apps::StatefulSet>()
+            }),
+            ..resource!("apps", "v1", "statefulsets", "statefulset", "StatefulSet", ["sts"], namespaced: true)
+        },
+    ]
+}

@@ -1,0 +1,39 @@
+//! `batch/v1` (upstream's `pkg/registry/batch`): Jobs and CronJobs.
+
+use k8s_openapi::api::batch::v1 as batch;
+
+use super::{ALL, resource};
+use crate::kinds::workload;
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
+
+/// A Job's field label beyond the metadata (`status.successful`).
+const JOB_FIELDS: &[(&str, &str)] = &[("status.successful", "/status/succeeded")];
+
+pub(super) fn resources() -> Vec<ResourceDef> {
+    vec![
+        ResourceDef {
+            status_subresource: true,
+            has_generation: true,
+            categories: ALL,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_cron_job,
+                validate: workload::validate_cron_job,
+                ..typed::<batch::CronJob>()
+            }),
+            ..resource!("batch", "v1", "cronjobs", "cronjob", "CronJob", ["cj"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            has_generation: true,
+            categories: ALL,
+            field_labels: JOB_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                prepare_create: workload::prepare_job,
+                default: workload::default_job,
+                validate: workload::validate_job,
+                ..typed::<batch::Job>()
+            }),
+            ..resource!("batch", "v1", "jobs", "job", "Job", [], namespaced: true)
+        },
+    ]
+}

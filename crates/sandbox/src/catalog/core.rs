@@ -1,0 +1,226 @@
+//! The core group, `/api/v1` (upstream's `pkg/registry/core`).
+
+use k8s_openapi::api::core::v1 as core;
+
+use super::{ALL, resource};
+use crate::actions::{Review, Run};
+use crate::kinds::{configmap, event, namespace, node, pod, secret, service, volume, workload};
+use crate::resource::{Action, Answer, BuiltIn, ResourceDef, ScalePaths, Strategy, typed};
+
+/// The field labels of core v1 Events (what `kubectl describe` selects on).
+const EVENT_FIELDS: &[(&str, &str)] = &[
+    ("involvedObject.kind", "/involvedObject/kind"),
+    ("involvedObject.namespace", "/involvedObject/namespace"),
+    ("involvedObject.name", "/involvedObject/name"),
+    ("involvedObject.uid", "/involvedObject/uid"),
+    ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
+    ("involvedObject.resourceVersion", "/involvedObject/resourceVersion"),
+    ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
+    ("reason", "/reason"),
+    ("reportingComponent", "/reportingComponent"),
+    ("source", "/source/component"),
+    ("type", "/type"),
+];
+
+/// A Namespace's field labels beyond `metadata.name` (`NamespaceToSelectableFields`:
+/// `status.phase`, and `name`, kept for compatibility).
+const NAMESPACE_FIELDS: &[(&str, &str)] = &[("status.phase", "/status/phase"), ("name", "/metadata/name")];
+
+/// A Secret's field label beyond the metadata (`type`).
+const SECRET_FIELDS: &[(&str, &str)] = &[("type", "/type")];
+
+/// A Pod's field labels (`pkg/registry/core/pod/strategy.go`, `ToSelectableFields`): what
+/// `kubectl drain` and the kubelet select pods by.
+const POD_FIELDS: &[(&str, &str)] = &[
+    ("spec.nodeName", "/spec/nodeName"),
+    ("spec.restartPolicy", "/spec/restartPolicy"),
+    ("spec.schedulerName", "/spec/schedulerName"),
+    ("spec.serviceAccountName", "/spec/serviceAccountName"),
+    ("spec.hostNetwork", "/spec/hostNetwork"),
+    ("status.phase", "/status/phase"),
+    ("status.podIP", "/status/podIP"),
+    ("status.nominatedNodeName", "/status/nominatedNodeName"),
+];
+
+/// A Node's field label beyond the metadata (`spec.unschedulable`).
+const NODE_FIELDS: &[(&str, &str)] = &[("spec.unschedulable", "/spec/unschedulable")];
+
+/// A ReplicationController's field label beyond the metadata (`status.replicas`).
+const RC_FIELDS: &[(&str, &str)] = &[("status.replicas", "/status/replicas")];
+
+/// Where a ReplicationController's scale reads and writes (its selector is a plain map).
+const RC_SCALE: ScalePaths = ScalePaths {
+    spec_replicas: ".spec.replicas",
+    status_replicas: ".status.replicas",
+    label_selector: Some(".spec.selector"),
+};
+
+const POD_ACTIONS: &[Action] = &[
+    Action { name: "binding", kind: ("", "v1", "Binding"), verbs: &["create"], run: Run::Bind },
+    Action {
+        name: "ephemeralcontainers",
+        kind: ("", "v1", "Pod"),
+        verbs: &["get", "patch", "update"],
+        run: Run::Owns(&["/spec/ephemeralContainers"]),
+    },
+    Action { name: "eviction", kind: ("policy", "v1", "Eviction"), verbs: &["create"], run: Run::Evict },
+    Action { name: "log", kind: ("", "v1", "Pod"), verbs: &["get"], run: Run::Log },
+];
+
+const NAMESPACE_ACTIONS: &[Action] = &[Action {
+    name: "finalize",
+    kind: ("", "v1", "Namespace"),
+    verbs: &["update"],
+    run: Run::Owns(&["/spec/finalizers"]),
+}];
+
+const SERVICE_ACCOUNT_ACTIONS: &[Action] = &[Action {
+    name: "token",
+    kind: ("authentication.k8s.io", "v1", "TokenRequest"),
+    verbs: &["create"],
+    run: Run::Token,
+}];
+
+pub(super) fn resources() -> Vec<ResourceDef> {
+    vec![
+        ResourceDef {
+            strategy: Strategy::BuiltIn(BuiltIn {
+                answer: Answer::Review(Review::Bind),
+                ..typed::<core::Binding>()
+            }),
+            ..resource!("", "v1", "bindings", "binding", "Binding", [], namespaced: true)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(BuiltIn {
+                answer: Answer::Computed(crate::actions::component_statuses),
+                ..typed::<core::ComponentStatus>()
+            }),
+            ..resource!("", "v1", "componentstatuses", "componentstatus", "ComponentStatus", ["cs"], namespaced: false)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(BuiltIn {
+                validate: configmap::validate,
+                ..typed::<core::ConfigMap>()
+            }),
+            ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<core::Endpoints>()),
+            ..resource!("", "v1", "endpoints", "endpoints", "Endpoints", ["ep"], namespaced: true)
+        },
+        ResourceDef {
+            storage: "events",
+            field_labels: EVENT_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                decode: event::decode_core,
+                default: event::default_core,
+                validate: event::validate_core,
+                known: None,
+                ..typed::<core::Event>()
+            }),
+            ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<core::LimitRange>()),
+            ..resource!("", "v1", "limitranges", "limitrange", "LimitRange", ["limits"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            field_labels: NAMESPACE_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: namespace::default,
+                prepare_update: namespace::prepare_update,
+                actions: NAMESPACE_ACTIONS,
+                ..typed::<core::Namespace>()
+            }),
+            ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
+        },
+        ResourceDef {
+            status_subresource: true,
+            field_labels: NODE_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn { default: node::default, ..typed::<core::Node>() }),
+            ..resource!("", "v1", "nodes", "node", "Node", ["no"], namespaced: false)
+        },
+        ResourceDef {
+            status_subresource: true,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: volume::default_claim,
+                validate: volume::validate_claim,
+                ..typed::<core::PersistentVolumeClaim>()
+            }),
+            ..resource!("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", ["pvc"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: volume::default_volume,
+                ..typed::<core::PersistentVolume>()
+            }),
+            ..resource!("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", ["pv"], namespaced: false)
+        },
+        ResourceDef {
+            status_subresource: true,
+            categories: ALL,
+            field_labels: POD_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: pod::default,
+                validate: pod::validate,
+                actions: POD_ACTIONS,
+                ..typed::<core::Pod>()
+            }),
+            ..resource!("", "v1", "pods", "pod", "Pod", ["po"], namespaced: true)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_pod_template,
+                validate: workload::validate_pod_template,
+                ..typed::<core::PodTemplate>()
+            }),
+            ..resource!("", "v1", "podtemplates", "podtemplate", "PodTemplate", [], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            scale: Some(RC_SCALE),
+            has_generation: true,
+            categories: ALL,
+            field_labels: RC_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_replication_controller,
+                validate: workload::validate_replication_controller,
+                ..typed::<core::ReplicationController>()
+            }),
+            ..resource!("", "v1", "replicationcontrollers", "replicationcontroller", "ReplicationController", ["rc"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            strategy: Strategy::BuiltIn(typed::<core::ResourceQuota>()),
+            ..resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", ["quota"], namespaced: true)
+        },
+        ResourceDef {
+            field_labels: SECRET_FIELDS,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: secret::default,
+                validate: secret::validate,
+                ..typed::<core::Secret>()
+            }),
+            ..resource!("", "v1", "secrets", "secret", "Secret", [], namespaced: true)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(BuiltIn {
+                actions: SERVICE_ACCOUNT_ACTIONS,
+                ..typed::<core::ServiceAccount>()
+            }),
+            ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)
+        },
+        ResourceDef {
+            status_subresource: true,
+            categories: ALL,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: service::default,
+                validate: service::validate,
+                ..typed::<core::Service>()
+            }),
+            ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)
+        },
+    ]
+}

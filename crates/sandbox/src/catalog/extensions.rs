@@ -1,0 +1,35 @@
+//! How the API is extended: `apiextensions.k8s.io/v1` CustomResourceDefinitions (each
+//! established one serves its custom resources, see [`crate::registry`]) and
+//! `apiregistration.k8s.io/v1` APIServices (stored and served; nothing is aggregated).
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+use super::{admission::API_EXTENSIONS, resource};
+use crate::kinds::crd;
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
+
+pub(super) fn definitions() -> Vec<ResourceDef> {
+    vec![ResourceDef {
+        status_subresource: true,
+        has_generation: true,
+        categories: API_EXTENSIONS,
+        strategy: Strategy::BuiltIn(BuiltIn {
+            prepare_create: crd::prepare_create,
+            prepare_update: crd::prepare_update,
+            default: crd::default,
+            validate: crd::validate,
+            allow_unconditional_update: false,
+            ..typed::<CustomResourceDefinition>()
+        }),
+        ..resource!("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", ["crd", "crds"], namespaced: false)
+    }]
+}
+
+/// APIServices have no k8s-openapi type (they are kube-aggregator's): any shape is stored.
+pub(super) fn registration() -> Vec<ResourceDef> {
+    vec![ResourceDef {
+        status_subresource: true,
+        categories: API_EXTENSIONS,
+        ..resource!("apiregistration.k8s.io", "v1", "apiservices", "apiservice", "APIService", [], namespaced: false)
+    }]
+}

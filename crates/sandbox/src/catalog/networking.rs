@@ -1,0 +1,43 @@
+//! `networking.k8s.io/v1` (Ingresses, IngressClasses, NetworkPolicies) and
+//! `discovery.k8s.io/v1` EndpointSlices: how traffic reaches pods.
+
+use k8s_openapi::api::{discovery::v1 as discovery, networking::v1 as networking};
+
+use super::resource;
+use crate::kinds::network;
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
+
+pub(super) fn resources() -> Vec<ResourceDef> {
+    vec![
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<networking::IngressClass>()),
+            ..resource!("networking.k8s.io", "v1", "ingressclasses", "ingressclass", "IngressClass", [], namespaced: false)
+        },
+        ResourceDef {
+            status_subresource: true,
+            has_generation: true,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: network::default_ingress,
+                validate: network::validate_ingress,
+                ..typed::<networking::Ingress>()
+            }),
+            ..resource!("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", ["ing"], namespaced: true)
+        },
+        ResourceDef {
+            has_generation: true,
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: network::default_network_policy,
+                validate: network::validate_network_policy,
+                ..typed::<networking::NetworkPolicy>()
+            }),
+            ..resource!("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", ["netpol"], namespaced: true)
+        },
+    ]
+}
+
+pub(super) fn discovery() -> Vec<ResourceDef> {
+    vec![ResourceDef {
+        strategy: Strategy::BuiltIn(typed::<discovery::EndpointSlice>()),
+        ..resource!("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", [], namespaced: true)
+    }]
+}

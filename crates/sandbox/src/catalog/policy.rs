@@ -1,0 +1,15 @@
+//! `policy/v1` PodDisruptionBudgets.
+
+use k8s_openapi::api::policy::v1 as policy;
+
+use super::resource;
+use crate::resource::{ResourceDef, Strategy, typed};
+
+pub(super) fn resources() -> Vec<ResourceDef> {
+    vec![ResourceDef {
+        status_subresource: true,
+        has_generation: true,
+        strategy: Strategy::BuiltIn(typed::<policy::PodDisruptionBudget>()),
+        ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)
+    }]
+}

@@ -1,0 +1,26 @@
+//! Where and how pods run: `scheduling.k8s.io/v1` PriorityClasses (the two system classes exist
+//! from the start, as upstream's post-start hook makes them) and `node.k8s.io/v1` RuntimeClasses.
+
+use k8s_openapi::api::{node::v1 as node, scheduling::v1 as scheduling};
+
+use super::resource;
+use crate::kinds::priority;
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
+
+pub(super) fn priority() -> Vec<ResourceDef> {
+    vec![ResourceDef {
+        strategy: Strategy::BuiltIn(BuiltIn {
+            default: priority::default,
+            validate: priority::validate,
+            ..typed::<scheduling::PriorityClass>()
+        }),
+        ..resource!("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", ["pc"], namespaced: false)
+    }]
+}
+
+pub(super) fn node() -> Vec<ResourceDef> {
+    vec![ResourceDef {
+        strategy: Strategy::BuiltIn(typed::<node::RuntimeClass>()),
+        ..resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", [], namespaced: false)
+    }]
+}

@@ -1,0 +1,38 @@
+//! `storage.k8s.io/v1` (upstream's `pkg/registry/storage`): classes, CSI drivers and nodes,
+//! attachments and capacities.
+
+use k8s_openapi::api::storage::v1 as storage;
+
+use super::resource;
+use crate::kinds::volume;
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
+
+pub(super) fn resources() -> Vec<ResourceDef> {
+    vec![
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<storage::CSIDriver>()),
+            ..resource!("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", [], namespaced: false)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<storage::CSINode>()),
+            ..resource!("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", [], namespaced: false)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(typed::<storage::CSIStorageCapacity>()),
+            ..resource!("storage.k8s.io", "v1", "csistoragecapacities", "csistoragecapacity", "CSIStorageCapacity", [], namespaced: true)
+        },
+        ResourceDef {
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: volume::default_storage_class,
+                validate: volume::validate_storage_class,
+                ..typed::<storage::StorageClass>()
+            }),
+            ..resource!("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", ["sc"], namespaced: false)
+        },
+        ResourceDef {
+            status_subresource: true,
+            strategy: Strategy::BuiltIn(typed::<storage::VolumeAttachment>()),
+            ..resource!("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", [], namespaced: false)
+        },
+    ]
+}

@@ -1,0 +1,430 @@
+//! The workload kinds beside Deployments, each as its upstream strategy and validation in the
+//! rules a user meets first: ReplicaSets and ReplicationControllers, StatefulSets, DaemonSets,
+//! Jobs, CronJobs and PodTemplates. Their templates are defaulted and validated as pod specs
+//! ([`crate::kinds::pod`]); their selectors must select their templates and are immutable; a
+//! StatefulSet's and a Job's specs change only where upstream lets them.
+
+use serde_json::{Value, json};
+
+use crate::kinds::deployment::{selector_is_empty, selector_matches};
+use crate::kinds::pod::{self, object_at, set_default};
+use crate::resource::FieldError;
+
+/// `spec.replicas`, when given, is a non-negative int32.
+fn replicas_errors(spec: &Value) -> Vec<FieldError> {
+    match spec.get("replicas") {
+        Some(r) if r.as_i64().is_none_or(|n| !(0..=i64::from(i32::MAX)).contains(&n)) => {
+            vec![("spec.replicas".into(), format!("Invalid value: {r}: must be greater than or equal to 0"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A `LabelSelector` selector: required, not empty, selecting the template's labels
+/// (`ValidateReplicaSetSpec`, `ValidateStatefulSetSpec`, `ValidateDaemonSetSpec`; upstream's
+/// words name the kind, and the ReplicaSet's say "deployment").
+fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
+    let labels =
+        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    match spec.get("selector").filter(|s| !s.is_null()) {
+        None => vec![("spec.selector".into(), "Required value".into())],
+        Some(s) if selector_is_empty(s) => {
+            vec![(
+                "spec.selector".into(),
+                format!("Invalid value: \"null\": empty selector is invalid for {kind}"),
+            )]
+        }
+        Some(s) if !selector_matches(s, &labels) => vec![(
+            "spec.template.metadata.labels".into(),
+            format!("Invalid value: {}: `selector` does not match template `labels`", Value::Object(labels)),
+        )],
+        Some(_) => Vec::new(),
+    }
+}
+
+/// The template's pod spec, validated with the restart policies the kind allows.
+fn template_errors(spec: &Value, restart_policies: &[&str]) -> Vec<FieldError> {
+    let template = spec.pointer("/template/spec").cloned().unwrap_or_default();
+    pod::validate_spec(&template, "spec.template.spec", restart_policies)
+}
+
+/// `field is immutable` for each of `paths` (JSON pointers under the object) that an update
+/// changes.
+fn immutable(new: &Value, old: Option<&Value>, paths: &[(&str, &str)]) -> Vec<FieldError> {
+    let Some(old) = old else { return Vec::new() };
+    paths
+        .iter()
+        .filter(|(_, p)| new.pointer(p) != old.pointer(p))
+        .map(|(field, p)| {
+            let v = new.pointer(p).cloned().unwrap_or(Value::Null);
+            ((*field).to_owned(), format!("Invalid value: {}: field is immutable", crate::gofmt::go_json(&v)))
+        })
+        .collect()
+}
+
+/// Defaults every workload shares: one replica (where it has replicas), its template's.
+fn default_workload(obj: &mut Value, replicas: bool) {
+    if !obj.is_object() {
+        return;
+    }
+    let spec = object_at(obj, "spec");
+    if replicas {
+        set_default(spec, "replicas", json!(1));
+    }
+    object_at(&mut obj["spec"], "template");
+    pod::default_template(&mut obj["spec"]["template"]);
+}
+
+/// apps/v1 ReplicaSet defaults.
+pub fn default_replica_set(rs: &mut Value) {
+    default_workload(rs, true);
+}
+
+/// apps/v1 ReplicaSet validation.
+pub fn validate_replica_set(rs: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = rs.get("spec").cloned().unwrap_or_default();
+    let mut errs = replicas_errors(&spec);
+    errs.extend(selector_errors(&spec, "deployment"));
+    errs.extend(template_errors(&spec, &["Always"]));
+    errs.extend(immutable(rs, old, &[("spec.selector", "/spec/selector")]));
+    errs
+}
+
+/// v1 ReplicationController defaults: one replica, and a selector and labels from the
+/// template's labels when they are not given (`SetDefaults_ReplicationController`).
+pub fn default_replication_controller(rc: &mut Value) {
+    default_workload(rc, true);
+    let labels = rc
+        .pointer("/spec/template/metadata/labels")
+        .cloned()
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()));
+    if let Some(labels) = labels {
+        let spec = object_at(rc, "spec");
+        if spec.get("selector").is_none_or(|s| s.as_object().is_none_or(serde_json::Map::is_empty)) {
+            spec.insert("selector".into(), labels.clone());
+        }
+        let meta = object_at(rc, "metadata");
+        if meta.get("labels").is_none_or(|l| l.as_object().is_none_or(serde_json::Map::is_empty)) {
+            meta.insert("labels".into(), labels);
+        }
+    }
+}
+
+/// v1 ReplicationController validation: its selector is a plain map that must select the
+/// template's labels.
+pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    let spec = rc.get("spec").cloned().unwrap_or_default();
+    let mut errs = replicas_errors(&spec);
+    let selector = spec.get("selector").and_then(Value::as_object).cloned().unwrap_or_default();
+    let labels =
+        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    if selector.is_empty() {
+        errs.push(("spec.selector".into(), "Required value".into()));
+    } else if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+        errs.push((
+            "spec.template.metadata.labels".into(),
+            format!("Invalid value: {}: `selector` does not match template `labels`", Value::Object(labels)),
+        ));
+    }
+    errs.extend(template_errors(&spec, &["Always"]));
+    errs
+}
+
+/// apps/v1 StatefulSet defaults (`SetDefaults_StatefulSet`): ordered pod management, rolling
+/// updates from partition 0, ten revisions kept, claims retained, and each
+/// `volumeClaimTemplate` a `v1` `PersistentVolumeClaim` with its claim defaults.
+pub fn default_stateful_set(sts: &mut Value) {
+    default_workload(sts, true);
+    let spec = object_at(sts, "spec");
+    set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    set_default(
+        spec,
+        "persistentVolumeClaimRetentionPolicy",
+        json!({ "whenDeleted": "Retain", "whenScaled": "Retain" }),
+    );
+    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+    if let Some(s) = strategy.as_object_mut() {
+        set_default(s, "type", json!("RollingUpdate"));
+        if s["type"] == "RollingUpdate" {
+            set_default(s, "rollingUpdate", json!({}));
+            if let Some(r) = s["rollingUpdate"].as_object_mut() {
+                set_default(r, "partition", json!(0));
+            }
+        }
+    }
+    for claim in spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(c) = claim.as_object_mut() {
+            set_default(c, "apiVersion", json!("v1"));
+            set_default(c, "kind", json!("PersistentVolumeClaim"));
+        }
+        crate::kinds::volume::default_claim(claim);
+    }
+}
+
+/// What a StatefulSet's update may change (`ValidateStatefulSetUpdate`).
+const STATEFUL_SET_UPDATE_FORBIDDEN: &str = "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
+
+/// apps/v1 StatefulSet validation.
+pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = sts.get("spec").cloned().unwrap_or_default();
+    let mut errs = replicas_errors(&spec);
+    errs.extend(selector_errors(&spec, "statefulset"));
+    errs.extend(template_errors(&spec, &["Always"]));
+    if let Some(policy) = spec.get("podManagementPolicy").and_then(Value::as_str)
+        && !matches!(policy, "OrderedReady" | "Parallel")
+    {
+        errs.push((
+            "spec.podManagementPolicy".into(),
+            format!("Invalid value: {policy:?}: must be 'OrderedReady' or 'Parallel'"),
+        ));
+    }
+    if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
+        let mutable = [
+            "replicas",
+            "ordinals",
+            "template",
+            "updateStrategy",
+            "persistentVolumeClaimRetentionPolicy",
+            "minReadySeconds",
+        ];
+        let rest = |s: &Value| {
+            let mut s = s.clone();
+            if let Some(m) = s.as_object_mut() {
+                m.retain(|k, _| !mutable.contains(&k.as_str()));
+            }
+            s
+        };
+        if rest(&spec) != rest(old_spec) {
+            errs.push(("spec".into(), STATEFUL_SET_UPDATE_FORBIDDEN.into()));
+        }
+    }
+    errs
+}
+
+/// apps/v1 DaemonSet defaults (`SetDefaults_DaemonSet`): rolling updates of one pod at a time,
+/// ten revisions kept.
+pub fn default_daemon_set(ds: &mut Value) {
+    default_workload(ds, false);
+    let spec = object_at(ds, "spec");
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+    if let Some(s) = strategy.as_object_mut() {
+        set_default(s, "type", json!("RollingUpdate"));
+        if s["type"] == "RollingUpdate" {
+            set_default(s, "rollingUpdate", json!({}));
+            if let Some(r) = s["rollingUpdate"].as_object_mut() {
+                set_default(r, "maxUnavailable", json!(1));
+                set_default(r, "maxSurge", json!(0));
+            }
+        }
+    }
+}
+
+/// apps/v1 DaemonSet validation.
+pub fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = ds.get("spec").cloned().unwrap_or_default();
+    let mut errs = selector_errors(&spec, "daemonset");
+    errs.extend(template_errors(&spec, &["Always"]));
+    errs.extend(immutable(ds, old, &[("spec.selector", "/spec/selector")]));
+    errs
+}
+
+/// The labels a Job's pods carry and its generated selector matches (`generateSelector`).
+const JOB_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
+
+/// A Job's generated selector and template labels (the Job strategy's `PrepareForCreate`,
+/// without `manualSelector`): its pods are selected by the Job's uid.
+pub fn prepare_job(job: &mut Value) {
+    if job.pointer("/spec/manualSelector") == Some(&json!(true)) {
+        return;
+    }
+    let uid = crate::object::meta_str(job, "uid").to_owned();
+    let name = crate::object::meta_str(job, "name").to_owned();
+    let spec = object_at(job, "spec");
+    spec.insert("selector".into(), json!({ "matchLabels": { JOB_UID_LABEL: uid } }));
+    object_at(&mut job["spec"], "template");
+    let meta = object_at(&mut job["spec"]["template"], "metadata");
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if let Some(l) = labels.as_object_mut() {
+        for (k, v) in [
+            (JOB_UID_LABEL, &uid),
+            ("batch.kubernetes.io/job-name", &name),
+            ("controller-uid", &uid),
+            ("job-name", &name),
+        ] {
+            l.insert(k.into(), json!(v));
+        }
+    }
+}
+
+/// batch/v1 Job defaults (`SetDefaults_Job`): one completion at a time, six retries,
+/// `NonIndexed`, pods replaced once they have failed, and a suspended flag.
+pub fn default_job(job: &mut Value) {
+    default_workload(job, false);
+    let spec = object_at(job, "spec");
+    let parallelism_given = spec.get("parallelism").is_some_and(|p| !p.is_null());
+    let completions_given = spec.get("completions").is_some_and(|p| !p.is_null());
+    if !completions_given && !parallelism_given {
+        spec.insert("completions".into(), json!(1));
+        spec.insert("parallelism".into(), json!(1));
+    }
+    set_default(spec, "parallelism", json!(1));
+    set_default(spec, "backoffLimit", json!(6));
+    set_default(spec, "completionMode", json!("NonIndexed"));
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+}
+
+/// batch/v1 Job validation: `restartPolicy` `OnFailure` or `Never`, counts non-negative, and
+/// the selector and template immutable (`ValidateJobUpdate`).
+pub fn validate_job(job: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = job.get("spec").cloned().unwrap_or_default();
+    let mut errs = Vec::new();
+    for field in ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"] {
+        if let Some(n) = spec.get(field).and_then(Value::as_i64)
+            && n < 0
+        {
+            errs.push((
+                format!("spec.{field}"),
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    // A template without a restart policy was defaulted to `Always`, which a Job refuses.
+    errs.extend(template_errors(&spec, &["OnFailure", "Never"]));
+    errs.extend(immutable(
+        job,
+        old,
+        &[("spec.selector", "/spec/selector"), ("spec.template", "/spec/template")],
+    ));
+    errs
+}
+
+/// batch/v1 CronJob defaults (`SetDefaults_CronJob`): concurrent runs allowed, not suspended,
+/// three successful and one failed Job kept; the Job template's pod spec defaulted.
+pub fn default_cron_job(cj: &mut Value) {
+    if !cj.is_object() {
+        return;
+    }
+    let spec = object_at(cj, "spec");
+    set_default(spec, "concurrencyPolicy", json!("Allow"));
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "successfulJobsHistoryLimit", json!(3));
+    set_default(spec, "failedJobsHistoryLimit", json!(1));
+    object_at(&mut cj["spec"], "jobTemplate");
+    object_at(&mut cj["spec"]["jobTemplate"], "spec");
+    object_at(&mut cj["spec"]["jobTemplate"]["spec"], "template");
+    pod::default_template(&mut cj["spec"]["jobTemplate"]["spec"]["template"]);
+}
+
+/// batch/v1 CronJob validation: a schedule, a known concurrency policy, and a Job template
+/// whose pods restart `OnFailure` or `Never`.
+pub fn validate_cron_job(cj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    let spec = cj.get("spec").cloned().unwrap_or_default();
+    let mut errs = Vec::new();
+    match spec.get("schedule").and_then(Value::as_str) {
+        None | Some("") => errs.push(("spec.schedule".into(), "Required value".into())),
+        Some(s) if s.split_whitespace().count() != 5 && !s.starts_with('@') => errs.push((
+            "spec.schedule".into(),
+            format!(
+                "Invalid value: {s:?}: expected exactly 5 fields, found {}: {s}",
+                s.split_whitespace().count()
+            ),
+        )),
+        Some(_) => {}
+    }
+    if let Some(p) = spec.get("concurrencyPolicy").and_then(Value::as_str)
+        && !matches!(p, "Allow" | "Forbid" | "Replace")
+    {
+        errs.push((
+            "spec.concurrencyPolicy".into(),
+            format!("Unsupported value: {p:?}: supported values: \"Allow\", \"Forbid\", \"Replace\""),
+        ));
+    }
+    let template = spec.pointer("/jobTemplate/spec/template/spec").cloned().unwrap_or_default();
+    errs.extend(pod::validate_spec(
+        &template,
+        "spec.jobTemplate.spec.template.spec",
+        &["OnFailure", "Never"],
+    ));
+    errs
+}
+
+/// v1 PodTemplate defaults: its template's.
+pub fn default_pod_template(pt: &mut Value) {
+    if pt.is_object() {
+        object_at(pt, "template");
+        pod::default_template(&mut pt["template"]);
+    }
+}
+
+/// v1 PodTemplate validation: its template is a pod spec.
+pub fn validate_pod_template(pt: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    let template = pt.pointer("/template/spec").cloned().unwrap_or_default();
+    pod::validate_spec(&template, "template.spec", &["Always", "OnFailure", "Never"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn template() -> Value {
+        json!({ "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx:1" }] } })
+    }
+
+    #[test]
+    fn a_stateful_set_gets_its_defaults_and_keeps_its_claims() {
+        let mut sts = json!({ "spec": {
+            "selector": { "matchLabels": { "app": "web" } }, "template": template(),
+            "volumeClaimTemplates": [{ "metadata": { "name": "data" }, "spec": { "accessModes": ["ReadWriteOnce"] } }],
+        } });
+        default_stateful_set(&mut sts);
+        assert_eq!(sts["spec"]["replicas"], 1);
+        assert_eq!(
+            sts["spec"]["updateStrategy"],
+            json!({ "type": "RollingUpdate", "rollingUpdate": { "partition": 0 } })
+        );
+        assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["kind"], "PersistentVolumeClaim");
+        assert!(validate_stateful_set(&sts, None).is_empty());
+        let mut changed = sts.clone();
+        changed["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] = json!(["ReadWriteMany"]);
+        assert_eq!(validate_stateful_set(&changed, Some(&sts))[0].1, STATEFUL_SET_UPDATE_FORBIDDEN);
+        changed = sts.clone();
+        changed["spec"]["replicas"] = json!(3);
+        assert!(validate_stateful_set(&changed, Some(&sts)).is_empty());
+    }
+
+    #[test]
+    fn a_job_is_selected_by_its_uid_and_its_template_is_immutable() {
+        let mut t = template();
+        t["spec"]["restartPolicy"] = json!("Never");
+        let mut job = json!({ "metadata": { "name": "pi", "uid": "u-1" }, "spec": { "template": t } });
+        prepare_job(&mut job);
+        default_job(&mut job);
+        assert_eq!(job["spec"]["selector"]["matchLabels"][JOB_UID_LABEL], "u-1");
+        assert_eq!(job["spec"]["template"]["metadata"]["labels"]["job-name"], "pi");
+        assert_eq!(
+            (job["spec"]["completions"].clone(), job["spec"]["backoffLimit"].clone()),
+            (json!(1), json!(6))
+        );
+        assert!(validate_job(&job, None).is_empty());
+        let mut changed = job.clone();
+        changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("perl:2");
+        assert_eq!(validate_job(&changed, Some(&job))[0].0, "spec.template");
+        let mut always = job.clone();
+        always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+        assert!(validate_job(&always, None)[0].1.starts_with("Unsupported value: \"Always\""));
+    }
+
+    #[test]
+    fn selectors_must_select_the_template() {
+        let rs =
+            json!({ "spec": { "selector": { "matchLabels": { "app": "db" } }, "template": template() } });
+        assert_eq!(validate_replica_set(&rs, None)[0].0, "spec.template.metadata.labels");
+        let mut rc = json!({ "spec": { "template": template() } });
+        default_replication_controller(&mut rc);
+        assert_eq!(rc["spec"]["selector"], json!({ "app": "web" }));
+        assert!(validate_replication_controller(&rc, None).is_empty());
+    }
+}

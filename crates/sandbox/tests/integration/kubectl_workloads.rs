@@ -1,0 +1,122 @@
+//! The built-in workload kinds with the installed kubectl: a realistic manifest of each applied
+//! (and applied again, unchanged), listed with upstream's columns (`-o wide` too), explained from
+//! their schemas, scaled, and refused in upstream's words.
+
+use super::kubectl::{Kubectl, cells, is_age};
+
+const WORKLOADS: &str = "examples/workloads.yaml";
+
+#[test]
+fn workloads_apply_list_explain_and_scale() {
+    let Some(k) = Kubectl::start("workloads") else { return };
+    let applied = k.ok(&["apply", "-f", WORKLOADS]);
+    assert_eq!(
+        applied.lines().collect::<Vec<_>>(),
+        [
+            "priorityclass.scheduling.k8s.io/batch-low created",
+            "service/db created",
+            "statefulset.apps/db created",
+            "daemonset.apps/node-agent created",
+            "job.batch/migrate created",
+            "cronjob.batch/backup created",
+            "horizontalpodautoscaler.autoscaling/db created",
+            "networkpolicy.networking.k8s.io/db created",
+            "ingress.networking.k8s.io/web created",
+        ],
+        "{applied}"
+    );
+    // Applied again, nothing changes: what kubectl sends back (the lists upstream replaces
+    // whole, which the defaults filled in) is defaulted to what is stored, a write that keeps
+    // the version.
+    let version = |what: &str| k.jsonpath(&["get", what], "{.metadata.resourceVersion}");
+    let before = (version("statefulset/db"), version("networkpolicy/db"), version("job/migrate"));
+    let again = k.ok(&["apply", "-f", WORKLOADS]);
+    assert_eq!(again.lines().count(), 9, "{again}");
+    assert_eq!(
+        (version("statefulset/db"), version("networkpolicy/db"), version("job/migrate")),
+        before,
+        "{again}"
+    );
+
+    let table = k.ok(&["get", "statefulsets", "-o", "wide"]);
+    let rows = cells(&table);
+    assert_eq!(rows[0], ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"], "{table}");
+    assert_eq!(
+        (rows[1][0], rows[1][1], rows[1][3], rows[1][4]),
+        ("db", "0/3", "postgres", "postgres:16.4"),
+        "{table}"
+    );
+    assert!(is_age(rows[1][2]), "{table}");
+
+    let table = k.ok(&["get", "jobs"]);
+    assert_eq!(cells(&table)[0], ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"], "{table}");
+    let table = k.ok(&["get", "cronjobs"]);
+    assert_eq!(cells(&table)[1][..4], ["backup", "0", "3", "*"], "{table}");
+    let table = k.ok(&["get", "hpa"]);
+    assert_eq!(cells(&table)[1][..2], ["db", "StatefulSet/db"], "{table}");
+    let table = k.ok(&["get", "daemonsets"]);
+    assert_eq!(
+        cells(&table)[0][..6],
+        ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE"],
+        "{table}"
+    );
+    let table = k.ok(&["get", "priorityclasses"]);
+    let names: Vec<&str> = cells(&table)[1..].iter().map(|r| r[0]).collect();
+    assert_eq!(names, ["batch-low", "system-cluster-critical", "system-node-critical"], "{table}");
+
+    // `kubectl get all` lists what the `all` category holds.
+    let all = k.ok(&["get", "all"]);
+    for kind in [
+        "service/db",
+        "statefulset.apps/db",
+        "daemonset.apps/node-agent",
+        "job.batch/migrate",
+        "cronjob.batch/backup",
+    ] {
+        assert!(all.contains(kind), "{kind} missing from:\n{all}");
+    }
+
+    // Every kind is explained from its schema.
+    let explained = k.ok(&["explain", "statefulset.spec.volumeClaimTemplates"]);
+    assert!(explained.contains("PersistentVolumeClaim"), "{explained}");
+    let explained = k.ok(&["explain", "cronjob.spec.concurrencyPolicy"]);
+    assert!(explained.contains("FIELD: concurrencyPolicy"), "{explained}");
+
+    k.ok(&["scale", "statefulset/db", "--replicas=4"]);
+    assert_eq!(k.jsonpath(&["get", "sts", "db"], "{.spec.replicas}"), "4");
+    assert_eq!(k.jsonpath(&["get", "sts", "db"], "{.metadata.generation}"), "2");
+    assert_eq!(k.jsonpath(&["get", "job", "migrate"], "{.spec.completions}"), "1");
+
+    // A Job's template is immutable.
+    let err = k.fails(&["set", "image", "job/migrate", "migrate=migrate/migrate:v4.18.0"]);
+    assert!(err.contains("field is immutable"), "{err}");
+}
+
+#[test]
+fn pods_show_their_node_once_bound() {
+    let Some(k) = Kubectl::start("pods") else { return };
+    k.ok(&["run", "web", "--image=nginx:1.27", "--restart=Never"]);
+    let table = k.ok(&["get", "pods", "-o", "wide"]);
+    let rows = cells(&table);
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED",
+            "NODE",
+            "READINESS",
+            "GATES"
+        ],
+        "{table}"
+    );
+    assert_eq!(rows[1][..4], ["web", "0/1", "Pending", "0"], "{table}");
+    let err = k.fails(&["logs", "web"]);
+    assert!(err.contains("pod web does not have a host assigned"), "{err}");
+    assert_eq!(k.jsonpath(&["get", "pod", "web"], "{.spec.serviceAccountName}"), "default");
+}
