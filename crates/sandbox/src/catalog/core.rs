@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1 as core;
 
 use super::{ALL, resource};
 use crate::actions::{Review, Run};
-use crate::kinds::{configmap, event, namespace, node, pod, secret, service, volume, workload};
+use crate::kinds::{configmap, endpoints, event, namespace, node, pod, secret, service, volume, workload};
 use crate::resource::{Action, Answer, BuiltIn, ResourceDef, ScalePaths, Strategy, typed};
 
 /// The field labels of core v1 Events (what `kubectl describe` selects on).
@@ -105,7 +105,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             ..resource!("", "v1", "configmaps", "configmap", "ConfigMap", ["cm"], namespaced: true)
         },
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<core::Endpoints>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                validate: endpoints::validate_endpoints,
+                ..typed::<core::Endpoints>()
+            }),
             ..resource!("", "v1", "endpoints", "endpoints", "Endpoints", ["ep"], namespaced: true)
         },
         ResourceDef {
@@ -138,7 +141,11 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             status_subresource: true,
             field_labels: NODE_FIELDS,
-            strategy: Strategy::BuiltIn(BuiltIn { default: node::default, ..typed::<core::Node>() }),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: node::default,
+                validate: node::validate,
+                ..typed::<core::Node>()
+            }),
             ..resource!("", "v1", "nodes", "node", "Node", ["no"], namespaced: false)
         },
         ResourceDef {

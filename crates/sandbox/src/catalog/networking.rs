@@ -10,7 +10,10 @@ use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<networking::IngressClass>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                validate: network::validate_ingress_class,
+                ..typed::<networking::IngressClass>()
+            }),
             ..resource!("networking.k8s.io", "v1", "ingressclasses", "ingressclass", "IngressClass", [], namespaced: false)
         },
         ResourceDef {
@@ -37,7 +40,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
 
 pub(super) fn discovery() -> Vec<ResourceDef> {
     vec![ResourceDef {
-        strategy: Strategy::BuiltIn(typed::<discovery::EndpointSlice>()),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            validate: crate::kinds::endpoints::validate_slice,
+            ..typed::<discovery::EndpointSlice>()
+        }),
         ..resource!("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", [], namespaced: true)
     }]
 }

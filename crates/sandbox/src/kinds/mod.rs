@@ -7,14 +7,16 @@
 //! | [`autoscaler`] | HorizontalPodAutoscalers: v2 defaults and bounds, conversion to and from v1 |
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
+//! | [`cron`] | a CronJob's schedule: the standard cron syntax, upstream's cron library's errors |
 //! | [`csr`] | CertificateSigningRequests: the requester, the required fields |
 //! | [`custom`] | every custom resource: the one strategy a CRD version's structural schema drives |
 //! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
+//! | [`endpoints`] | Endpoints and EndpointSlices: addresses of their type, ports in range |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
-//! | [`network`] | Ingresses (path types, backends) and NetworkPolicies (policy types) |
-//! | [`node`] | v1 Node: allocatable from capacity |
+//! | [`network`] | Ingresses (path types, backends), IngressClasses (controller), NetworkPolicies (policy types) |
+//! | [`node`] | v1 Node: allocatable from capacity, taints |
 //! | [`pod`] | v1 Pod and every template's pod spec: defaults, admission's additions, the rules, immutability |
 //! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
@@ -29,9 +31,11 @@
 pub mod autoscaler;
 pub mod configmap;
 pub mod crd;
+pub mod cron;
 pub mod csr;
 pub mod custom;
 pub mod deployment;
+pub mod endpoints;
 pub mod event;
 pub mod lease;
 pub mod namespace;

@@ -1,4 +1,4 @@
-//! networking.k8s.io/v1 Ingresses and NetworkPolicies: upstream's defaults
+//! networking.k8s.io/v1 Ingresses, IngressClasses and NetworkPolicies: upstream's defaults
 //! (`pkg/apis/networking/v1/defaults.go`) and the validation a user meets first.
 
 use serde_json::{Value, json};
@@ -29,6 +29,21 @@ pub fn validate_ingress(ingress: &Value, _old: Option<&Value>) -> Vec<FieldError
                 errs.push((format!("{at}.backend"), "Invalid value: \"\": must specify a backend".into()));
             }
         }
+    }
+    errs
+}
+
+/// An IngressClass names its controller, which never changes.
+pub fn validate_ingress_class(class: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let controller = class.pointer("/spec/controller").and_then(Value::as_str).unwrap_or("");
+    let mut errs = Vec::new();
+    if controller.is_empty() {
+        errs.push(("spec.controller".into(), "Required value".into()));
+    }
+    if let Some(old) = old
+        && old.pointer("/spec/controller") != class.pointer("/spec/controller")
+    {
+        errs.push(("spec.controller".into(), format!("Invalid value: {controller:?}: field is immutable")));
     }
     errs
 }

@@ -318,21 +318,19 @@ pub fn default_cron_job(cj: &mut Value) {
     pod::default_template(&mut cj["spec"]["jobTemplate"]["spec"]["template"]);
 }
 
-/// batch/v1 CronJob validation: a schedule, a known concurrency policy, and a Job template
+/// batch/v1 CronJob validation: a schedule in cron syntax ([`crate::kinds::cron`]), a known
+/// concurrency policy, and a Job template
 /// whose pods restart `OnFailure` or `Never`.
 pub fn validate_cron_job(cj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let spec = cj.get("spec").cloned().unwrap_or_default();
     let mut errs = Vec::new();
     match spec.get("schedule").and_then(Value::as_str) {
         None | Some("") => errs.push(("spec.schedule".into(), "Required value".into())),
-        Some(s) if s.split_whitespace().count() != 5 && !s.starts_with('@') => errs.push((
-            "spec.schedule".into(),
-            format!(
-                "Invalid value: {s:?}: expected exactly 5 fields, found {}: {s}",
-                s.split_whitespace().count()
-            ),
-        )),
-        Some(_) => {}
+        Some(s) => {
+            if let Some(why) = crate::kinds::cron::schedule_error(s) {
+                errs.push(("spec.schedule".into(), format!("Invalid value: {s:?}: {why}")));
+            }
+        }
     }
     if let Some(p) = spec.get("concurrencyPolicy").and_then(Value::as_str)
         && !matches!(p, "Allow" | "Forbid" | "Replace")
