@@ -29,8 +29,8 @@ pub enum Run {
     Bind,
     /// `pods/eviction`: deletes the pod, with the Eviction's delete options.
     Evict,
-    /// `pods/log`: there is no kubelet to read logs from; answered as a server whose node has
-    /// none.
+    /// `pods/log`: empty for a pod on no node; a 400 for the others, as there is no kubelet to
+    /// read logs from (a stand-in: a real server would reach the node's kubelet).
     Log,
     /// `serviceaccounts/token`: a TokenRequest answered with a signed token.
     Token,
@@ -88,7 +88,7 @@ pub fn review(
     bearer: &str,
 ) -> Result<(u16, Value), ApiError> {
     let status = match review {
-        Review::Access => json!({ "allowed": true, "reason": "the sandbox enforces no RBAC" }),
+        Review::Access => json!({ "allowed": true }),
         Review::Rules => json!({
             "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
             "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
@@ -134,6 +134,11 @@ pub fn run(
         }
         Run::Log => {
             let pod = store.get(def, ns, name, Subresource::Main)?;
+            // A pod no node runs yet has no log: an empty answer, as upstream's `LogLocation`
+            // gives no location for it.
+            if pod.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty) {
+                return Ok((204, Value::Null));
+            }
             Err(log_refusal(&pod, name))
         }
         Run::Token => token_request(store, ns, name, body),
@@ -246,10 +251,11 @@ fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u
     let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
     let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
     if seconds < 600 {
+        // The request names no object: upstream's error has an empty name.
         return Err(ApiError::invalid(
             "authentication.k8s.io",
             "TokenRequest",
-            name,
+            "",
             &[(
                 "spec.expirationSeconds".into(),
                 format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
@@ -275,11 +281,14 @@ fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u
     let mut spec = spec;
     spec["audiences"] = json!(audiences);
     spec["expirationSeconds"] = json!(seconds);
+    if spec.get("boundObjectRef").is_none() {
+        spec["boundObjectRef"] = Value::Null;
+    }
     Ok((
         201,
         json!({
             "kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
-            "metadata": { "name": name, "namespace": ns, "creationTimestamp": null },
+            "metadata": { "creationTimestamp": null },
             "spec": spec,
             "status": { "token": sign(&claims), "expirationTimestamp": expires },
         }),

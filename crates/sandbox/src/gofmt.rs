@@ -176,6 +176,17 @@ pub(crate) fn bad_value(v: &Value) -> String {
     }
 }
 
+/// Go's `%#v` of a `map[string]string` (labels): `map[string]string{"app":"web"}`, keys sorted;
+/// `map[string]string(nil)` for none.
+pub(crate) fn go_string_map(m: Option<&serde_json::Map<String, Value>>) -> String {
+    let Some(m) = m else { return "map[string]string(nil)".to_owned() };
+    let pairs: Vec<String> = sorted(m)
+        .into_iter()
+        .map(|(k, v)| format!("{}:{}", go_quote(k), go_quote(v.as_str().unwrap_or(""))))
+        .collect();
+    format!("map[string]string{{{}}}", pairs.join(", "))
+}
+
 /// Go's `%#v` of a decoded JSON value (`map[string]interface {}{"a":1}`, `[]interface {}{"x"}`).
 pub(crate) fn go_sharp_v(v: &Value) -> String {
     let mut out = String::new();

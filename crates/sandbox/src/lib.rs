@@ -383,8 +383,9 @@ where
     }
 }
 
-/// Plays the Deployment and namespace controllers and the garbage collector: advances rollouts,
-/// empties Terminating namespaces and collects dependents of missing owners, until the sandbox is
+/// Plays the Deployment and namespace controllers, the garbage collector and the PVC/PV
+/// protection controllers: advances rollouts, empties Terminating namespaces, collects dependents
+/// of missing owners and releases claims and volumes no longer in use, until the sandbox is
 /// dropped.
 async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>) {
     let (every, jump) = match pace {
@@ -404,6 +405,7 @@ async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u3
         }
         shared.store.namespace_tick();
         shared.store.gc_tick();
+        shared.store.protection_tick();
     }
 }
 

@@ -178,6 +178,12 @@ impl ApiError {
         )
     }
 
+    /// 405 for a verb the resource does not register (a list of a review, a watch of component
+    /// statuses): go-restful's answer, which names nothing.
+    pub fn verb_not_registered() -> Self {
+        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+    }
+
     /// 410: the resourceVersion is older than the retained history.
     pub fn expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)

@@ -27,6 +27,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
+                prepare_create: workload::prepare_daemon_set,
                 default: workload::default_daemon_set,
                 validate: workload::validate_daemon_set,
                 ..typed::<apps::DaemonSet>()

@@ -12,7 +12,6 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             storage: "horizontalpodautoscalers.autoscaling",
             status_subresource: true,
-            has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: autoscaler::default_v2,
@@ -24,7 +23,6 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             storage: "horizontalpodautoscalers.autoscaling",
             status_subresource: true,
-            has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
                 to_storage: autoscaler::v1_to_v2,

@@ -22,6 +22,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: network::default_ingress,
                 validate: network::validate_ingress,
+                // Its internal type is registered under `extensions` first: a 422 says
+                // `Ingress.extensions`, as a real server's does.
+                internal_group: Some("extensions"),
                 ..typed::<networking::Ingress>()
             }),
             ..resource!("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", ["ing"], namespaced: true)

@@ -493,8 +493,11 @@ where
         Subresource::Status | Subresource::Scale => matches!(verb, "get" | "update" | "patch"),
         Subresource::Action(a) => a.verbs.contains(&verb),
     };
-    if verb == "unsupported" || !allowed {
+    if verb == "unsupported" {
         return Err(ApiError::method_not_allowed(parts.method.as_str(), path));
+    }
+    if !allowed {
+        return Err(ApiError::verb_not_registered());
     }
     if let Some(e) = shared.faults.check(verb, t.def.plural) {
         return Err(e);
@@ -560,6 +563,12 @@ where
     {
         let body = parse_object(&bytes, content_type, verb, a.kind.2)?;
         let (code, answer) = crate::actions::run(store, def, a.run, ns, name, &body)?;
+        if code == 204 {
+            return Ok(Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(Full::new(Bytes::new()).boxed_unsync())
+                .expect("valid response"));
+        }
         return Ok(json_response(code, &answer));
     }
     match def.answer() {

@@ -25,6 +25,9 @@ pub fn default_v2(hpa: &mut Value) {
     if !hpa.is_object() {
         return;
     }
+    let status = object_at(hpa, "status");
+    status.entry("currentMetrics").or_insert(Value::Null);
+    status.entry("desiredReplicas").or_insert(json!(0));
     let spec = object_at(hpa, "spec");
     set_default(spec, "minReplicas", json!(1));
     if spec.get("metrics").and_then(Value::as_array).is_none_or(Vec::is_empty) {

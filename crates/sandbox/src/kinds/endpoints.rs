@@ -47,10 +47,13 @@ pub fn validate_endpoints(ep: &Value, _old: Option<&Value>) -> Vec<FieldError> {
             for (j, a) in subset.get(list).and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let ip = a.get("ip").and_then(Value::as_str).unwrap_or("");
                 if ip.parse::<IpAddr>().is_err() {
+                    // `validation.IsValidIP`, then `validateNonSpecialIP`: two causes.
+                    let field = format!("subsets[{i}].{list}[{j}].ip");
                     errs.push((
-                        format!("subsets[{i}].{list}[{j}].ip"),
+                        field.clone(),
                         format!("Invalid value: {ip:?}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
                     ));
+                    errs.push((field, format!("Invalid value: {ip:?}: must be a valid IP address")));
                 }
             }
         }
@@ -116,7 +119,10 @@ mod tests {
     fn addresses_and_ports_are_checked() {
         let ep = json!({ "subsets": [{ "addresses": [{ "ip": "10.0.0.1" }, { "ip": "nope" }], "ports": [{ "port": 0 }] }] });
         let fields: Vec<String> = validate_endpoints(&ep, None).into_iter().map(|e| e.0).collect();
-        assert_eq!(fields, ["subsets[0].addresses[1].ip", "subsets[0].ports[0].port"]);
+        assert_eq!(
+            fields,
+            ["subsets[0].addresses[1].ip", "subsets[0].addresses[1].ip", "subsets[0].ports[0].port"]
+        );
         let slice = json!({ "addressType": "IPv4", "endpoints": [{ "addresses": ["::1"] }] });
         assert_eq!(validate_slice(&slice, None)[0].0, "endpoints[0].addresses[0]");
         let v6 = json!({ "addressType": "IPv6", "endpoints": [] });

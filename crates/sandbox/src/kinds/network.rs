@@ -6,8 +6,14 @@ use serde_json::{Value, json};
 use crate::kinds::pod::set_default;
 use crate::resource::FieldError;
 
-/// An Ingress has no defaults of its own in v1 (a path's `pathType` is required).
-pub fn default_ingress(_ingress: &mut Value) {}
+/// An Ingress has no spec defaults in v1 (a path's `pathType` is required); its status starts
+/// with an empty load balancer, as Go writes the struct.
+pub fn default_ingress(ingress: &mut Value) {
+    if ingress.is_object() {
+        let status = crate::kinds::pod::object_at(ingress, "status");
+        status.entry("loadBalancer").or_insert_with(|| json!({}));
+    }
+}
 
 /// Each HTTP path of an Ingress has a `pathType` upstream supports, and a backend.
 pub fn validate_ingress(ingress: &Value, _old: Option<&Value>) -> Vec<FieldError> {

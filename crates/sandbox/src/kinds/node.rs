@@ -5,19 +5,20 @@ use serde_json::Value;
 
 use crate::resource::FieldError;
 
-/// Each taint has a qualified key and a known effect (`validateNodeTaints`).
+/// Each taint has a qualified key and a known effect (`validateNodeTaints`; upstream names the
+/// field `metadata.taints`, and so does this).
 pub fn validate(node: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, t) in node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let key = t.get("key").and_then(Value::as_str).unwrap_or("");
         for why in crate::metadata::qualified_name_errors(key) {
-            errs.push((format!("spec.taints[{i}].key"), format!("Invalid value: {key:?}: {why}")));
+            errs.push((format!("metadata.taints[{i}].key"), format!("Invalid value: {key:?}: {why}")));
         }
         match t.get("effect").and_then(Value::as_str).unwrap_or("") {
             "NoSchedule" | "PreferNoSchedule" | "NoExecute" => {}
-            "" => errs.push((format!("spec.taints[{i}].effect"), "Required value".into())),
+            "" => errs.push((format!("metadata.taints[{i}].effect"), "Required value".into())),
             e => errs.push((
-                format!("spec.taints[{i}].effect"),
+                format!("metadata.taints[{i}].effect"),
                 format!("Unsupported value: {e:?}: supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""),
             )),
         }

@@ -31,15 +31,28 @@ fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
         Some(s) if selector_is_empty(s) => {
             vec![(
                 "spec.selector".into(),
-                format!("Invalid value: \"null\": empty selector is invalid for {kind}"),
+                format!("Invalid value: {}: empty selector is invalid for {kind}", go_label_selector(s)),
             )]
         }
         Some(s) if !selector_matches(s, &labels) => vec![(
             "spec.template.metadata.labels".into(),
-            format!("Invalid value: {}: `selector` does not match template `labels`", Value::Object(labels)),
+            format!(
+                "Invalid value: {}: `selector` does not match template `labels`",
+                crate::gofmt::go_string_map(Some(&labels))
+            ),
         )],
         Some(_) => Vec::new(),
     }
+}
+
+/// A `LabelSelector` as Go's `%#v` prints it in a field error (an empty one, here).
+fn go_label_selector(s: &Value) -> String {
+    let labels = crate::gofmt::go_string_map(s.get("matchLabels").and_then(Value::as_object));
+    let expressions = match s.get("matchExpressions").and_then(Value::as_array) {
+        None => "[]v1.LabelSelectorRequirement(nil)".to_owned(),
+        Some(_) => "[]v1.LabelSelectorRequirement{}".to_owned(),
+    };
+    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
 }
 
 /// The template's pod spec, validated with the restart policies the kind allows.
@@ -75,9 +88,31 @@ fn default_workload(obj: &mut Value, replicas: bool) {
     pod::default_template(&mut obj["spec"]["template"]);
 }
 
+/// A Job template's defaults: a pod spec's, but no restart policy — a Job must say which of
+/// `OnFailure` and `Never` it wants.
+fn default_job_template(template: &mut Value) {
+    let given = template.pointer("/spec/restartPolicy").cloned();
+    pod::default_template(template);
+    if given.is_none()
+        && let Some(spec) = template.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        spec.remove("restartPolicy");
+    }
+}
+
+/// The status fields Go writes even when zero (its status types' non-pointer integers): what a
+/// new object's status reads before any controller has written it.
+fn zero_status(obj: &mut Value, fields: &[&str]) {
+    let status = object_at(obj, "status");
+    for f in fields {
+        status.entry(*f).or_insert(json!(0));
+    }
+}
+
 /// apps/v1 ReplicaSet defaults.
 pub fn default_replica_set(rs: &mut Value) {
     default_workload(rs, true);
+    zero_status(rs, &["replicas"]);
 }
 
 /// apps/v1 ReplicaSet validation.
@@ -94,6 +129,7 @@ pub fn validate_replica_set(rs: &Value, old: Option<&Value>) -> Vec<FieldError> 
 /// template's labels when they are not given (`SetDefaults_ReplicationController`).
 pub fn default_replication_controller(rc: &mut Value) {
     default_workload(rc, true);
+    zero_status(rc, &["replicas"]);
     let labels = rc
         .pointer("/spec/template/metadata/labels")
         .cloned()
@@ -123,7 +159,10 @@ pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<
     } else if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
         errs.push((
             "spec.template.metadata.labels".into(),
-            format!("Invalid value: {}: `selector` does not match template `labels`", Value::Object(labels)),
+            format!(
+                "Invalid value: {}: `selector` does not match template `labels`",
+                crate::gofmt::go_string_map(Some(&labels))
+            ),
         ));
     }
     errs.extend(template_errors(&spec, &["Always"]));
@@ -135,6 +174,7 @@ pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<
 /// `volumeClaimTemplate` a `v1` `PersistentVolumeClaim` with its claim defaults.
 pub fn default_stateful_set(sts: &mut Value) {
     default_workload(sts, true);
+    zero_status(sts, &["availableReplicas", "replicas"]);
     let spec = object_at(sts, "spec");
     set_default(spec, "podManagementPolicy", json!("OrderedReady"));
     set_default(spec, "revisionHistoryLimit", json!(10));
@@ -206,6 +246,10 @@ pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError
 /// ten revisions kept.
 pub fn default_daemon_set(ds: &mut Value) {
     default_workload(ds, false);
+    zero_status(
+        ds,
+        &["currentNumberScheduled", "desiredNumberScheduled", "numberMisscheduled", "numberReady"],
+    );
     let spec = object_at(ds, "spec");
     set_default(spec, "revisionHistoryLimit", json!(10));
     let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
@@ -218,6 +262,16 @@ pub fn default_daemon_set(ds: &mut Value) {
                 set_default(r, "maxSurge", json!(0));
             }
         }
+    }
+}
+
+/// The DaemonSet strategy's `PrepareForCreate`: the template's generation, 1, in the annotation
+/// kubectl's rollout history reads.
+pub fn prepare_daemon_set(ds: &mut Value) {
+    let meta = crate::object::meta_mut(ds);
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert("deprecated.daemonset.template.generation".into(), json!("1"));
     }
 }
 
@@ -261,7 +315,20 @@ pub fn prepare_job(job: &mut Value) {
 /// batch/v1 Job defaults (`SetDefaults_Job`): one completion at a time, six retries,
 /// `NonIndexed`, pods replaced once they have failed, and a suspended flag.
 pub fn default_job(job: &mut Value) {
-    default_workload(job, false);
+    if !job.is_object() {
+        return;
+    }
+    object_at(object_at(job, "spec").entry("template").or_insert_with(|| json!({})), "metadata");
+    default_job_template(&mut job["spec"]["template"]);
+    // A Job without labels takes its template's (`SetDefaults_Job`).
+    let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
+    let meta = crate::object::meta_mut(job);
+    if meta.get("labels").is_none_or(|l| l.as_object().is_none_or(serde_json::Map::is_empty))
+        && let Some(l) = template_labels
+    {
+        meta.insert("labels".into(), l);
+    }
+    object_at(job, "status");
     let spec = object_at(job, "spec");
     let parallelism_given = spec.get("parallelism").is_some_and(|p| !p.is_null());
     let completions_given = spec.get("completions").is_some_and(|p| !p.is_null());
@@ -274,6 +341,19 @@ pub fn default_job(job: &mut Value) {
     set_default(spec, "completionMode", json!("NonIndexed"));
     set_default(spec, "suspend", json!(false));
     set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+}
+
+/// A Job template's pod spec under `at`: a restart policy is required, `OnFailure` or `Never`.
+fn job_template_errors(template: &Value, at: &str) -> Vec<FieldError> {
+    let spec = template.get("spec").cloned().unwrap_or_default();
+    let mut errs = pod::validate_spec(&spec, &format!("{at}.spec"), &["OnFailure", "Never"]);
+    if spec.get("restartPolicy").is_none_or(Value::is_null) {
+        errs.push((
+            format!("{at}.spec.restartPolicy"),
+            "Required value: valid values: \"OnFailure\", \"Never\"".into(),
+        ));
+    }
+    errs
 }
 
 /// batch/v1 Job validation: `restartPolicy` `OnFailure` or `Never`, counts non-negative, and
@@ -291,8 +371,7 @@ pub fn validate_job(job: &Value, old: Option<&Value>) -> Vec<FieldError> {
             ));
         }
     }
-    // A template without a restart policy was defaulted to `Always`, which a Job refuses.
-    errs.extend(template_errors(&spec, &["OnFailure", "Never"]));
+    errs.extend(job_template_errors(spec.get("template").unwrap_or(&Value::Null), "spec.template"));
     errs.extend(immutable(
         job,
         old,
@@ -313,9 +392,11 @@ pub fn default_cron_job(cj: &mut Value) {
     set_default(spec, "successfulJobsHistoryLimit", json!(3));
     set_default(spec, "failedJobsHistoryLimit", json!(1));
     object_at(&mut cj["spec"], "jobTemplate");
+    object_at(&mut cj["spec"]["jobTemplate"], "metadata");
     object_at(&mut cj["spec"]["jobTemplate"], "spec");
     object_at(&mut cj["spec"]["jobTemplate"]["spec"], "template");
-    pod::default_template(&mut cj["spec"]["jobTemplate"]["spec"]["template"]);
+    default_job_template(&mut cj["spec"]["jobTemplate"]["spec"]["template"]);
+    object_at(cj, "status");
 }
 
 /// batch/v1 CronJob validation: a schedule in cron syntax ([`crate::kinds::cron`]), a known

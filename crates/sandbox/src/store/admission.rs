@@ -11,10 +11,11 @@
 //! - **DefaultStorageClass**: a claim that names no class gets the default one.
 //! - **LimitRanger**: containers without requests or limits get the namespace's LimitRange
 //!   defaults, and the pod says so in an annotation.
+//! - **StorageObjectInUseProtection**: claims and volumes get the finalizer the store's
+//!   protection tick removes once they are not in use.
 //!
-//! NamespaceLifecycle is the store's own check (404 and 403). Not run: ResourceQuota,
-//! PodSecurity and StorageObjectInUseProtection (its finalizer needs the controller that removes
-//! it), and no webhook is ever called.
+//! NamespaceLifecycle is the store's own check (404 and 403). Not run: ResourceQuota and
+//! PodSecurity, and no webhook is ever called.
 
 use serde_json::{Map, Value, json};
 
@@ -42,7 +43,11 @@ pub(super) fn admit(st: &State, def: &ResourceDef, ns: &str, obj: &mut Value) ->
             default_tolerations(obj);
             limit_ranges(st, ns, obj);
         }
-        "persistentvolumeclaims" => default_storage_class(st, obj),
+        "persistentvolumeclaims" => {
+            default_storage_class(st, obj);
+            protect(obj, super::PVC_PROTECTION);
+        }
+        "persistentvolumes" => protect(obj, super::PV_PROTECTION),
         _ => {}
     }
     Ok(())
@@ -168,6 +173,18 @@ fn default_tolerations(pod: &mut Value) {
                 json!({ "key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300 }),
             );
         }
+    }
+}
+
+/// StorageObjectInUseProtection: the finalizer the protection controllers remove once the claim
+/// or volume is no longer in use ([`Store::protection_tick`](super::Store::protection_tick)).
+fn protect(obj: &mut Value, finalizer: &str) {
+    let meta = crate::object::meta_mut(obj);
+    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(l) = list.as_array_mut()
+        && !l.iter().any(|f| f == finalizer)
+    {
+        l.push(json!(finalizer));
     }
 }
 

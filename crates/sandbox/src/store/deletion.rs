@@ -1,5 +1,6 @@
 //! Deletion: finalizers, preconditions, propagation (background, foreground, orphan), the
-//! garbage collector's dependents, and namespaces that empty themselves while Terminating.
+//! garbage collector's dependents, namespaces that empty themselves while Terminating, and the
+//! protection of claims and volumes in use.
 
 use std::sync::Arc;
 
@@ -8,8 +9,13 @@ use serde_json::{Value, json};
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
 use crate::object::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
-use crate::resource::ResourceDef;
+use crate::resource::{self, ResourceDef};
 use crate::status::ApiError;
+
+/// The finalizer StorageObjectInUseProtection admission puts on every claim.
+pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+/// The finalizer StorageObjectInUseProtection admission puts on every volume.
+pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
 /// The entries of an object's `metadata.ownerReferences`.
 fn owner_refs(obj: &Value) -> impl Iterator<Item = &Value> {
@@ -281,6 +287,57 @@ impl Store {
             }
         }
         due.len()
+    }
+
+    /// Plays kube-controller-manager's PVC and PV protection controllers: a claim being deleted
+    /// loses its `kubernetes.io/pvc-protection` finalizer once no pod that has not finished uses
+    /// it, a volume its `kubernetes.io/pv-protection` once no claim is bound to it; either goes
+    /// when no finalizer is left. Returns how many were released.
+    pub fn protection_tick(&self) -> usize {
+        let mut st = self.state.lock();
+        let claims = resource::find("", "v1", "persistentvolumeclaims").expect("a built-in resource");
+        let volumes = resource::find("", "v1", "persistentvolumes").expect("a built-in resource");
+        let pods = resource::find("", "v1", "pods").expect("a built-in resource");
+        let mut released = Vec::new();
+        for (def, finalizer) in [(claims, PVC_PROTECTION), (volumes, PV_PROTECTION)] {
+            for obj in st.list_items(def, None, &ListQuery::default()) {
+                if !is_deleting(&obj) || !finalizers(&obj).iter().any(|f| f == finalizer) {
+                    continue;
+                }
+                let (ns, name) = (meta_str(&obj, "namespace"), meta_str(&obj, "name"));
+                let in_use = if def.plural == "persistentvolumeclaims" {
+                    st.list_items(pods, Some(ns), &ListQuery::default()).iter().any(|p| {
+                        !matches!(
+                            p.pointer("/status/phase").and_then(Value::as_str),
+                            Some("Succeeded" | "Failed")
+                        ) && p.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(
+                            |v| {
+                                v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str)
+                                    == Some(name)
+                            },
+                        )
+                    })
+                } else {
+                    obj.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
+                };
+                if !in_use {
+                    released.push((def, key_of(def, ns, name), obj, finalizer));
+                }
+            }
+        }
+        let count = released.len();
+        for (_, key, obj, finalizer) in released {
+            let mut new = (*obj).clone();
+            if let Some(list) = new.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
+                list.retain(|f| f.as_str() != Some(finalizer));
+            }
+            let done = finalizers(&new).is_empty();
+            st.commit(key.clone(), ChangeType::Modified, new, Some(obj));
+            if done {
+                st.remove(&key);
+            }
+        }
+        count
     }
 
     /// Plays the garbage collector for dependents written with a missing owner (say, created

@@ -21,7 +21,7 @@ mod deletion;
 mod storage;
 
 use apply::server_side_apply;
-pub use deletion::{DANGLING_OWNER_DELAY, NAMESPACE_CLEANUP_DELAY};
+pub use deletion::{DANGLING_OWNER_DELAY, NAMESPACE_CLEANUP_DELAY, PV_PROTECTION, PVC_PROTECTION};
 pub use storage::{Change, ChangeType, HISTORY_FLOOR, Key};
 use storage::{State, key_of};
 

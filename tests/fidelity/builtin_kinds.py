@@ -1,0 +1,310 @@
+"""The built-in kinds on any Kubernetes API server, normalised so two servers' answers compare.
+
+Usage:
+  builtin_kinds.py KUBECONFIG --record OUT.json      answers of the server KUBECONFIG names
+  builtin_kinds.py KUBECONFIG --compare GOLDEN.json  differences from a recording (exit 1 on any
+                                                     the recording does not explain)
+
+Each case sends one request in a namespace of its own and keeps what a client acts on: the
+status code, the Status reason and causes (field and message), and the object a create or an
+update returns, without what differs between any two runs (uids, versions, times, generated
+names, addresses, tokens). A recording's "versions" lists, per case and field, the answers
+that differ between the recorded server's version and the one the sandbox follows (v1.32), each
+with the upstream change that made the difference; its "formats" the few messages upstream
+prints as Go values no other implementation reproduces (pointer addresses), where the field,
+reason and code still agree.
+"""
+
+import argparse
+import base64
+import json
+import random
+import re
+import ssl
+import string
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+
+import yaml
+
+VOLATILE_META = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "selfLink")
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+
+
+class Server:
+    """A kubeconfig's server, token and CA."""
+
+    def __init__(self, kubeconfig):
+        with open(kubeconfig) as f:
+            config = yaml.safe_load(f)
+        context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+        cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
+        user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+        self.url = cluster["server"].rstrip("/")
+        self.token = user.get("token", "")
+        self.ssl = ssl.create_default_context()
+        if cluster.get("insecure-skip-tls-verify"):
+            self.ssl.check_hostname = False
+            self.ssl.verify_mode = ssl.CERT_NONE
+        elif "certificate-authority-data" in cluster:
+            with tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False) as ca:
+                ca.write(base64.b64decode(cluster["certificate-authority-data"]))
+            self.ssl.load_verify_locations(ca.name)
+
+    def send(self, method, path, body=None, content_type="application/json"):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(req, context=self.ssl, timeout=30) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            text = e.read()
+            try:
+                return e.code, json.loads(text)
+            except ValueError:
+                return e.code, {"body": text.decode(errors="replace")[:200]}
+
+
+def normalise(value, ns):
+    """`value` without what differs between runs; `ns` (the case's namespace) as `$NS`."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in VOLATILE_META and isinstance(v, (str, list, type(None))):
+                continue
+            if k in ("clusterIP",) or k in ("clusterIPs",):
+                out[k] = "$IP"
+                continue
+            out[k] = normalise(v, ns)
+        return out
+    if isinstance(value, list):
+        return [normalise(v, ns) for v in value]
+    if isinstance(value, str):
+        if value == ns:
+            return "$NS"
+        if TIME.match(value):
+            return "$TIME"
+        value = re.sub(r"^kube-api-access-[a-z0-9]{5}$", "kube-api-access-$X", value)
+        value = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "$UID", value)
+        if value.count(".") == 2 and len(value) > 100 and " " not in value:
+            return "$TOKEN"
+        return value.replace(ns, "$NS")
+    return value
+
+
+def outcome(code, body, ns):
+    """What a client acts on in one answer."""
+    out = {"code": code}
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        out["reason"] = body.get("reason", "")
+        out["message"] = normalise(body.get("message", ""), ns)
+        causes = (body.get("details") or {}).get("causes") or []
+        out["causes"] = [[c.get("field", ""), normalise(c.get("message", ""), ns)] for c in causes]
+    elif isinstance(body, dict):
+        obj = normalise(body, ns)
+        meta = obj.get("metadata", {})
+        for k in ("name", "generateName"):
+            if k in meta and isinstance(meta[k], str):
+                meta[k] = re.sub(r"-[a-z0-9]{5}$", "-$X", meta[k])
+        out["object"] = obj
+    return out
+
+
+def container(name="main", image="busybox:1.36"):
+    return {"name": name, "image": image}
+
+
+def template(app, restart=None):
+    spec = {"containers": [container()]}
+    if restart:
+        spec["restartPolicy"] = restart
+    return {"metadata": {"labels": {"app": app}}, "spec": spec}
+
+
+def cases():
+    """(name, [(method, path-with-$NS, body)]): the answer of each case's last request is kept."""
+    n = "/api/v1/namespaces/$NS"
+    apps = "/apis/apps/v1/namespaces/$NS"
+    batch = "/apis/batch/v1/namespaces/$NS"
+    sel = {"matchLabels": {"app": "web"}}
+    yield "pod-minimal", [("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}})]
+    yield "pod-limits", [("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [
+        dict(container(), resources={"limits": {"cpu": "1", "memory": "1Gi"}})]}})]
+    yield "pod-no-containers", [("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": []}})]
+    yield "pod-bad-container", [("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [{"name": "Bad_Name"}]}})]
+    yield "pod-bad-restart", [("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()], "restartPolicy": "Sometimes"}})]
+    yield "pod-missing-class", [("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()], "priorityClassName": "nope"}})]
+    yield "pod-system-class", [("POST", "/api/v1/namespaces/kube-system/pods", {"metadata": {"generateName": "fid-"}, "spec": {"containers": [container()], "priorityClassName": "system-cluster-critical"}})]
+    yield "pod-update-forbidden", [
+        ("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}),
+        ("PATCH", f"{n}/pods/web", {"spec": {"restartPolicy": "Never"}}),
+    ]
+    yield "pod-update-image", [
+        ("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}),
+        ("PATCH", f"{n}/pods/web", {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}),
+    ]
+    yield "pod-binding", [
+        ("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}),
+        ("POST", f"{n}/pods/web/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node-1"}}),
+    ]
+    yield "pod-binding-twice", [
+        ("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}),
+        ("POST", f"{n}/pods/web/binding", {"metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node-1"}}),
+        ("POST", f"{n}/pods/web/binding", {"metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node-2"}}),
+    ]
+    yield "pod-log-unbound", [
+        ("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}),
+        ("GET", f"{n}/pods/web/log", None),
+    ]
+    yield "pod-eviction", [
+        ("POST", f"{n}/pods", {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}),
+        ("POST", f"{n}/pods/web/eviction", {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web"}}),
+    ]
+    yield "rs-minimal", [("POST", f"{apps}/replicasets", {"metadata": {"name": "web"}, "spec": {"selector": sel, "template": template("web")}})]
+    yield "rs-selector-mismatch", [("POST", f"{apps}/replicasets", {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "db"}}, "template": template("web")}})]
+    yield "rs-scale", [
+        ("POST", f"{apps}/replicasets", {"metadata": {"name": "web"}, "spec": {"selector": sel, "template": template("web")}}),
+        ("GET", f"{apps}/replicasets/web/scale", None),
+    ]
+    sts = {"metadata": {"name": "web"}, "spec": {"selector": sel, "serviceName": "web", "template": template("web"),
+           "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}
+    yield "sts-minimal", [("POST", f"{apps}/statefulsets", sts)]
+    yield "sts-update-forbidden", [("POST", f"{apps}/statefulsets", sts), ("PATCH", f"{apps}/statefulsets/web", {"spec": {"serviceName": "other"}})]
+    yield "sts-scale", [("POST", f"{apps}/statefulsets", sts), ("PATCH", f"{apps}/statefulsets/web/scale", {"spec": {"replicas": 3}})]
+    yield "ds-minimal", [("POST", f"{apps}/daemonsets", {"metadata": {"name": "web"}, "spec": {"selector": sel, "template": template("web")}})]
+    yield "ds-empty-selector", [("POST", f"{apps}/daemonsets", {"metadata": {"name": "web"}, "spec": {"selector": {}, "template": template("web")}})]
+    yield "job-minimal", [("POST", f"{batch}/jobs", {"metadata": {"name": "pi"}, "spec": {"template": template("pi", "Never")}})]
+    yield "job-restart-always", [("POST", f"{batch}/jobs", {"metadata": {"name": "pi"}, "spec": {"template": template("pi")}})]
+    yield "job-template-immutable", [
+        ("POST", f"{batch}/jobs", {"metadata": {"name": "pi"}, "spec": {"template": template("pi", "Never")}}),
+        ("PATCH", f"{batch}/jobs/pi", {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}}}),
+    ]
+    cron = {"metadata": {"name": "tick"}, "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": template("tick", "OnFailure")}}}}
+    yield "cronjob-minimal", [("POST", f"{batch}/cronjobs", cron)]
+    for bad in ("* * *", "70 * * * *", "*/0 * * * *", "@sometimes"):
+        body = json.loads(json.dumps(cron))
+        body["spec"]["schedule"] = bad
+        yield f"cronjob-schedule-{bad}", [("POST", f"{batch}/cronjobs", body)]
+    pvc = {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, "storageClassName": "standard"}}
+    yield "pvc-minimal", [("POST", f"{n}/persistentvolumeclaims", pvc)]
+    yield "pvc-empty", [("POST", f"{n}/persistentvolumeclaims", {"metadata": {"name": "data"}, "spec": {}})]
+    yield "pvc-class-immutable", [("POST", f"{n}/persistentvolumeclaims", pvc), ("PATCH", f"{n}/persistentvolumeclaims/data", {"spec": {"storageClassName": "fast"}})]
+    yield "rc-minimal", [("POST", f"{n}/replicationcontrollers", {"metadata": {"name": "web"}, "spec": {"template": template("web")}})]
+    yield "rc-scale", [("POST", f"{n}/replicationcontrollers", {"metadata": {"name": "web"}, "spec": {"template": template("web")}}),
+                       ("GET", f"{n}/replicationcontrollers/web/scale", None)]
+    hpa = "/apis/autoscaling/v2/namespaces/$NS/horizontalpodautoscalers"
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+    yield "hpa-v2-minimal", [("POST", hpa, {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": target, "maxReplicas": 5}})]
+    yield "hpa-v2-bounds", [("POST", hpa, {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": target, "minReplicas": 4, "maxReplicas": 2}})]
+    yield "hpa-v1-read-as-v2", [
+        ("POST", "/apis/autoscaling/v1/namespaces/$NS/horizontalpodautoscalers", {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": target, "maxReplicas": 5, "targetCPUUtilizationPercentage": 60}}),
+        ("GET", f"{hpa}/web", None),
+    ]
+    ing = "/apis/networking.k8s.io/v1/namespaces/$NS"
+    backend = {"service": {"name": "web", "port": {"number": 80}}}
+    yield "ingress-minimal", [("POST", f"{ing}/ingresses", {"metadata": {"name": "web"}, "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix", "backend": backend}]}}]}})]
+    yield "ingress-no-path-type", [("POST", f"{ing}/ingresses", {"metadata": {"name": "web"}, "spec": {"rules": [{"http": {"paths": [{"path": "/", "backend": backend}]}}]}})]
+    yield "netpol-minimal", [("POST", f"{ing}/networkpolicies", {"metadata": {"name": "db"}, "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}})]
+    yield "endpoints-bad-ip", [("POST", f"{n}/endpoints", {"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "nope"}], "ports": [{"port": 80}]}]})]
+    yield "endpointslice-bad-type", [("POST", "/apis/discovery.k8s.io/v1/namespaces/$NS/endpointslices", {"metadata": {"name": "web"}, "addressType": "IPv5", "endpoints": []})]
+    yield "sa-token", [
+        ("POST", f"{n}/serviceaccounts", {"metadata": {"name": "app"}}),
+        ("POST", f"{n}/serviceaccounts/app/token", {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"audiences": ["api"], "expirationSeconds": 3600}}),
+    ]
+    yield "sa-token-short", [
+        ("POST", f"{n}/serviceaccounts", {"metadata": {"name": "app"}}),
+        ("POST", f"{n}/serviceaccounts/app/token", {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 60}}),
+    ]
+    yield "ssar", [("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {"spec": {"resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "$NS"}}})]
+    yield "ssar-list", [("GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", None)]
+    yield "priorityclass-reserved", [("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": "system-fid"}, "value": 5})]
+    yield "priorityclass-too-high", [("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", {"metadata": {"name": "fid-high-$NS"}, "value": 2000000000})]
+    yield "storageclass-no-provisioner", [("POST", "/apis/storage.k8s.io/v1/storageclasses", {"metadata": {"name": "fid-$NS"}})]
+    yield "ingressclass-no-controller", [("POST", "/apis/networking.k8s.io/v1/ingressclasses", {"metadata": {"name": "fid-$NS"}, "spec": {}})]
+    yield "node-bad-taint", [("POST", "/api/v1/nodes", {"metadata": {"name": "fid-$NS"}, "spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}})]
+
+
+def run(server):
+    results = {}
+    for name, steps in cases():
+        ns = "fid-" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
+        server.send("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
+        # A real cluster's controllers make each namespace's `default` account soon after; made
+        # here so that no case depends on that race.
+        server.send("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "default"}})
+        code, body = None, None
+        for method, path, body_in in steps:
+            body_in = json.loads(json.dumps(body_in).replace("$NS", ns)) if body_in is not None else None
+            content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+            if method == "PATCH" and path.endswith("/pods/web") and "containers" in json.dumps(body_in):
+                content_type = "application/strategic-merge-patch+json"
+            code, body = server.send(method, path.replace("$NS", ns), body_in, content_type)
+        results[name] = outcome(code, body, ns)
+        server.send("DELETE", f"/api/v1/namespaces/{ns}")
+        for cluster_scoped in ("/apis/scheduling.k8s.io/v1/priorityclasses", "/apis/storage.k8s.io/v1/storageclasses",
+                               "/apis/networking.k8s.io/v1/ingressclasses", "/api/v1/nodes"):
+            server.send("DELETE", f"{cluster_scoped}/fid-{ns}")
+            server.send("DELETE", f"{cluster_scoped}/fid-high-{ns}")
+    return results
+
+
+def differences(expected, actual, path=""):
+    """Every leaf where `actual` differs from `expected`, as `path: expected -> actual`."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        out = []
+        for k in sorted(set(expected) | set(actual)):
+            out += differences(expected.get(k, "<absent>"), actual.get(k, "<absent>"), f"{path}.{k}")
+        return out
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        out = []
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            out += differences(e, a, f"{path}[{i}]")
+        return out
+    return [] if expected == actual else [f"{path}: {json.dumps(expected)} -> {json.dumps(actual)}"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kubeconfig")
+    parser.add_argument("--record")
+    parser.add_argument("--compare")
+    args = parser.parse_args()
+    results = run(Server(args.kubeconfig))
+    if args.record:
+        with open(args.record, "w") as f:
+            json.dump({"server": Server(args.kubeconfig).send("GET", "/version")[1].get("gitVersion"), "versions": {}, "cases": results}, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(f"recorded {len(results)} cases")
+        return
+    with open(args.compare) as f:
+        golden = json.load(f)
+    explained_by = {**golden.get("formats", {})}
+    for case, fields in golden.get("versions", {}).items():
+        explained_by.setdefault(case, {}).update(fields)
+    same, differ, unexplained = 0, 0, 0
+    for name, expected in golden["cases"].items():
+        found = differences(expected, results.get(name, {}))
+        explained = explained_by.get(name, {})
+        left = [d for d in found if d.split(":")[0] not in explained]
+        if not found:
+            same += 1
+            continue
+        differ += 1
+        status = "DIFF" if left else "DIFF (explained)"
+        unexplained += bool(left)
+        print(f"CASE {name}: {status}")
+        for d in found:
+            why = explained.get(d.split(":")[0])
+            print(f"  {d}" + (f"  [{why}]" if why else ""))
+    print(f"builtin kinds: {same} SAME, {differ} DIFF, {unexplained} not explained")
+    sys.exit(1 if unexplained else 0)
+
+
+if __name__ == "__main__":
+    main()
