@@ -187,6 +187,16 @@ pub(crate) fn go_string_map(m: Option<&serde_json::Map<String, Value>>) -> Strin
     format!("map[string]string{{{}}}", pairs.join(", "))
 }
 
+/// A `LabelSelector` as Go's `%#v` prints it in a field error (an empty one, here).
+pub(crate) fn go_label_selector(s: &Value) -> String {
+    let labels = go_string_map(s.get("matchLabels").and_then(Value::as_object));
+    let expressions = match s.get("matchExpressions").and_then(Value::as_array) {
+        None => "[]v1.LabelSelectorRequirement(nil)".to_owned(),
+        Some(_) => "[]v1.LabelSelectorRequirement{}".to_owned(),
+    };
+    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
+}
+
 /// Go's `%#v` of a decoded JSON value (`map[string]interface {}{"a":1}`, `[]interface {}{"x"}`).
 pub(crate) fn go_sharp_v(v: &Value) -> String {
     let mut out = String::new();

@@ -93,14 +93,18 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
         spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
     match selector {
         None => err("spec.selector", "Required value".into()),
-        Some(s) if selector_is_empty(s) => {
-            err("spec.selector", "Invalid value: \"null\": empty selector is invalid for deployment".into())
-        }
+        Some(s) if selector_is_empty(s) => err(
+            "spec.selector",
+            format!(
+                "Invalid value: {}: empty selector is invalid for deployment",
+                crate::gofmt::go_label_selector(s)
+            ),
+        ),
         Some(s) if !selector_matches(s, &template_labels) => err(
             "spec.template.metadata.labels",
             format!(
                 "Invalid value: {}: `selector` does not match template `labels`",
-                Value::Object(template_labels.clone())
+                crate::gofmt::go_string_map(Some(&template_labels))
             ),
         ),
         Some(_) => {}

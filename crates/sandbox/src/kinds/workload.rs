@@ -31,7 +31,10 @@ fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
         Some(s) if selector_is_empty(s) => {
             vec![(
                 "spec.selector".into(),
-                format!("Invalid value: {}: empty selector is invalid for {kind}", go_label_selector(s)),
+                format!(
+                    "Invalid value: {}: empty selector is invalid for {kind}",
+                    crate::gofmt::go_label_selector(s)
+                ),
             )]
         }
         Some(s) if !selector_matches(s, &labels) => vec![(
@@ -43,16 +46,6 @@ fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
         )],
         Some(_) => Vec::new(),
     }
-}
-
-/// A `LabelSelector` as Go's `%#v` prints it in a field error (an empty one, here).
-fn go_label_selector(s: &Value) -> String {
-    let labels = crate::gofmt::go_string_map(s.get("matchLabels").and_then(Value::as_object));
-    let expressions = match s.get("matchExpressions").and_then(Value::as_array) {
-        None => "[]v1.LabelSelectorRequirement(nil)".to_owned(),
-        Some(_) => "[]v1.LabelSelectorRequirement{}".to_owned(),
-    };
-    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
 }
 
 /// The template's pod spec, validated with the restart policies the kind allows.
