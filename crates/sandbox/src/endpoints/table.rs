@@ -109,8 +109,7 @@ pub(crate) fn format_label_selector(sel: Option<&Value>) -> String {
 
 /// A pod template's containers' names or images, joined by `,` (`layoutContainerCells`).
 fn containers(o: &Value, field: &str) -> Value {
-    let list = o.pointer("/spec/template/spec/containers").and_then(Value::as_array);
-    json!(list.into_iter().flatten().map(|c| c[field].as_str().unwrap_or("")).collect::<Vec<_>>().join(","))
+    workloads::joined(o, "/spec/template/spec/containers", field)
 }
 
 /// `getServiceExternalIP` (wide): by the Service's type.

@@ -102,6 +102,22 @@ fn zero_status(obj: &mut Value, fields: &[&str]) {
     }
 }
 
+/// `spec.updateStrategy` of a StatefulSet or a DaemonSet: `RollingUpdate` unless said
+/// otherwise, its `rollingUpdate` given `settings` where they are unset.
+fn default_rolling_update(spec: &mut serde_json::Map<String, Value>, settings: &[(&str, Value)]) {
+    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
+    let Some(s) = strategy.as_object_mut() else { return };
+    set_default(s, "type", json!("RollingUpdate"));
+    if s["type"] == "RollingUpdate" {
+        set_default(s, "rollingUpdate", json!({}));
+        if let Some(r) = s["rollingUpdate"].as_object_mut() {
+            for (k, v) in settings {
+                set_default(r, k, v.clone());
+            }
+        }
+    }
+}
+
 /// apps/v1 ReplicaSet defaults.
 pub fn default_replica_set(rs: &mut Value) {
     default_workload(rs, true);
@@ -176,16 +192,7 @@ pub fn default_stateful_set(sts: &mut Value) {
         "persistentVolumeClaimRetentionPolicy",
         json!({ "whenDeleted": "Retain", "whenScaled": "Retain" }),
     );
-    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
-    if let Some(s) = strategy.as_object_mut() {
-        set_default(s, "type", json!("RollingUpdate"));
-        if s["type"] == "RollingUpdate" {
-            set_default(s, "rollingUpdate", json!({}));
-            if let Some(r) = s["rollingUpdate"].as_object_mut() {
-                set_default(r, "partition", json!(0));
-            }
-        }
-    }
+    default_rolling_update(spec, &[("partition", json!(0))]);
     for claim in spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
         if let Some(c) = claim.as_object_mut() {
             set_default(c, "apiVersion", json!("v1"));
@@ -245,17 +252,7 @@ pub fn default_daemon_set(ds: &mut Value) {
     );
     let spec = object_at(ds, "spec");
     set_default(spec, "revisionHistoryLimit", json!(10));
-    let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
-    if let Some(s) = strategy.as_object_mut() {
-        set_default(s, "type", json!("RollingUpdate"));
-        if s["type"] == "RollingUpdate" {
-            set_default(s, "rollingUpdate", json!({}));
-            if let Some(r) = s["rollingUpdate"].as_object_mut() {
-                set_default(r, "maxUnavailable", json!(1));
-                set_default(r, "maxSurge", json!(0));
-            }
-        }
-    }
+    default_rolling_update(spec, &[("maxUnavailable", json!(1)), ("maxSurge", json!(0))]);
 }
 
 /// The DaemonSet strategy's `PrepareForCreate`: the template's generation, 1, in the annotation

@@ -11,7 +11,8 @@ fn or_none(s: &str) -> Value {
     json!(if s.is_empty() { "<none>" } else { s })
 }
 
-fn joined(o: &Value, ptr: &str, field: &str) -> Value {
+/// The `field` of each object in the list at `ptr`, joined by `,` (`layoutContainerCells`).
+pub(super) fn joined(o: &Value, ptr: &str, field: &str) -> Value {
     let list = o.pointer(ptr).and_then(Value::as_array);
     json!(list.into_iter().flatten().map(|c| c[field].as_str().unwrap_or("")).collect::<Vec<_>>().join(","))
 }
