@@ -186,7 +186,7 @@ fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Va
                 into.extend(a.clone());
             }
         }
-        let status = crate::kinds::pod::object_at(pod, "status");
+        let status = crate::object::object_at(pod, "status");
         let conditions = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conditions.as_array_mut() {
             list.retain(|c| c["type"] != "PodScheduled");

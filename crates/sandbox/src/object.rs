@@ -106,6 +106,21 @@ pub fn check_label(name: &str) -> Option<String> {
     (!errs.is_empty()).then(|| errs.join(", "))
 }
 
+/// Sets `obj[key]` to `value` when it is absent or null (a default).
+pub(crate) fn set_default(obj: &mut Map<String, Value>, key: &str, value: Value) {
+    if obj.get(key).is_none_or(Value::is_null) {
+        obj.insert(key.to_owned(), value);
+    }
+}
+
+/// `obj[key]`, made an object if it is not one.
+pub(crate) fn object_at<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+    if !v.get(key).is_some_and(Value::is_object) {
+        v[key] = json!({});
+    }
+    v[key].as_object_mut().expect("just made an object")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

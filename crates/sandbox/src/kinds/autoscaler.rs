@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::kinds::pod::{object_at, set_default};
+use crate::object::{object_at, set_default};
 use crate::resource::FieldError;
 
 const METRICS: &str = "autoscaling.alpha.kubernetes.io/metrics";

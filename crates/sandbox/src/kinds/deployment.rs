@@ -7,7 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::kinds::pod::{self, object_at, set_default};
+use crate::kinds::pod;
+use crate::object::{object_at, set_default};
 use crate::resource::FieldError;
 
 /// The defaults `kube-apiserver` fills in for an apps/v1 Deployment.

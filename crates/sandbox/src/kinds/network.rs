@@ -3,14 +3,14 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::pod::set_default;
+use crate::object::set_default;
 use crate::resource::FieldError;
 
 /// An Ingress has no spec defaults in v1 (a path's `pathType` is required); its status starts
 /// with an empty load balancer, as Go writes the struct.
 pub fn default_ingress(ingress: &mut Value) {
     if ingress.is_object() {
-        let status = crate::kinds::pod::object_at(ingress, "status");
+        let status = crate::object::object_at(ingress, "status");
         status.entry("loadBalancer").or_insert_with(|| json!({}));
     }
 }

@@ -5,22 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::object::check_label;
+use crate::object::{check_label, object_at, set_default};
 use crate::resource::FieldError;
-
-pub(crate) fn set_default(obj: &mut Map<String, Value>, key: &str, value: Value) {
-    if obj.get(key).is_none_or(Value::is_null) {
-        obj.insert(key.to_owned(), value);
-    }
-}
-
-/// `obj[key]`, made an object if it is not one.
-pub(crate) fn object_at<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
-    if !v.get(key).is_some_and(Value::is_object) {
-        v[key] = json!({});
-    }
-    v[key].as_object_mut().expect("just made an object")
-}
 
 /// A probe's defaults (`SetDefaults_Probe`).
 fn default_probe(p: &mut Map<String, Value>) {

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::pod::set_default;
+use crate::object::set_default;
 use crate::resource::FieldError;
 
 /// The highest value a user-defined class may have.

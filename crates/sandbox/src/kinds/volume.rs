@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::pod::{object_at, set_default};
+use crate::object::{object_at, set_default};
 use crate::resource::FieldError;
 
 /// A claim's defaults: `Filesystem` volumes, phase `Pending`.

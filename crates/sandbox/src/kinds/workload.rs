@@ -7,7 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::kinds::deployment::{selector_is_empty, selector_matches};
-use crate::kinds::pod::{self, object_at, set_default};
+use crate::kinds::pod;
+use crate::object::{object_at, set_default};
 use crate::resource::FieldError;
 
 /// `spec.replicas`, when given, is a non-negative int32.

@@ -59,7 +59,7 @@ fn list(st: &State, group: &str, plural: &str, ns: Option<&str>) -> Vec<std::syn
 }
 
 fn spec(obj: &mut Value) -> &mut Map<String, Value> {
-    crate::kinds::pod::object_at(obj, "spec")
+    crate::object::object_at(obj, "spec")
 }
 
 /// The five random characters of a generated volume name (`utilrand.String`'s alphabet).
@@ -221,7 +221,7 @@ fn limit_ranges(st: &State, ns: &str, pod: &mut Value) {
                         for (resource, value) in
                             limit.get(from).and_then(Value::as_object).into_iter().flatten()
                         {
-                            let resources = crate::kinds::pod::object_at(c, "resources");
+                            let resources = crate::object::object_at(c, "resources");
                             let target = resources.entry(into).or_insert_with(|| json!({}));
                             if let Some(t) = target.as_object_mut()
                                 && !t.contains_key(resource)
