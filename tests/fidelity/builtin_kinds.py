@@ -230,9 +230,32 @@ def cases():
     yield "node-bad-taint", [("POST", "/api/v1/nodes", {"metadata": {"name": "fid-$NS"}, "spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}})]
 
 
+def pod_security_cases():
+    """Pods in namespaces whose labels ask PodSecurity admission for a level."""
+    n = "/api/v1/namespaces/$NS"
+    def level(name):
+        return ("PATCH", n, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": name}}})
+    wide_open = {"metadata": {"name": "web"}, "spec": {
+        "hostNetwork": True,
+        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+        "containers": [dict(container(), securityContext={"privileged": True, "capabilities": {"add": ["NET_ADMIN"]}},
+                            ports=[{"containerPort": 80, "hostPort": 80}])],
+    }}
+    plain = {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}
+    locked = {"metadata": {"name": "web"}, "spec": {
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [dict(container(), securityContext={"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}})],
+    }}
+    yield "psa-privileged-allows", [level("privileged"), ("POST", f"{n}/pods", wide_open)]
+    yield "psa-baseline-refuses", [level("baseline"), ("POST", f"{n}/pods", wide_open)]
+    yield "psa-baseline-allows-plain", [level("baseline"), ("POST", f"{n}/pods", plain)]
+    yield "psa-restricted-refuses-plain", [level("restricted"), ("POST", f"{n}/pods", plain)]
+    yield "psa-restricted-allows-locked", [level("restricted"), ("POST", f"{n}/pods", locked)]
+
+
 def run(server):
     results = {}
-    for name, steps in cases():
+    for name, steps in list(cases()) + list(pod_security_cases()):
         ns = "fid-" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
         server.send("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
         # A real cluster's controllers make each namespace's `default` account soon after; made

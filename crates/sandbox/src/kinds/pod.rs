@@ -49,10 +49,13 @@ fn default_container(c: &mut Map<String, Value>) {
 }
 
 /// A volume's defaults (`SetDefaults_Volume` and its sources'): no source is an `emptyDir`, the
-/// projected files' mode is 0644.
+/// projected files' mode is 0644, a hostPath's type is `""` (no check).
 fn default_volume(v: &mut Map<String, Value>) {
     if v.keys().all(|k| k == "name") {
         v.insert("emptyDir".into(), json!({}));
+    }
+    if let Some(h) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
+        set_default(h, "type", json!(""));
     }
     for source in ["secret", "configMap", "projected", "downwardAPI"] {
         if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {

@@ -14,8 +14,11 @@
 //! - **StorageObjectInUseProtection**: claims and volumes get the finalizer the store's
 //!   protection tick removes once they are not in use.
 //!
-//! NamespaceLifecycle is the store's own check (404 and 403). Not run: ResourceQuota and
-//! PodSecurity, and no webhook is ever called.
+//! - **PodSecurity** ([`super::pod_security`]): the namespace's `enforce` level refuses the pods
+//!   that break it (403).
+//!
+//! NamespaceLifecycle is the store's own check (404 and 403). Not run: ResourceQuota, and no
+//! webhook is ever called.
 
 use serde_json::{Map, Value, json};
 
@@ -42,6 +45,7 @@ pub(super) fn admit(st: &State, def: &ResourceDef, ns: &str, obj: &mut Value) ->
             priority(st, obj)?;
             default_tolerations(obj);
             limit_ranges(st, ns, obj);
+            pod_security(st, ns, obj)?;
         }
         "persistentvolumeclaims" => {
             default_storage_class(st, obj);
@@ -51,6 +55,19 @@ pub(super) fn admit(st: &State, def: &ResourceDef, ns: &str, obj: &mut Value) ->
         _ => {}
     }
     Ok(())
+}
+
+/// PodSecurity: the namespace's `enforce` level refuses the pods that break it.
+fn pod_security(st: &State, ns: &str, pod: &Value) -> Result<(), ApiError> {
+    let level = st.namespace_state(ns).and_then(|n| {
+        n.pointer("/metadata/labels/pod-security.kubernetes.io~1enforce")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    match level.and_then(|l| super::pod_security::violations(&l, pod)) {
+        Some(why) => Err(ApiError::admission_forbidden("", "pods", meta_str(pod, "name"), &why)),
+        None => Ok(()),
+    }
 }
 
 fn list(st: &State, group: &str, plural: &str, ns: Option<&str>) -> Vec<std::sync::Arc<Value>> {

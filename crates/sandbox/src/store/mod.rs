@@ -18,6 +18,7 @@ mod admission;
 mod apply;
 mod crd;
 mod deletion;
+pub mod pod_security;
 mod storage;
 
 use apply::server_side_apply;

@@ -1,0 +1,319 @@
+//! PodSecurity admission (`staging/src/k8s.io/pod-security-admission`): a namespace's
+//! `pod-security.kubernetes.io/enforce` label (`privileged`, `baseline` or `restricted`) refuses
+//! the pods that break its level, with upstream's message — the failed checks in their ids'
+//! order, each with its reason and what the pod must (not) set.
+//!
+//! Checked: the baseline's capabilities, host namespaces, hostPath volumes, host ports,
+//! privileged containers and an `Unconfined` seccomp profile; the restricted level's privilege
+//! escalation, capabilities, volume types, `runAsNonRoot`, `runAsUser=0` and seccomp profile.
+//! Not checked: AppArmor, `procMount`, SELinux options and sysctls; the `warn` and `audit` labels.
+
+use serde_json::Value;
+
+/// The capabilities the baseline level lets a container add.
+const BASELINE_CAPABILITIES: [&str; 13] = [
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+];
+
+/// The volume types the restricted level allows.
+const RESTRICTED_VOLUMES: [&str; 8] = [
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+];
+
+/// `container "a"` or `containers "a", "b"`.
+fn containers(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    let noun = if names.len() == 1 { "container" } else { "containers" };
+    format!("{noun} {}", quoted.join(", "))
+}
+
+fn quoted(items: &[String]) -> String {
+    items.iter().map(|i| format!("{i:?}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Every container of the pod (init containers first, as upstream visits them) with its name.
+fn all_containers(spec: &Value) -> Vec<(&str, &Value)> {
+    ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .filter_map(|l| spec.get(*l).and_then(Value::as_array))
+        .flatten()
+        .map(|c| (c["name"].as_str().unwrap_or(""), c))
+        .collect()
+}
+
+fn names_where(spec: &Value, f: impl Fn(&Value) -> bool) -> Vec<String> {
+    all_containers(spec).into_iter().filter(|(_, c)| f(c)).map(|(n, _)| n.to_owned()).collect()
+}
+
+/// The message of the checks `pod` fails at `level` (`None` when it passes, or the level is
+/// `privileged` or unknown).
+#[must_use]
+pub fn violations(level: &str, pod: &Value) -> Option<String> {
+    let restricted = match level {
+        "baseline" => false,
+        "restricted" => true,
+        _ => return None,
+    };
+    let spec = pod.get("spec").cloned().unwrap_or_default();
+    let sc = |c: &Value, ptr: &str| c.pointer(&format!("/securityContext{ptr}")).cloned();
+    // (check id, reason, detail): sorted by id at the end.
+    let mut failed: Vec<(&str, &str, String)> = Vec::new();
+
+    if restricted {
+        let escalating =
+            names_where(&spec, |c| sc(c, "/allowPrivilegeEscalation") != Some(Value::Bool(false)));
+        if !escalating.is_empty() {
+            failed.push((
+                "allowPrivilegeEscalation",
+                "allowPrivilegeEscalation != false",
+                format!(
+                    "{} must set securityContext.allowPrivilegeEscalation=false",
+                    containers(&escalating)
+                ),
+            ));
+        }
+    }
+    let added = |c: &Value| -> Vec<String> {
+        sc(c, "/capabilities/add")
+            .and_then(|a| a.as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    if restricted {
+        let undropped = names_where(&spec, |c| {
+            !sc(c, "/capabilities/drop")
+                .and_then(|d| d.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .any(|d| d == "ALL")
+        });
+        let adders = names_where(&spec, |c| added(c).iter().any(|a| a != "NET_BIND_SERVICE"));
+        let mut details = Vec::new();
+        if !undropped.is_empty() {
+            details.push(format!(
+                "{} must set securityContext.capabilities.drop=[\"ALL\"]",
+                containers(&undropped)
+            ));
+        }
+        if !adders.is_empty() {
+            let mut caps: Vec<String> = all_containers(&spec)
+                .iter()
+                .flat_map(|(_, c)| added(c))
+                .filter(|a| a != "NET_BIND_SERVICE")
+                .collect();
+            caps.sort();
+            caps.dedup();
+            details.push(format!(
+                "{} must not include {} in securityContext.capabilities.add",
+                containers(&adders),
+                quoted(&caps)
+            ));
+        }
+        if !details.is_empty() {
+            failed.push(("capabilities_restricted", "unrestricted capabilities", details.join("; ")));
+        }
+    } else {
+        let adders =
+            names_where(&spec, |c| added(c).iter().any(|a| !BASELINE_CAPABILITIES.contains(&a.as_str())));
+        if !adders.is_empty() {
+            let mut caps: Vec<String> = all_containers(&spec)
+                .iter()
+                .flat_map(|(_, c)| added(c))
+                .filter(|a| !BASELINE_CAPABILITIES.contains(&a.as_str()))
+                .collect();
+            caps.sort();
+            caps.dedup();
+            failed.push((
+                "capabilities_baseline",
+                "non-default capabilities",
+                format!(
+                    "{} must not include {} in securityContext.capabilities.add",
+                    containers(&adders),
+                    quoted(&caps)
+                ),
+            ));
+        }
+    }
+    let hosts: Vec<String> = ["hostNetwork", "hostPID", "hostIPC"]
+        .iter()
+        .filter(|f| spec.get(**f) == Some(&Value::Bool(true)))
+        .map(|f| format!("{f}=true"))
+        .collect();
+    if !hosts.is_empty() {
+        failed.push(("hostNamespaces", "host namespaces", hosts.join(", ")));
+    }
+    let volumes: Vec<&Value> = spec.get("volumes").and_then(Value::as_array).into_iter().flatten().collect();
+    let volume_name = |v: &&Value| v["name"].as_str().unwrap_or("").to_owned();
+    if restricted {
+        let bad: Vec<(String, String)> = volumes
+            .iter()
+            .filter_map(|v| {
+                let kind = v.as_object()?.keys().find(|k| *k != "name")?.clone();
+                (!RESTRICTED_VOLUMES.contains(&kind.as_str())).then(|| (volume_name(v), kind))
+            })
+            .collect();
+        if !bad.is_empty() {
+            let (names, kinds): (Vec<String>, Vec<String>) = bad.into_iter().unzip();
+            let noun = if names.len() == 1 { "volume" } else { "volumes" };
+            let mut kinds = kinds;
+            kinds.dedup();
+            let types = if kinds.len() == 1 { "type" } else { "types" };
+            failed.push((
+                "restrictedVolumes",
+                "restricted volume types",
+                format!(
+                    "{noun} {} {} restricted volume {types} {}",
+                    quoted(&names),
+                    if names.len() == 1 { "uses" } else { "use" },
+                    quoted(&kinds)
+                ),
+            ));
+        }
+    } else {
+        let host_paths: Vec<String> =
+            volumes.iter().filter(|v| v.get("hostPath").is_some()).map(volume_name).collect();
+        if !host_paths.is_empty() {
+            let noun = if host_paths.len() == 1 { "volume" } else { "volumes" };
+            failed.push(("hostPathVolumes", "hostPath volumes", format!("{noun} {}", quoted(&host_paths))));
+        }
+    }
+    let mut port_users = Vec::new();
+    let mut ports = Vec::new();
+    for (name, c) in all_containers(&spec) {
+        let used: Vec<i64> = c["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["hostPort"].as_i64())
+            .filter(|p| *p != 0)
+            .collect();
+        if !used.is_empty() {
+            port_users.push(name.to_owned());
+            ports.extend(used);
+        }
+    }
+    if !port_users.is_empty() {
+        let (verb, noun) = if port_users.len() == 1 && ports.len() == 1 {
+            ("uses", "hostPort")
+        } else if port_users.len() == 1 {
+            ("uses", "hostPorts")
+        } else {
+            ("use", "hostPorts")
+        };
+        let list: Vec<String> = ports.iter().map(ToString::to_string).collect();
+        failed.push((
+            "hostPorts",
+            "hostPort",
+            format!("{} {verb} {noun} {}", containers(&port_users), list.join(", ")),
+        ));
+    }
+    let privileged = names_where(&spec, |c| sc(c, "/privileged") == Some(Value::Bool(true)));
+    if !privileged.is_empty() {
+        failed.push((
+            "privileged",
+            "privileged",
+            format!("{} must not set securityContext.privileged=true", containers(&privileged)),
+        ));
+    }
+    if restricted {
+        let pod_non_root = spec.pointer("/securityContext/runAsNonRoot") == Some(&Value::Bool(true));
+        let unset = names_where(&spec, |c| sc(c, "/runAsNonRoot") != Some(Value::Bool(true)));
+        if !pod_non_root && !unset.is_empty() {
+            failed.push((
+                "runAsNonRoot",
+                "runAsNonRoot != true",
+                format!("pod or {} must set securityContext.runAsNonRoot=true", containers(&unset)),
+            ));
+        }
+        let root = names_where(&spec, |c| sc(c, "/runAsUser") == Some(Value::from(0)));
+        if spec.pointer("/securityContext/runAsUser") == Some(&Value::from(0)) || !root.is_empty() {
+            let who = if root.is_empty() { "pod".to_owned() } else { containers(&root) };
+            failed.push(("runAsUser", "runAsUser=0", format!("{who} must not set runAsUser=0")));
+        }
+        let allowed = |t: Option<Value>| {
+            matches!(t.as_ref().and_then(Value::as_str), Some("RuntimeDefault" | "Localhost"))
+        };
+        let pod_profile = allowed(spec.pointer("/securityContext/seccompProfile/type").cloned());
+        let unset = names_where(&spec, |c| !allowed(sc(c, "/seccompProfile/type")));
+        if !pod_profile && !unset.is_empty() {
+            failed.push((
+                "seccompProfile_restricted",
+                "seccompProfile",
+                format!("pod or {} must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\"", containers(&unset)),
+            ));
+        }
+    } else if spec.pointer("/securityContext/seccompProfile/type").and_then(Value::as_str)
+        == Some("Unconfined")
+    {
+        failed.push((
+            "seccompProfile_baseline",
+            "seccompProfile",
+            "pod must not set securityContext.seccompProfile.type to \"Unconfined\"".to_owned(),
+        ));
+    }
+    if failed.is_empty() {
+        return None;
+    }
+    failed.sort_by_key(|f| f.0);
+    let parts: Vec<String> =
+        failed.into_iter().map(|(_, reason, detail)| format!("{reason} ({detail})")).collect();
+    Some(format!("violates PodSecurity \"{level}:latest\": {}", parts.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn baseline_refuses_host_access_in_upstreams_words() {
+        let pod = json!({ "spec": {
+            "hostNetwork": true,
+            "volumes": [{ "name": "root", "hostPath": { "path": "/" } }],
+            "containers": [{ "name": "main", "securityContext": { "privileged": true, "capabilities": { "add": ["NET_ADMIN"] } },
+                             "ports": [{ "containerPort": 80, "hostPort": 80 }] }],
+        } });
+        assert_eq!(
+            violations("baseline", &pod).unwrap(),
+            "violates PodSecurity \"baseline:latest\": non-default capabilities (container \"main\" must not include \"NET_ADMIN\" in securityContext.capabilities.add), host namespaces (hostNetwork=true), hostPath volumes (volume \"root\"), hostPort (container \"main\" uses hostPort 80), privileged (container \"main\" must not set securityContext.privileged=true)"
+        );
+        assert_eq!(violations("privileged", &pod), None);
+    }
+
+    #[test]
+    fn restricted_wants_a_locked_down_pod() {
+        let plain = json!({ "spec": { "containers": [{ "name": "main" }] } });
+        assert_eq!(
+            violations("restricted", &plain).unwrap(),
+            "violates PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false (container \"main\" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container \"main\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod or container \"main\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container \"main\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"
+        );
+        let locked = json!({ "spec": {
+            "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
+            "containers": [{ "name": "main", "securityContext": { "allowPrivilegeEscalation": false, "capabilities": { "drop": ["ALL"] } } }],
+        } });
+        assert_eq!(violations("restricted", &locked), None);
+        assert_eq!(violations("baseline", &plain), None);
+    }
+}
