@@ -12,7 +12,9 @@ names, addresses, tokens). A recording's "versions" lists, per case and field, t
 that differ between the recorded server's version and the one the sandbox follows (v1.32), each
 with the upstream change that made the difference; its "formats" the few messages upstream
 prints as Go values no other implementation reproduces (pointer addresses), where the field,
-reason and code still agree.
+reason and code still agree; its "not_served" what the sandbox does not serve on purpose
+(the subresources that need a kubelet). One more case, "discovery", compares every resource of
+legacy discovery: verbs, short names, categories, scope, kind.
 """
 
 import argparse
@@ -253,6 +255,23 @@ def pod_security_cases():
     yield "psa-restricted-allows-locked", [level("restricted"), ("POST", f"{n}/pods", locked)]
 
 
+def discovery(server):
+    """Every resource of legacy discovery with what clients read of it, by `group/version/name`."""
+    out = {}
+    _, core = server.send("GET", "/api/v1")
+    docs = [("", "v1", core)]
+    _, groups = server.send("GET", "/apis")
+    for g in groups.get("groups", []):
+        for v in g["versions"]:
+            docs.append((g["name"], v["version"], server.send("GET", f"/apis/{v['groupVersion']}")[1]))
+    for group, version, doc in docs:
+        for r in doc.get("resources", []):
+            entry = {k: sorted(r.get(k) or []) for k in ("verbs", "shortNames", "categories")}
+            entry.update({k: r.get(k) for k in ("namespaced", "kind", "group", "version")})
+            out[f"{group}/{version}/{r['name']}"] = entry
+    return out
+
+
 def run(server):
     results = {}
     for name, steps in list(cases()) + list(pod_security_cases()):
@@ -298,7 +317,9 @@ def main():
     parser.add_argument("--record")
     parser.add_argument("--compare")
     args = parser.parse_args()
-    results = run(Server(args.kubeconfig))
+    server = Server(args.kubeconfig)
+    results = run(server)
+    results["discovery"] = {"code": 200, "object": discovery(server)}
     if args.record:
         with open(args.record, "w") as f:
             json.dump({"server": Server(args.kubeconfig).send("GET", "/version")[1].get("gitVersion"), "versions": {}, "cases": results}, f, indent=1, sort_keys=True)
@@ -307,7 +328,10 @@ def main():
         return
     with open(args.compare) as f:
         golden = json.load(f)
-    explained_by = {**golden.get("formats", {})}
+    explained_by = {}
+    for section in ("formats", "not_served"):
+        for case, fields in golden.get(section, {}).items():
+            explained_by.setdefault(case, {}).update(fields)
     for case, fields in golden.get("versions", {}).items():
         explained_by.setdefault(case, {}).update(fields)
     same, differ, unexplained = 0, 0, 0
