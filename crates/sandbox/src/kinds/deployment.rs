@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::kinds::pod;
+use crate::kinds::{pod, workload};
 use crate::object::{object_at, set_default};
 use crate::resource::FieldError;
 
@@ -80,36 +80,11 @@ pub(crate) fn selector_is_empty(selector: &Value) -> bool {
 
 /// The validation `kube-apiserver` applies to an apps/v1 Deployment.
 pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let mut errs: Vec<FieldError> = Vec::new();
-    let mut err = |f: &str, m: String| errs.push((f.to_owned(), m));
     let spec = d.get("spec").cloned().unwrap_or(Value::Null);
-    match spec.get("replicas") {
-        Some(r) if r.as_i64().is_none_or(|n| n < 0 || n > i64::from(i32::MAX)) => {
-            err("spec.replicas", format!("Invalid value: {r}: must be greater than or equal to 0"));
-        }
-        _ => {}
-    }
+    // The replica count and the selector follow the same rules as a ReplicaSet's.
+    let mut errs = workload::replicas_errors(&spec);
+    errs.extend(workload::selector_errors(&spec, "deployment"));
     let selector = spec.get("selector").filter(|s| !s.is_null());
-    let template_labels =
-        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
-    match selector {
-        None => err("spec.selector", "Required value".into()),
-        Some(s) if selector_is_empty(s) => err(
-            "spec.selector",
-            format!(
-                "Invalid value: {}: empty selector is invalid for deployment",
-                crate::gofmt::go_label_selector(s)
-            ),
-        ),
-        Some(s) if !selector_matches(s, &template_labels) => err(
-            "spec.template.metadata.labels",
-            format!(
-                "Invalid value: {}: `selector` does not match template `labels`",
-                crate::gofmt::go_string_map(Some(&template_labels))
-            ),
-        ),
-        Some(_) => {}
-    }
     let template_spec = spec.pointer("/template/spec").cloned().unwrap_or_default();
     errs.extend(pod::validate_spec(&template_spec, "spec.template.spec", &["Always"]));
     errs.extend(strategy_errors(&spec));

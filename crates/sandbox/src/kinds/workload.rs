@@ -12,7 +12,7 @@ use crate::object::{object_at, set_default};
 use crate::resource::FieldError;
 
 /// `spec.replicas`, when given, is a non-negative int32.
-fn replicas_errors(spec: &Value) -> Vec<FieldError> {
+pub(crate) fn replicas_errors(spec: &Value) -> Vec<FieldError> {
     match spec.get("replicas") {
         Some(r) if r.as_i64().is_none_or(|n| !(0..=i64::from(i32::MAX)).contains(&n)) => {
             vec![("spec.replicas".into(), format!("Invalid value: {r}: must be greater than or equal to 0"))]
@@ -24,7 +24,7 @@ fn replicas_errors(spec: &Value) -> Vec<FieldError> {
 /// A `LabelSelector` selector: required, not empty, selecting the template's labels
 /// (`ValidateReplicaSetSpec`, `ValidateStatefulSetSpec`, `ValidateDaemonSetSpec`; upstream's
 /// words name the kind, and the ReplicaSet's say "deployment").
-fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
+pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
     let labels =
         spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
     match spec.get("selector").filter(|s| !s.is_null()) {

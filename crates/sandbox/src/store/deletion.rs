@@ -17,6 +17,15 @@ pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
 /// The finalizer StorageObjectInUseProtection admission puts on every volume.
 pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
+/// The protection finalizer of the objects of `storage`: claims' and volumes'.
+pub(super) fn protection_finalizer(storage: &str) -> Option<&'static str> {
+    match storage {
+        "persistentvolumeclaims." => Some(PVC_PROTECTION),
+        "persistentvolumes." => Some(PV_PROTECTION),
+        _ => None,
+    }
+}
+
 /// The entries of an object's `metadata.ownerReferences`.
 fn owner_refs(obj: &Value) -> impl Iterator<Item = &Value> {
     obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten()
@@ -295,49 +304,46 @@ impl Store {
     /// when no finalizer is left. Returns how many were released.
     pub fn protection_tick(&self) -> usize {
         let mut st = self.state.lock();
-        let claims = resource::find("", "v1", "persistentvolumeclaims").expect("a built-in resource");
-        let volumes = resource::find("", "v1", "persistentvolumes").expect("a built-in resource");
+        if st.protected.is_empty() {
+            return 0;
+        }
         let pods = resource::find("", "v1", "pods").expect("a built-in resource");
-        let mut released = Vec::new();
-        for (def, finalizer) in [(claims, PVC_PROTECTION), (volumes, PV_PROTECTION)] {
-            for obj in st.list_items(def, None, &ListQuery::default()) {
-                if !is_deleting(&obj) || !finalizers(&obj).iter().any(|f| f == finalizer) {
-                    continue;
-                }
-                let (ns, name) = (meta_str(&obj, "namespace"), meta_str(&obj, "name"));
-                let in_use = if def.plural == "persistentvolumeclaims" {
-                    st.list_items(pods, Some(ns), &ListQuery::default()).iter().any(|p| {
+        let due: Vec<(Key, Arc<Value>)> = st
+            .protected
+            .iter()
+            .filter_map(|key| {
+                let obj = st.objects.get(key)?;
+                let in_use = if protection_finalizer(key.0) == Some(PVC_PROTECTION) {
+                    st.list_items(pods, Some(&key.1), &ListQuery::default()).iter().any(|p| {
                         !matches!(
                             p.pointer("/status/phase").and_then(Value::as_str),
                             Some("Succeeded" | "Failed")
                         ) && p.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(
                             |v| {
                                 v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str)
-                                    == Some(name)
+                                    == Some(&key.2)
                             },
                         )
                     })
                 } else {
                     obj.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
                 };
-                if !in_use {
-                    released.push((def, key_of(def, ns, name), obj, finalizer));
-                }
-            }
-        }
-        let count = released.len();
-        for (_, key, obj, finalizer) in released {
-            let mut new = (*obj).clone();
+                (!in_use).then(|| (key.clone(), Arc::clone(obj)))
+            })
+            .collect();
+        for (key, obj) in &due {
+            let finalizer = protection_finalizer(key.0).unwrap_or(PV_PROTECTION);
+            let mut new = (**obj).clone();
             if let Some(list) = new.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
                 list.retain(|f| f.as_str() != Some(finalizer));
             }
             let done = finalizers(&new).is_empty();
-            st.commit(key.clone(), ChangeType::Modified, new, Some(obj));
+            st.commit(key.clone(), ChangeType::Modified, new, Some(Arc::clone(obj)));
             if done {
-                st.remove(&key);
+                st.remove(key);
             }
         }
-        count
+        due.len()
     }
 
     /// Plays the garbage collector for dependents written with a missing owner (say, created

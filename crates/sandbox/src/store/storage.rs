@@ -14,7 +14,7 @@ use tokio::sync::broadcast;
 
 use super::{ListQuery, Snapshot, StoreConfig};
 use crate::kinds::deployment;
-use crate::object::{is_deleting, meta_mut, meta_str, owner_uids};
+use crate::object::{finalizers, is_deleting, meta_mut, meta_str, owner_uids};
 use crate::registry::Registry;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
@@ -86,6 +86,9 @@ pub(super) struct State {
     pub(super) dependents: HashMap<String, BTreeSet<Key>>,
     /// Deployments whose status has not caught up with their spec.
     pub(super) rolling: BTreeSet<Key>,
+    /// Claims and volumes being deleted that still hold their protection finalizer (the PVC and
+    /// PV protection controllers' queue, see `protection_tick`).
+    pub(super) protected: BTreeSet<Key>,
     /// Namespaces being deleted, and when that started (the namespace controller's queue).
     pub(super) terminating: BTreeMap<String, std::time::Instant>,
     /// Dependents written with an owner that does not exist, and since when: the garbage
@@ -165,6 +168,12 @@ impl State {
         } else {
             self.rolling.remove(key);
         }
+        let protection = super::deletion::protection_finalizer(key.0);
+        if is_deleting(obj) && protection.is_some_and(|p| finalizers(obj).iter().any(|f| f == p)) {
+            self.protected.insert(key.clone());
+        } else {
+            self.protected.remove(key);
+        }
     }
 
     pub(super) fn unindex(&mut self, key: &Key, obj: &Value) {
@@ -178,6 +187,7 @@ impl State {
             }
         }
         self.rolling.remove(key);
+        self.protected.remove(key);
     }
 
     pub(super) fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {

@@ -329,6 +329,38 @@ async fn workload_kinds_get_their_defaults_and_keep_their_immutable_fields() {
 }
 
 #[tokio::test]
+async fn a_claim_in_use_stays_until_its_pod_is_gone() {
+    let sb = Sandbox::new();
+    let c = sb.client();
+    let pvcs: Api<PersistentVolumeClaim> = Api::default_namespaced(c.clone());
+    let pods: Api<Pod> = Api::default_namespaced(c);
+    let claim = of(
+        json!({ "metadata": { "name": "data" }, "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } } }),
+    );
+    let made = pvcs.create(&PostParams::default(), &claim).await.unwrap();
+    assert_eq!(made.metadata.finalizers.as_deref(), Some(&["kubernetes.io/pvc-protection".to_owned()][..]));
+    let mut spec = template("db", None)["spec"].clone();
+    spec["volumes"] = json!([{ "name": "data", "persistentVolumeClaim": { "claimName": "data" } }]);
+    pods.create(&PostParams::default(), &of(json!({ "metadata": { "name": "db" }, "spec": spec })))
+        .await
+        .unwrap();
+
+    pvcs.delete("data", &DeleteParams::default()).await.unwrap();
+    // Several protection ticks pass: the pod still uses it.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert!(pvcs.get("data").await.unwrap().metadata.deletion_timestamp.is_some());
+    pods.delete("db", &DeleteParams::default()).await.unwrap();
+    // Released by the next tick; a minute allows for a loaded machine.
+    for _ in 0..6000 {
+        if pvcs.get_opt("data").await.unwrap().is_none() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the claim was never released");
+}
+
+#[tokio::test]
 async fn each_autoscaling_version_reads_the_others_writes() {
     let sb = Sandbox::new();
     let v1: Api<hpa_v1::HorizontalPodAutoscaler> = Api::default_namespaced(sb.client());
