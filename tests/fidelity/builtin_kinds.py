@@ -26,6 +26,7 @@ import ssl
 import string
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 
@@ -62,15 +63,31 @@ class Server:
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", content_type)
+        self.warnings = []
         try:
             with urllib.request.urlopen(req, context=self.ssl, timeout=30) as r:
+                self.warnings = r.headers.get_all("Warning") or []
                 return r.status, json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
+            self.warnings = e.headers.get_all("Warning") or []
             text = e.read()
             try:
                 return e.code, json.loads(text)
             except ValueError:
                 return e.code, {"body": text.decode(errors="replace")[:200]}
+
+    def wait(self, path, pointer, want=None, seconds=60):
+        """Polls `path` until the JSON pointer `pointer` is there (and equals `want`, if given):
+        what a controller of the server's writes, a test waits for."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            _, body = self.send("GET", path)
+            value = body
+            for part in pointer.strip("/").split("/"):
+                value = value.get(part.replace("~1", "/")) if isinstance(value, dict) else None
+            if value is not None and (want is None or value == want):
+                return
+            time.sleep(0.1)
 
 
 def normalise(value, ns):
@@ -100,9 +117,11 @@ def normalise(value, ns):
     return value
 
 
-def outcome(code, body, ns):
-    """What a client acts on in one answer."""
+def outcome(code, body, ns, warnings=()):
+    """What a client acts on in one answer: with the Warning headers, when there are any."""
     out = {"code": code}
+    if warnings:
+        out["warnings"] = [normalise(w, ns) for w in warnings]
     if isinstance(body, dict) and body.get("kind") == "Status":
         out["reason"] = body.get("reason", "")
         out["message"] = normalise(body.get("message", ""), ns)
@@ -255,6 +274,69 @@ def pod_security_cases():
     yield "psa-restricted-allows-locked", [level("restricted"), ("POST", f"{n}/pods", locked)]
 
 
+def quota_cases():
+    """ResourceQuota admission and the quota controller's counting."""
+    n = "/api/v1/namespaces/$NS"
+    def quota(name, hard):
+        return [("POST", f"{n}/resourcequotas", {"metadata": {"name": name}, "spec": {"hard": hard}}),
+                ("WAIT", f"{n}/resourcequotas/{name}", "/status/used")]
+    plain = lambda name: {"metadata": {"name": name}, "spec": {"containers": [container()]}}
+    sized = lambda name, cpu: {"metadata": {"name": name}, "spec": {"containers": [
+        dict(container(), resources={"requests": {"cpu": cpu, "memory": "64Mi"}, "limits": {"memory": "128Mi"}})]}}
+    yield "quota-status", quota("q", {"pods": "3", "count/configmaps": "4", "services.nodeports": "2", "requests.memory": "1Gi"}) + [
+        ("POST", f"{n}/pods", sized("a", "250m")),
+        ("GET", f"{n}/resourcequotas/q", None)]
+    yield "quota-exceeded", quota("q", {"pods": "1"}) + [("POST", f"{n}/pods", plain("a")), ("POST", f"{n}/pods", plain("b"))]
+    yield "quota-exceeded-generate-name", quota("q", {"pods": "0"}) + [
+        ("POST", f"{n}/pods", {"metadata": {"generateName": "web-"}, "spec": {"containers": [container()]}})]
+    yield "quota-exceeded-cpu", quota("compute", {"requests.cpu": "500m"}) + [
+        ("POST", f"{n}/pods", sized("a", "300m")), ("POST", f"{n}/pods", sized("b", "300m"))]
+    yield "quota-must-specify", quota("compute", {"requests.cpu": "1", "limits.memory": "1Gi"}) + [("POST", f"{n}/pods", plain("a"))]
+    yield "quota-configmaps", quota("q", {"configmaps": "1"}) + [
+        ("POST", f"{n}/configmaps", {"metadata": {"name": "a"}}), ("POST", f"{n}/configmaps", {"metadata": {"name": "b"}})]
+    yield "quota-services", quota("q", {"services.nodeports": "1"}) + [
+        ("POST", f"{n}/services", {"metadata": {"name": "web"}, "spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}})]
+    yield "quota-claims", quota("q", {"requests.storage": "1Gi", "fast.storageclass.storage.k8s.io/persistentvolumeclaims": "0"}) + [
+        ("POST", f"{n}/persistentvolumeclaims", {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+         "storageClassName": "fast", "resources": {"requests": {"storage": "2Gi"}}}})]
+
+
+def eviction_cases():
+    """The eviction subresource against PodDisruptionBudgets."""
+    n = "/api/v1/namespaces/$NS"
+    policy = "/apis/policy/v1/namespaces/$NS/poddisruptionbudgets"
+    pod = {"metadata": {"name": "web", "labels": {"app": "web"}}, "spec": {"containers": [container()]}}
+    running = ("PATCH", f"{n}/pods/web/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    def budget(name):
+        return ("POST", policy, {"metadata": {"name": name}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+    # What the disruption controller writes for one ready pod and minAvailable 1; the sandbox runs
+    # no such controller, so it is written here (a real server's writes the same).
+    observed = ("PATCH", f"{policy}/web/status", {"status": {"observedGeneration": 1, "disruptionsAllowed": 0,
+                                                           "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}})
+    evict = ("POST", f"{n}/pods/web/eviction", {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web"}})
+    yield "evict-pending-ignores-budget", [("POST", f"{n}/pods", pod), budget("web"), evict]
+    yield "evict-budget-exhausted", [("POST", f"{n}/pods", pod), running, budget("web"), observed,
+                                     ("WAIT", f"{policy}/web", "/status/observedGeneration"), evict]
+    yield "evict-two-budgets", [("POST", f"{n}/pods", pod), running, budget("web"), budget("web2"), evict]
+    yield "evict-wrong-name", [("POST", f"{n}/pods", pod), ("POST", f"{n}/pods/web/eviction", {"metadata": {"name": "other"}})]
+
+
+def pod_security_warn_cases():
+    """PodSecurity's warn level, and a new enforce level over pods already there."""
+    n = "/api/v1/namespaces/$NS"
+    def label(key, value):
+        return ("PATCH", n, {"metadata": {"labels": {f"pod-security.kubernetes.io/{key}": value}}})
+    plain = {"metadata": {"name": "web"}, "spec": {"containers": [container()]}}
+    host = {"metadata": {"name": "host"}, "spec": {"hostNetwork": True, "containers": [container()]}}
+    yield "psa-warn-pod", [label("warn", "restricted"), ("POST", f"{n}/pods", plain)]
+    yield "psa-warn-version", [label("warn", "baseline"), label("warn-version", "v1.24"), ("POST", f"{n}/pods", host)]
+    yield "psa-warn-deployment", [label("warn", "baseline"), ("POST", "/apis/apps/v1/namespaces/$NS/deployments", {
+        "metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}},
+                                              "template": {"metadata": {"labels": {"app": "web"}}, "spec": host["spec"]}}})]
+    yield "psa-enforce-existing", [("POST", f"{n}/pods", host), ("POST", f"{n}/pods", dict(host, metadata={"name": "host2"})),
+                                   ("POST", f"{n}/pods", plain), label("enforce", "baseline")]
+
+
 def discovery(server):
     """Every resource of legacy discovery with what clients read of it, by `group/version/name`."""
     out = {}
@@ -274,7 +356,9 @@ def discovery(server):
 
 def run(server):
     results = {}
-    for name, steps in list(cases()) + list(pod_security_cases()):
+    everything = list(cases()) + list(pod_security_cases()) + list(quota_cases()) + list(eviction_cases()) \
+        + list(pod_security_warn_cases())
+    for name, steps in everything:
         ns = "fid-" + "".join(random.choices(string.ascii_lowercase + string.digits, k=6))
         server.send("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
         # A real cluster's controllers make each namespace's `default` account soon after; made
@@ -282,12 +366,15 @@ def run(server):
         server.send("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": "default"}})
         code, body = None, None
         for method, path, body_in in steps:
+            if method == "WAIT":
+                server.wait(path.replace("$NS", ns), body_in)
+                continue
             body_in = json.loads(json.dumps(body_in).replace("$NS", ns)) if body_in is not None else None
             content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
             if method == "PATCH" and path.endswith("/pods/web") and "containers" in json.dumps(body_in):
                 content_type = "application/strategic-merge-patch+json"
             code, body = server.send(method, path.replace("$NS", ns), body_in, content_type)
-        results[name] = outcome(code, body, ns)
+        results[name] = outcome(code, body, ns, server.warnings)
         server.send("DELETE", f"/api/v1/namespaces/{ns}")
         for cluster_scoped in ("/apis/scheduling.k8s.io/v1/priorityclasses", "/apis/storage.k8s.io/v1/storageclasses",
                                "/apis/networking.k8s.io/v1/ingressclasses", "/api/v1/nodes"):
@@ -321,8 +408,16 @@ def main():
     results = run(server)
     results["discovery"] = {"code": 200, "object": discovery(server)}
     if args.record:
+        # A recording made again keeps what was written by hand about the old one: the version
+        # differences, formats and what the sandbox does not serve.
+        try:
+            with open(args.record) as f:
+                kept = {k: v for k, v in json.load(f).items() if k not in ("server", "cases")}
+        except FileNotFoundError:
+            kept = {"versions": {}}
+        recording = dict(kept, server=server.send("GET", "/version")[1].get("gitVersion"), cases=results)
         with open(args.record, "w") as f:
-            json.dump({"server": Server(args.kubeconfig).send("GET", "/version")[1].get("gitVersion"), "versions": {}, "cases": results}, f, indent=1, sort_keys=True)
+            json.dump(recording, f, indent=1, sort_keys=True)
             f.write("\n")
         print(f"recorded {len(results)} cases")
         return

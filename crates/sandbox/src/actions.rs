@@ -15,7 +15,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::object::{meta_str, now_rfc3339};
 use crate::resource::ResourceDef;
@@ -27,7 +27,8 @@ use crate::store::{DeleteOptions, Store, Subresource};
 pub enum Run {
     /// `pods/binding`: assigns the pod to the Binding's target node, once.
     Bind,
-    /// `pods/eviction`: deletes the pod, with the Eviction's delete options.
+    /// `pods/eviction`: deletes the pod, with the Eviction's delete options, when its
+    /// PodDisruptionBudget allows it.
     Evict,
     /// `pods/log`: empty for a pod on no node; a 400 for the others, as there is no kubelet to
     /// read logs from (a stand-in: a real server would reach the node's kubelet).
@@ -126,12 +127,7 @@ pub fn run(
 ) -> Result<(u16, Value), ApiError> {
     match run {
         Run::Bind => bind(store, ns, name, body),
-        Run::Evict => {
-            store.get(def, ns, name, Subresource::Main)?;
-            let opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None)?;
-            store.delete(def, ns, name, &opts)?;
-            Ok((201, success(201)))
-        }
+        Run::Evict => evict(store, def, ns, name, body),
         Run::Log => {
             let pod = store.get(def, ns, name, Subresource::Main)?;
             // A pod no node runs yet has no log: an empty answer, as upstream's `LogLocation`
@@ -196,6 +192,147 @@ fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Va
     })?;
     Ok((201, success(201)))
 }
+
+/// `pods/<name>/eviction` (`EvictionREST.Create`): a pod that is pending, finished or already
+/// being deleted goes at once; one that a PodDisruptionBudget covers goes only while the budget
+/// allows a disruption, which the eviction takes from it (`status.disruptionsAllowed` less one, the
+/// pod in `status.disruptedPods`) in the same step as it checks it, so two evictions never take
+/// the last one together.
+fn evict(
+    store: &Store,
+    pods: &ResourceDef,
+    ns: &str,
+    name: &str,
+    body: &Value,
+) -> Result<(u16, Value), ApiError> {
+    let given = meta_str(body, "name");
+    if !given.is_empty() && given != name {
+        return Err(ApiError::bad_request("name in URL does not match name in Eviction object".to_owned()));
+    }
+    let mut opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None)?;
+    let pod = store.get(pods, ns, name, Subresource::Main)?;
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    if matches!(phase, "Succeeded" | "Failed" | "Pending") || deleting {
+        store.delete(pods, ns, name, &opts)?;
+        return Ok((201, success(201)));
+    }
+    let budgets_def =
+        crate::resource::find("policy", "v1", "poddisruptionbudgets").expect("a built-in resource");
+    let (_, budgets) = store.snapshot(budgets_def, Some(ns));
+    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    // A budget without a selector, or with an empty one, covers no pod here.
+    let covering: Vec<_> = budgets
+        .iter()
+        .filter(|b| {
+            b.pointer("/spec/selector").is_some_and(|s| {
+                !s.is_null()
+                    && !crate::kinds::deployment::selector_is_empty(s)
+                    && crate::kinds::deployment::selector_matches(s, &labels)
+            })
+        })
+        .collect();
+    if covering.len() > 1 {
+        return Err(ApiError::bare(
+            500,
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        ));
+    }
+    if let Some(budget) = covering.first() {
+        let budget_name = meta_str(budget, "name").to_owned();
+        let ready = pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let count =
+            |field: &str| budget.pointer(&format!("/status/{field}")).and_then(Value::as_i64).unwrap_or(0);
+        let unhealthy_goes = !ready
+            && (budget.pointer("/spec/unhealthyPodEvictionPolicy") == Some(&json!("AlwaysAllow"))
+                || (count("currentHealthy") >= count("desiredHealthy") && count("desiredHealthy") > 0));
+        if unhealthy_goes {
+            // An unready pod takes nothing from the budget, but only as it was read.
+            let had_version = opts.resource_version.is_some();
+            opts.resource_version.get_or_insert_with(|| meta_str(&pod, "resourceVersion").to_owned());
+            return match store.delete(pods, ns, name, &opts) {
+                Err(e) if e.code == 409 && !had_version => Err(still_processing(&budget_name)),
+                Err(e) => Err(e),
+                Ok(_) => Ok((201, success(201))),
+            };
+        }
+        store.modify(budgets_def, ns, &budget_name, |b| take_disruption(b, name))?;
+    }
+    store.delete(pods, ns, name, &opts)?;
+    Ok((201, success(201)))
+}
+
+fn still_processing(budget: &str) -> ApiError {
+    ApiError::disruption_refused(
+        format!("The disruption budget {budget} is still being processed by the server."),
+        10,
+    )
+}
+
+/// `checkAndDecrement`: takes one allowed disruption from `budget` for pod `pod`, or says why not.
+fn take_disruption(budget: &mut Value, pod: &str) -> Result<(), ApiError> {
+    let name = meta_str(budget, "name").to_owned();
+    let int = |b: &Value, p: &str| b.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    if int(budget, "/status/observedGeneration") < int(budget, "/metadata/generation") {
+        return Err(still_processing(&name));
+    }
+    let allowed = int(budget, "/status/disruptionsAllowed");
+    if allowed < 0 {
+        return Err(ApiError::admission_forbidden(
+            "policy",
+            "poddisruptionbudget",
+            &name,
+            "pdb disruptions allowed is negative",
+        ));
+    }
+    let disrupted = budget.pointer("/status/disruptedPods").and_then(Value::as_object).map_or(0, Map::len);
+    if disrupted > MAX_DISRUPTED_PODS {
+        return Err(ApiError::admission_forbidden(
+            "policy",
+            "poddisruptionbudget",
+            &name,
+            "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+        ));
+    }
+    if allowed == 0 {
+        let why = format!(
+            "The disruption budget {name} needs {} healthy pods and has {} currently",
+            int(budget, "/status/desiredHealthy"),
+            int(budget, "/status/currentHealthy"),
+        );
+        return Err(ApiError::disruption_refused(why, 0));
+    }
+    let status = crate::object::object_at(budget, "status");
+    status.insert("disruptionsAllowed".into(), json!(allowed - 1));
+    let now = now_rfc3339();
+    if allowed == 1 {
+        // `UpdateDisruptionAllowedCondition`: no disruption left.
+        let observed = status.get("observedGeneration").cloned().unwrap_or(json!(0));
+        let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+        if let Some(list) = conditions.as_array_mut() {
+            let since = list
+                .iter()
+                .find(|c| c["type"] == "DisruptionAllowed" && c["status"] == "False")
+                .map_or_else(|| json!(now), |c| c["lastTransitionTime"].clone());
+            list.retain(|c| c["type"] != "DisruptionAllowed");
+            list.push(json!({ "type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods",
+                              "message": "", "observedGeneration": observed, "lastTransitionTime": since }));
+        }
+    }
+    let pods = status.entry("disruptedPods").or_insert_with(|| json!({}));
+    if let Some(p) = pods.as_object_mut() {
+        p.insert(pod.to_owned(), json!(now));
+    }
+    Ok(())
+}
+
+/// How many evictions a budget may hold unconfirmed by its controller (`MaxDisruptedPodSize`).
+const MAX_DISRUPTED_PODS: usize = 2000;
 
 /// Why a pod's log cannot be read: it has no node yet, a container must be named among
 /// several, or its node has no kubelet (every node of the sandbox).
@@ -295,31 +432,50 @@ fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u
     ))
 }
 
-/// A TokenReview's status: the account a live token of this process names, the administrator
-/// for the sandbox's bearer token, or unauthenticated.
-fn token_review(store: &Store, token: &str, bearer: &str) -> Value {
-    if !bearer.is_empty() && token == bearer {
-        return json!({ "authenticated": true, "user": admin_user(), "audiences": [ISSUER] });
-    }
-    let refused = |why: &str| json!({ "user": {}, "error": why });
-    let Some(claims) = verify(token) else { return refused("invalid bearer token") };
+/// Who a live service account token of this process is: its claims when it is unexpired and
+/// names an account that still exists with the uid it was issued for; else why not, in the
+/// authenticator's words.
+///
+/// # Errors
+///
+/// The TokenReview error: an invalid, expired or orphaned token.
+pub fn service_account_token(store: &Store, token: &str) -> Result<Value, &'static str> {
+    let claims = verify(token).ok_or("invalid bearer token")?;
     if claims["exp"].as_i64().is_none_or(|exp| exp <= unix_now()) {
-        return refused("[invalid bearer token, service account token has expired]");
+        return Err("[invalid bearer token, service account token has expired]");
     }
     let ns = claims.pointer("/kubernetes.io/namespace").and_then(Value::as_str).unwrap_or("");
     let name = claims.pointer("/kubernetes.io/serviceaccount/name").and_then(Value::as_str).unwrap_or("");
     let uid = claims.pointer("/kubernetes.io/serviceaccount/uid").and_then(Value::as_str).unwrap_or("");
     let accounts = crate::resource::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
     match store.get(accounts, ns, name, Subresource::Main) {
-        Ok(a) if meta_str(&a, "uid") == uid => json!({
-            "authenticated": true,
-            "user": {
-                "username": format!("system:serviceaccount:{ns}:{name}"), "uid": uid,
-                "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"],
-            },
-            "audiences": claims["aud"],
-        }),
-        _ => refused("[invalid bearer token, service account has been deleted or recreated]"),
+        Ok(a) if meta_str(&a, "uid") == uid => Ok(claims),
+        _ => Err("[invalid bearer token, service account has been deleted or recreated]"),
+    }
+}
+
+/// A TokenReview's status: the account a live token of this process names, the administrator
+/// for the sandbox's bearer token, or unauthenticated.
+fn token_review(store: &Store, token: &str, bearer: &str) -> Value {
+    if !bearer.is_empty() && token == bearer {
+        return json!({ "authenticated": true, "user": admin_user(), "audiences": [ISSUER] });
+    }
+    match service_account_token(store, token) {
+        Ok(claims) => {
+            let ns = claims.pointer("/kubernetes.io/namespace").and_then(Value::as_str).unwrap_or("");
+            let name =
+                claims.pointer("/kubernetes.io/serviceaccount/name").and_then(Value::as_str).unwrap_or("");
+            json!({
+                "authenticated": true,
+                "user": {
+                    "username": format!("system:serviceaccount:{ns}:{name}"),
+                    "uid": claims.pointer("/kubernetes.io/serviceaccount/uid"),
+                    "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"],
+                },
+                "audiences": claims["aud"],
+            })
+        }
+        Err(why) => json!({ "user": {}, "error": why }),
     }
 }
 

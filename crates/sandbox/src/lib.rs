@@ -136,6 +136,8 @@ pub mod managed_fields;
 pub mod metadata;
 pub mod object;
 pub mod patch;
+pub mod quantity;
+pub mod quota;
 pub mod record;
 pub mod registry;
 pub mod resource;
@@ -383,10 +385,10 @@ where
     }
 }
 
-/// Plays the Deployment and namespace controllers, the garbage collector and the PVC/PV
-/// protection controllers: advances rollouts, empties Terminating namespaces, collects dependents
-/// of missing owners and releases claims and volumes no longer in use, until the sandbox is
-/// dropped.
+/// Plays the Deployment and namespace controllers, the garbage collector, the PVC/PV protection
+/// controllers and the resource quota controller: advances rollouts, empties Terminating
+/// namespaces, collects dependents of missing owners, releases claims and volumes no longer in use
+/// and recounts quotas, until the sandbox is dropped.
 async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>) {
     let (every, jump) = match pace {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
@@ -406,6 +408,7 @@ async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u3
         shared.store.namespace_tick();
         shared.store.gc_tick();
         shared.store.protection_tick();
+        shared.store.quota_tick();
     }
 }
 

@@ -239,6 +239,29 @@ impl ApiError {
         e
     }
 
+    /// 429 from the eviction subresource: the pod's disruption budget does not allow it now
+    /// (`createTooManyRequestsError` and `checkAndDecrement`), `why` as the `DisruptionBudget`
+    /// cause; a Retry-After only when it is not zero.
+    pub fn disruption_refused(why: String, retry_after_seconds: u64) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+        );
+        let mut details = json!({ "causes": [{ "reason": "DisruptionBudget", "message": why }] });
+        if retry_after_seconds > 0 {
+            details["retryAfterSeconds"] = json!(retry_after_seconds);
+        }
+        e.details = Some(details);
+        e
+    }
+
+    /// A failure answered as a bare Status with no reason, as a REST handler that returns a
+    /// `metav1.Status` of its own does (the eviction of a pod under two budgets: 500).
+    pub fn bare(code: u16, message: impl Into<String>) -> Self {
+        Self::new(code, "", message)
+    }
+
     /// 503, injected by a fault rule.
     pub fn unavailable() -> Self {
         Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request")

@@ -618,10 +618,13 @@ where
                 return Err(ApiError::method_not_allowed("POST", path));
             }
             let mut body = parse_object(&bytes, content_type, "create", def.kind)?;
-            let warnings =
+            let mut warnings =
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
             let mut created = store.create(def, ns, body, Some(&manager()))?;
+            if Store::warns_on(def) {
+                warnings.extend(store.admission_warnings(def, ns, &created, None));
+            }
             // The record names what was created (the URL of a create names only the collection).
             record.name = crate::object::meta_str(&created, "name").to_owned();
             if q.dry_run {
@@ -637,12 +640,16 @@ where
         }
         "update" => {
             let mut body = parse_object(&bytes, content_type, "update", def.kind)?;
-            let warnings = if t.sub == Subresource::Main {
+            let mut warnings = if t.sub == Subresource::Main {
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?
             } else {
                 Vec::new()
             };
+            let before = admission_before(store, def, ns, name, t.sub);
             let (mut obj, created) = store.update_or_create(def, ns, name, body, t.sub, Some(&manager()))?;
+            if let Some(before) = before {
+                warnings.extend(store.admission_warnings(def, ns, &obj, before.as_ref()));
+            }
             if q.dry_run && !created {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
@@ -673,8 +680,12 @@ where
                 )?;
                 Ok(())
             };
+            let before = admission_before(store, def, ns, name, t.sub);
             let (mut obj, created) =
                 store.patch(def, ns, name, ptype, &body, t.sub, manager, q.force, &mut check)?;
+            if let Some(before) = before {
+                warnings.extend(store.admission_warnings(def, ns, &obj, before.as_ref()));
+            }
             if q.dry_run {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
@@ -694,6 +705,19 @@ where
         }
         _ => Err(ApiError::method_not_allowed(parts.method.as_str(), path)),
     }
+}
+
+/// For a write admission may warn of, the object before it (`Some(None)` when there is none yet);
+/// `None` when no warning can come of it.
+fn admission_before(
+    store: &Store,
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    sub: Subresource,
+) -> Option<Option<Value>> {
+    (sub == Subresource::Main && Store::warns_on(def))
+        .then(|| store.get(def, ns, name, Subresource::Main).ok())
 }
 
 /// Upstream's `ValidateCreateOptions` / `ValidateUpdateOptions` / `ValidatePatchOptions`

@@ -214,27 +214,40 @@ fn paths_v2<'a>(
         // `deleteCoreV1CollectionNamespacedConfigMap`: the scope follows `Collection`.
         let mut delete_collection = op("delete", "deletecollection", r.kind, "200");
         delete_collection["operationId"] = json!(format!("delete{prefix}Collection{scope}{}", r.kind));
-        paths.insert(
+        // Only the verbs the resource serves: a review is a create alone, component statuses
+        // are read only.
+        let verbs = r.verbs();
+        let mut routes = |path: String, ops: Vec<(&str, &str, Value)>| {
+            let served: Map<String, Value> = ops
+                .into_iter()
+                .filter(|(verb, _, _)| verbs.contains(verb))
+                .map(|(_, method, op)| (method.to_owned(), op))
+                .collect();
+            if !served.is_empty() {
+                paths.insert(path, Value::Object(served));
+            }
+        };
+        routes(
             collection.clone(),
-            json!({
-                "get": op("list", "list", r.kind, "200"),
-                "post": op("create", "post", r.kind, "201"),
-                "delete": delete_collection,
-            }),
+            vec![
+                ("list", "get", op("list", "list", r.kind, "200")),
+                ("create", "post", op("create", "post", r.kind, "201")),
+                ("deletecollection", "delete", delete_collection),
+            ],
         );
-        paths.insert(
+        routes(
             format!("{collection}/{{name}}"),
-            json!({
-                "get": op("read", "get", r.kind, "200"),
-                "put": op("replace", "put", r.kind, "200"),
-                "patch": patch,
-                "delete": op("delete", "delete", r.kind, "200"),
-            }),
+            vec![
+                ("get", "get", op("read", "get", r.kind, "200")),
+                ("update", "put", op("replace", "put", r.kind, "200")),
+                ("patch", "patch", patch),
+                ("delete", "delete", op("delete", "delete", r.kind, "200")),
+            ],
         );
         if r.namespaced {
             let mut all = op("list", "list", r.kind, "200");
             all["operationId"] = json!(format!("list{prefix}{}ForAllNamespaces", r.kind));
-            paths.insert(format!("{base}/{}", r.plural), json!({ "get": all }));
+            routes(format!("{base}/{}", r.plural), vec![("list", "get", all)]);
         }
         for (sub, present) in [("status", r.status_subresource), ("scale", r.scale.is_some())] {
             if present {

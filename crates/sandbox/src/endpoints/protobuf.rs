@@ -1,6 +1,6 @@
 //! Just enough of Kubernetes' protobuf encoding to read what kubectl sends.
 //!
-//! kubectl's `create namespace|configmap|secret|deployment` send their objects as
+//! kubectl's `create namespace|configmap|secret|serviceaccount|quota|token|deployment` send their objects as
 //! `application/vnd.kubernetes.protobuf`: the bytes `k8s\0`, then a `runtime.Unknown` envelope
 //! (type meta + the object's own protobuf bytes). This module decodes those kinds into the JSON
 //! the rest of the sandbox works with, from small field tables taken from the API's
@@ -33,6 +33,8 @@ enum Kind {
     RepMsg(&'static [Field]),
     MapStr,
     MapBytes,
+    /// `map<string, Quantity>`, a Quantity being `{ string = 1 }`.
+    MapQuantity,
     Time,
 }
 
@@ -81,6 +83,75 @@ const SECRET: &[Field] = &[
     Field(3, "type", Kind::Str),
     Field(4, "stringData", Kind::MapStr),
     Field(5, "immutable", Kind::Bool),
+];
+
+const SERVICE_ACCOUNT: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(
+        2,
+        "secrets",
+        Kind::RepMsg(&[
+            Field(1, "kind", Kind::Str),
+            Field(2, "namespace", Kind::Str),
+            Field(3, "name", Kind::Str),
+            Field(4, "uid", Kind::Str),
+            Field(5, "apiVersion", Kind::Str),
+            Field(6, "resourceVersion", Kind::Str),
+            Field(7, "fieldPath", Kind::Str),
+        ]),
+    ),
+    Field(3, "imagePullSecrets", Kind::RepMsg(&[Field(1, "name", Kind::Str)])),
+    Field(4, "automountServiceAccountToken", Kind::Bool),
+];
+
+const TOKEN_REQUEST: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "audiences", Kind::RepStr),
+            Field(
+                3,
+                "boundObjectRef",
+                Kind::Msg(&[
+                    Field(1, "kind", Kind::Str),
+                    Field(2, "apiVersion", Kind::Str),
+                    Field(3, "name", Kind::Str),
+                    Field(4, "uid", Kind::Str),
+                ]),
+            ),
+            Field(4, "expirationSeconds", Kind::Int),
+        ]),
+    ),
+    Field(3, "status", Kind::Msg(&[])),
+];
+
+const RESOURCE_QUOTA: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "hard", Kind::MapQuantity),
+            Field(2, "scopes", Kind::RepStr),
+            Field(
+                3,
+                "scopeSelector",
+                Kind::Msg(&[Field(
+                    1,
+                    "matchExpressions",
+                    Kind::RepMsg(&[
+                        Field(1, "scopeName", Kind::Str),
+                        Field(2, "operator", Kind::Str),
+                        Field(3, "values", Kind::RepStr),
+                    ]),
+                )]),
+            ),
+        ]),
+    ),
+    // Status is the server's to write; a create's is empty.
+    Field(3, "status", Kind::Msg(&[])),
 ];
 
 const LABEL_SELECTOR: &[Field] = &[
@@ -282,8 +353,12 @@ fn decode(
                     json!(jiff::Timestamp::from_second(secs).map(|t| t.to_string()).unwrap_or_default())
                 }
             }
-            Kind::MapStr | Kind::MapBytes => {
-                let value_kind = if matches!(kind, Kind::MapStr) { Kind::Str } else { Kind::Bytes };
+            Kind::MapStr | Kind::MapBytes | Kind::MapQuantity => {
+                let value_kind = match kind {
+                    Kind::MapStr => Kind::Str,
+                    Kind::MapBytes => Kind::Bytes,
+                    _ => Kind::Msg(&[Field(1, "string", Kind::Str)]),
+                };
                 let entry = decode(
                     r.bytes()?,
                     &[Field(1, "k", Kind::Str), Field(2, "v", value_kind)],
@@ -292,8 +367,10 @@ fn decode(
                     &here,
                 )?;
                 let key = entry["k"].as_str().unwrap_or("").to_owned();
+                let value = entry.get("v").cloned().unwrap_or(json!(""));
+                let value = if matches!(kind, Kind::MapQuantity) { value["string"].clone() } else { value };
                 let map = obj.entry(name).or_insert_with(|| json!({}));
-                map[key] = entry.get("v").cloned().unwrap_or(json!(""));
+                map[key] = value;
                 continue;
             }
         };
@@ -327,10 +404,13 @@ pub fn to_json(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "Namespace") => (NAMESPACE, "Namespace", false),
         ("v1", "ConfigMap") => (CONFIG_MAP, "ConfigMap", false),
         ("v1", "Secret") => (SECRET, "Secret", false),
+        ("v1", "ServiceAccount") => (SERVICE_ACCOUNT, "ServiceAccount", true),
+        ("v1", "ResourceQuota") => (RESOURCE_QUOTA, "ResourceQuota", true),
+        ("authentication.k8s.io/v1", "TokenRequest") => (TOKEN_REQUEST, "TokenRequest", true),
         ("apps/v1", "Deployment") => (DEPLOYMENT, "apps/v1 Deployment", true),
         _ => {
             return Err(ApiError::unreadable_protobuf(format!(
-                "{CONTENT_TYPE} for {api_version} {kind} (the sandbox reads protobuf for v1 Namespace, ConfigMap, Secret and apps/v1 Deployment; send JSON)"
+                "{CONTENT_TYPE} for {api_version} {kind} (the sandbox reads protobuf for v1 Namespace, ConfigMap, Secret, ServiceAccount, ResourceQuota, authentication.k8s.io/v1 TokenRequest and apps/v1 Deployment; send JSON)"
             )));
         }
     };
@@ -360,6 +440,20 @@ mod tests {
         assert_eq!(
             v,
             json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "x", "labels": { "app": "web" } }, "data": { "a": "b" } })
+        );
+    }
+
+    #[test]
+    fn decodes_a_quota_like_kubectl_create_quota_sends() {
+        let hard = field(1, &[field(1, b"pods"), field(2, &field(1, b"10"))].concat());
+        let spec = [hard, field(2, b"BestEffort")].concat();
+        let quota = [field(1, &field(1, b"q")), field(2, &spec), field(3, b"")].concat();
+        let type_meta = [field(1, b"v1"), field(2, b"ResourceQuota")].concat();
+        let body = [b"k8s\0".as_slice(), &field(1, &type_meta), &field(2, &quota)].concat();
+        assert_eq!(
+            to_json(&body).unwrap(),
+            json!({ "apiVersion": "v1", "kind": "ResourceQuota", "metadata": { "name": "q" },
+                    "spec": { "hard": { "pods": "10" }, "scopes": ["BestEffort"] }, "status": {} })
         );
     }
 

@@ -1,7 +1,8 @@
 //! The sandbox over HTTPS (HTTP/1.1), for kubectl, Python's `kubernetes` client and any other
 //! real client.
 //!
-//! Every request must carry `Authorization: Bearer <token>`; the token is random per sandbox and
+//! Every request must carry `Authorization: Bearer <token>`, the sandbox's or a live service
+//! account token it issued (`serviceaccounts/<name>/token`); the sandbox's is random and
 //! written, with the server's address and its CA certificate, into a kubeconfig of mode 0600. A
 //! missing or wrong token gets a 401 Status.
 //!
@@ -207,8 +208,13 @@ fn tls_config(
 }
 
 async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Response<ResponseBody> {
-    let authorized =
-        req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).is_some_and(|v| v == auth);
+    let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+    // The sandbox's own token, or a live token it issued for a service account (what a pod's
+    // projected token volume holds): either may do everything, as no RBAC is enforced.
+    let authorized = given == auth
+        || given
+            .strip_prefix("Bearer ")
+            .is_some_and(|t| crate::actions::service_account_token(sandbox.store(), t).is_ok());
     if !authorized {
         return api::error_response(&ApiError::unauthorized());
     }

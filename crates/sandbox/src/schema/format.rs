@@ -338,31 +338,9 @@ fn strfmt_duration(s: &str) -> bool {
     false
 }
 
-/// `resource.ParseQuantity`'s grammar: a signed decimal number, then a binary suffix (`Ki`…`Ei`),
-/// a decimal one (`n`, `u`, `m`, `k`, `M`…`E`) or a decimal exponent (`e3`, `E-2`).
+/// `resource.ParseQuantity`'s grammar ([`crate::quantity`]).
 fn is_quantity(s: &str) -> bool {
-    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let int = body.bytes().take_while(u8::is_ascii_digit).count();
-    let mut n = int;
-    let mut frac = 0;
-    if body.as_bytes().get(n) == Some(&b'.') {
-        n += 1;
-        frac = body[n..].bytes().take_while(u8::is_ascii_digit).count();
-        n += frac;
-    }
-    if int == 0 && frac == 0 {
-        return false;
-    }
-    let suffix = &body[n..];
-    match suffix {
-        "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "n" | "u" | "m" | "k" | "M" | "G" | "T" | "P"
-        | "E" => true,
-        _ => {
-            let Some(exp) = suffix.strip_prefix(['e', 'E']) else { return false };
-            let exp = exp.strip_prefix(['+', '-']).unwrap_or(exp);
-            !exp.is_empty() && exp.bytes().all(|b| b.is_ascii_digit())
-        }
-    }
+    crate::quantity::Quantity::parse(s).is_ok()
 }
 
 /// `net.ParseCIDR`: an IP, `/`, a prefix length within the address's bits.

@@ -59,12 +59,7 @@ pub(super) fn admit(st: &State, def: &ResourceDef, ns: &str, obj: &mut Value) ->
 
 /// PodSecurity: the namespace's `enforce` level refuses the pods that break it.
 fn pod_security(st: &State, ns: &str, pod: &Value) -> Result<(), ApiError> {
-    let level = st.namespace_state(ns).and_then(|n| {
-        n.pointer("/metadata/labels/pod-security.kubernetes.io~1enforce")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    match level.and_then(|l| super::pod_security::violations(&l, pod)) {
+    match st.namespace_state(ns).and_then(|n| super::pod_security::enforce_refusal(n, pod)) {
         Some(why) => Err(ApiError::admission_forbidden("", "pods", meta_str(pod, "name"), &why)),
         None => Ok(()),
     }
@@ -263,6 +258,56 @@ fn limit_ranges(st: &State, ns: &str, pod: &mut Value) {
                 "kubernetes.io/limit-ranger".into(),
                 json!(format!("LimitRanger plugin set: {}", set.join("; "))),
             );
+        }
+    }
+}
+
+impl super::Store {
+    /// Whether a write of `def` may draw admission warnings (for which a write's caller reads the
+    /// object as it was first): pods, workloads with pod templates, namespaces.
+    #[must_use]
+    pub fn warns_on(def: &ResourceDef) -> bool {
+        def.custom().is_none()
+            && (matches!((def.group, def.plural), ("", "pods" | "namespaces"))
+                || super::pod_security::template_path(def.group, def.plural).is_some())
+    }
+
+    /// The Warning headers admission adds to a write that was allowed: PodSecurity's `warn`
+    /// level for a created pod, and for a workload's pod template when it is created or changed;
+    /// for a namespace given a new `enforce` level, the pods already in it that break it.
+    #[must_use]
+    pub fn admission_warnings(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Vec<String> {
+        if def.custom().is_some() {
+            return Vec::new();
+        }
+        let st = self.state.lock();
+        if (def.group, def.plural) == ("", "namespaces") {
+            let Some(old) = old else { return Vec::new() };
+            let policy = |n: &Value| super::pod_security::policy(n, "enforce");
+            if policy(new).is_none() || policy(new) == policy(old) {
+                return Vec::new();
+            }
+            let pods = list(&st, "", "pods", Some(meta_str(new, "name")));
+            return super::pod_security::existing_pods_warnings(new, &pods);
+        }
+        let Some(namespace) = st.namespace_state(ns) else { return Vec::new() };
+        if (def.group, def.plural) == ("", "pods") {
+            return if old.is_none() { super::pod_security::warnings(namespace, new) } else { Vec::new() };
+        }
+        let Some(path) = super::pod_security::template_path(def.group, def.plural) else { return Vec::new() };
+        let template = |o: &Value| o.pointer(path).cloned();
+        match (template(new), old.map(template)) {
+            (Some(t), None) => super::pod_security::warnings(namespace, &t),
+            (Some(t), Some(before)) if before.as_ref() != Some(&t) => {
+                super::pod_security::warnings(namespace, &t)
+            }
+            _ => Vec::new(),
         }
     }
 }

@@ -19,6 +19,7 @@ mod apply;
 mod crd;
 mod deletion;
 pub mod pod_security;
+mod quota;
 mod storage;
 
 use apply::server_side_apply;
@@ -351,6 +352,8 @@ impl Store {
                 dependents: HashMap::new(),
                 rolling: BTreeSet::new(),
                 protected: BTreeSet::new(),
+                quota_namespaces: HashMap::new(),
+                quota_dirty: BTreeSet::new(),
                 terminating: BTreeMap::new(),
                 dangling: BTreeMap::new(),
                 snapshots: HashMap::new(),
@@ -391,6 +394,8 @@ impl Store {
                 dependents: st.dependents.clone(),
                 rolling: st.rolling.clone(),
                 protected: st.protected.clone(),
+                quota_namespaces: st.quota_namespaces.clone(),
+                quota_dirty: st.quota_dirty.clone(),
                 terminating: st.terminating.clone(),
                 dangling: BTreeMap::new(),
                 snapshots: HashMap::new(),
@@ -594,7 +599,8 @@ impl Store {
         manager: Option<&str>,
     ) -> Result<Value, ApiError> {
         let mut st = self.state.lock();
-        let obj = self.prepare_create(&st, def, ns, body, manager)?;
+        let (obj, charges) = self.prepare_create(&st, def, ns, body, manager)?;
+        st.charge(ns, charges);
         let key = key_of(def, ns, meta_str(&obj, "name"));
         let stored = st.commit(key, ChangeType::Added, def.to_storage(obj), None);
         Ok(def.present(&stored))
@@ -607,9 +613,11 @@ impl Store {
         ns: &str,
         body: Value,
         manager: Option<&str>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<(Value, crate::quota::Charges), ApiError> {
         let mut obj = check_body(def, ns, body)?;
         let mut name = meta_str(&obj, "name").to_owned();
+        // Admission's refusals name the object as the request did (`extractResourceName`).
+        let shown = if name.is_empty() { meta_str(&obj, "generateName").to_owned() } else { name.clone() };
         if name.is_empty() {
             let generate = meta_str(&obj, "generateName").to_owned();
             if generate.is_empty() {
@@ -697,11 +705,14 @@ impl Store {
                 Some(_) => {}
             }
         }
+        // Validating admission's ResourceQuota comes before storage, so a full quota answers 403
+        // even for a name that is taken.
+        let charges = st.quota_admit(def, ns, &shown, &obj, None)?;
         if st.objects.contains_key(&key_of(def, ns, &name)) {
             return Err(ApiError::already_exists(def.group, def.plural, &name));
         }
         def.stamp(&mut obj);
-        Ok(obj)
+        Ok((obj, charges))
     }
 
     /// UPDATE (PUT) of the object or one of its subresources.
@@ -874,6 +885,10 @@ impl Store {
         if same_but_version(&new, &old_view) {
             return Ok((old, false)); // a no-op write does not take a new version
         }
+        if sub == Subresource::Main {
+            let charges = st.quota_admit(def, ns, name, &new, Some(&old_view))?;
+            st.charge(ns, charges);
+        }
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
         let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new), Some(old));
         if finalized {
@@ -925,7 +940,8 @@ impl Store {
                 let mut obj = body.clone();
                 meta_mut(&mut obj).insert("name".into(), json!(name));
                 record_apply(&mut obj, manager, &patch::leaf_paths(body), &def.api_version());
-                let obj = self.prepare_create(&st, def, ns, obj, None)?;
+                let (obj, charges) = self.prepare_create(&st, def, ns, obj, None)?;
+                st.charge(ns, charges);
                 let stored = st.commit(key_of(def, ns, name), ChangeType::Added, def.to_storage(obj), None);
                 return Ok((def.present(&stored), true));
             };

@@ -1,12 +1,15 @@
 //! PodSecurity admission (`staging/src/k8s.io/pod-security-admission`): a namespace's
 //! `pod-security.kubernetes.io/enforce` label (`privileged`, `baseline` or `restricted`) refuses
 //! the pods that break its level, with upstream's message — the failed checks in their ids'
-//! order, each with its reason and what the pod must (not) set.
+//! order, each with its reason and what the pod must (not) set; its `warn` label warns of them,
+//! and a namespace given a new `enforce` level warns of the pods already there that break it.
 //!
 //! Checked: the baseline's capabilities, host namespaces, hostPath volumes, host ports,
 //! privileged containers and an `Unconfined` seccomp profile; the restricted level's privilege
 //! escalation, capabilities, volume types, `runAsNonRoot`, `runAsUser=0` and seccomp profile.
-//! Not checked: AppArmor, `procMount`, SELinux options and sysctls; the `warn` and `audit` labels.
+//! Not checked: AppArmor, `procMount`, SELinux options and sysctls. The `warn` level answers
+//! Warning headers (for pods and for the pod templates of workloads); `audit` writes to an audit
+//! log upstream, which the sandbox does not keep.
 
 use serde_json::Value;
 
@@ -64,10 +67,10 @@ fn names_where(spec: &Value, f: impl Fn(&Value) -> bool) -> Vec<String> {
     all_containers(spec).into_iter().filter(|(_, c)| f(c)).map(|(n, _)| n.to_owned()).collect()
 }
 
-/// The message of the checks `pod` fails at `level` (`None` when it passes, or the level is
-/// `privileged` or unknown).
+/// The checks `pod` fails at `level`, in their ids' order, as (reason, detail) (`None` when it
+/// passes, or the level is `privileged` or unknown).
 #[must_use]
-pub fn violations(level: &str, pod: &Value) -> Option<String> {
+pub fn violations(level: &str, pod: &Value) -> Option<Vec<(String, String)>> {
     let restricted = match level {
         "baseline" => false,
         "restricted" => true,
@@ -276,9 +279,109 @@ pub fn violations(level: &str, pod: &Value) -> Option<String> {
         return None;
     }
     failed.sort_by_key(|f| f.0);
-    let parts: Vec<String> =
-        failed.into_iter().map(|(_, reason, detail)| format!("{reason} ({detail})")).collect();
-    Some(format!("violates PodSecurity \"{level}:latest\": {}", parts.join(", ")))
+    Some(failed.into_iter().map(|(_, reason, detail)| (reason.to_owned(), detail)).collect())
+}
+
+/// A namespace's level and version for `mode` (`enforce`, `warn`, `audit`), from its
+/// `pod-security.kubernetes.io/<mode>` and `<mode>-version` labels, as `level:version`.
+#[must_use]
+pub fn policy(namespace: &Value, mode: &str) -> Option<String> {
+    let label = |key: &str| {
+        namespace
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(format!("pod-security.kubernetes.io/{key}")))
+            .and_then(Value::as_str)
+    };
+    let level = label(mode)?;
+    Some(format!("{level}:{}", label(&format!("{mode}-version")).unwrap_or("latest")))
+}
+
+/// The checks `pod` fails at `policy` (`level:version`), as `reason (detail)` joined by commas.
+fn forbidden_detail(policy: &str, pod: &Value) -> Option<String> {
+    let level = policy.split(':').next().unwrap_or("");
+    let failed = violations(level, pod)?;
+    Some(
+        failed
+            .into_iter()
+            .map(|(reason, detail)| format!("{reason} ({detail})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// Why the namespace's `enforce` level refuses `pod`: `violates PodSecurity "…": …`.
+#[must_use]
+pub fn enforce_refusal(namespace: &Value, pod: &Value) -> Option<String> {
+    let policy = policy(namespace, "enforce")?;
+    forbidden_detail(&policy, pod).map(|d| format!("violates PodSecurity {policy:?}: {d}"))
+}
+
+/// Where the kinds PodSecurity checks keep the pod they make (`DefaultPodSpecExtractor`).
+const TEMPLATES: [(&str, &str, &str); 8] = [
+    ("apps", "deployments", "/spec/template"),
+    ("apps", "replicasets", "/spec/template"),
+    ("apps", "statefulsets", "/spec/template"),
+    ("apps", "daemonsets", "/spec/template"),
+    ("batch", "jobs", "/spec/template"),
+    ("batch", "cronjobs", "/spec/jobTemplate/spec/template"),
+    ("", "replicationcontrollers", "/spec/template"),
+    ("", "podtemplates", "/template"),
+];
+
+/// Where a `plural.group` object keeps the pod template PodSecurity checks; `None` for the kinds
+/// without one.
+#[must_use]
+pub fn template_path(group: &str, plural: &str) -> Option<&'static str> {
+    TEMPLATES.iter().find(|(g, p, _)| *g == group && *p == plural).map(|(_, _, path)| *path)
+}
+
+/// The `warn` level's warnings for a pod, or for a workload's pod template (which `enforce` does
+/// not refuse: only the pods it makes are): `would violate PodSecurity "…": …`.
+#[must_use]
+pub fn warnings(namespace: &Value, pod: &Value) -> Vec<String> {
+    let Some(policy) = policy(namespace, "warn") else { return Vec::new() };
+    forbidden_detail(&policy, pod)
+        .map(|d| format!("would violate PodSecurity {policy:?}: {d}"))
+        .into_iter()
+        .collect()
+}
+
+/// What a namespace update that sets a new `enforce` level warns of (`EvaluatePodsInNamespace`):
+/// that some existing pods break it, then each distinct set of failed checks with the first pod
+/// (by name) that fails it, and how many others do.
+#[must_use]
+pub fn existing_pods_warnings(namespace: &Value, pods: &[std::sync::Arc<Value>]) -> Vec<String> {
+    let Some(policy) = policy(namespace, "enforce") else { return Vec::new() };
+    let level = policy.split(':').next().unwrap_or("");
+    // reasons → (first pod name, count)
+    let mut seen: std::collections::BTreeMap<String, (String, usize)> = std::collections::BTreeMap::new();
+    for pod in pods {
+        let Some(failed) = violations(level, pod) else { continue };
+        let reasons = failed.into_iter().map(|(r, _)| r).collect::<Vec<_>>().join(", ");
+        let name = crate::object::meta_str(pod, "name").to_owned();
+        let entry = seen.entry(reasons).or_insert_with(|| (name.clone(), 0));
+        if name < entry.0 {
+            entry.0 = name;
+        }
+        entry.1 += 1;
+    }
+    if seen.is_empty() {
+        return Vec::new();
+    }
+    let ns = crate::object::meta_str(namespace, "name");
+    let mut per_pod: Vec<String> = seen
+        .into_iter()
+        .map(|(reasons, (name, count))| match count {
+            1 => format!("{name}: {reasons}"),
+            n => format!("{name} (and {} other pods): {reasons}", n - 1),
+        })
+        .collect();
+    per_pod.sort();
+    let mut out = vec![format!(
+        "existing pods in namespace {ns:?} violate the new PodSecurity enforce level {policy:?}"
+    )];
+    out.extend(per_pod);
+    out
 }
 
 #[cfg(test)]
@@ -295,8 +398,9 @@ mod tests {
             "containers": [{ "name": "main", "securityContext": { "privileged": true, "capabilities": { "add": ["NET_ADMIN"] } },
                              "ports": [{ "containerPort": 80, "hostPort": 80 }] }],
         } });
+        let ns = json!({ "metadata": { "labels": { "pod-security.kubernetes.io/enforce": "baseline" } } });
         assert_eq!(
-            violations("baseline", &pod).unwrap(),
+            enforce_refusal(&ns, &pod).unwrap(),
             "violates PodSecurity \"baseline:latest\": non-default capabilities (container \"main\" must not include \"NET_ADMIN\" in securityContext.capabilities.add), host namespaces (hostNetwork=true), hostPath volumes (volume \"root\"), hostPort (container \"main\" uses hostPort 80), privileged (container \"main\" must not set securityContext.privileged=true)"
         );
         assert_eq!(violations("privileged", &pod), None);
@@ -305,9 +409,11 @@ mod tests {
     #[test]
     fn restricted_wants_a_locked_down_pod() {
         let plain = json!({ "spec": { "containers": [{ "name": "main" }] } });
+        let ns = json!({ "metadata": { "labels": { "pod-security.kubernetes.io/warn": "restricted",
+                                                    "pod-security.kubernetes.io/warn-version": "v1.32" } } });
         assert_eq!(
-            violations("restricted", &plain).unwrap(),
-            "violates PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false (container \"main\" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container \"main\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod or container \"main\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container \"main\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"
+            warnings(&ns, &plain)[0],
+            "would violate PodSecurity \"restricted:v1.32\": allowPrivilegeEscalation != false (container \"main\" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container \"main\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod or container \"main\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container \"main\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"
         );
         let locked = json!({ "spec": {
             "securityContext": { "runAsNonRoot": true, "seccompProfile": { "type": "RuntimeDefault" } },
@@ -315,5 +421,23 @@ mod tests {
         } });
         assert_eq!(violations("restricted", &locked), None);
         assert_eq!(violations("baseline", &plain), None);
+    }
+
+    #[test]
+    fn a_new_enforce_level_names_the_pods_that_break_it() {
+        let pod = |name: &str, host: bool| {
+            std::sync::Arc::new(
+                json!({ "metadata": { "name": name }, "spec": { "hostNetwork": host, "containers": [{ "name": "c" }] } }),
+            )
+        };
+        let ns = json!({ "metadata": { "name": "team", "labels": { "pod-security.kubernetes.io/enforce": "baseline" } } });
+        let found = existing_pods_warnings(&ns, &[pod("b", true), pod("a", true), pod("c", false)]);
+        assert_eq!(
+            found,
+            [
+                "existing pods in namespace \"team\" violate the new PodSecurity enforce level \"baseline:latest\"",
+                "a (and 1 other pods): host namespaces",
+            ]
+        );
     }
 }

@@ -89,6 +89,11 @@ pub(super) struct State {
     /// Claims and volumes being deleted that still hold their protection finalizer (the PVC and
     /// PV protection controllers' queue, see `protection_tick`).
     pub(super) protected: BTreeSet<Key>,
+    /// Namespaces holding ResourceQuotas, with how many.
+    pub(super) quota_namespaces: HashMap<String, usize>,
+    /// Namespaces with quotas whose usage may have changed since it was last counted (the quota
+    /// controller's queue, see `quota_tick`).
+    pub(super) quota_dirty: BTreeSet<String>,
     /// Namespaces being deleted, and when that started (the namespace controller's queue).
     pub(super) terminating: BTreeMap<String, std::time::Instant>,
     /// Dependents written with an owner that does not exist, and since when: the garbage
@@ -130,6 +135,9 @@ impl State {
             self.index(&key, &obj);
             self.objects.insert(key.clone(), Arc::clone(&obj));
         }
+        if !self.quota_namespaces.is_empty() && self.quota_namespaces.contains_key(&key.1) {
+            self.quota_dirty.insert(key.1.clone());
+        }
         let change = Arc::new(Change { rv: self.rv, storage: key.0, kind, object: Arc::clone(&obj), old });
         let now = Instant::now();
         let h = self.history.entry(key.0).or_default();
@@ -168,6 +176,10 @@ impl State {
         } else {
             self.rolling.remove(key);
         }
+        if key.0 == super::quota::QUOTA_STORAGE {
+            *self.quota_namespaces.entry(key.1.clone()).or_default() += 1;
+            self.quota_dirty.insert(key.1.clone());
+        }
         let protection = super::deletion::protection_finalizer(key.0);
         if is_deleting(obj) && protection.is_some_and(|p| finalizers(obj).iter().any(|f| f == p)) {
             self.protected.insert(key.clone());
@@ -188,6 +200,15 @@ impl State {
         }
         self.rolling.remove(key);
         self.protected.remove(key);
+        if key.0 == super::quota::QUOTA_STORAGE
+            && let Some(n) = self.quota_namespaces.get_mut(&key.1)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.quota_namespaces.remove(&key.1);
+                self.quota_dirty.remove(&key.1);
+            }
+        }
     }
 
     pub(super) fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {

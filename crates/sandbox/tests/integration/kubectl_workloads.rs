@@ -120,3 +120,38 @@ fn a_pod_is_listed_wide_and_has_no_log_before_it_has_a_node() {
     assert_eq!(k.ok(&["logs", "web"]), "");
     assert_eq!(k.jsonpath(&["get", "pod", "web"], "{.spec.serviceAccountName}"), "default");
 }
+
+#[test]
+fn a_service_account_token_is_a_credential_and_quotas_show_their_usage() {
+    let Some(k) = Kubectl::start("tokens") else { return };
+    k.ok(&["create", "serviceaccount", "app"]);
+    // `kubectl create token` asks the TokenRequest API; the token it prints signs kubectl in.
+    let token = k.ok(&["create", "token", "app"]);
+    let token = token.trim();
+    let listed = k.ok(&["--token", token, "get", "serviceaccounts", "-o", "name"]);
+    assert!(listed.lines().any(|l| l == "serviceaccount/app"), "{listed}");
+    let refused = k.fails(&["--token", "not-a-token", "get", "pods"]);
+    assert!(refused.contains("Unauthorized"), "{refused}");
+    // Once its account is gone, so is the token's use.
+    k.ok(&["delete", "serviceaccount", "app"]);
+    let refused = k.fails(&["--token", token, "get", "pods"]);
+    assert!(refused.contains("Unauthorized"), "{refused}");
+
+    // A quota's usage is counted by the sandbox's quota controller, and `kubectl create` meets
+    // its refusal in upstream's words.
+    k.ok(&["create", "quota", "q", "--hard=pods=1"]);
+    k.ok(&["wait", "--for=jsonpath={.status.used.pods}=0", "quota/q", "--timeout=60s"]);
+    k.ok(&["run", "a", "--image=nginx:1.27", "--restart=Never"]);
+    let refused = k.fails(&["run", "b", "--image=nginx:1.27", "--restart=Never"]);
+    assert!(
+        refused.contains(
+            "pods \"b\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1"
+        ),
+        "{refused}"
+    );
+    let described = k.ok(&["describe", "quota", "q"]);
+    assert!(
+        described.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["pods", "1", "1"]),
+        "{described}"
+    );
+}

@@ -4,6 +4,7 @@
 //! One test binary for the crate, a module per subject: kube and the sandbox are linked once
 //! per crate, not once per file, which keeps a cold `cargo test` short.
 
+mod admission;
 mod api;
 mod bad_input;
 mod builtin;

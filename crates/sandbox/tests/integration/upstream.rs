@@ -21,7 +21,7 @@ async fn call(
 }
 
 /// As [`call`], with the response's `Warning` headers.
-async fn call_with_headers(
+pub(crate) async fn call_with_headers(
     sb: &Sandbox,
     method: Method,
     path: &str,
