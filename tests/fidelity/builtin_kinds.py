@@ -55,11 +55,21 @@ class Server:
             with tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False) as ca:
                 ca.write(base64.b64decode(cluster["certificate-authority-data"]))
             self.ssl.load_verify_locations(ca.name)
+        # A client certificate, as an administrator's kubeconfig of a real cluster often has.
+        if "client-certificate-data" in user:
+            with tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False) as cert, \
+                    tempfile.NamedTemporaryFile("wb", suffix=".key", delete=False) as key:
+                cert.write(base64.b64decode(user["client-certificate-data"]))
+                key.write(base64.b64decode(user["client-key-data"]))
+            self.ssl.load_cert_chain(cert.name, key.name)
+        elif "client-certificate" in user:
+            self.ssl.load_cert_chain(user["client-certificate"], user["client-key"])
 
     def send(self, method, path, body=None, content_type="application/json"):
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", content_type)
@@ -110,6 +120,9 @@ def normalise(value, ns):
         if TIME.match(value):
             return "$TIME"
         value = re.sub(r"^kube-api-access-[a-z0-9]{5}$", "kube-api-access-$X", value)
+        # A generated name in a message (`pods "web-x7k2p" is forbidden`): the five characters of
+        # `utilrand.String`'s alphabet.
+        value = re.sub(r'-[bcdfghjklmnpqrstvwxz2456789]{5}"', '-$X"', value)
         value = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "$UID", value)
         if value.count(".") == 2 and len(value) > 100 and " " not in value:
             return "$TOKEN"
@@ -283,7 +296,8 @@ def quota_cases():
     plain = lambda name: {"metadata": {"name": name}, "spec": {"containers": [container()]}}
     sized = lambda name, cpu: {"metadata": {"name": name}, "spec": {"containers": [
         dict(container(), resources={"requests": {"cpu": cpu, "memory": "64Mi"}, "limits": {"memory": "128Mi"}})]}}
-    yield "quota-status", quota("q", {"pods": "3", "count/configmaps": "4", "services.nodeports": "2", "requests.memory": "1Gi"}) + [
+    # Not configmaps or secrets: a real cluster's controllers put one of each in a new namespace.
+    yield "quota-status", quota("q", {"pods": "3", "count/deployments.apps": "4", "services.nodeports": "2", "requests.memory": "1Gi"}) + [
         ("POST", f"{n}/pods", sized("a", "250m")),
         ("GET", f"{n}/resourcequotas/q", None)]
     yield "quota-exceeded", quota("q", {"pods": "1"}) + [("POST", f"{n}/pods", plain("a")), ("POST", f"{n}/pods", plain("b"))]
@@ -295,7 +309,8 @@ def quota_cases():
     yield "quota-configmaps", quota("q", {"configmaps": "1"}) + [
         ("POST", f"{n}/configmaps", {"metadata": {"name": "a"}}), ("POST", f"{n}/configmaps", {"metadata": {"name": "b"}})]
     yield "quota-services", quota("q", {"services.nodeports": "1"}) + [
-        ("POST", f"{n}/services", {"metadata": {"name": "web"}, "spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}})]
+        ("POST", f"{n}/services", {"metadata": {"name": "web"}, "spec": {"type": "NodePort",
+         "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}})]
     yield "quota-claims", quota("q", {"requests.storage": "1Gi", "fast.storageclass.storage.k8s.io/persistentvolumeclaims": "0"}) + [
         ("POST", f"{n}/persistentvolumeclaims", {"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
          "storageClassName": "fast", "resources": {"requests": {"storage": "2Gi"}}}})]

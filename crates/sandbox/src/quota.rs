@@ -591,9 +591,15 @@ mod tests {
     fn a_grown_claim_is_charged_the_difference() {
         let claim = |size: &str| json!({ "spec": { "storageClassName": "fast", "resources": { "requests": { "storage": size } } } });
         let q = quota(json!({ "requests.storage": "3Gi" }), json!({ "requests.storage": "2Gi" }));
-        let charges =
-            admit(&[q.clone()], "", "persistentvolumeclaims", &claim("3Gi"), Some(&claim("2Gi")), now())
-                .unwrap();
+        let charges = admit(
+            std::slice::from_ref(&q),
+            "",
+            "persistentvolumeclaims",
+            &claim("3Gi"),
+            Some(&claim("2Gi")),
+            now(),
+        )
+        .unwrap();
         assert_eq!(to_json(&charges[0].1), json!({ "requests.storage": "3Gi" }));
         let why =
             admit(&[q], "", "persistentvolumeclaims", &claim("4Gi"), Some(&claim("2Gi")), now()).unwrap_err();

@@ -40,6 +40,8 @@ pub fn default(d: &mut Value) {
     }
     object_at(&mut d["spec"], "template");
     pod::default_template(&mut d["spec"]["template"]);
+    // Go writes a status struct even when all its fields are empty: `status: {}`.
+    object_at(d, "status");
 }
 
 /// Whether a `LabelSelector` (matchLabels + matchExpressions) selects `labels`.

@@ -616,8 +616,6 @@ impl Store {
     ) -> Result<(Value, crate::quota::Charges), ApiError> {
         let mut obj = check_body(def, ns, body)?;
         let mut name = meta_str(&obj, "name").to_owned();
-        // Admission's refusals name the object as the request did (`extractResourceName`).
-        let shown = if name.is_empty() { meta_str(&obj, "generateName").to_owned() } else { name.clone() };
         if name.is_empty() {
             let generate = meta_str(&obj, "generateName").to_owned();
             if generate.is_empty() {
@@ -707,7 +705,8 @@ impl Store {
         }
         // Validating admission's ResourceQuota comes before storage, so a full quota answers 403
         // even for a name that is taken.
-        let charges = st.quota_admit(def, ns, &shown, &obj, None)?;
+        // A generated name is made before validating admission, so a refusal names it.
+        let charges = st.quota_admit(def, ns, &name, &obj, None)?;
         if st.objects.contains_key(&key_of(def, ns, &name)) {
             return Err(ApiError::already_exists(def.group, def.plural, &name));
         }

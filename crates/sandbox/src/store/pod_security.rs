@@ -373,6 +373,7 @@ pub fn existing_pods_warnings(namespace: &Value, pods: &[std::sync::Arc<Value>])
         .into_iter()
         .map(|(reasons, (name, count))| match count {
             1 => format!("{name}: {reasons}"),
+            2 => format!("{name} (and 1 other pod): {reasons}"),
             n => format!("{name} (and {} other pods): {reasons}", n - 1),
         })
         .collect();
@@ -436,7 +437,7 @@ mod tests {
             found,
             [
                 "existing pods in namespace \"team\" violate the new PodSecurity enforce level \"baseline:latest\"",
-                "a (and 1 other pods): host namespaces",
+                "a (and 1 other pod): host namespaces",
             ]
         );
     }

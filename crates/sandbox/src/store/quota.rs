@@ -24,7 +24,7 @@ fn quotas_def() -> &'static ResourceDef {
 
 impl State {
     /// The ResourceQuota plugin for a write of `new` (over `old`) in `ns`: the quotas to charge,
-    /// or a 403 naming `shown` (the request's name, or its generateName).
+    /// or a 403 naming `shown`.
     pub(super) fn quota_admit(
         &self,
         def: &ResourceDef,
@@ -79,7 +79,7 @@ impl Store {
         let namespaces = std::mem::take(&mut st.quota_dirty);
         let mut written = 0;
         for ns in &namespaces {
-            for old in st.list_items(quotas_def(), Some(&ns), &ListQuery::default()) {
+            for old in st.list_items(quotas_def(), Some(ns), &ListQuery::default()) {
                 let status = quota::recalculate(&old, |group, plural| st.objects_of(group, plural, ns), now);
                 if old.get("status") == Some(&status) {
                     continue;
