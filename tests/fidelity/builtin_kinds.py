@@ -18,6 +18,7 @@ legacy discovery: verbs, short names, categories, scope, kind.
 """
 
 import argparse
+import http.client
 import base64
 import json
 import random
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import yaml
@@ -67,24 +69,42 @@ class Server:
 
     def send(self, method, path, body=None, content_type="application/json"):
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+        return self.request(method, path, data, content_type)
+
+    def request(self, method, path, data, content_type="application/json"):
+        """One request with `data` as the body's bytes: the status and the JSON answer (a watch's
+        answer as `{"events": [...]}`); the Warning headers in `self.warnings`. One connection is
+        kept open and reused, as clients do."""
+        headers = {"Accept": "application/json"}
         if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
-        req.add_header("Accept", "application/json")
+            headers["Authorization"] = f"Bearer {self.token}"
         if data is not None:
-            req.add_header("Content-Type", content_type)
-        self.warnings = []
-        try:
-            with urllib.request.urlopen(req, context=self.ssl, timeout=30) as r:
-                self.warnings = r.headers.get_all("Warning") or []
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            self.warnings = e.headers.get_all("Warning") or []
-            text = e.read()
+            headers["Content-Type"] = content_type
+        for attempt in (1, 2):
             try:
-                return e.code, json.loads(text)
-            except ValueError:
-                return e.code, {"body": text.decode(errors="replace")[:200]}
+                conn = self.connection()
+                conn.request(method, self.prefix + path, body=data, headers=headers)
+                r = conn.getresponse()
+                text = r.read()
+                break
+            except (OSError, http.client.HTTPException):
+                self.conn = None
+                if attempt == 2:
+                    raise
+        self.warnings = r.headers.get_all("Warning") or []
+        if r.status < 300 and "watch=true" in path:
+            return r.status, {"events": [json.loads(line) for line in text.splitlines() if line.strip()]}
+        try:
+            return r.status, json.loads(text or b"null")
+        except ValueError:
+            return r.status, {"body": text.decode(errors="replace")[:200]}
+
+    def connection(self):
+        if getattr(self, "conn", None) is None:
+            parsed = urllib.parse.urlsplit(self.url)
+            self.prefix = parsed.path.rstrip("/")
+            self.conn = http.client.HTTPSConnection(parsed.hostname, parsed.port or 443, context=self.ssl, timeout=30)
+        return self.conn
 
     def wait(self, path, pointer, want=None, seconds=60):
         """Polls `path` until the JSON pointer `pointer` is there (and equals `want`, if given):

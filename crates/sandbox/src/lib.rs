@@ -130,6 +130,7 @@ pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
 mod gofmt;
+pub mod gojson;
 pub mod jsonpath;
 pub mod kinds;
 pub mod managed_fields;

@@ -60,7 +60,7 @@ impl PatchType {
             "application/json-patch+json" => Ok(Self::Json),
             "application/strategic-merge-patch+json" => Ok(Self::Strategic),
             "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
-            _ => Err(ApiError::unsupported_media_type(Self::BUILT_IN_TYPES)),
+            _ => Err(ApiError::unsupported_patch_type()),
         }
     }
 }
@@ -159,7 +159,7 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
         .as_array()
         .ok_or_else(|| ApiError::bad_request("json patch: the body must be an array of operations"))?;
     let mut work = doc.clone();
-    apply_ops(&mut work, ops).map_err(|e| ApiError::unprocessable(e.message))?;
+    apply_ops(&mut work, ops).map_err(|_| ApiError::unprocessable())?;
     *doc = work;
     Ok(())
 }

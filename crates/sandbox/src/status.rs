@@ -22,8 +22,15 @@ impl ApiError {
         Self { code, reason, message: message.into(), details: None }
     }
 
+    /// Adds the object's name, group and kind to the details; `StatusDetails` leaves empty strings
+    /// out (`omitempty`), so a core kind has no group.
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.details = Some(json!({ "name": name, "group": group, "kind": kind }));
+        let details = self.details.get_or_insert_with(|| json!({}));
+        for (k, v) in [("name", name), ("group", group), ("kind", kind)] {
+            if !v.is_empty() {
+                details[k] = json!(v);
+            }
+        }
         self
     }
 
@@ -67,27 +74,19 @@ impl ApiError {
                 format!("{} \"{name}\" is invalid: [{}]", qualified(group, kind), list.join(", "))
             },
         );
-        let mut details = json!({
+        e.details = Some(json!({
             "causes": causes.iter().map(|(f, m)| json!({"reason": cause_reason(m), "message": m, "field": f})).collect::<Vec<_>>(),
-        });
-        // `StatusDetails` leaves empty strings out (`omitempty`): core kinds have no group.
-        for (k, v) in [("name", name), ("group", group), ("kind", kind)] {
-            if !v.is_empty() {
-                details[k] = json!(v);
-            }
-        }
-        e.details = Some(details);
-        e
+        }));
+        e.with_details(group, kind, name)
     }
 
-    /// 422 as upstream's `NewGenericServerResponse` words it, the cause carrying `detail`: what
-    /// the patch handler answers for a JSON patch that does not apply
-    /// (`endpoints/handlers/patch.go`, `applyJSPatch`).
-    pub fn unprocessable(detail: impl Into<String>) -> Self {
+    /// 422 as upstream's `NewGenericServerResponse` words it: what the patch handler answers for
+    /// a JSON patch that does not apply (`endpoints/handlers/patch.go`, `applyJSPatch`). Not an
+    /// unexpected response, so upstream keeps no cause: why it did not apply is not told.
+    pub fn unprocessable() -> Self {
         let mut e =
             Self::new(422, "Invalid", "the server rejected our request due to an error in our request");
-        e.details =
-            Some(json!({ "causes": [{ "reason": "UnexpectedServerResponse", "message": detail.into() }] }));
+        e.details = Some(json!({}));
         e
     }
 
@@ -169,18 +168,10 @@ impl ApiError {
         Self::new(500, "", message)
     }
 
-    /// 405: the resource does not support the verb.
-    pub fn method_not_allowed(verb: &str, what: &str) -> Self {
-        Self::new(
-            405,
-            "MethodNotAllowed",
-            format!("the server does not allow this method on the requested resource: {verb} {what}"),
-        )
-    }
-
-    /// 405 for a verb the resource does not register (a list of a review, a watch of component
-    /// statuses): go-restful's answer, which names nothing.
-    pub fn verb_not_registered() -> Self {
+    /// 405 for a method the route does not serve (a PATCH of a collection, a list of a review, a
+    /// watch of component statuses): go-restful's answer, which names neither the method nor the
+    /// path.
+    pub fn method_not_allowed() -> Self {
         Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     }
 
@@ -196,6 +187,12 @@ impl ApiError {
             "RequestEntityTooLarge",
             format!("Request entity too large: limit is {limit} bytes, got {size}"),
         )
+    }
+
+    /// 415 for a patch in a content type no route consumes: go-restful's answer, before any
+    /// handler runs.
+    pub fn unsupported_patch_type() -> Self {
+        Self::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     }
 
     /// 415: a patch content type the resource does not take; `accepted` are those it takes.

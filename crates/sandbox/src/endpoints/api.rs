@@ -130,6 +130,8 @@ struct Query {
     force_given: bool,
     propagation: Option<String>,
     dry_run: bool,
+    /// Every `dryRun` given, for `ValidateDryRun`.
+    dry_run_values: Vec<String>,
     /// `Accept: ...;as=Table`: answer with server-side printed Tables.
     as_table: bool,
     /// What the response is transformed into (`as=Table|PartialObjectMetadata[List]`).
@@ -230,15 +232,11 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
             }
             "includeObject" => out.include_object = Some(v.into_owned()),
             "propagationPolicy" => out.propagation = Some(v.into_owned()),
-            "dryRun" => match v.as_ref() {
-                "All" => out.dry_run = true,
-                "" => {}
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "Invalid dryRun value: {other:?}; the only supported value is \"All\""
-                    )));
-                }
-            },
+            // Judged with the verb's other options (`ValidateDryRun`).
+            "dryRun" if !v.is_empty() => {
+                out.dry_run |= v == "All";
+                out.dry_run_values.push(v.into_owned());
+            }
             _ => {}
         }
     }
@@ -310,15 +308,35 @@ where
 /// type is 415. YAML that does not parse is upstream's decode error (`transformDecodeError`):
 /// a 400 naming the kind the URL wants.
 fn parse_object(bytes: &[u8], content_type: &str, what: &str, kind: &str) -> Result<Value, ApiError> {
+    let unrecognized = |why: String| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {kind}): {why} ({})",
+            summarize(bytes)
+        ))
+    };
+    // The serializer reads the apiVersion and kind first, into a struct, with Go's decoder: a
+    // body that is not JSON, or not an object, fails there in its words.
+    let kind_of = |value: Value| {
+        if value.is_object() || value.is_null() {
+            Ok(value)
+        } else {
+            Err(unrecognized(format!(
+                "couldn't get version/kind; json parse error: {}",
+                crate::gojson::not_an_object(&value)
+            )))
+        }
+    };
     match content_type.split(';').next().unwrap_or("").trim() {
-        "" | "application/json" => parse_json(bytes, what),
+        "" | "application/json" => {
+            if !bytes.iter().all(u8::is_ascii_whitespace)
+                && let Some(why) = crate::gojson::syntax_error(bytes)
+            {
+                return Err(unrecognized(format!("couldn't get version/kind; json parse error: {why}")));
+            }
+            kind_of(parse_json(bytes, what)?)
+        }
         crate::endpoints::protobuf::CONTENT_TYPE => crate::endpoints::protobuf::to_json(bytes),
-        "application/yaml" => yaml_to_json(bytes).map_err(|e| {
-            ApiError::bad_request(format!(
-                "the object provided is unrecognized (must be of type {kind}): {e} ({})",
-                summarize(bytes)
-            ))
-        }),
+        "application/yaml" => kind_of(yaml_to_json(bytes).map_err(unrecognized)?),
         other => Err(ApiError::unsupported_body(other)),
     }
 }
@@ -342,12 +360,15 @@ pub(crate) fn yaml_to_json(bytes: &[u8]) -> Result<Value, String> {
 }
 
 /// The start of a body as upstream's `summarizeData` shows it in a decode error: the first 30
-/// bytes (` ...` after them when there is more), or `<empty>`.
+/// bytes (` ...` after them when there is more) as text when it starts with `{`, else in hex; or
+/// `<empty>`.
 fn summarize(bytes: &[u8]) -> String {
-    match bytes.len() {
-        0 => "<empty>".into(),
-        n if n > 30 => format!("{} ...", String::from_utf8_lossy(&bytes[..30])),
-        _ => String::from_utf8_lossy(bytes).into_owned(),
+    let start = &bytes[..bytes.len().min(30)];
+    let more = if bytes.len() > 30 { " ..." } else { "" };
+    match bytes.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(start)),
+        Some(_) => format!("{}{more}", start.iter().map(|b| format!("{b:02x}")).collect::<String>()),
     }
 }
 
@@ -494,29 +515,50 @@ where
         Subresource::Action(a) => a.verbs.contains(&verb),
     };
     if verb == "unsupported" {
-        return Err(ApiError::method_not_allowed(parts.method.as_str(), path));
+        return Err(ApiError::method_not_allowed());
     }
     if !allowed {
-        return Err(ApiError::verb_not_registered());
+        return Err(ApiError::method_not_allowed());
     }
     if let Some(e) = shared.faults.check(verb, t.def.plural) {
         return Err(e);
     }
 
     let bytes = bytes?;
-    // A delete carries its options, `dryRun` among them, in its body (kubectl and client-go do).
-    if matches!(verb, "delete" | "deletecollection")
-        && let Some(values) = parse_json(&bytes, verb)?.get("dryRun").and_then(Value::as_array)
-    {
-        for v in values {
-            match v.as_str() {
-                Some("All") => q.dry_run = true,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "Invalid dryRun value: {other:?}; the only supported value is \"All\""
-                    )));
-                }
-            }
+    // A delete carries its options, `dryRun` among them, in its body (kubectl and client-go do),
+    // and answers for them as `DeleteOptions` (`ValidateDeleteOptions`).
+    if matches!(verb, "delete" | "deletecollection") {
+        let body = parse_json(&bytes, verb)?;
+        for v in body.get("dryRun").and_then(Value::as_array).into_iter().flatten() {
+            let v = v.as_str().unwrap_or("");
+            q.dry_run |= v == "All";
+            q.dry_run_values.push(v.to_owned());
+        }
+        let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
+        let mut causes = Vec::new();
+        if body.get("orphanDependents").is_some_and(|o| !o.is_null())
+            && let Some(p) = policy
+        {
+            causes.push((
+                "propagationPolicy".into(),
+                format!(
+                    "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
+                    crate::gofmt::go_quote(p)
+                ),
+            ));
+        }
+        if let Some(p) = policy.filter(|p| !matches!(*p, "Foreground" | "Background" | "Orphan")) {
+            causes.push((
+                "propagationPolicy".into(),
+                format!(
+                    "Unsupported value: {}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+                    crate::gofmt::go_quote(p)
+                ),
+            ));
+        }
+        causes.extend(dry_run_causes(&q));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &causes));
         }
     }
     // dryRun=All: the same request against a throwaway copy of the store — validated, defaulted,
@@ -615,7 +657,7 @@ where
         "watch" => watch(shared, Arc::clone(&t.def), t.namespace.clone(), q),
         "create" => {
             if def.namespaced && t.namespace.is_none() {
-                return Err(ApiError::method_not_allowed("POST", path));
+                return Err(ApiError::method_not_allowed());
             }
             let mut body = parse_object(&bytes, content_type, "create", def.kind)?;
             let mut warnings =
@@ -703,7 +745,7 @@ where
             let opts = delete_options(&q, &parse_json(&bytes, "deletecollection")?)?;
             ok(store.delete_collection(def, t.namespace.as_deref(), &q.list, &opts)?)
         }
-        _ => Err(ApiError::method_not_allowed(parts.method.as_str(), path)),
+        _ => Err(ApiError::method_not_allowed()),
     }
 }
 
@@ -730,7 +772,7 @@ fn validate_write_options(
     q: &Query,
     ptype: Option<Result<PatchType, ApiError>>,
 ) -> Result<(), ApiError> {
-    let mut causes: Vec<(String, String)> = Vec::new();
+    let mut causes: Vec<(String, String)> = dry_run_causes(q);
     let manager = q.field_manager.as_deref().unwrap_or("");
     if let Some(Ok(ptype)) = ptype {
         if ptype != PatchType::Apply && q.force_given {
@@ -758,6 +800,15 @@ fn validate_write_options(
         }
     }
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid("meta.k8s.io", kind, "", &causes)) }
+}
+
+/// `ValidateDryRun`: `All` is the only value; any other names them all, as Go prints a slice.
+fn dry_run_causes(q: &Query) -> Vec<(String, String)> {
+    if q.dry_run_values.iter().all(|v| v == "All") {
+        return Vec::new();
+    }
+    let quoted: Vec<String> = q.dry_run_values.iter().map(|v| crate::gofmt::go_quote(v)).collect();
+    vec![("dryRun".into(), format!("Unsupported value: []string{{{}}}: supported values: \"All\"", quoted.join(", ")))]
 }
 
 /// A read transformed as the request's `Accept` asked (`endpoints/handlers/response.go`,

@@ -223,13 +223,14 @@ impl Store {
         let mut st = self.state.lock();
         let key = key_of(def, ns, name);
         let old = st.get(def, ns, name)?;
+        // `rest.BeforeDelete` checks the preconditions first, naming the object by its kind.
         if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(&old, "uid")) {
             return Err(ApiError::conflict(
                 def.group,
-                def.plural,
+                def.kind,
                 name,
                 &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                     meta_str(&old, "uid")
                 ),
             ));
@@ -239,10 +240,10 @@ impl Store {
         {
             return Err(ApiError::conflict(
                 def.group,
-                def.plural,
+                def.kind,
                 name,
                 &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
                     meta_str(&old, "resourceVersion")
                 ),
             ));

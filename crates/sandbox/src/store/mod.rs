@@ -16,6 +16,7 @@
 
 mod admission;
 mod apply;
+mod continuation;
 mod crd;
 mod deletion;
 pub mod pod_security;
@@ -469,10 +470,7 @@ impl Store {
                     "specifying resource version is not allowed when using continue",
                 ));
             }
-            let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
-            let (id, offset) = token.strip_prefix('c').and_then(|t| t.split_once('.')).ok_or_else(bad)?;
-            let (id, offset): (u64, usize) =
-                (id.parse().map_err(|_| bad())?, offset.parse().map_err(|_| bad())?);
+            let (id, offset) = continuation::decode(token)?;
             st.snapshots.retain(|_, s| s.made.elapsed() < SNAPSHOT_TTL);
             let snap = st.snapshots.get(&id).ok_or_else(|| {
                 ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
@@ -521,7 +519,7 @@ impl Store {
                     id
                 }
             };
-            metadata["continue"] = json!(format!("c{id}.{end}"));
+            metadata["continue"] = json!(continuation::encode(id, end, rv));
             // Upstream counts what remains only for a list without selectors.
             if q.labels.is_empty() && q.fields.is_empty() {
                 metadata["remainingItemCount"] = json!(items.len() - end);
@@ -970,10 +968,14 @@ impl Store {
             PatchType::Apply => unreachable!("handled above"),
         }
         if !target.is_object() {
-            return Err(ApiError::bad_request(format!(
-                "the patch turned {} {name:?} into something that is not an object",
-                def.plural
-            )));
+            // The patched bytes are read for their kind first, into a struct: Go's decoder names
+            // what it found instead of an object.
+            let why = format!(
+                "Invalid value: {}: couldn't get version/kind; json parse error: {}",
+                crate::gofmt::go_quote(&target.to_string()),
+                crate::gojson::not_an_object(&target)
+            );
+            return Err(ApiError::invalid("", "", "", &[("patch".into(), why)]));
         }
         // The patched object is decoded into the kind's type at once (`endpoints/handlers/
         // patch.go`): what it cannot hold is a 422 on the field `patch`, with no kind, its value
@@ -1184,24 +1186,41 @@ fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiErro
         )));
     }
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-    if !kind.is_empty() && kind != def.kind {
-        return Err(ApiError::bad_request(format!(
-            "the kind of the object ({kind}) does not match the resource {} ({})",
-            def.plural, def.kind
-        )));
-    }
     let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if !api_version.is_empty() && api_version != def.api_version() {
+    let wrong_kind = !kind.is_empty() && kind != def.kind;
+    let wrong_version = !api_version.is_empty() && api_version != def.api_version();
+    if def.custom().is_some() {
+        // The custom resource handler decodes anything, then checks what it decoded.
+        if wrong_version {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                def.api_version()
+            )));
+        }
+        if wrong_kind {
+            return Err(ApiError::invalid(
+                def.group,
+                kind,
+                meta_str(&body, "name"),
+                &[("kind".into(), format!("Invalid value: {}: must be {}", crate::gofmt::go_quote(kind), def.kind))],
+            ));
+        }
+    } else if wrong_kind || wrong_version {
+        // A built-in kind is decoded by the scheme, which knows no other kind at that version
+        // (`transformDecodeError` over the scheme's `NotRegisteredErr`).
+        let kind = if kind.is_empty() { def.kind } else { kind };
+        let api_version = if api_version.is_empty() { def.api_version() } else { api_version.to_owned() };
+        let version = api_version.rsplit('/').next().unwrap_or("");
         return Err(ApiError::bad_request(format!(
-            "the apiVersion of the object ({api_version}) does not match the request ({})",
-            def.api_version()
+            "{kind} in version {version:?} cannot be handled as a {}: no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/api/legacyscheme/scheme.go:31\"",
+            def.kind
         )));
     }
     let body_ns = meta_str(&body, "namespace");
     if def.namespaced && !body_ns.is_empty() && body_ns != ns {
-        return Err(ApiError::bad_request(format!(
-            "the namespace of the provided object ({body_ns}) does not match the namespace sent on the request ({ns})"
-        )));
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request".to_owned(),
+        ));
     }
     Ok(body)
 }
