@@ -250,7 +250,10 @@ mod tests {
         ] {
             assert_eq!(syntax_error(input.as_bytes()).as_deref(), Some(message), "{input:?}");
         }
-        assert_eq!(syntax_error(b"\x81"), Some("invalid character '\\u0081' looking for beginning of value".into()));
+        assert_eq!(
+            syntax_error(b"\x81"),
+            Some("invalid character '\\u0081' looking for beginning of value".into())
+        );
         assert_eq!(syntax_error(br#" {"a": [1, 2.5e3, true, null, "x\u0041"]} "#), None);
     }
 }

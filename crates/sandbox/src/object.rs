@@ -106,6 +106,17 @@ pub fn check_label(name: &str) -> Option<String> {
     (!errs.is_empty()).then(|| errs.join(", "))
 }
 
+/// Checks a path segment name (RBAC's roles and bindings, `ValidatePathSegmentName`): anything
+/// but `.`, `..` and what holds `/` or `%`.
+pub fn check_path_segment(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        return Some(format!("may not be '{name}'"));
+    }
+    let errs: Vec<String> =
+        ["/", "%"].iter().filter(|c| name.contains(**c)).map(|c| format!("may not contain '{c}'")).collect();
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
 /// Sets `obj[key]` to `value` when it is absent or null (a default).
 pub(crate) fn set_default(obj: &mut Map<String, Value>, key: &str, value: Value) {
     if obj.get(key).is_none_or(Value::is_null) {

@@ -413,6 +413,21 @@ impl ResourceDef {
                 .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
                 .cloned()
         };
+        if self.plural == "podtemplates" {
+            return new.get("template") != old.get("template");
+        }
+        if self.plural == "endpointslices" {
+            // Its strategy: anything but metadata, and its labels.
+            let body = |o: &Value| {
+                let mut o = o.clone();
+                if let Some(m) = o.as_object_mut() {
+                    m.remove("metadata");
+                }
+                o
+            };
+            return body(new) != body(old)
+                || new.pointer("/metadata/labels") != old.pointer("/metadata/labels");
+        }
         new.get("spec") != old.get("spec")
             || (self.plural == "deployments" && annotations(new) != annotations(old))
     }

@@ -19,7 +19,10 @@ const REPLICA_SET_FIELDS: &[(&str, &str)] = &[("status.replicas", "/status/repli
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<apps::ControllerRevision>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                validate: workload::validate_controller_revision,
+                ..typed::<apps::ControllerRevision>()
+            }),
             ..resource!("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision", [], namespaced: true)
         },
         ResourceDef {

@@ -62,7 +62,10 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
         },
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<rbac::ClusterRole>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: crate::kinds::rbac::default_role,
+                ..typed::<rbac::ClusterRole>()
+            }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
         },
         ResourceDef {
@@ -73,7 +76,10 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
             ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
         },
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<rbac::Role>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: crate::kinds::rbac::default_role,
+                ..typed::<rbac::Role>()
+            }),
             ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)
         },
     ]

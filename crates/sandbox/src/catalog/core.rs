@@ -106,6 +106,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                default: endpoints::default_endpoints,
                 validate: endpoints::validate_endpoints,
                 ..typed::<core::Endpoints>()
             }),
@@ -124,7 +125,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
         },
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<core::LimitRange>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                default: workload::default_limit_range,
+                ..typed::<core::LimitRange>()
+            }),
             ..resource!("", "v1", "limitranges", "limitrange", "LimitRange", ["limits"], namespaced: true)
         },
         ResourceDef {
@@ -178,6 +182,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             ..resource!("", "v1", "pods", "pod", "Pod", ["po"], namespaced: true)
         },
         ResourceDef {
+            has_generation: true,
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_pod_template,
                 validate: workload::validate_pod_template,
@@ -200,7 +205,15 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         },
         ResourceDef {
             status_subresource: true,
-            strategy: Strategy::BuiltIn(typed::<core::ResourceQuota>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                // Go writes the status struct, empty until the quota controller fills it.
+                default: |quota| {
+                    if quota.is_object() {
+                        crate::object::object_at(quota, "status");
+                    }
+                },
+                ..typed::<core::ResourceQuota>()
+            }),
             ..resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", ["quota"], namespaced: true)
         },
         ResourceDef {

@@ -10,6 +10,7 @@ use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
+            has_generation: true,
             strategy: Strategy::BuiltIn(BuiltIn {
                 validate: network::validate_ingress_class,
                 ..typed::<networking::IngressClass>()
@@ -34,6 +35,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: network::default_network_policy,
                 validate: network::validate_network_policy,
+                // As an Ingress, registered under `extensions` first.
+                internal_group: Some("extensions"),
                 ..typed::<networking::NetworkPolicy>()
             }),
             ..resource!("networking.k8s.io", "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", ["netpol"], namespaced: true)
@@ -43,7 +46,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
 
 pub(super) fn discovery() -> Vec<ResourceDef> {
     vec![ResourceDef {
+        has_generation: true,
         strategy: Strategy::BuiltIn(BuiltIn {
+            default: crate::kinds::endpoints::default_slice,
             validate: crate::kinds::endpoints::validate_slice,
             ..typed::<discovery::EndpointSlice>()
         }),

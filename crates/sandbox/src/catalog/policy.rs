@@ -3,13 +3,16 @@
 use k8s_openapi::api::policy::v1 as policy;
 
 use super::resource;
-use crate::resource::{ResourceDef, Strategy, typed};
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![ResourceDef {
         status_subresource: true,
         has_generation: true,
-        strategy: Strategy::BuiltIn(typed::<policy::PodDisruptionBudget>()),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            default: crate::kinds::workload::default_disruption_budget,
+            ..typed::<policy::PodDisruptionBudget>()
+        }),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)
     }]
 }

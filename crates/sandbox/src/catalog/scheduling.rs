@@ -9,6 +9,7 @@ use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 
 pub(super) fn priority() -> Vec<ResourceDef> {
     vec![ResourceDef {
+        has_generation: true,
         strategy: Strategy::BuiltIn(BuiltIn {
             default: priority::default,
             validate: priority::validate,

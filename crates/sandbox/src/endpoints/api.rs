@@ -110,6 +110,10 @@ fn parse_target(store: &Store, path: &str) -> Result<Target, ApiError> {
         Some("scale") if def.scale.is_some() => Subresource::Scale,
         Some(s) => match def.actions().iter().find(|a| a.name == s) {
             Some(a) => Subresource::Action(a),
+            // The custom resource handler answers any other subresource as a missing object.
+            None if def.custom().is_some() => {
+                return Err(ApiError::not_found(def.group, def.plural, name.as_deref().unwrap_or("")));
+            }
             None => return Err(ApiError::no_route(path)),
         },
     };
@@ -202,7 +206,10 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
         let truthy = v == "true" || v == "1";
         match k.as_ref() {
             "labelSelector" => out.list.labels = LabelSelector::parse(&v)?,
-            "fieldSelector" => out.list.fields = FieldSelector::parse_for(&v, def.field_labels)?,
+            "fieldSelector" => {
+                let converts = !def.field_labels.is_empty() || def.custom().is_some();
+                out.list.fields = FieldSelector::parse_converted(&v, def.field_labels, converts)?;
+            }
             "shardSelector" if !v.is_empty() => {
                 out.list.shard = Some(crate::shard::ShardSelector::parse(&v)?)
             }
@@ -220,8 +227,12 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
             "allowWatchBookmarks" => out.allow_bookmarks = truthy,
             "sendInitialEvents" => out.send_initial_events = truthy,
             "timeoutSeconds" => {
-                let secs: u64 =
-                    v.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {v:?}")))?;
+                let secs: u64 = v.parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "strconv.ParseInt: parsing {}: invalid syntax",
+                        crate::gofmt::go_quote(&v)
+                    ))
+                })?;
                 out.timeout = Some(Duration::from_secs(secs));
             }
             "fieldManager" => out.field_manager = Some(v.into_owned()),
@@ -414,6 +425,19 @@ where
     {
         return r;
     }
+    // A discovery document's route serves GET alone: go-restful's 405 for the other methods.
+    if parts.method != Method::GET
+        && (path == "/api" || path == "/apis" || path.starts_with("/api/") || path.starts_with("/apis/"))
+    {
+        let mut probe =
+            Request::get(parts.uri.clone()).body(()).expect("a GET of a valid URI").into_parts().0;
+        probe.headers = parts.headers.clone();
+        if crate::endpoints::non_resource::respond(&shared, &probe)
+            .is_some_and(|r| r.status() == StatusCode::OK)
+        {
+            return error_response(&ApiError::method_not_allowed());
+        }
+    }
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let mut record = RequestRecord {
@@ -515,6 +539,10 @@ where
         Subresource::Action(a) => a.verbs.contains(&verb),
     };
     if verb == "unsupported" {
+        // The custom resource handler takes a write of its collection, then wants a name.
+        if t.def.custom().is_some() && matches!(parts.method, Method::PATCH | Method::PUT) {
+            return Err(ApiError::bad_request("name must be provided"));
+        }
         return Err(ApiError::method_not_allowed());
     }
     if !allowed {
@@ -630,11 +658,12 @@ where
         Answer::Computed(objects) => {
             let objects = objects();
             return match verb {
+                // The component status storage's own error, unclassified: a 500.
                 "get" => objects
                     .into_iter()
                     .find(|o| crate::object::meta_str(o, "name") == name)
                     .map(|o| json_response(200, &o))
-                    .ok_or_else(|| ApiError::not_found(def.group, def.plural, name)),
+                    .ok_or_else(|| ApiError::unclassified(format!("Component not found: {name}"))),
                 _ => Ok(json_response(
                     200,
                     &json!({ "kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {}, "items": objects }),
@@ -736,16 +765,44 @@ where
         "delete" => {
             let body = parse_json(&bytes, "delete")?;
             let opts = delete_options(&q, &body)?;
-            let (deleted, lingers) = store.delete(def, ns, name, &opts)?;
             let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
             let orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
-            Ok(delete_response(def, name, deleted, lingers, policy, orphan_dependents))
+            // The warning is given before the delete is tried: a refused one carries it too.
+            let warnings = orphaning_warning(def, policy, orphan_dependents);
+            let response = match store.delete(def, ns, name, &opts) {
+                // A dry run answers the object it would have deleted.
+                Ok((deleted, _)) if q.dry_run => json_response(200, &deleted),
+                Ok((deleted, lingers)) => {
+                    delete_response(def, name, deleted, lingers, policy, orphan_dependents)
+                }
+                Err(e) => error_response(&e),
+            };
+            Ok(with_warnings(response, &warnings))
         }
         "deletecollection" => {
-            let opts = delete_options(&q, &parse_json(&bytes, "deletecollection")?)?;
-            ok(store.delete_collection(def, t.namespace.as_deref(), &q.list, &opts)?)
+            let body = parse_json(&bytes, "deletecollection")?;
+            let opts = delete_options(&q, &body)?;
+            let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
+            let warnings =
+                orphaning_warning(def, policy, body.get("orphanDependents").and_then(Value::as_bool));
+            let deleted = store.delete_collection(def, t.namespace.as_deref(), &q.list, &opts)?;
+            Ok(with_warnings(json_response(200, &deleted), &warnings))
         }
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// A batch/v1 Job deleted without a propagation policy orphans its pods, which its storage warns
+/// of (`pkg/registry/batch/job/storage`).
+fn orphaning_warning(
+    def: &ResourceDef,
+    policy: Option<&str>,
+    orphan_dependents: Option<bool>,
+) -> Vec<String> {
+    if (def.group, def.plural) == ("batch", "jobs") && policy.is_none() && orphan_dependents.is_none() {
+        vec!["child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning".into()]
+    } else {
+        Vec::new()
     }
 }
 
@@ -808,7 +865,10 @@ fn dry_run_causes(q: &Query) -> Vec<(String, String)> {
         return Vec::new();
     }
     let quoted: Vec<String> = q.dry_run_values.iter().map(|v| crate::gofmt::go_quote(v)).collect();
-    vec![("dryRun".into(), format!("Unsupported value: []string{{{}}}: supported values: \"All\"", quoted.join(", ")))]
+    vec![(
+        "dryRun".into(),
+        format!("Unsupported value: []string{{{}}}: supported values: \"All\"", quoted.join(", ")),
+    )]
 }
 
 /// A read transformed as the request's `Accept` asked (`endpoints/handlers/response.go`,

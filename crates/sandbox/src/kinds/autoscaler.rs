@@ -63,15 +63,11 @@ pub fn default_v1(hpa: &mut Value) {
 pub fn validate_v2(hpa: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let spec = hpa.get("spec").cloned().unwrap_or_default();
     let mut errs = Vec::new();
-    for field in ["kind", "name"] {
-        if spec.pointer(&format!("/scaleTargetRef/{field}")).and_then(Value::as_str).is_none_or(str::is_empty)
-        {
-            errs.push((format!("spec.scaleTargetRef.{field}"), "Required value".into()));
-        }
-    }
-    let min = spec.get("minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    // `ValidateHorizontalPodAutoscalerSpec`'s order: the replica bounds (each that fails), then
+    // the target.
+    let min = spec.get("minReplicas").and_then(Value::as_i64);
     let max = spec.get("maxReplicas").and_then(Value::as_i64).unwrap_or(0);
-    if min < 1 {
+    if let Some(min) = min.filter(|m| *m < 1) {
         errs.push((
             "spec.minReplicas".into(),
             format!("Invalid value: {min}: must be greater than or equal to 1"),
@@ -79,11 +75,18 @@ pub fn validate_v2(hpa: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     }
     if max < 1 {
         errs.push(("spec.maxReplicas".into(), format!("Invalid value: {max}: must be greater than 0")));
-    } else if max < min {
+    }
+    if min.is_some_and(|min| max < min) {
         errs.push((
             "spec.maxReplicas".into(),
             format!("Invalid value: {max}: must be greater than or equal to `minReplicas`"),
         ));
+    }
+    for field in ["kind", "name"] {
+        if spec.pointer(&format!("/scaleTargetRef/{field}")).and_then(Value::as_str).is_none_or(str::is_empty)
+        {
+            errs.push((format!("spec.scaleTargetRef.{field}"), "Required value".into()));
+        }
     }
     errs
 }
@@ -149,6 +152,12 @@ pub fn v1_to_v2(mut hpa: Value) -> Value {
         }
     }
     default_v2(&mut hpa);
+    // v2's current replica count is `omitempty`: a zero is not kept.
+    if let Some(status) = hpa.get_mut("status").and_then(Value::as_object_mut)
+        && status.get("currentReplicas") == Some(&json!(0))
+    {
+        status.remove("currentReplicas");
+    }
     hpa
 }
 
@@ -185,6 +194,13 @@ pub fn v2_to_v1(mut hpa: Value) -> Value {
     for (key, value) in annotations {
         put_annotation(&mut hpa, key, &value);
     }
+    // v1's replica counts are not `omitempty`: Go writes them, zero, before any controller does.
+    if let Some(status) = hpa.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({})))
+        && let Some(status) = status.as_object_mut()
+    {
+        status.entry("currentReplicas").or_insert(json!(0));
+        status.entry("desiredReplicas").or_insert(json!(0));
+    }
     hpa
 }
 
@@ -218,6 +234,6 @@ mod tests {
     fn bounds_are_checked() {
         let hpa = json!({ "spec": { "scaleTargetRef": { "kind": "Deployment" }, "minReplicas": 3, "maxReplicas": 2 } });
         let fields: Vec<String> = validate_v2(&hpa, None).into_iter().map(|e| e.0).collect();
-        assert_eq!(fields, ["spec.scaleTargetRef.name", "spec.maxReplicas"]);
+        assert_eq!(fields, ["spec.maxReplicas", "spec.scaleTargetRef.name"]);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::resource::FieldError;
 
@@ -36,6 +36,33 @@ fn port_errors(ports: &[Value], at: &str, named: bool) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+/// v1 Endpoints' defaults: each port's protocol is TCP.
+pub fn default_endpoints(ep: &mut Value) {
+    for subset in ep.get_mut("subsets").and_then(Value::as_array_mut).into_iter().flatten() {
+        default_ports(subset.get_mut("ports"), false);
+    }
+}
+
+/// An EndpointSlice's defaults: each port named (empty) with protocol TCP, each endpoint's
+/// conditions an object (Go writes the struct even when empty).
+pub fn default_slice(slice: &mut Value) {
+    default_ports(slice.get_mut("ports"), true);
+    for e in slice.get_mut("endpoints").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(e) = e.as_object_mut() {
+            e.entry("conditions").or_insert_with(|| json!({}));
+        }
+    }
+}
+
+fn default_ports(ports: Option<&mut Value>, named: bool) {
+    for p in ports.and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut) {
+        if named {
+            p.entry("name").or_insert_with(|| json!(""));
+        }
+        p.entry("protocol").or_insert_with(|| json!("TCP"));
+    }
 }
 
 /// v1 Endpoints: each address a valid IP, each port in range with a known protocol, named when

@@ -57,7 +57,11 @@ pub fn validate_ingress_class(class: &Value, old: Option<&Value>) -> Vec<FieldEr
 /// A NetworkPolicy's policy types follow its rules (`SetDefaults_NetworkPolicy`): `Ingress`
 /// always, `Egress` when egress rules are given; ports are TCP unless said otherwise.
 pub fn default_network_policy(np: &mut Value) {
-    let Some(spec) = np.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    if !np.is_object() {
+        return;
+    }
+    let spec = crate::object::object_at(np, "spec");
+    spec.entry("podSelector").or_insert_with(|| json!({}));
     for direction in ["ingress", "egress"] {
         for rule in spec.get_mut(direction).and_then(Value::as_array_mut).into_iter().flatten() {
             for port in rule.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {

@@ -30,3 +30,10 @@ mod tests {
         assert_eq!(validate_binding(&b, Some(&a))[0].0, "roleRef");
     }
 }
+
+/// A Role's or ClusterRole's rules are a list Go writes even when it is nil: `rules: null`.
+pub fn default_role(role: &mut Value) {
+    if let Some(r) = role.as_object_mut() {
+        r.entry("rules").or_insert(Value::Null);
+    }
+}

@@ -25,10 +25,22 @@ pub(crate) fn replicas_errors(spec: &Value) -> Vec<FieldError> {
 /// (`ValidateReplicaSetSpec`, `ValidateStatefulSetSpec`, `ValidateDaemonSetSpec`; upstream's
 /// words name the kind, and the ReplicaSet's say "deployment").
 pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
-    let labels =
-        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    let given = spec.pointer("/template/metadata/labels").and_then(Value::as_object);
+    let labels = given.cloned().unwrap_or_default();
+    // A missing selector is `labels.Nothing()`: it matches no template either. A DaemonSet's
+    // validation does not require one first.
+    let mismatch = || {
+        (
+            "spec.template.metadata.labels".to_owned(),
+            format!(
+                "Invalid value: {}: `selector` does not match template `labels`",
+                crate::gofmt::go_string_map(given)
+            ),
+        )
+    };
     match spec.get("selector").filter(|s| !s.is_null()) {
-        None => vec![("spec.selector".into(), "Required value".into())],
+        None if kind == "daemonset" => vec![mismatch()],
+        None => vec![("spec.selector".into(), "Required value".into()), mismatch()],
         Some(s) if selector_is_empty(s) => {
             vec![(
                 "spec.selector".into(),
@@ -38,13 +50,7 @@ pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
                 ),
             )]
         }
-        Some(s) if !selector_matches(s, &labels) => vec![(
-            "spec.template.metadata.labels".into(),
-            format!(
-                "Invalid value: {}: `selector` does not match template `labels`",
-                crate::gofmt::go_string_map(Some(&labels))
-            ),
-        )],
+        Some(s) if !selector_matches(s, &labels) => vec![mismatch()],
         Some(_) => Vec::new(),
     }
 }
@@ -103,6 +109,51 @@ fn zero_status(obj: &mut Value, fields: &[&str]) {
     }
 }
 
+/// A PodDisruptionBudget's status counts, zero until the disruption controller writes them.
+pub fn default_disruption_budget(pdb: &mut Value) {
+    if pdb.is_object() {
+        object_at(pdb, "spec");
+        zero_status(pdb, &["currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods"]);
+    }
+}
+
+/// A LimitRange's defaults (`SetDefaults_LimitRangeItem`): a container's default limit is its
+/// max where unset, its default request the default limit, else the min; `limits` is written
+/// even when nil.
+pub fn default_limit_range(range: &mut Value) {
+    if !range.is_object() {
+        return;
+    }
+    let spec = object_at(range, "spec");
+    let limits = spec.entry("limits").or_insert(Value::Null);
+    for item in limits.as_array_mut().into_iter().flatten().filter_map(Value::as_object_mut) {
+        if item.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        for (into, from) in [("default", "max"), ("defaultRequest", "default"), ("defaultRequest", "min")] {
+            let Some(source) = item.get(from).and_then(Value::as_object).cloned() else { continue };
+            let target = item.entry(into).or_insert_with(|| json!({}));
+            if let Some(t) = target.as_object_mut() {
+                for (resource, amount) in source {
+                    t.entry(resource).or_insert(amount);
+                }
+            }
+        }
+    }
+}
+
+/// `ValidateControllerRevision`: its data is required, its revision not negative.
+pub fn validate_controller_revision(rev: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if rev.get("data").is_none_or(Value::is_null) {
+        errs.push(("data".into(), "Required value: data is mandatory".into()));
+    }
+    if let Some(n) = rev.get("revision").and_then(Value::as_i64).filter(|n| *n < 0) {
+        errs.push(("revision".into(), format!("Invalid value: {n}: must be greater than or equal to 0")));
+    }
+    errs
+}
+
 /// `spec.updateStrategy` of a StatefulSet or a DaemonSet: `RollingUpdate` unless said
 /// otherwise, its `rollingUpdate` given `settings` where they are unset.
 fn default_rolling_update(spec: &mut serde_json::Map<String, Value>, settings: &[(&str, Value)]) {
@@ -138,6 +189,14 @@ pub fn validate_replica_set(rs: &Value, old: Option<&Value>) -> Vec<FieldError> 
 /// v1 ReplicationController defaults: one replica, and a selector and labels from the
 /// template's labels when they are not given (`SetDefaults_ReplicationController`).
 pub fn default_replication_controller(rc: &mut Value) {
+    // An RC's template is a pointer: absent stays absent (and is refused as required).
+    if rc.pointer("/spec/template").is_none_or(Value::is_null) {
+        if rc.is_object() {
+            set_default(object_at(rc, "spec"), "replicas", json!(1));
+            zero_status(rc, &["replicas"]);
+        }
+        return;
+    }
     default_workload(rc, true);
     zero_status(rc, &["replicas"]);
     let labels = rc
@@ -175,7 +234,12 @@ pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<
             ),
         ));
     }
-    errs.extend(template_errors(&spec, &["Always"]));
+    // Without a template there is nothing more to check in it.
+    if spec.get("template").is_none_or(Value::is_null) {
+        errs.push(("spec.template".into(), "Required value".into()));
+    } else {
+        errs.extend(template_errors(&spec, &["Always"]));
+    }
     errs
 }
 
@@ -412,12 +476,8 @@ pub fn validate_cron_job(cj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
             format!("Unsupported value: {p:?}: supported values: \"Allow\", \"Forbid\", \"Replace\""),
         ));
     }
-    let template = spec.pointer("/jobTemplate/spec/template/spec").cloned().unwrap_or_default();
-    errs.extend(pod::validate_spec(
-        &template,
-        "spec.jobTemplate.spec.template.spec",
-        &["OnFailure", "Never"],
-    ));
+    let template = spec.pointer("/jobTemplate/spec/template").cloned().unwrap_or_default();
+    errs.extend(job_template_errors(&template, "spec.jobTemplate.spec.template"));
     errs
 }
 

@@ -4,14 +4,16 @@
 //! is the sandbox's own: the list snapshot it continues and the offset in it.
 
 use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 
 use crate::status::ApiError;
 
 /// The token for page `offset` onwards of snapshot `id`, taken at version `rv`.
 pub(super) fn encode(id: u64, offset: usize, rv: u64) -> String {
-    URL_SAFE_NO_PAD.encode(json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": format!("{id}/{offset}") }).to_string())
+    URL_SAFE_NO_PAD
+        .encode(json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": format!("{id}/{offset}") }).to_string())
 }
 
 /// The snapshot and offset a token names.
@@ -23,7 +25,14 @@ pub(super) fn encode(id: u64, offset: usize, rv: u64) -> String {
 pub(super) fn decode(token: &str) -> Result<(u64, usize), ApiError> {
     let refuse = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
     let invalid = |why: String| refuse(format!("continue key is not valid: {why}"));
-    let data = URL_SAFE_NO_PAD.decode(token.trim_end_matches('=')).map_err(|e| {
+    // Go's `RawURLEncoding` is not strict: bits left over in the last character are ignored.
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireNone),
+    );
+    let data = LENIENT.decode(token).map_err(|e| {
         let at = match e {
             base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,
             _ => token.len().saturating_sub(1),
@@ -43,9 +52,7 @@ pub(super) fn decode(token: &str) -> Result<(u64, usize), ApiError> {
         }
     }
     if c.get("rv").and_then(Value::as_i64).unwrap_or(0) == 0 {
-        return Err(refuse(
-            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".to_owned(),
-        ));
+        return Err(refuse("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".to_owned()));
     }
     let start = c.get("start").and_then(Value::as_str).unwrap_or("");
     if start.is_empty() {

@@ -226,7 +226,7 @@ impl Store {
         // `rest.BeforeDelete` checks the preconditions first, naming the object by its kind.
         if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(&old, "uid")) {
             return Err(ApiError::conflict(
-                def.group,
+                def.internal_group(),
                 def.kind,
                 name,
                 &format!(
@@ -239,7 +239,7 @@ impl Store {
             opts.resource_version.as_deref().filter(|rv| *rv != meta_str(&old, "resourceVersion"))
         {
             return Err(ApiError::conflict(
-                def.group,
+                def.internal_group(),
                 def.kind,
                 name,
                 &format!(

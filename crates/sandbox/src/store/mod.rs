@@ -636,7 +636,11 @@ impl Store {
         }
         // `ValidateObjectMetaAccessor`: a generateName is checked as a prefix (a trailing `-`
         // masked, `maskTrailingDash`) with the kind's name rule, before the name itself.
-        let name_rule = if def.plural == "namespaces" { check_label } else { check_subdomain };
+        let name_rule = match (def.group, def.plural) {
+            ("", "namespaces") => check_label,
+            ("rbac.authorization.k8s.io", _) => crate::object::check_path_segment,
+            _ => check_subdomain,
+        };
         let generate = meta_str(&obj, "generateName");
         let mut bad = Vec::new();
         if !generate.is_empty() {
@@ -1103,10 +1107,11 @@ fn metadata_update_errors(new: &Value, old: &Value) -> Vec<(String, String)> {
 /// `core/serviceaccount`, `rbac/*`); ConfigMaps, Secrets, Namespaces, Deployments and
 /// PodDisruptionBudgets answer 404.
 pub const CREATE_ON_UPDATE: &[&str] = &[
+    "endpoints",
     "leases",
+    "limitranges",
     "events",
     "services",
-    "serviceaccounts",
     "roles",
     "clusterroles",
     "rolebindings",
@@ -1202,7 +1207,10 @@ fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiErro
                 def.group,
                 kind,
                 meta_str(&body, "name"),
-                &[("kind".into(), format!("Invalid value: {}: must be {}", crate::gofmt::go_quote(kind), def.kind))],
+                &[(
+                    "kind".into(),
+                    format!("Invalid value: {}: must be {}", crate::gofmt::go_quote(kind), def.kind),
+                )],
             ));
         }
     } else if wrong_kind || wrong_version {
@@ -1219,7 +1227,8 @@ fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiErro
     let body_ns = meta_str(&body, "namespace");
     if def.namespaced && !body_ns.is_empty() && body_ns != ns {
         return Err(ApiError::bad_request(
-            "the namespace of the provided object does not match the namespace sent on the request".to_owned(),
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .to_owned(),
         ));
     }
     Ok(body)

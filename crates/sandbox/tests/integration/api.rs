@@ -326,7 +326,8 @@ async fn delete_preconditions() {
         .unwrap_err(),
     );
     assert_eq!(e.code, 409);
-    assert!(e.message.contains("Precondition failed"), "{}", e.message);
+    // `rest.BeforeDelete`'s words, naming the object by its kind.
+    assert!(e.message.contains("does not match the UID in record"), "{}", e.message);
     assert!(api.get_opt("web").await.unwrap().is_some());
 }
 
@@ -643,7 +644,8 @@ async fn dry_run_writes_answer_but_store_nothing() {
         .body(serde_json::to_vec(&cm("x", &[])).unwrap())
         .unwrap();
     let resp = c.send(req.map(kube::client::Body::from)).await.unwrap();
-    assert_eq!(resp.status(), 400);
+    // `ValidateCreateOptions`: a 422 on CreateOptions.
+    assert_eq!(resp.status(), 422);
 }
 
 /// A client of `sb` whose requests say `User-Agent: <agent>`, as a replica's do.

@@ -37,8 +37,15 @@ async fn each_bad_request_gets_its_status() {
     let sb = Sandbox::new();
     let objects_before = sb.store().len();
     let cases: Vec<Case> = vec![
-        ("POST", CMS.into(), "application/json", b"{not json".to_vec(), 400, "not valid JSON"),
-        ("POST", CMS.into(), "application/json", b"[1,2]".to_vec(), 400, "JSON object"),
+        (
+            "POST",
+            CMS.into(),
+            "application/json",
+            b"{not json".to_vec(),
+            400,
+            "json parse error: invalid character",
+        ),
+        ("POST", CMS.into(), "application/json", b"[1,2]".to_vec(), 400, "cannot unmarshal array"),
         (
             "POST",
             "/api/v1/namespaces/default/widgets".into(),
@@ -84,12 +91,12 @@ async fn each_bad_request_gets_its_status() {
             "name or generateName",
         ),
         ("POST", CMS.into(), "application/json", vec![b' '; 3 * 1024 * 1024 + 1], 413, "too large"),
-        ("GET", format!("{CMS}?labelSelector=a%20in%20b"), "", Vec::new(), 400, "a in b"),
+        ("GET", format!("{CMS}?labelSelector=a%20in%20b"), "", Vec::new(), 400, "found 'b' expected: '('"),
         ("GET", format!("{CMS}?limit=abc"), "", Vec::new(), 400, "limit"),
         ("GET", format!("{CMS}?continue=garbage&limit=1"), "", Vec::new(), 400, "continue"),
         ("GET", format!("{CMS}?resourceVersion=999999"), "", Vec::new(), 504, "Too large resource version"),
         ("PATCH", format!("{CMS}/nope"), "application/merge-patch+json", b"{}".to_vec(), 404, "not found"),
-        ("PATCH", format!("{CMS}/nope"), "text/plain", b"{}".to_vec(), 415, "unknown format"),
+        ("PATCH", format!("{CMS}/nope"), "text/plain", b"{}".to_vec(), 415, "Unsupported Media Type"),
         (
             "PUT",
             format!("{CMS}/x"),
@@ -157,11 +164,8 @@ async fn a_failed_json_patch_changes_nothing() {
     let ops = json!([{ "op": "replace", "path": "/data/a", "value": "2" }, { "op": "remove", "path": "/data/missing" }]);
     let (code, status) =
         call(&sb, "PATCH", &format!("{CMS}/web"), "application/json-patch+json", ops.to_string()).await;
-    assert_eq!(code, 422, "{status}");
-    assert!(
-        status["details"]["causes"][0]["message"].as_str().unwrap().contains("/data/missing"),
-        "{status}"
-    );
+    // Upstream's generic 422, which does not say why.
+    assert_eq!((code, status["reason"].as_str()), (422, Some("Invalid")), "{status}");
     let (_, now) = call(&sb, "GET", &format!("{CMS}/web"), "", Vec::new()).await;
     assert_eq!(now["data"]["a"], "1");
     assert_eq!(now["metadata"]["resourceVersion"], made["metadata"]["resourceVersion"]);
