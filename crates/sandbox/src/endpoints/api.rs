@@ -770,8 +770,6 @@ where
             // The warning is given before the delete is tried: a refused one carries it too.
             let warnings = orphaning_warning(def, policy, orphan_dependents);
             let response = match store.delete(def, ns, name, &opts) {
-                // A dry run answers the object it would have deleted.
-                Ok((deleted, _)) if q.dry_run => json_response(200, &deleted),
                 Ok((deleted, lingers)) => {
                     delete_response(def, name, deleted, lingers, policy, orphan_dependents)
                 }

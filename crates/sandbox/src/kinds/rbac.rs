@@ -15,6 +15,13 @@ pub fn validate_binding(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
 }
 
+/// A Role's or ClusterRole's rules are a list Go writes even when it is nil: `rules: null`.
+pub fn default_role(role: &mut Value) {
+    if let Some(r) = role.as_object_mut() {
+        r.entry("rules").or_insert(Value::Null);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -28,12 +35,5 @@ mod tests {
         b["roleRef"]["name"] = json!("b");
         assert!(validate_binding(&a, Some(&a)).is_empty());
         assert_eq!(validate_binding(&b, Some(&a))[0].0, "roleRef");
-    }
-}
-
-/// A Role's or ClusterRole's rules are a list Go writes even when it is nil: `rules: null`.
-pub fn default_role(role: &mut Value) {
-    if let Some(r) = role.as_object_mut() {
-        r.entry("rules").or_insert(Value::Null);
     }
 }
