@@ -209,9 +209,11 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 // Go writes the status struct, empty until the quota controller fills it.
                 default: |quota| {
                     if quota.is_object() {
+                        crate::object::object_at(quota, "spec");
                         crate::object::object_at(quota, "status");
                     }
                 },
+                validate: crate::quota::validate,
                 ..typed::<core::ResourceQuota>()
             }),
             ..resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", ["quota"], namespaced: true)

@@ -19,6 +19,17 @@ pub fn default_ingress(ingress: &mut Value) {
 pub fn validate_ingress(ingress: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let rules = ingress.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default();
+    if rules.is_empty() && ingress.pointer("/spec/defaultBackend").is_none_or(Value::is_null) {
+        let shown = if ingress.pointer("/spec/rules").is_some_and(|r| !r.is_null()) {
+            "[]networking.IngressRule{}"
+        } else {
+            "[]networking.IngressRule(nil)"
+        };
+        errs.push((
+            "spec".into(),
+            format!("Invalid value: {shown}: either `defaultBackend` or `rules` must be specified"),
+        ));
+    }
     for (i, rule) in rules.iter().enumerate() {
         let paths = rule.pointer("/http/paths").and_then(Value::as_array).cloned().unwrap_or_default();
         for (j, path) in paths.iter().enumerate() {

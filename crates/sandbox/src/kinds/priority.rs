@@ -36,6 +36,8 @@ pub fn system_classes() -> Vec<Value> {
 pub fn default(pc: &mut Value) {
     if let Some(o) = pc.as_object_mut() {
         set_default(o, "preemptionPolicy", json!("PreemptLowerPriority"));
+        // `value` is an int32 Go writes even when zero.
+        set_default(o, "value", json!(0));
     }
 }
 

@@ -22,6 +22,20 @@ pub fn default_role(role: &mut Value) {
     }
 }
 
+/// A Role's or ClusterRole's rules (`ValidatePolicyRule`): each names at least one verb.
+pub fn validate_role(role: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    role.get("rules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, r)| r.get("verbs").and_then(Value::as_array).is_none_or(Vec::is_empty))
+        .map(|(i, _)| {
+            (format!("rules[{i}].verbs"), "Required value: verbs must contain at least one value".into())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,19 @@ pub fn validate(secret: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     let data = secret.get("data").and_then(Value::as_object);
+    // `ValidateSecret`: the keys each well-known type requires, in upstream's order.
+    let required: &[&str] = match secret.get("type").and_then(Value::as_str).unwrap_or("") {
+        "kubernetes.io/tls" => &["tls.crt", "tls.key"],
+        "kubernetes.io/dockercfg" => &[".dockercfg"],
+        "kubernetes.io/dockerconfigjson" => &[".dockerconfigjson"],
+        "kubernetes.io/ssh-auth" => &["ssh-privatekey"],
+        _ => &[],
+    };
+    for key in required {
+        if data.is_none_or(|d| !d.contains_key(*key)) {
+            errs.push((format!("data[{key}]"), "Required value".into()));
+        }
+    }
     errs.extend(bad_keys(data, "data"));
     if decoded_size(data) > MAX_SIZE {
         errs.push(too_long("data"));
