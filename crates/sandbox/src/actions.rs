@@ -209,7 +209,7 @@ fn evict(
     if !given.is_empty() && given != name {
         return Err(ApiError::bad_request("name in URL does not match name in Eviction object".to_owned()));
     }
-    let mut opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None)?;
+    let mut opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None, &[])?;
     let pod = store.get(pods, ns, name, Subresource::Main)?;
     let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
     let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());

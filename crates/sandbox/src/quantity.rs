@@ -187,8 +187,7 @@ impl std::ops::Sub for Quantity {
     type Output = Self;
 
     fn sub(self, other: Self) -> Self {
-        let format = if self.is_zero() { other.format } else { self.format };
-        Self { nanos: self.nanos - other.nanos, format }
+        self + Self { nanos: -other.nanos, format: other.format }
     }
 }
 

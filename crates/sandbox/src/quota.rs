@@ -493,9 +493,7 @@ where
             .find(|(g, p)| !matching(g, p, [name]).is_empty())
             .map(|(g, p)| (g.to_owned(), p.to_owned()));
         let counted = counted_resource(name).map(|(g, p)| (g.to_owned(), p.to_owned()));
-        let aliased = ["configmaps", "secrets", "replicationcontrollers", "resourcequotas"]
-            .contains(&name.as_str())
-            .then(|| (String::new(), name.clone()));
+        let aliased = (alias("", name) == Some(name.as_str())).then(|| (String::new(), name.clone()));
         resources.extend(known.or(counted).or(aliased));
     }
     let mut used: ResourceList = ResourceList::new();

@@ -254,10 +254,6 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
     Ok(out)
 }
 
-fn delete_options(q: &Query, body: &Value) -> Result<DeleteOptions, ApiError> {
-    DeleteOptions::from_body(body, q.propagation.as_deref())
-}
-
 fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
     match (method, t.name.is_some()) {
         (&Method::GET, true) => "get",
@@ -426,9 +422,11 @@ where
         return r;
     }
     // A discovery document's route serves GET alone: go-restful's 405 for the other methods.
-    if parts.method != Method::GET
-        && (path == "/api" || path == "/apis" || path.starts_with("/api/") || path.starts_with("/apis/"))
-    {
+    // (Only paths as deep as a discovery document are probed: a write to a resource is not.)
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let discovery_depth =
+        matches!(segments.as_slice(), ["api"] | ["api", _] | ["apis"] | ["apis", _] | ["apis", _, _]);
+    if parts.method != Method::GET && discovery_depth {
         let mut probe =
             Request::get(parts.uri.clone()).body(()).expect("a GET of a valid URI").into_parts().0;
         probe.headers = parts.headers.clone();
@@ -554,41 +552,19 @@ where
 
     let bytes = bytes?;
     // A delete carries its options, `dryRun` among them, in its body (kubectl and client-go do),
-    // and answers for them as `DeleteOptions` (`ValidateDeleteOptions`).
-    if matches!(verb, "delete" | "deletecollection") {
+    // read once here and checked as upstream's `ValidateDeleteOptions`.
+    let delete = if matches!(verb, "delete" | "deletecollection") {
         let body = parse_json(&bytes, verb)?;
         for v in body.get("dryRun").and_then(Value::as_array).into_iter().flatten() {
             let v = v.as_str().unwrap_or("");
             q.dry_run |= v == "All";
             q.dry_run_values.push(v.to_owned());
         }
-        let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
-        let mut causes = Vec::new();
-        if body.get("orphanDependents").is_some_and(|o| !o.is_null())
-            && let Some(p) = policy
-        {
-            causes.push((
-                "propagationPolicy".into(),
-                format!(
-                    "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
-                    crate::gofmt::go_quote(p)
-                ),
-            ));
-        }
-        if let Some(p) = policy.filter(|p| !matches!(*p, "Foreground" | "Background" | "Orphan")) {
-            causes.push((
-                "propagationPolicy".into(),
-                format!(
-                    "Unsupported value: {}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
-                    crate::gofmt::go_quote(p)
-                ),
-            ));
-        }
-        causes.extend(dry_run_causes(&q));
-        if !causes.is_empty() {
-            return Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &causes));
-        }
-    }
+        let opts = DeleteOptions::from_body(&body, q.propagation.as_deref(), &q.dry_run_values)?;
+        Some((body, opts))
+    } else {
+        None
+    };
     // dryRun=All: the same request against a throwaway copy of the store — validated, defaulted,
     // answered, never stored and never seen by a watch.
     let scratch;
@@ -693,7 +669,7 @@ where
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?;
             let generate = crate::object::meta_str(&body, "generateName").to_owned();
             let mut created = store.create(def, ns, body, Some(&manager()))?;
-            if Store::warns_on(def) {
+            if store.may_warn(def, ns, false) {
                 warnings.extend(store.admission_warnings(def, ns, &created, None));
             }
             // The record names what was created (the URL of a create names only the collection).
@@ -763,8 +739,8 @@ where
             Ok(with_warnings(json_response(if created { 201 } else { 200 }, &obj), &warnings))
         }
         "delete" => {
-            let body = parse_json(&bytes, "delete")?;
-            let opts = delete_options(&q, &body)?;
+            let (body, opts) =
+                delete.ok_or_else(|| ApiError::internal("a delete's options were not read"))?;
             let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
             let orphan_dependents = body.get("orphanDependents").and_then(Value::as_bool);
             // The warning is given before the delete is tried: a refused one carries it too.
@@ -778,8 +754,8 @@ where
             Ok(with_warnings(response, &warnings))
         }
         "deletecollection" => {
-            let body = parse_json(&bytes, "deletecollection")?;
-            let opts = delete_options(&q, &body)?;
+            let (body, opts) =
+                delete.ok_or_else(|| ApiError::internal("a delete's options were not read"))?;
             let policy = body.get("propagationPolicy").and_then(Value::as_str).or(q.propagation.as_deref());
             let warnings =
                 orphaning_warning(def, policy, body.get("orphanDependents").and_then(Value::as_bool));
@@ -813,7 +789,7 @@ fn admission_before(
     name: &str,
     sub: Subresource,
 ) -> Option<Option<Value>> {
-    (sub == Subresource::Main && Store::warns_on(def))
+    (sub == Subresource::Main && store.may_warn(def, ns, true))
         .then(|| store.get(def, ns, name, Subresource::Main).ok())
 }
 
@@ -827,7 +803,7 @@ fn validate_write_options(
     q: &Query,
     ptype: Option<Result<PatchType, ApiError>>,
 ) -> Result<(), ApiError> {
-    let mut causes: Vec<(String, String)> = dry_run_causes(q);
+    let mut causes: Vec<(String, String)> = crate::store::dry_run_causes(&q.dry_run_values);
     let manager = q.field_manager.as_deref().unwrap_or("");
     if let Some(Ok(ptype)) = ptype {
         if ptype != PatchType::Apply && q.force_given {
@@ -855,18 +831,6 @@ fn validate_write_options(
         }
     }
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid("meta.k8s.io", kind, "", &causes)) }
-}
-
-/// `ValidateDryRun`: `All` is the only value; any other names them all, as Go prints a slice.
-fn dry_run_causes(q: &Query) -> Vec<(String, String)> {
-    if q.dry_run_values.iter().all(|v| v == "All") {
-        return Vec::new();
-    }
-    let quoted: Vec<String> = q.dry_run_values.iter().map(|v| crate::gofmt::go_quote(v)).collect();
-    vec![(
-        "dryRun".into(),
-        format!("Unsupported value: []string{{{}}}: supported values: \"All\"", quoted.join(", ")),
-    )]
 }
 
 /// A read transformed as the request's `Accept` asked (`endpoints/handlers/response.go`,

@@ -263,13 +263,28 @@ fn limit_ranges(st: &State, ns: &str, pod: &mut Value) {
 }
 
 impl super::Store {
-    /// Whether a write of `def` may draw admission warnings (for which a write's caller reads the
-    /// object as it was first): pods, workloads with pod templates, namespaces.
+    /// Whether a create (or an update) of `def` in `ns` may draw admission warnings — a
+    /// namespace update (a new enforce level), a pod or workload write where the namespace has a
+    /// `warn` level — so that a writer reads the object as it was first only then (a controller's
+    /// writes to its workloads in an ordinary namespace pay nothing).
     #[must_use]
-    pub fn warns_on(def: &ResourceDef) -> bool {
-        def.custom().is_none()
-            && (matches!((def.group, def.plural), ("", "pods" | "namespaces"))
-                || super::pod_security::template_path(def.group, def.plural).is_some())
+    pub fn may_warn(&self, def: &ResourceDef, ns: &str, update: bool) -> bool {
+        if def.custom().is_some() {
+            return false;
+        }
+        match (def.group, def.plural) {
+            ("", "namespaces") => update,
+            // A pod or a workload's template: only the namespace's `warn` level warns of them.
+            (g, p) if p == "pods" && g.is_empty() || super::pod_security::template_path(g, p).is_some() => {
+                self.namespace_warns(ns)
+            }
+            _ => false,
+        }
+    }
+
+    fn namespace_warns(&self, ns: &str) -> bool {
+        let st = self.state.lock();
+        st.namespace_state(ns).and_then(|n| super::pod_security::policy(n, "warn")).is_some()
     }
 
     /// The Warning headers admission adds to a write that was allowed: PodSecurity's `warn`

@@ -107,25 +107,59 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
 }
 
+/// `ValidateDryRun`: `All` is the only value; any other names them all, as Go prints a slice.
+#[must_use]
+pub fn dry_run_causes(values: &[String]) -> Vec<(String, String)> {
+    if values.iter().all(|v| v == "All") {
+        return Vec::new();
+    }
+    let quoted: Vec<String> = values.iter().map(|v| crate::gofmt::go_quote(v)).collect();
+    vec![(
+        "dryRun".into(),
+        format!("Unsupported value: []string{{{}}}: supported values: \"All\"", quoted.join(", ")),
+    )]
+}
+
 impl DeleteOptions {
     /// The options a `DeleteOptions` body gives (`propagationPolicy`, `orphanDependents`,
-    /// `preconditions`), the body's policy before the query's `propagation`.
+    /// `preconditions`), the body's policy before the query's `propagation`, checked as
+    /// `ValidateDeleteOptions` checks them with the request's `dry_run` values.
     ///
     /// # Errors
     ///
-    /// 400 for an unknown propagation policy.
-    pub fn from_body(body: &Value, propagation: Option<&str>) -> Result<Self, ApiError> {
+    /// 422 on `DeleteOptions.meta.k8s.io` for an unknown propagation policy, one given beside
+    /// `orphanDependents`, or a dry-run value other than `All`.
+    pub fn from_body(body: &Value, propagation: Option<&str>, dry_run: &[String]) -> Result<Self, ApiError> {
         let policy = body.get("propagationPolicy").and_then(Value::as_str).or(propagation);
+        let mut causes = Vec::new();
+        if let Some(p) = policy.filter(|_| body.get("orphanDependents").is_some_and(|o| !o.is_null())) {
+            causes.push((
+                "propagationPolicy".into(),
+                format!(
+                    "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
+                    crate::gofmt::go_quote(p)
+                ),
+            ));
+        }
         let propagation = match policy {
             None | Some("Background") => Propagation::Background,
             Some("Foreground") => Propagation::Foreground,
             Some("Orphan") => Propagation::Orphan,
             Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "invalid propagationPolicy {other:?}: must be Background, Foreground or Orphan"
-                )));
+                causes.push((
+                    "propagationPolicy".into(),
+                    format!(
+                        "Unsupported value: {}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+                        crate::gofmt::go_quote(other)
+                    ),
+                ));
+                Propagation::Background
             }
         };
+        causes.extend(dry_run_causes(dry_run));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &causes));
+        }
         let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true);
         Ok(Self {
             propagation: if orphan { Propagation::Orphan } else { propagation },
