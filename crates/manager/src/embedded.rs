@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use kube::Client;
+use sandbox::cluster::Simulation;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -46,6 +47,17 @@ pub struct SandboxArgs {
     /// Time for one simulated pod to become ready.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     pub pod_ready: Duration,
+    /// Nodes of the simulated cluster (each with a kubelet that runs the pods bound to it).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub nodes: usize,
+    /// The simulated components that run, in kube-controller-manager's `--controllers` syntax:
+    /// `*` for all, `name` to add one, `-name` to leave one out (`*,-scheduler`).
+    #[arg(long, default_value = "*", value_name = "LIST")]
+    pub controllers: sandbox::cluster::Controllers,
+    /// A bare API server: no nodes, no scheduler, no kubelets, no controllers (Deployments get
+    /// a simulated status only).
+    #[arg(long)]
+    pub no_simulation: bool,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
@@ -98,8 +110,15 @@ pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(
     if args.demo && args.no_controller {
         return Err(Error::DemoWithoutController.into());
     }
+    let simulation = (!args.no_simulation).then(|| Simulation {
+        nodes: args.nodes,
+        pod_ready_after: args.pod_ready,
+        controllers: args.controllers.clone(),
+        ..Simulation::default()
+    });
     let sb = Sandbox::with_config(SandboxConfig {
         rollout: Rollout::Paced(args.pod_ready),
+        simulation,
         ..SandboxConfig::default()
     });
     let (server, kubeconfig) = serve(&sb, args.listen, &args.kubeconfig_out).await?;

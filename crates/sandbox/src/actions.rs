@@ -148,7 +148,7 @@ fn success(code: u16) -> Value {
 
 /// Binds pod `name` to the Binding's target (`assignPod`): a 409 when it is bound already; the
 /// Binding's annotations are copied onto the pod and `PodScheduled` becomes true.
-fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Value), ApiError> {
+pub(crate) fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Value), ApiError> {
     let pods = crate::resource::find("", "v1", "pods").expect("pods are built in");
     let given = meta_str(binding, "name");
     if !given.is_empty() && given != name {

@@ -126,6 +126,7 @@ pub struct ReadmeDoctests;
 
 pub mod actions;
 pub mod catalog;
+pub mod cluster;
 pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
@@ -194,6 +195,10 @@ pub struct SandboxConfig {
     /// How a watch with `sendInitialEvents=true` (a streaming list, Kubernetes 1.27+) is
     /// answered: served, as today's API servers do, or as servers without it do.
     pub streaming_lists: StreamingLists,
+    /// A simulated cluster beside the API — nodes, scheduler, kubelets, workload controllers,
+    /// namespace bootstrap (see [`cluster`]). `None` (the default): a bare API server whose only
+    /// simulation is the Deployments' status ([`rollout`](Self::rollout)).
+    pub simulation: Option<cluster::Simulation>,
 }
 
 /// How the sandbox answers streaming lists (`sendInitialEvents`).
@@ -222,7 +227,23 @@ impl Default for SandboxConfig {
             bookmark_interval: Duration::from_secs(1),
             sharded_list_watch: true,
             streaming_lists: StreamingLists::Served,
+            simulation: None,
         }
+    }
+}
+
+impl SandboxConfig {
+    /// The default settings with a simulated cluster: `sim`'s nodes, scheduler, kubelets and
+    /// controllers.
+    ///
+    /// ```
+    /// use sandbox::cluster::Simulation;
+    /// let config = sandbox::SandboxConfig::with_cluster(Simulation { nodes: 5, ..Simulation::instant() });
+    /// assert_eq!(config.simulation.map(|s| s.nodes), Some(5));
+    /// ```
+    #[must_use]
+    pub fn with_cluster(sim: cluster::Simulation) -> Self {
+        Self { simulation: Some(sim), ..Self::default() }
     }
 }
 
@@ -237,6 +258,10 @@ pub struct Shared {
     bookmark_interval: Duration,
     sharded_list_watch: bool,
     streaming_lists: StreamingLists,
+    /// The CA that signs serving certificates, made on first use.
+    authority: std::sync::OnceLock<Result<server::Authority, String>>,
+    /// The simulated cluster, when there is one.
+    cluster: Option<cluster::Cluster>,
 }
 
 /// An in-memory Kubernetes API server.
@@ -286,8 +311,24 @@ impl Sandbox {
             bookmark_interval: config.bookmark_interval,
             sharded_list_watch: config.sharded_list_watch,
             streaming_lists: config.streaming_lists,
+            authority: std::sync::OnceLock::new(),
+            cluster: config.simulation.map(cluster::Cluster::new),
         });
-        tokio::spawn(rollout_loop(Arc::downgrade(&shared), config.rollout, config.status_writes_per_second));
+        // The Deployment controller, when simulated, writes real status; the status-only
+        // rollout is for a bare API server.
+        let status_only = shared
+            .cluster
+            .as_ref()
+            .is_none_or(|c| !c.settings().controllers.runs(cluster::Controller::Deployment));
+        tokio::spawn(rollout_loop(
+            Arc::downgrade(&shared),
+            config.rollout,
+            config.status_writes_per_second,
+            status_only,
+        ));
+        if let Some(c) = &shared.cluster {
+            tokio::spawn(cluster::run(Arc::downgrade(&shared), c.clone()));
+        }
         Self { shared }
     }
 
@@ -352,6 +393,12 @@ impl Sandbox {
     pub fn faults(&self) -> &Faults {
         &self.shared.faults
     }
+
+    /// The simulated cluster (its clock, what a test may order it), when the sandbox has one.
+    #[must_use]
+    pub fn cluster(&self) -> Option<&cluster::Cluster> {
+        self.shared.cluster.as_ref()
+    }
 }
 
 /// The sandbox as a `tower::Service<http::Request<B>>`.
@@ -390,7 +437,7 @@ where
 /// controllers and the resource quota controller: advances rollouts, empties Terminating
 /// namespaces, collects dependents of missing owners, releases claims and volumes no longer in use
 /// and recounts quotas, until the sandbox is dropped.
-async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>) {
+async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>, status_only: bool) {
     let (every, jump) = match pace {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
         Rollout::Instant => (Duration::from_millis(10), true),
@@ -401,10 +448,12 @@ async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u3
     loop {
         tick.tick().await;
         let Some(shared) = shared.upgrade() else { return };
-        let budget = bucket.as_mut().map(StatusBucket::available);
-        let made = shared.store.rollout_tick(jump, budget);
-        if let Some(b) = bucket.as_mut() {
-            b.take(made);
+        if status_only {
+            let budget = bucket.as_mut().map(StatusBucket::available);
+            let made = shared.store.rollout_tick(jump, budget);
+            if let Some(b) = bucket.as_mut() {
+                b.take(made);
+            }
         }
         shared.store.namespace_tick();
         shared.store.gc_tick();

@@ -146,6 +146,13 @@ impl Quantity {
         self.nanos < 0
     }
 
+    /// The amount as a float (for scores and ratios, never for sums).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)]
+    pub fn to_f64(self) -> f64 {
+        self.nanos as f64 / NANOS as f64
+    }
+
     /// Rounded up to a whole number (`RoundUp(0)`), keeping the format.
     #[must_use]
     pub fn ceil(self) -> Self {

@@ -168,6 +168,12 @@ fn pod_resources(spec: &Value, which: &str) -> ResourceList {
     add(max(total, &init), &list_of(spec.get("overhead")))
 }
 
+/// What a pod asks of a node (`resourcehelper.PodRequests`), as the scheduler fits it.
+#[must_use]
+pub fn pod_requests(spec: &Value) -> ResourceList {
+    pod_resources(spec, "requests")
+}
+
 /// `podComputeUsageHelper`: the quota names a pod's requests and limits count in.
 fn compute_usage(requests: &ResourceList, limits: &ResourceList) -> ResourceList {
     let mut out = ResourceList::new();

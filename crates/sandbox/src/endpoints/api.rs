@@ -133,6 +133,7 @@ struct Query {
     /// Whether `force` was given at all (upstream's `*bool`: only an apply may carry it).
     force_given: bool,
     propagation: Option<String>,
+    grace_period: Option<i64>,
     dry_run: bool,
     /// Every `dryRun` given, for `ValidateDryRun`.
     dry_run_values: Vec<String>,
@@ -243,6 +244,7 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
             }
             "includeObject" => out.include_object = Some(v.into_owned()),
             "propagationPolicy" => out.propagation = Some(v.into_owned()),
+            "gracePeriodSeconds" => out.grace_period = v.parse().ok(),
             // Judged with the verb's other options (`ValidateDryRun`).
             "dryRun" if !v.is_empty() => {
                 out.dry_run |= v == "All";
@@ -560,7 +562,8 @@ where
             q.dry_run |= v == "All";
             q.dry_run_values.push(v.to_owned());
         }
-        let opts = DeleteOptions::from_body(&body, q.propagation.as_deref(), &q.dry_run_values)?;
+        let mut opts = DeleteOptions::from_body(&body, q.propagation.as_deref(), &q.dry_run_values)?;
+        opts.grace_period = opts.grace_period.or(q.grace_period);
         Some((body, opts))
     } else {
         None

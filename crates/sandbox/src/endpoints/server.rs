@@ -125,7 +125,8 @@ impl Sandbox {
     pub async fn serve(&self, addr: SocketAddr, token: String) -> io::Result<HttpServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let (ca_pem, tls) = tls_config(addr)
+        let ca = authority(&self.shared).map_err(io::Error::other)?;
+        let (ca_pem, tls) = tls_config(addr, ca)
             .map_err(|e| io::Error::other(format!("generating the sandbox's TLS certificates: {e}")))?;
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         let (stop, mut stopped) = watch::channel(false);
@@ -172,20 +173,43 @@ impl Sandbox {
     }
 }
 
-/// A fresh CA and a server certificate for `localhost`, `127.0.0.1`, `::1` and `addr`'s IP.
+/// The sandbox's certificate authority: made once, it signs every serving certificate and is
+/// what the `kube-root-ca.crt` ConfigMaps publish.
+pub(crate) struct Authority {
+    pub(crate) pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    fn new() -> Result<Self, rcgen::Error> {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(DnType::CommonName, "counter-controller sandbox CA");
+        ca_params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        let ca_key = KeyPair::generate()?;
+        let pem = ca_params.self_signed(&ca_key)?.pem();
+        Ok(Self { pem, issuer: Issuer::new(ca_params, ca_key) })
+    }
+}
+
+/// The sandbox's CA, made on first use.
+pub(crate) fn authority(shared: &crate::Shared) -> Result<&Authority, String> {
+    shared
+        .authority
+        .get_or_init(|| Authority::new().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A server certificate for `localhost`, `127.0.0.1`, `::1` and `addr`'s IP, signed by the CA.
 fn tls_config(
     addr: SocketAddr,
+    ca: &Authority,
 ) -> Result<(String, Arc<rustls::ServerConfig>), Box<dyn std::error::Error + Send + Sync>> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, "counter-controller sandbox CA");
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    let ca_key = KeyPair::generate()?;
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-
+    use rcgen::{CertificateParams, DnType, KeyPair};
+    let issuer = &ca.issuer;
     let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned()];
     if !addr.ip().is_unspecified() && !names.contains(&addr.ip().to_string()) {
         names.push(addr.ip().to_string());
@@ -193,7 +217,7 @@ fn tls_config(
     let mut params = CertificateParams::new(names)?;
     params.distinguished_name.push(DnType::CommonName, "sandbox");
     let key = KeyPair::generate()?;
-    let cert = params.signed_by(&key, &issuer)?;
+    let cert = params.signed_by(&key, issuer)?;
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
@@ -204,7 +228,7 @@ fn tls_config(
             rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
         )?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok((ca_cert.pem(), Arc::new(config)))
+    Ok((ca.pem.clone(), Arc::new(config)))
 }
 
 async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Response<ResponseBody> {

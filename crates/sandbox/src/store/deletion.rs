@@ -176,6 +176,48 @@ impl State {
         Some(self.objects.get(key).cloned().unwrap_or(marked))
     }
 
+    /// A pod's graceful deletion (the pod strategy's `CheckGracefulDelete`, then
+    /// `rest.BeforeDelete`): a pod bound to a node and not finished is given its grace period
+    /// (the request's, else its `terminationGracePeriodSeconds`) — marked with
+    /// `deletionTimestamp` (now plus the period) and `deletionGracePeriodSeconds`, left for its
+    /// kubelet to stop and then remove. A second delete may only shorten the period. `None` when
+    /// the object goes (or is finalized) now.
+    pub(super) fn delete_gracefully(
+        &mut self,
+        def: &ResourceDef,
+        key: &Key,
+        old: &Arc<Value>,
+        requested: Option<i64>,
+    ) -> Option<Arc<Value>> {
+        if def.storage != "pods." {
+            return None;
+        }
+        let spec_period = old.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64);
+        let unbound = old.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty);
+        let finished =
+            matches!(old.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+        // A negative period is read as one second, as the API server does.
+        let period = if unbound || finished { 0 } else { requested.or(spec_period).unwrap_or(30).max(0) };
+        let current = old.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64);
+        if period == 0 {
+            return None;
+        }
+        if is_deleting(old) && current.is_some_and(|c| period >= c) {
+            return Some(Arc::clone(old));
+        }
+        let mut marked = (**old).clone();
+        let until = jiff::Timestamp::now()
+            .checked_add(jiff::SignedDuration::from_secs(period))
+            .unwrap_or(jiff::Timestamp::MAX)
+            .round(jiff::Unit::Second)
+            .map(|t| t.to_string())
+            .unwrap_or_default();
+        let meta = meta_mut(&mut marked);
+        meta.insert("deletionTimestamp".into(), json!(until));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(period));
+        Some(self.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old))))
+    }
+
     /// Drops the `foregroundDeletion` finalizer once no dependents remain.
     pub(super) fn finish_foreground(&mut self, key: &Key) {
         let Some(obj) = self.objects.get(key).cloned() else { return };
@@ -251,6 +293,9 @@ impl Store {
         if def.plural == "namespaces" {
             let marked = self.delete_namespace(&mut st, &key, &old);
             return Ok((def.present(&marked), st.objects.contains_key(&key)));
+        }
+        if let Some(marked) = st.delete_gracefully(def, &key, &old, opts.grace_period) {
+            return Ok((def.present(&marked), true));
         }
         let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
         // A CRD is answered as upstream's storage answers it, marked with its finalizer, even
@@ -387,7 +432,9 @@ impl Store {
         let mut deleted = Vec::new();
         for o in items {
             let key = key_of(def, meta_str(&o, "namespace"), meta_str(&o, "name"));
-            if let Some(d) = st.delete_key(&key, opts.propagation) {
+            if let Some(d) = st.delete_gracefully(def, &key, &o, opts.grace_period) {
+                deleted.push(def.present(&d));
+            } else if let Some(d) = st.delete_key(&key, opts.propagation) {
                 deleted.push(def.present(&d));
             }
         }

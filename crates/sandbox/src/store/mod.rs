@@ -105,6 +105,9 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     /// `preconditions.resourceVersion`.
     pub resource_version: Option<String>,
+    /// `gracePeriodSeconds`: how long a pod on a node is given to stop (its
+    /// `terminationGracePeriodSeconds` when `None`); other kinds go at once.
+    pub grace_period: Option<i64>,
 }
 
 /// `ValidateDryRun`: `All` is the only value; any other names them all, as Go prints a slice.
@@ -168,6 +171,7 @@ impl DeleteOptions {
                 .pointer("/preconditions/resourceVersion")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            grace_period: body.get("gracePeriodSeconds").and_then(Value::as_i64),
         })
     }
 }
@@ -485,6 +489,21 @@ impl Store {
     pub fn snapshot(&self, def: &ResourceDef, ns: Option<&str>) -> (u64, Vec<Arc<Value>>) {
         let st = self.state.lock();
         (st.rv, st.list_items(def, ns, &ListQuery::default()))
+    }
+
+    /// One stored object as it is, shared (no copy), for harnesses that follow the store.
+    #[must_use]
+    pub fn stored(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.state.lock().objects.get(&key_of(def, ns, name)).cloned()
+    }
+
+    /// The stored objects of `def` whose `ownerReferences` name the owner `uid`, shared: what a
+    /// controller's informer finds by its owner index.
+    #[must_use]
+    pub fn dependents(&self, def: &ResourceDef, uid: &str) -> Vec<Arc<Value>> {
+        let st = self.state.lock();
+        let keys = st.dependents.get(uid).into_iter().flatten();
+        keys.filter(|k| k.0 == def.storage).filter_map(|k| st.objects.get(k).cloned()).collect()
     }
 
     /// LIST, in one namespace or (with `None`) across all, with selectors and pagination.

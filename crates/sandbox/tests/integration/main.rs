@@ -8,6 +8,7 @@ mod admission;
 mod api;
 mod bad_input;
 mod builtin;
+mod cluster;
 mod crd;
 mod kube_runtime;
 mod kubectl;

@@ -1,0 +1,397 @@
+//! The Job controller and the TTL-after-finished controller.
+//!
+//! A Job runs up to `parallelism` pods at once until `completions` of them have succeeded (or,
+//! without `completions`, until one has and none is left running); with `completionMode: Indexed`
+//! each pod has an index (`batch.kubernetes.io/job-completion-index`) and each index must succeed
+//! once. Pods are counted as upstream counts them, through the `batch.kubernetes.io/job-tracking`
+//! finalizer: a finished pod is added to `succeeded` or `failed`, then released. Failures past
+//! `backoffLimit` fail the Job (`BackoffLimitExceeded`), as does running past
+//! `activeDeadlineSeconds` (`DeadlineExceeded`); retries wait upstream's back-off (10 s doubling
+//! to 6 min, on the clock). A finished Job gets v1.32's conditions (`SuccessCriteriaMet` then
+//! `Complete`, or `FailureTarget` then `Failed`) and, with `ttlSecondsAfterFinished`, is deleted
+//! once that has passed.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use super::api::{Api, phase, pod_active, pod_ready, set_condition};
+use super::replicaset::{pod_from_template, to_delete};
+use super::{Controller, Queue, Timers, log_failure};
+use crate::object::{finalizers, is_deleting, meta_str};
+use crate::store::{DeleteOptions, Propagation};
+
+/// The finalizer that keeps a Job's pod until the Job has counted it.
+pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
+const INDEX: &str = "batch.kubernetes.io/job-completion-index";
+const SOURCE: &str = "job-controller";
+
+fn condition_true(job: &Value, kind: &str) -> bool {
+    job.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == kind && c["status"] == "True"))
+}
+
+/// Whether the Job has finished (`Complete` or `Failed`).
+pub(crate) fn finished(job: &Value) -> bool {
+    condition_true(job, "Complete") || condition_true(job, "Failed")
+}
+
+fn index_of(pod: &Value) -> Option<i64> {
+    pod.pointer("/metadata/annotations")?.get(INDEX)?.as_str()?.parse().ok()
+}
+
+/// `completedIndexes` as a set, and back ("0-2,4").
+fn parse_indexes(text: &str) -> BTreeSet<i64> {
+    let mut out = BTreeSet::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<i64>(), b.parse::<i64>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => out.extend(part.parse::<i64>().ok()),
+        }
+    }
+    out
+}
+
+fn format_indexes(set: &BTreeSet<i64>) -> String {
+    let mut parts = Vec::new();
+    let mut iter = set.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end = iter.next().unwrap_or(end);
+        }
+        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+    }
+    parts.join(",")
+}
+
+/// Releases a pod from the Job's tracking finalizer.
+fn release(api: &Api<'_>, pod: &Value) {
+    let kept: Vec<String> = finalizers(pod).into_iter().filter(|f| f != TRACKING).collect();
+    let mut copy = pod.clone();
+    crate::object::meta_mut(&mut copy).insert("finalizers".into(), json!(kept));
+    if let Err(e) = api.update(api.defs.pods, copy, "kube-controller-manager") {
+        log_failure(Controller::Job, meta_str(pod, "name"), &e);
+    }
+}
+
+/// Syncs each queued Job.
+pub(crate) fn sync(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
+    for (ns, name) in queue {
+        match api.get(api.defs.jobs, ns, name) {
+            Some(job) if !is_deleting(&job) => sync_one(api, &job, timers),
+            // A Job gone (or going) leaves its pods' finalizers to be removed.
+            _ => {
+                for pod in api.list(api.defs.pods, Some(ns)) {
+                    if super::controller_of(&pod) == Some("Job")
+                        && super::controller_name(&pod) == Some(name.as_str())
+                        && finalizers(&pod).iter().any(|f| f == TRACKING)
+                    {
+                        release(api, &pod);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_lines)]
+fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
+    let (ns, name) = (meta_str(job, "namespace"), meta_str(job, "name"));
+    let now = api.clock.now();
+    let stamp = api.clock.rfc3339();
+    let pods = api.owned(api.defs.pods, job);
+    let tracked = |p: &Value| finalizers(p).iter().any(|f| f == TRACKING);
+    let spec = job.get("spec").cloned().unwrap_or_default();
+    let indexed = spec["completionMode"] == "Indexed";
+    let old = job.get("status").cloned().unwrap_or_else(|| json!({}));
+
+    // Count the finished pods still held, then let them go.
+    let newly: Vec<&Arc<Value>> =
+        pods.iter().filter(|p| tracked(p) && matches!(phase(p), "Succeeded" | "Failed")).collect();
+    let mut succeeded = old["succeeded"].as_i64().unwrap_or(0);
+    let mut failed = old["failed"].as_i64().unwrap_or(0);
+    let mut done_indexes = parse_indexes(old["completedIndexes"].as_str().unwrap_or(""));
+    for p in &newly {
+        if phase(p) == "Succeeded" {
+            match index_of(p) {
+                Some(i) if indexed => {
+                    if done_indexes.insert(i) {
+                        succeeded += 1;
+                    }
+                }
+                _ => succeeded += 1,
+            }
+        } else {
+            failed += 1;
+        }
+    }
+    let active: Vec<Arc<Value>> = pods.iter().filter(|p| pod_active(p)).cloned().collect();
+    let terminating =
+        pods.iter().filter(|p| is_deleting(p) && !matches!(phase(p), "Succeeded" | "Failed")).count();
+    let ready = active.iter().filter(|p| pod_ready(p)).count();
+    let completions = spec["completions"].as_i64();
+    let parallelism = spec["parallelism"].as_i64().unwrap_or(1);
+    let backoff_limit = spec["backoffLimit"].as_i64().unwrap_or(6);
+    let suspended = spec["suspend"] == json!(true);
+    let started = old["startTime"].as_str().and_then(|t| t.parse::<Timestamp>().ok());
+    let was_finished = finished(job);
+
+    let mut conditions: Vec<Value> = old["conditions"].as_array().cloned().unwrap_or_default();
+    let mut status = json!({});
+    let mut ending: Option<(&str, &str, &str)> = None;
+    let complete = match completions {
+        Some(c) => succeeded >= c,
+        None => succeeded > 0 && active.is_empty(),
+    };
+    if !was_finished {
+        if failed > backoff_limit {
+            ending = Some(("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"));
+        } else if let (Some(limit), Some(start)) = (spec["activeDeadlineSeconds"].as_i64(), started) {
+            let due = start.saturating_add(SignedDuration::from_secs(limit)).unwrap_or(Timestamp::MAX);
+            if due <= now {
+                ending =
+                    Some(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"));
+            } else {
+                timers.at(due, Controller::Job, ns, name);
+            }
+        }
+        if ending.is_none() && complete {
+            ending = Some(("Complete", "CompletionsReached", "Reached expected number of succeeded pods"));
+        }
+    }
+    let mut created = 0;
+    if let Some((outcome, reason, message)) = ending {
+        for p in &active {
+            let _ = api.delete(api.defs.pods, p, None);
+        }
+        let target = if outcome == "Complete" { "SuccessCriteriaMet" } else { "FailureTarget" };
+        set_condition(&mut conditions, target, true, reason, message, &stamp, false);
+        set_condition(&mut conditions, outcome, true, reason, message, &stamp, false);
+        for c in &mut conditions {
+            if c["type"] == outcome || c["type"] == target {
+                c["lastProbeTime"] = json!(stamp);
+            }
+        }
+        if outcome == "Complete" {
+            status["completionTime"] = json!(stamp);
+            api.event(api.defs.jobs, job, false, "Completed", "Job completed", SOURCE);
+        } else {
+            api.event(api.defs.jobs, job, true, reason, message, SOURCE);
+        }
+    } else if !was_finished && suspended {
+        for p in &active {
+            let _ = api.delete(api.defs.pods, p, None);
+        }
+        set_condition(&mut conditions, "Suspended", true, "JobSuspended", "Job suspended", &stamp, false);
+    } else if !was_finished {
+        if condition_true(job, "Suspended") {
+            set_condition(&mut conditions, "Suspended", false, "JobResumed", "Job resumed", &stamp, false);
+        }
+        // How many should run: no more than parallelism, nor than completions still wanted.
+        let left = completions.map_or(if succeeded > 0 { 0 } else { parallelism }, |c| c - succeeded);
+        let want = usize::try_from(parallelism.min(left).max(0)).unwrap_or(0);
+        let backoff = backoff_until(&pods, failed, now);
+        if active.len() < want {
+            if backoff > now {
+                timers.at(backoff, Controller::Job, ns, name);
+            } else {
+                created = create(api, job, &active, &done_indexes, want - active.len(), indexed, completions);
+            }
+        } else if active.len() > want {
+            for p in to_delete(active.clone(), active.len() - want) {
+                if api.delete(api.defs.pods, &p, None).is_ok() {
+                    api.event(
+                        api.defs.jobs,
+                        job,
+                        false,
+                        "SuccessfulDelete",
+                        &format!("Deleted pod: {}", meta_str(&p, "name")),
+                        SOURCE,
+                    );
+                }
+            }
+        }
+    }
+    let running = if ending.is_some() { 0 } else { active.len() + created };
+    let mut put = |field: &str, n: usize| {
+        if n > 0 {
+            status[field] = json!(n);
+        }
+    };
+    put("active", running);
+    for (field, n) in [("succeeded", succeeded), ("failed", failed)] {
+        if n > 0 {
+            status[field] = json!(n);
+        }
+    }
+    status["ready"] = json!(if ending.is_some() { 0 } else { ready });
+    status["terminating"] = json!(terminating);
+    status["uncountedTerminatedPods"] = json!({});
+    if indexed && !done_indexes.is_empty() {
+        status["completedIndexes"] = json!(format_indexes(&done_indexes));
+    }
+    match (started, suspended && !was_finished) {
+        (Some(_), _) => status["startTime"] = old["startTime"].clone(),
+        (None, false) => status["startTime"] = json!(stamp),
+        (None, true) => {}
+    }
+    if let Some(t) = old.get("completionTime") {
+        status["completionTime"] = t.clone();
+    }
+    if !conditions.is_empty() {
+        status["conditions"] = json!(conditions);
+    }
+    if let Err(e) = api.write_status(api.defs.jobs, job, status, "kube-controller-manager") {
+        log_failure(Controller::Job, name, &e);
+        return;
+    }
+    for p in newly {
+        release(api, p);
+    }
+    if ending.is_some() {
+        timers.at(now, Controller::TtlAfterFinished, ns, name);
+    }
+}
+
+/// When the next pod may be made after `failed` failures: 10 s after the latest failure,
+/// doubling with each, at most 6 min (upstream's pod failure back-off).
+fn backoff_until(pods: &[Arc<Value>], failed: i64, now: Timestamp) -> Timestamp {
+    if failed == 0 {
+        return now;
+    }
+    let last = pods
+        .iter()
+        .filter(|p| phase(p) == "Failed")
+        .filter_map(|p| {
+            p.pointer("/status/containerStatuses")?
+                .as_array()?
+                .iter()
+                .filter_map(|c| {
+                    c.pointer("/state/terminated/finishedAt")?.as_str()?.parse::<Timestamp>().ok()
+                })
+                .max()
+        })
+        .max();
+    let Some(last) = last else { return now };
+    let exp = u32::try_from(failed - 1).unwrap_or(u32::MAX).min(6);
+    let delay = (10i64 << exp).min(360);
+    last.saturating_add(SignedDuration::from_secs(delay)).unwrap_or(now)
+}
+
+/// Creates `count` pods (for the indexes not done nor running, when indexed); how many.
+fn create(
+    api: &Api<'_>,
+    job: &Value,
+    active: &[Arc<Value>],
+    done: &BTreeSet<i64>,
+    count: usize,
+    indexed: bool,
+    completions: Option<i64>,
+) -> usize {
+    let template = job.pointer("/spec/template").cloned().unwrap_or_default();
+    let name = meta_str(job, "name");
+    let running: BTreeSet<i64> = active.iter().filter_map(|p| index_of(p)).collect();
+    let mut free = (0..completions.unwrap_or(0)).filter(|i| !done.contains(i) && !running.contains(i));
+    let mut made = 0;
+    for _ in 0..count {
+        let index = if indexed {
+            match free.next() {
+                Some(i) => Some(i),
+                None => break,
+            }
+        } else {
+            None
+        };
+        let prefix = index.map_or_else(|| name.to_owned(), |i| format!("{name}-{i}"));
+        let mut pod = pod_from_template(api.defs.jobs, job, &template, &prefix);
+        let meta = crate::object::meta_mut(&mut pod);
+        let mut held = meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
+        held.push(json!(TRACKING));
+        meta.insert("finalizers".into(), json!(held));
+        if let Some(i) = index {
+            let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+            annotations[INDEX] = json!(i.to_string());
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            labels[INDEX] = json!(i.to_string());
+            pod["spec"]["hostname"] = json!(format!("{name}-{i}"));
+        }
+        match api.create(api.defs.pods, meta_str(job, "namespace"), pod, "kube-controller-manager") {
+            Ok(created) => {
+                made += 1;
+                let msg = format!("Created pod: {}", meta_str(&created, "name"));
+                api.event(api.defs.jobs, job, false, "SuccessfulCreate", &msg, SOURCE);
+            }
+            Err(e) => {
+                api.event(
+                    api.defs.jobs,
+                    job,
+                    true,
+                    "FailedCreate",
+                    &format!("Error creating: {}", e.message),
+                    SOURCE,
+                );
+                break;
+            }
+        }
+    }
+    made
+}
+
+/// The TTL-after-finished controller: a finished Job with `ttlSecondsAfterFinished` is deleted
+/// (in the foreground, its pods first) once that long has passed since it finished.
+pub(crate) fn ttl(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
+    let now = api.clock.now();
+    for (ns, name) in queue {
+        let Some(job) = api.get(api.defs.jobs, ns, name) else { continue };
+        let Some(ttl) = job.pointer("/spec/ttlSecondsAfterFinished").and_then(Value::as_i64) else {
+            continue;
+        };
+        if !finished(&job) || is_deleting(&job) {
+            continue;
+        }
+        let at = job
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| (c["type"] == "Complete" || c["type"] == "Failed") && c["status"] == "True")
+            })
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .unwrap_or(now);
+        let due = at.saturating_add(SignedDuration::from_secs(ttl)).unwrap_or(Timestamp::MAX);
+        if due > now {
+            timers.at(due, Controller::TtlAfterFinished, ns, name);
+            continue;
+        }
+        let opts = DeleteOptions {
+            propagation: Propagation::Foreground,
+            uid: Some(meta_str(&job, "uid").to_owned()),
+            ..DeleteOptions::default()
+        };
+        if let Err(e) = api.store.delete(api.defs.jobs, ns, name, &opts) {
+            log_failure(Controller::TtlAfterFinished, name, &e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completed_indexes_read_and_print_as_ranges() {
+        let set = parse_indexes("0-2,4,6-7");
+        assert_eq!(set.iter().copied().collect::<Vec<_>>(), vec![0, 1, 2, 4, 6, 7]);
+        assert_eq!(format_indexes(&set), "0-2,4,6-7");
+        assert_eq!(format_indexes(&BTreeSet::new()), "");
+    }
+}

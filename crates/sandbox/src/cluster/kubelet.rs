@@ -1,0 +1,384 @@
+//! The kubelets: each node's runs the pods bound to it — by their status, there being no
+//! containers.
+//!
+//! A bound pod starts (`Running`, its `podIP` from the node's pod network, `hostIP`,
+//! `startTime`, init containers completed, each container running with an image id and a
+//! container id) and turns Ready once [`Simulation::pod_ready_after`] has passed on the clock.
+//! A pod that does not restart (`restartPolicy: Never` or `OnFailure`, a Job's) exits 0 after
+//! [`Simulation::run_to_completion`] and Succeeds; [`Cluster::exit_pod`](super::Cluster::exit_pod)
+//! makes its containers exit with a code (Failed, or restarted with `restartCount` up under
+//! `Always`/`OnFailure`). A deleted pod is stopped and then removed with a zero grace period,
+//! as the kubelet's final delete. Each kubelet renews its node's lease every 10 s and reports its
+//! node Ready or, when a test says so, NotReady.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use super::api::{Api, phase};
+use super::nodes::{self, is_ready};
+use super::{Controller, Queue, Simulation, Timers, log_failure};
+use crate::object::{is_deleting, meta_str};
+
+/// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
+const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);
+
+/// What the kubelets remember between rounds.
+#[derive(Default)]
+pub(crate) struct Kubelets {
+    not_ready: BTreeSet<String>,
+    exits: HashMap<(String, String), i32>,
+    next_ip: HashMap<String, u32>,
+    renewed: HashMap<String, Timestamp>,
+    stopping: HashMap<(String, String), Timestamp>,
+}
+
+impl Kubelets {
+    pub(crate) fn set_node_ready(&mut self, node: &str, ready: bool) {
+        if ready {
+            self.not_ready.remove(node);
+        } else {
+            self.not_ready.insert(node.to_owned());
+        }
+    }
+
+    pub(crate) fn order_exit(&mut self, ns: &str, name: &str, code: i32) {
+        self.exits.insert((ns.to_owned(), name.to_owned()), code);
+    }
+
+    /// Nodes (queued with no namespace) and pods (queued by namespace and name).
+    pub(crate) fn sync(&mut self, api: &Api<'_>, sim: &Simulation, queue: &Queue, timers: &mut Timers) {
+        for (ns, name) in queue {
+            if ns.is_empty() {
+                self.sync_node(api, name, timers);
+            } else if let Some(pod) = api.get(api.defs.pods, ns, name) {
+                self.sync_pod(api, sim, &pod, timers);
+            } else {
+                self.stopping.remove(&(ns.clone(), name.clone()));
+            }
+        }
+    }
+
+    /// Reports the node's readiness as ordered and renews its lease when due.
+    fn sync_node(&mut self, api: &Api<'_>, name: &str, timers: &mut Timers) {
+        let Some(node) = api.get(api.defs.nodes, "", name) else {
+            self.renewed.remove(name);
+            return;
+        };
+        let now = api.clock.now();
+        let ready = !self.not_ready.contains(name);
+        if is_ready(&node) != ready {
+            let stamp = api.clock.rfc3339();
+            let mut status = node["status"].clone();
+            status["conditions"] = nodes::conditions(ready, &stamp, &stamp);
+            if let Err(e) = api.write_status(api.defs.nodes, &node, status, "kubelet") {
+                log_failure(Controller::Kubelet, name, &e);
+            }
+        }
+        if !ready {
+            // A stopped kubelet renews nothing.
+            return;
+        }
+        let due = self.renewed.get(name).map_or(now, |t| t.saturating_add(LEASE_RENEWAL).unwrap_or(now));
+        if due <= now {
+            match nodes::renew_lease(api, name) {
+                Ok(()) => {
+                    self.renewed.insert(name.to_owned(), now);
+                }
+                Err(e) => log_failure(Controller::Kubelet, name, &e),
+            }
+            timers.at(now.saturating_add(LEASE_RENEWAL).unwrap_or(now), Controller::Kubelet, "", name);
+        } else {
+            timers.at(due, Controller::Kubelet, "", name);
+        }
+    }
+
+    fn sync_pod(&mut self, api: &Api<'_>, sim: &Simulation, pod: &Value, timers: &mut Timers) {
+        let (ns, name) = (meta_str(pod, "namespace").to_owned(), meta_str(pod, "name").to_owned());
+        let node_name = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+        let Some(node) = api.get(api.defs.nodes, "", node_name) else { return };
+        if self.not_ready.contains(node_name) {
+            return;
+        }
+        let now = api.clock.now();
+        let key = (ns.clone(), name.clone());
+        if is_deleting(pod) {
+            let seen = *self.stopping.entry(key).or_insert(now);
+            let grace =
+                pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
+            let stop = SignedDuration::try_from(sim.stop_after)
+                .unwrap_or(SignedDuration::MAX)
+                .min(SignedDuration::from_secs(grace.max(0)));
+            let at = seen.saturating_add(stop).unwrap_or(now);
+            if at <= now {
+                if let Err(e) = api.delete(api.defs.pods, pod, Some(0)) {
+                    log_failure(Controller::Kubelet, &name, &e);
+                }
+            } else {
+                timers.at(at, Controller::Kubelet, &ns, &name);
+            }
+            return;
+        }
+        if matches!(phase(pod), "Succeeded" | "Failed") {
+            return;
+        }
+        let restart = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
+        let started = pod
+            .pointer("/status/startTime")
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<Timestamp>().ok());
+        let Some(started) = started else {
+            let ip = self.pod_ip(&node);
+            let status =
+                start(pod, &node_ip(&node), &ip, &api.clock.rfc3339(), sim.pod_ready_after.is_zero());
+            self.write(api, pod, status);
+            if !sim.pod_ready_after.is_zero() {
+                timers.at(after(now, sim.pod_ready_after), Controller::Kubelet, &ns, &name);
+            }
+            if restart != "Always" {
+                timers.at(after(now, sim.run_to_completion), Controller::Kubelet, &ns, &name);
+            }
+            return;
+        };
+        let stamp = api.clock.rfc3339();
+        if let Some(code) = self.exits.remove(&key) {
+            let restarts = restart == "Always" || (restart == "OnFailure" && code != 0);
+            let status = exit(pod, code, restarts, &stamp, sim.pod_ready_after.is_zero());
+            self.write(api, pod, status);
+            if restarts && !sim.pod_ready_after.is_zero() {
+                timers.at(after(now, sim.pod_ready_after), Controller::Kubelet, &ns, &name);
+            }
+            return;
+        }
+        let containers_started = latest_start(pod).unwrap_or(started);
+        if restart != "Always" && after(started, sim.run_to_completion) <= now {
+            self.write(api, pod, exit(pod, 0, false, &stamp, false));
+            return;
+        }
+        if !super::api::pod_ready(pod) && after(containers_started, sim.pod_ready_after) <= now {
+            self.write(api, pod, readiness(pod, true, &stamp));
+        }
+    }
+
+    fn write(&self, api: &Api<'_>, pod: &Value, status: Value) {
+        if let Err(e) = api.write_status(api.defs.pods, pod, status, "kubelet") {
+            log_failure(Controller::Kubelet, meta_str(pod, "name"), &e);
+        }
+    }
+
+    /// The next address of the node's pod network.
+    fn pod_ip(&mut self, node: &Value) -> String {
+        let cidr = node.pointer("/spec/podCIDR").and_then(Value::as_str).unwrap_or("10.244.0.0/24");
+        let prefix =
+            cidr.split('/').next().unwrap_or("10.244.0.0").rsplit_once('.').map_or("10.244.0", |(p, _)| p);
+        let n = self.next_ip.entry(meta_str(node, "name").to_owned()).or_insert(0);
+        *n = *n % 253 + 1;
+        format!("{prefix}.{}", *n + 1)
+    }
+}
+
+fn after(t: Timestamp, d: Duration) -> Timestamp {
+    t.saturating_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
+}
+
+fn node_ip(node: &Value) -> String {
+    node.pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+        .and_then(|x| x["address"].as_str())
+        .unwrap_or("172.18.0.2")
+        .to_owned()
+}
+
+/// The most recent time a container (re)started.
+fn latest_start(pod: &Value) -> Option<Timestamp> {
+    pod.pointer("/status/containerStatuses")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.pointer("/state/running/startedAt")?.as_str()?.parse().ok())
+        .max()
+}
+
+/// A stable hex digest of `text`, for image and container ids.
+fn digest(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut out = String::with_capacity(64);
+    for round in 0..4u8 {
+        for b in text.bytes().chain([round]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        out.push_str(&format!("{h:016x}"));
+    }
+    out
+}
+
+fn image_id(image: &str) -> String {
+    let name = image.split('@').next().unwrap_or(image);
+    let name = name.rsplit_once(':').filter(|(_, tag)| !tag.contains('/')).map_or(name, |(n, _)| n);
+    let full = if name.contains('/') { name.to_owned() } else { format!("docker.io/library/{name}") };
+    format!("{full}@sha256:{}", digest(image))
+}
+
+/// A pod condition, keeping its transition time when its status does not change.
+fn condition(
+    old: &[Value],
+    kind: &str,
+    status: bool,
+    reason: Option<&str>,
+    message: Option<&str>,
+    now: &str,
+) -> Value {
+    let status = if status { "True" } else { "False" };
+    let since = old
+        .iter()
+        .find(|c| c["type"] == kind && c["status"] == status)
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now));
+    let mut c = json!({ "type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": since });
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    c
+}
+
+/// The five conditions of a pod on a node, in the kubelet's order.
+fn conditions(pod: &Value, ready: bool, done: bool, now: &str) -> Value {
+    let old: Vec<Value> =
+        pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let specs = containers(pod);
+    let unready: Vec<&str> = specs.iter().filter_map(|c| c["name"].as_str()).collect();
+    let (reason, message) = if done {
+        (Some("PodCompleted"), None)
+    } else if ready {
+        (None, None)
+    } else {
+        (Some("ContainersNotReady"), Some(format!("containers with unready status: [{}]", unready.join(" "))))
+    };
+    let scheduled = old
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .cloned()
+        .unwrap_or_else(|| condition(&old, "PodScheduled", true, None, None, now));
+    json!([
+        condition(&old, "PodReadyToStartContainers", !done, None, None, now),
+        condition(&old, "Initialized", true, done.then_some("PodCompleted"), None, now),
+        condition(&old, "Ready", ready, reason, message.as_deref(), now),
+        condition(&old, "ContainersReady", ready, reason, message.as_deref(), now),
+        scheduled,
+    ])
+}
+
+fn containers(pod: &Value) -> Vec<Value> {
+    pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+fn container_id(pod: &Value, name: &str, restarts: i64) -> String {
+    format!("containerd://{}", digest(&format!("{}/{name}/{restarts}", meta_str(pod, "uid"))))
+}
+
+/// A container's status: running since `since`, or terminated with `exit`.
+fn container_status(pod: &Value, c: &Value, ready: bool, restarts: i64, state: Value, last: Value) -> Value {
+    let name = c["name"].as_str().unwrap_or("");
+    let image = c["image"].as_str().unwrap_or("");
+    json!({
+        "containerID": container_id(pod, name, restarts),
+        "image": image,
+        "imageID": image_id(image),
+        "lastState": last,
+        "name": name,
+        "ready": ready,
+        "restartCount": restarts,
+        "started": state.get("running").is_some(),
+        "state": state,
+    })
+}
+
+/// The status of a pod its kubelet has just started.
+fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str, ready: bool) -> Value {
+    let mut status = pod.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
+    let init: Vec<Value> = pod
+        .pointer("/spec/initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let sidecar = c["restartPolicy"] == "Always";
+            let name = c["name"].as_str().unwrap_or("");
+            let state = if sidecar {
+                json!({ "running": { "startedAt": now } })
+            } else {
+                json!({ "terminated": { "containerID": container_id(pod, name, 0), "exitCode": 0, "finishedAt": now, "reason": "Completed", "startedAt": now } })
+            };
+            // A completed init container counts as ready, as the kubelet reports it.
+            container_status(pod, c, true, 0, state, json!({}))
+        })
+        .collect();
+    let running: Vec<Value> = containers(pod)
+        .iter()
+        .map(|c| container_status(pod, c, ready, 0, json!({ "running": { "startedAt": now } }), json!({})))
+        .collect();
+    status.insert("phase".into(), json!("Running"));
+    status.insert("conditions".into(), conditions(pod, ready, false, now));
+    status.insert("hostIP".into(), json!(host_ip));
+    status.insert("hostIPs".into(), json!([{ "ip": host_ip }]));
+    status.insert("podIP".into(), json!(pod_ip));
+    status.insert("podIPs".into(), json!([{ "ip": pod_ip }]));
+    status.insert("startTime".into(), json!(now));
+    if !init.is_empty() {
+        status.insert("initContainerStatuses".into(), json!(init));
+    }
+    status.insert("containerStatuses".into(), json!(running));
+    Value::Object(status)
+}
+
+/// The status once the pod's containers are ready (or not).
+fn readiness(pod: &Value, ready: bool, now: &str) -> Value {
+    let mut status = pod["status"].clone();
+    status["conditions"] = conditions(pod, ready, false, now);
+    for c in status["containerStatuses"].as_array_mut().into_iter().flatten() {
+        c["ready"] = json!(ready);
+    }
+    status
+}
+
+/// The status after the containers exit with `code`: restarted, or the pod finished.
+fn exit(pod: &Value, code: i32, restarts: bool, now: &str, ready_at_once: bool) -> Value {
+    let mut status = pod["status"].clone();
+    let specs = containers(pod);
+    let mut list: Vec<Value> = status["containerStatuses"].as_array().cloned().unwrap_or_default();
+    for (c, spec) in list.iter_mut().zip(&specs) {
+        let count = c["restartCount"].as_i64().unwrap_or(0);
+        let since = c.pointer("/state/running/startedAt").cloned().unwrap_or_else(|| json!(now));
+        let name = spec["name"].as_str().unwrap_or("");
+        let terminated = json!({ "terminated": {
+            "containerID": container_id(pod, name, count), "exitCode": code, "finishedAt": now,
+            "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": since,
+        } });
+        *c = if restarts {
+            container_status(
+                pod,
+                spec,
+                ready_at_once,
+                count + 1,
+                json!({ "running": { "startedAt": now } }),
+                terminated,
+            )
+        } else {
+            container_status(pod, spec, false, count, terminated, json!({}))
+        };
+    }
+    status["containerStatuses"] = json!(list);
+    if restarts {
+        status["conditions"] = conditions(pod, ready_at_once, false, now);
+    } else {
+        status["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
+        status["conditions"] = conditions(pod, false, true, now);
+    }
+    status
+}

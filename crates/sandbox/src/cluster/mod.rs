@@ -1,0 +1,680 @@
+//! A simulated cluster beside the API: nodes, a scheduler, a kubelet per node, the workload
+//! controllers and the namespace bootstrap of kube-controller-manager.
+//!
+//! Served kinds are half of what an operator's test needs; the other half is the cluster acting on
+//! them. With a [`Simulation`] in its [`SandboxConfig`](crate::SandboxConfig), the sandbox creates
+//! nodes, binds pending pods to them, runs the bound pods (Pending → Running → Ready, a Job's pods
+//! to Succeeded), and plays the controllers that turn Deployments into ReplicaSets into Pods, Jobs
+//! into Pods and Services into Endpoints. Every component acts as a real one does — it follows the
+//! store's changes (a watch) and writes through the API's verbs with the object's
+//! `resourceVersion` as precondition, validated and recorded in `managedFields` under the
+//! component's name — so what a controller under test sees is what a cluster would show it.
+//!
+//! | module | plays |
+//! |---|---|
+//! | [`clock`] | the time the simulation runs on, which a test pauses and advances |
+//! | `nodes` | the nodes, their kubelets' leases, and the node lifecycle controller |
+//! | `scheduler` | kube-scheduler: filters, a least-allocated pick, `Unschedulable` |
+//! | `kubelet` | the kubelets: pod start, readiness, completion, graceful termination |
+//! | `replicaset` | the ReplicaSet and ReplicationController controllers |
+//! | `deployment` | the Deployment controller: ReplicaSets per template, rolling updates |
+//! | `job` | the Job controller and the TTL-after-finished controller |
+//! | `endpoints` | the Endpoints and EndpointSlice controllers |
+//! | `bootstrap` | the service account and root CA publisher controllers |
+//!
+//! Each part can be switched off ([`Controllers`]), and the whole left out for a bare API server.
+//!
+//! ## Warning
+//!
+//! * There are no containers: a pod "runs" by its status alone. Logs, exec, attach and
+//!   port-forward have nothing to reach.
+//! * Timestamps the API server itself writes (`creationTimestamp`, `deletionTimestamp`) follow
+//!   the wall clock, not [`Clock`]: only what the simulation writes follows a paused clock.
+
+mod api;
+mod bootstrap;
+pub mod clock;
+mod deployment;
+mod endpoints;
+mod job;
+mod kubelet;
+mod nodes;
+mod replicaset;
+mod scheduler;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::broadcast::error::TryRecvError;
+
+pub use clock::Clock;
+
+use crate::object::meta_str;
+use crate::status::ApiError;
+use crate::store::{Change, ChangeType, Store};
+use api::{Api, Defs};
+
+/// A part of the simulation, named as kube-controller-manager's `--controllers` names its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Controller {
+    /// kube-scheduler: binds pending pods to nodes that fit them.
+    Scheduler,
+    /// The kubelets: run the pods bound to their node and renew their node's lease.
+    Kubelet,
+    /// Taints nodes that are not ready and evicts their pods once tolerations run out.
+    NodeLifecycle,
+    /// Deletes the pods of nodes that no longer exist.
+    PodGc,
+    /// ReplicaSets → Pods.
+    ReplicaSet,
+    /// ReplicationControllers → Pods.
+    ReplicationController,
+    /// Deployments → ReplicaSets, with rolling updates.
+    Deployment,
+    /// Jobs → Pods.
+    Job,
+    /// Deletes finished Jobs once their `ttlSecondsAfterFinished` has passed.
+    TtlAfterFinished,
+    /// Services → Endpoints.
+    Endpoint,
+    /// Services → EndpointSlices.
+    EndpointSlice,
+    /// The `default` ServiceAccount in every namespace.
+    ServiceAccount,
+    /// The `kube-root-ca.crt` ConfigMap in every namespace.
+    RootCaCertPublisher,
+}
+
+impl Controller {
+    /// Every part, in the order the simulation runs them.
+    pub const ALL: [Self; 13] = [
+        Self::ServiceAccount,
+        Self::RootCaCertPublisher,
+        Self::Deployment,
+        Self::ReplicaSet,
+        Self::ReplicationController,
+        Self::Job,
+        Self::TtlAfterFinished,
+        Self::Scheduler,
+        Self::Kubelet,
+        Self::NodeLifecycle,
+        Self::PodGc,
+        Self::Endpoint,
+        Self::EndpointSlice,
+    ];
+
+    /// The name kube-controller-manager's `--controllers` flag uses (and `scheduler`,
+    /// `kubelet` for the two that are not controllers there).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Scheduler => "scheduler",
+            Self::Kubelet => "kubelet",
+            Self::NodeLifecycle => "node-lifecycle-controller",
+            Self::PodGc => "pod-garbage-collector-controller",
+            Self::ReplicaSet => "replicaset-controller",
+            Self::ReplicationController => "replicationcontroller-controller",
+            Self::Deployment => "deployment-controller",
+            Self::Job => "job-controller",
+            Self::TtlAfterFinished => "ttl-after-finished-controller",
+            Self::Endpoint => "endpoints-controller",
+            Self::EndpointSlice => "endpointslice-controller",
+            Self::ServiceAccount => "serviceaccount-controller",
+            Self::RootCaCertPublisher => "root-ca-certificate-publisher-controller",
+        }
+    }
+}
+
+impl fmt::Display for Controller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The parts of the simulation that run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Controllers(BTreeSet<Controller>);
+
+impl Default for Controllers {
+    fn default() -> Self {
+        Self::all()
+    }
+}
+
+impl Controllers {
+    /// Every part.
+    #[must_use]
+    pub fn all() -> Self {
+        Self(Controller::ALL.into_iter().collect())
+    }
+
+    /// None: nodes exist, nothing acts.
+    #[must_use]
+    pub fn none() -> Self {
+        Self(BTreeSet::new())
+    }
+
+    /// These, less `c`.
+    #[must_use]
+    pub fn without(mut self, c: Controller) -> Self {
+        self.0.remove(&c);
+        self
+    }
+
+    /// These and `c`.
+    #[must_use]
+    pub fn with(mut self, c: Controller) -> Self {
+        self.0.insert(c);
+        self
+    }
+
+    /// Whether `c` runs.
+    #[must_use]
+    pub fn runs(&self, c: Controller) -> bool {
+        self.0.contains(&c)
+    }
+}
+
+/// An unknown name in a `--controllers` list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown controller {name:?} in {list:?}: known are * and {known}")]
+pub struct UnknownController {
+    /// The name not known.
+    pub name: String,
+    /// The whole list given.
+    pub list: String,
+    /// The names known.
+    pub known: String,
+}
+
+impl FromStr for Controllers {
+    type Err = UnknownController;
+
+    /// kube-controller-manager's `--controllers` syntax: a comma-separated list where `*` is
+    /// every part, `name` adds one and `-name` takes one away (`*,-scheduler`).
+    fn from_str(list: &str) -> Result<Self, Self::Err> {
+        let mut out = Self::none();
+        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if item == "*" {
+                out = Self::all();
+                continue;
+            }
+            let (off, name) = item.strip_prefix('-').map_or((false, item), |n| (true, n));
+            let c = Controller::ALL.into_iter().find(|c| c.name() == name || short(*c) == name).ok_or_else(
+                || UnknownController {
+                    name: name.to_owned(),
+                    list: list.to_owned(),
+                    known: Controller::ALL.map(short).join(", "),
+                },
+            )?;
+            out = if off { out.without(c) } else { out.with(c) };
+        }
+        Ok(out)
+    }
+}
+
+/// The name without kube-controller-manager's `-controller` suffix (`replicaset`).
+fn short(c: Controller) -> &'static str {
+    match c {
+        Controller::Scheduler => "scheduler",
+        Controller::Kubelet => "kubelet",
+        Controller::NodeLifecycle => "nodelifecycle",
+        Controller::PodGc => "podgc",
+        Controller::ReplicaSet => "replicaset",
+        Controller::ReplicationController => "replicationcontroller",
+        Controller::Deployment => "deployment",
+        Controller::Job => "job",
+        Controller::TtlAfterFinished => "ttl-after-finished",
+        Controller::Endpoint => "endpoint",
+        Controller::EndpointSlice => "endpointslice",
+        Controller::ServiceAccount => "serviceaccount",
+        Controller::RootCaCertPublisher => "root-ca-cert-publisher",
+    }
+}
+
+/// What each simulated node offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeShape {
+    /// `status.capacity.cpu` (and allocatable), a quantity.
+    pub cpu: String,
+    /// `status.capacity.memory`, a quantity.
+    pub memory: String,
+    /// How many pods fit.
+    pub pods: u32,
+}
+
+impl Default for NodeShape {
+    /// A kind node on a laptop: 8 CPUs, 16 GiB, 110 pods.
+    fn default() -> Self {
+        Self { cpu: "8".into(), memory: "16Gi".into(), pods: 110 }
+    }
+}
+
+/// Settings of the simulated cluster.
+///
+/// ```
+/// use std::time::Duration;
+/// use sandbox::cluster::{Controller, Controllers, Simulation};
+/// let sim = Simulation {
+///     nodes: 5,
+///     pod_ready_after: Duration::ZERO,
+///     controllers: Controllers::all().without(Controller::Scheduler),
+///     ..Simulation::default()
+/// };
+/// assert!(!sim.controllers.runs(Controller::Scheduler));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// Nodes created at start (`sandbox-node-1`…), Ready.
+    pub nodes: usize,
+    /// What each node offers.
+    pub node_shape: NodeShape,
+    /// How long a running pod takes to turn Ready (its containers' readiness).
+    pub pod_ready_after: Duration,
+    /// How long the containers of a pod that does not restart (a Job's) run before they exit 0.
+    pub run_to_completion: Duration,
+    /// How long a kubelet takes to stop a deleted pod's containers before it removes the pod
+    /// (never more than the pod's grace period).
+    pub stop_after: Duration,
+    /// The parts that run.
+    pub controllers: Controllers,
+    /// The clock the simulation runs on.
+    pub clock: Clock,
+}
+
+impl Default for Simulation {
+    fn default() -> Self {
+        Self {
+            nodes: 3,
+            node_shape: NodeShape::default(),
+            pod_ready_after: Duration::from_millis(300),
+            run_to_completion: Duration::from_secs(1),
+            stop_after: Duration::ZERO,
+            controllers: Controllers::all(),
+            clock: Clock::default(),
+        }
+    }
+}
+
+impl Simulation {
+    /// A simulation for tests: three nodes, pods ready as soon as they run, Job pods done in a
+    /// second of [`Clock`] time.
+    #[must_use]
+    pub fn instant() -> Self {
+        Self { pod_ready_after: Duration::ZERO, ..Self::default() }
+    }
+}
+
+/// What a test says to the simulated cluster, beyond the API.
+#[derive(Default)]
+struct Orders {
+    /// Pods whose containers are to exit with this code.
+    exits: BTreeMap<(String, String), i32>,
+    /// Nodes whose kubelet reports NotReady (`false`) or was told to report Ready again.
+    node_ready: BTreeMap<String, bool>,
+}
+
+/// The simulated cluster of a sandbox: its clock, and what a test may do that the API cannot
+/// (stop a node's kubelet, make a container exit).
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: Simulation,
+    orders: Mutex<Orders>,
+    woken: tokio::sync::Notify,
+}
+
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster").field("settings", &self.inner.settings).finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    pub(crate) fn new(settings: Simulation) -> Self {
+        Self {
+            inner: Arc::new(Inner { settings, orders: Mutex::default(), woken: tokio::sync::Notify::new() }),
+        }
+    }
+
+    /// The clock the simulation runs on: pause it, advance it.
+    #[must_use]
+    pub fn clock(&self) -> &Clock {
+        &self.inner.settings.clock
+    }
+
+    /// The settings it runs with.
+    #[must_use]
+    pub fn settings(&self) -> &Simulation {
+        &self.inner.settings
+    }
+
+    /// Makes the containers of pod `ns/name` exit with `code` (non-zero: the pod fails, or its
+    /// containers restart under `restartPolicy: Always`/`OnFailure`).
+    pub fn exit_pod(&self, ns: &str, name: &str, code: i32) {
+        self.inner.orders.lock().exits.insert((ns.to_owned(), name.to_owned()), code);
+        self.inner.woken.notify_one();
+    }
+
+    /// Makes node `name`'s kubelet report the node NotReady (`false`) or Ready again (`true`).
+    /// A NotReady node is tainted `node.kubernetes.io/not-ready`; its pods turn unready and are
+    /// evicted when their toleration of the taint runs out (300 s by default).
+    pub fn set_node_ready(&self, name: &str, ready: bool) {
+        self.inner.orders.lock().node_ready.insert(name.to_owned(), ready);
+        self.inner.woken.notify_one();
+    }
+
+    fn take_exits(&self) -> BTreeMap<(String, String), i32> {
+        std::mem::take(&mut self.inner.orders.lock().exits)
+    }
+
+    fn take_node_orders(&self) -> BTreeMap<String, bool> {
+        std::mem::take(&mut self.inner.orders.lock().node_ready)
+    }
+}
+
+/// Keys to look at again: `(namespace, name)`, each once.
+pub(crate) type Queue = BTreeSet<(String, String)>;
+
+/// What is due when: each part asks to be woken for an object at a time on the clock.
+#[derive(Default)]
+pub(crate) struct Timers(BTreeMap<jiff::Timestamp, Vec<(Controller, String, String)>>);
+
+impl Timers {
+    pub(crate) fn at(&mut self, when: jiff::Timestamp, c: Controller, ns: &str, name: &str) {
+        self.0.entry(when).or_default().push((c, ns.to_owned(), name.to_owned()));
+    }
+
+    fn next(&self) -> Option<jiff::Timestamp> {
+        self.0.keys().next().copied()
+    }
+
+    fn due(&mut self, now: jiff::Timestamp) -> Vec<(Controller, String, String)> {
+        let later = self.0.split_off(&now.checked_add(jiff::SignedDuration::from_nanos(1)).unwrap_or(now));
+        let due = std::mem::replace(&mut self.0, later);
+        due.into_values().flatten().collect()
+    }
+}
+
+/// The simulation's state: each part's queue and caches.
+pub(crate) struct World {
+    cluster: Cluster,
+    /// The CA certificate the root CA publisher spreads.
+    ca: String,
+    defs: Defs,
+    queues: BTreeMap<Controller, Queue>,
+    timers: Timers,
+    scheduler: scheduler::Scheduler,
+    kubelet: kubelet::Kubelets,
+    nodes: nodes::Nodes,
+}
+
+impl World {
+    fn new(cluster: Cluster, ca: String) -> Self {
+        Self {
+            cluster,
+            ca,
+            defs: Defs::get(),
+            queues: BTreeMap::new(),
+            timers: Timers::default(),
+            scheduler: scheduler::Scheduler::default(),
+            kubelet: kubelet::Kubelets::default(),
+            nodes: nodes::Nodes::default(),
+        }
+    }
+
+    fn runs(&self, c: Controller) -> bool {
+        self.cluster.inner.settings.controllers.runs(c)
+    }
+
+    fn enqueue(&mut self, c: Controller, ns: &str, name: &str) {
+        if self.runs(c) {
+            self.queues.entry(c).or_default().insert((ns.to_owned(), name.to_owned()));
+        }
+    }
+
+    fn take(&mut self, c: Controller) -> Queue {
+        self.queues.remove(&c).unwrap_or_default()
+    }
+
+    /// Looks at every object again, as informers do after a relist.
+    fn resync(&mut self, store: &Store) {
+        let d = &self.defs;
+        let kinds =
+            [d.namespaces, d.nodes, d.pods, d.replicasets, d.controllers, d.deployments, d.jobs, d.services];
+        for def in kinds {
+            for obj in store.snapshot(def, None).1 {
+                self.observe(store, def.storage, &obj, None, ChangeType::Added);
+            }
+        }
+    }
+
+    /// A change seen on the watch: who must look at what.
+    fn observe(&mut self, store: &Store, storage: &str, obj: &Value, old: Option<&Value>, kind: ChangeType) {
+        let (ns, name) = (meta_str(obj, "namespace"), meta_str(obj, "name"));
+        match storage {
+            "namespaces." => {
+                self.enqueue(Controller::ServiceAccount, "", name);
+                self.enqueue(Controller::RootCaCertPublisher, "", name);
+            }
+            "serviceaccounts." if name == "default" => self.enqueue(Controller::ServiceAccount, "", ns),
+            "configmaps." if name == bootstrap::ROOT_CA => {
+                self.enqueue(Controller::RootCaCertPublisher, "", ns)
+            }
+            "nodes." => {
+                self.scheduler.observe_node(obj, kind);
+                self.nodes.observe(obj, kind);
+                self.enqueue(Controller::NodeLifecycle, "", name);
+                self.enqueue(Controller::Kubelet, "", name);
+                if kind == ChangeType::Deleted {
+                    self.enqueue(Controller::PodGc, "", name);
+                }
+            }
+            "pods." => {
+                self.scheduler.observe_pod(obj, kind);
+                let node = obj.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+                if node.is_empty() {
+                    if kind != ChangeType::Deleted {
+                        self.enqueue(Controller::Scheduler, ns, name);
+                    }
+                } else {
+                    self.enqueue(Controller::Kubelet, ns, name);
+                }
+                for o in [Some(obj), old].into_iter().flatten() {
+                    if let Some(owner) = controller_of(o) {
+                        let c = match owner {
+                            "ReplicaSet" => Controller::ReplicaSet,
+                            "ReplicationController" => Controller::ReplicationController,
+                            "Job" => Controller::Job,
+                            _ => continue,
+                        };
+                        let owner_name = controller_name(o).unwrap_or("").to_owned();
+                        self.enqueue(c, ns, &owner_name);
+                    }
+                }
+                self.enqueue(Controller::Endpoint, ns, "");
+                self.enqueue(Controller::EndpointSlice, ns, "");
+            }
+            "replicasets.apps" => {
+                self.enqueue(Controller::ReplicaSet, ns, name);
+                if let Some(d) = controller_name(obj).filter(|_| controller_of(obj) == Some("Deployment")) {
+                    self.enqueue(Controller::Deployment, ns, &d.to_owned());
+                }
+            }
+            "replicationcontrollers." => self.enqueue(Controller::ReplicationController, ns, name),
+            "deployments.apps" => self.enqueue(Controller::Deployment, ns, name),
+            "jobs.batch" => {
+                self.enqueue(Controller::Job, ns, name);
+                self.enqueue(Controller::TtlAfterFinished, ns, name);
+            }
+            "services." | "endpoints." | "endpointslices.discovery.k8s.io" => {
+                let service = if storage == "endpointslices.discovery.k8s.io" {
+                    obj.pointer("/metadata/labels/kubernetes.io~1service-name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                } else {
+                    name
+                };
+                if !service.is_empty() {
+                    self.enqueue(Controller::Endpoint, ns, service);
+                    self.enqueue(Controller::EndpointSlice, ns, service);
+                }
+            }
+            _ => {}
+        }
+        let _ = store;
+    }
+
+    /// One round: everything queued and due is looked at, once.
+    fn step(&mut self, store: &Store) {
+        let clock = self.cluster.inner.settings.clock.clone();
+        let now = clock.now();
+        for (c, ns, name) in self.timers.due(now) {
+            self.enqueue(c, &ns, &name);
+        }
+        for (node, ready) in self.cluster.take_node_orders() {
+            self.kubelet.set_node_ready(&node, ready);
+            self.enqueue(Controller::Kubelet, "", &node);
+        }
+        for ((ns, name), code) in self.cluster.take_exits() {
+            self.kubelet.order_exit(&ns, &name, code);
+            self.enqueue(Controller::Kubelet, &ns, &name);
+        }
+        let defs = Defs::get();
+        let api = Api { store, clock: &clock, defs: &defs };
+        let settings = self.cluster.inner.settings.clone();
+        for c in Controller::ALL {
+            if !self.runs(c) {
+                continue;
+            }
+            let queue = self.take(c);
+            if queue.is_empty() {
+                continue;
+            }
+            let mut again = Timers::default();
+            match c {
+                Controller::ServiceAccount => bootstrap::service_accounts(&api, &queue),
+                Controller::RootCaCertPublisher => bootstrap::root_ca(&api, &queue, &self.ca),
+                Controller::Deployment => deployment::sync(&api, &queue, &mut again),
+                Controller::ReplicaSet => replicaset::sync(&api, api.defs.replicasets, &queue, &mut again),
+                Controller::ReplicationController => {
+                    replicaset::sync(&api, api.defs.controllers, &queue, &mut again);
+                }
+                Controller::Job => job::sync(&api, &queue, &mut again),
+                Controller::TtlAfterFinished => job::ttl(&api, &queue, &mut again),
+                Controller::Scheduler => self.scheduler.schedule(&api, &queue),
+                Controller::Kubelet => self.kubelet.sync(&api, &settings, &queue, &mut again),
+                Controller::NodeLifecycle => self.nodes.lifecycle(&api, &queue, &mut again),
+                Controller::PodGc => nodes::pod_gc(&api, &queue),
+                Controller::Endpoint => endpoints::endpoints(&api, &queue),
+                Controller::EndpointSlice => endpoints::slices(&api, &queue),
+            }
+            for (when, items) in again.0 {
+                for (c, ns, name) in items {
+                    self.timers.at(when, c, &ns, &name);
+                }
+            }
+        }
+        if self.scheduler.retry_due() {
+            for (ns, name) in self.scheduler.unschedulable() {
+                self.enqueue(Controller::Scheduler, &ns, &name);
+            }
+        }
+    }
+}
+
+fn controller_of(obj: &Value) -> Option<&str> {
+    controller_entry(obj)?.get("kind")?.as_str()
+}
+
+fn controller_name(obj: &Value) -> Option<&str> {
+    controller_entry(obj)?.get("name")?.as_str()
+}
+
+fn controller_entry(obj: &Value) -> Option<&Value> {
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+}
+
+/// Creates the nodes, then runs the simulation until the sandbox is dropped: each round takes
+/// what the watch brought (in one batch), what fell due on the clock and what a test ordered.
+pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
+    let (mut feed, mut world) = {
+        let Some(strong) = shared.upgrade() else { return };
+        let store = &strong.store;
+        let feed = store.subscribe();
+        let ca = crate::server::authority(&strong).map(|a| a.pem.clone()).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "the sandbox's CA could not be made");
+            String::new()
+        });
+        let mut world = World::new(cluster.clone(), ca);
+        let defs = Defs::get();
+        let clock = cluster.clock().clone();
+        let api = Api { store, clock: &clock, defs: &defs };
+        if let Err(e) = nodes::create(&api, &cluster.inner.settings) {
+            tracing::error!(error = %e, "the simulated nodes could not be created");
+        }
+        world.resync(store);
+        (feed, world)
+    };
+    loop {
+        let next = world.timers.next();
+        let clock = cluster.clock().clone();
+        let wait = next.map(|t| {
+            let d = t.duration_since(clock.now());
+            Duration::try_from(d).unwrap_or(Duration::ZERO).min(Duration::from_secs(1))
+        });
+        tokio::select! {
+            got = feed.recv() => match got {
+                Ok(change) => {
+                    let Some(strong) = shared.upgrade() else { return };
+                    world.take_change(&strong.store, &change);
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    let Some(strong) = shared.upgrade() else { return };
+                    world.resync(&strong.store);
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            () = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(1))) => {}
+            () = clock.moved() => {}
+            () = cluster.inner.woken.notified() => {}
+        }
+        let Some(strong) = shared.upgrade() else { return };
+        // What else has come is taken in the same round: one look per object, however many
+        // changes it had.
+        loop {
+            match feed.try_recv() {
+                Ok(change) => world.take_change(&strong.store, &change),
+                Err(TryRecvError::Lagged(_)) => world.resync(&strong.store),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Closed) => return,
+            }
+        }
+        world.step(&strong.store);
+    }
+}
+
+impl World {
+    fn take_change(&mut self, store: &Store, change: &Change) {
+        self.observe(store, change.storage, &change.object, change.old.as_deref(), change.kind);
+    }
+}
+
+/// Builds the error a part logs when a write it wanted failed for another reason than a stale
+/// read (which the next round retries quietly).
+pub(crate) fn log_failure(component: Controller, what: &str, e: &ApiError) {
+    if e.code != 409 && e.code != 404 {
+        tracing::warn!(component = %component, object = what, code = e.code, error = %e.message, "simulated write refused");
+    }
+}

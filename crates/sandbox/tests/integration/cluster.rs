@@ -1,0 +1,506 @@
+//! The simulated cluster through a real `kube::Client`, awaited with kube-runtime's own
+//! `wait::conditions` as an operator's test would: Deployments become ReplicaSets become running,
+//! ready pods on nodes; a rolling update stays within its surge; Jobs complete, back off and fail;
+//! pods that fit nowhere are told why; Services get endpoints that follow readiness; a NotReady
+//! node is tainted and its pods evicted once their toleration runs out on a paused clock; every
+//! namespace gets its `default` ServiceAccount and `kube-root-ca.crt`.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Endpoints, Event, Namespace, Node, Pod, Service, ServiceAccount,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::wait::{Condition, await_condition, conditions};
+use kube::{Client, Resource};
+use sandbox::cluster::{Controller, Controllers, Simulation};
+use sandbox::{Sandbox, SandboxConfig};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+fn cluster(sim: Simulation) -> Sandbox {
+    Sandbox::with_config(SandboxConfig::with_cluster(sim))
+}
+
+fn of<K: DeserializeOwned>(v: Value) -> K {
+    serde_json::from_value(v).unwrap()
+}
+
+/// Waits until `cond` holds for `name`, however long a loaded machine takes (the test harness'
+/// own timeout is the only deadline).
+async fn wait_for<K>(api: &Api<K>, name: &str, cond: impl Condition<K>) -> K
+where
+    K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + 'static,
+{
+    await_condition(api.clone(), name, cond).await.unwrap().unwrap_or_else(|| panic!("{name} was deleted"))
+}
+
+/// Polls `f` until it returns `Some`, yielding to the simulation in between.
+async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) -> T {
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
+    of(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "matchLabels": { "app": name } },
+            "strategy": { "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } },
+            "template": {
+                "metadata": { "labels": { "app": name } },
+                "spec": { "containers": [{ "name": "web", "image": image, "ports": [{ "name": "http", "containerPort": 8080 }],
+                          "resources": { "requests": { "cpu": "100m", "memory": "64Mi" } } }] },
+            },
+        },
+    }))
+}
+
+fn job(name: &str, spec: Value) -> Job {
+    let mut spec = spec;
+    spec["template"] = json!({ "spec": { "restartPolicy": "Never", "containers": [{ "name": "work", "image": "busybox:1.36" }] } });
+    of(json!({ "metadata": { "name": name }, "spec": spec }))
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+async fn pods_of(client: &Client, selector: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.list(&ListParams::default().labels(selector)).await.unwrap().items
+}
+
+#[tokio::test]
+async fn nodes_are_ready_with_capacity_and_leases() {
+    let sb = cluster(Simulation { nodes: 4, ..Simulation::instant() });
+    let nodes: Api<Node> = Api::all(sb.client());
+    let listed = eventually(|| {
+        let nodes = nodes.clone();
+        async move { Some(nodes.list(&ListParams::default()).await.unwrap().items).filter(|l| l.len() == 4) }
+    })
+    .await;
+    for node in &listed {
+        let status = node.status.clone().unwrap();
+        assert_eq!(status.allocatable.unwrap()["pods"].0, "110");
+        let ready = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
+        assert_eq!(ready.status, "True");
+        assert_eq!(node.metadata.labels.as_ref().unwrap()["kubernetes.io/os"], "linux");
+    }
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(sb.client(), "kube-node-lease");
+    let lease = eventually(|| {
+        let leases = leases.clone();
+        async move { leases.get_opt("sandbox-node-1").await.unwrap() }
+    })
+    .await;
+    assert_eq!(lease.spec.unwrap().holder_identity.as_deref(), Some("sandbox-node-1"));
+}
+
+#[tokio::test]
+async fn a_deployment_becomes_a_replica_set_of_running_ready_pods_on_nodes() {
+    let sb = cluster(Simulation::instant());
+    let deployments: Api<Deployment> = Api::default_namespaced(sb.client());
+    deployments.create(&PostParams::default(), &deployment("web", 3, "nginx:1.27")).await.unwrap();
+    let done = wait_for(&deployments, "web", conditions::is_deployment_completed()).await;
+    let status = done.status.unwrap();
+    assert_eq!(
+        (status.replicas, status.ready_replicas, status.available_replicas),
+        (Some(3), Some(3), Some(3))
+    );
+    let kinds: Vec<(String, String)> = status
+        .conditions
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.type_.unwrap_or_default(), c.reason.unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("Available".into(), "MinimumReplicasAvailable".into()),
+            ("Progressing".into(), "NewReplicaSetAvailable".into())
+        ]
+    );
+
+    let sets: Api<ReplicaSet> = Api::default_namespaced(sb.client());
+    let rs = sets.list(&ListParams::default().labels("app=web")).await.unwrap().items;
+    assert_eq!(rs.len(), 1);
+    let hash = &rs[0].metadata.labels.as_ref().unwrap()["pod-template-hash"];
+    assert_eq!(rs[0].metadata.name.as_deref(), Some(format!("web-{hash}").as_str()));
+    assert_eq!(rs[0].metadata.annotations.as_ref().unwrap()["deployment.kubernetes.io/revision"], "1");
+
+    let pods = pods_of(&sb.client(), "app=web").await;
+    assert_eq!(pods.len(), 3);
+    for pod in &pods {
+        let status = pod.status.clone().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert!(status.pod_ip.as_deref().unwrap().starts_with("10.244."));
+        assert!(pod.spec.as_ref().unwrap().node_name.as_deref().unwrap().starts_with("sandbox-node-"));
+        let c = &status.container_statuses.unwrap()[0];
+        assert!(
+            c.ready && c.started == Some(true) && c.image_id.starts_with("docker.io/library/nginx@sha256:")
+        );
+        assert!(conditions::is_pod_running().matches_object(Some(pod)));
+    }
+    // The three spread over the three nodes: the least allocated wins each time.
+    let mut nodes: Vec<String> = pods.iter().map(|p| p.spec.clone().unwrap().node_name.unwrap()).collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 3);
+    // The scheduler said where, as upstream's does.
+    let events: Api<Event> = Api::default_namespaced(sb.client());
+    let scheduled = events.list(&ListParams::default().fields("reason=Scheduled")).await.unwrap().items;
+    assert_eq!(scheduled.len(), 3);
+}
+
+#[tokio::test]
+async fn a_rolling_update_never_exceeds_its_surge_and_keeps_every_pod_available() {
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    deployments.create(&PostParams::default(), &deployment("roll", 4, "nginx:1.26")).await.unwrap();
+    wait_for(&deployments, "roll", conditions::is_deployment_completed()).await;
+
+    // Watch every pod change while the template changes: never more than 4 + 1 active pods,
+    // never fewer than 4 ready ones once the rollout is under way.
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let mut stream = pods.watch(&WatchParams::default().labels("app=roll"), "0").await.unwrap().boxed();
+    let patch = json!({ "spec": { "template": { "spec": { "containers": [{ "name": "web", "image": "nginx:1.27" }] } } } });
+    deployments.patch("roll", &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
+    let mut live: std::collections::BTreeMap<String, Pod> = Default::default();
+    let mut most = 0;
+    let mut fewest_ready = usize::MAX;
+    loop {
+        match stream.next().await.unwrap().unwrap() {
+            WatchEvent::Added(p) | WatchEvent::Modified(p) => {
+                live.insert(p.metadata.name.clone().unwrap(), p);
+            }
+            WatchEvent::Deleted(p) => {
+                live.remove(p.metadata.name.as_deref().unwrap());
+            }
+            _ => continue,
+        }
+        let active: Vec<&Pod> = live.values().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+        let ready = active.iter().filter(|p| is_ready(p)).count();
+        most = most.max(active.len());
+        if live.len() >= 4 {
+            fewest_ready = fewest_ready.min(ready);
+        }
+        let updated = active
+            .iter()
+            .all(|p| p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("nginx:1.27"));
+        if updated && active.len() == 4 && ready == 4 && live.len() == 4 {
+            break;
+        }
+    }
+    assert!(most <= 5, "{most} active pods at once with maxSurge 1");
+    assert!(fewest_ready >= 4, "only {fewest_ready} ready with maxUnavailable 0");
+    let done = wait_for(&deployments, "roll", conditions::is_deployment_completed()).await;
+    assert_eq!(done.metadata.annotations.unwrap()["deployment.kubernetes.io/revision"], "2");
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client);
+    let rs = sets.list(&ListParams::default().labels("app=roll")).await.unwrap().items;
+    let mut sizes: Vec<i32> = rs.iter().map(|r| r.spec.replicas.unwrap()).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [0, 4], "the old set kept at zero for a rollback");
+}
+
+#[tokio::test]
+async fn jobs_complete_and_fail_past_their_backoff_limit_on_a_paused_clock() {
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    jobs.create(&PostParams::default(), &job("batch", json!({ "completions": 3, "parallelism": 2 })))
+        .await
+        .unwrap();
+    // Each pod runs one second of the simulation's clock: advancing it finishes them.
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    for _ in 0..2 {
+        eventually(|| {
+            let pods = pods.clone();
+            async move {
+                let list = pods.list(&ListParams::default().labels("job-name=batch")).await.unwrap().items;
+                list.iter()
+                    .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                    .then_some(())
+            }
+        })
+        .await;
+        sim.clock().advance(Duration::from_secs(2));
+    }
+    let done = wait_for(&jobs, "batch", conditions::is_job_completed()).await;
+    let status = done.status.unwrap();
+    assert_eq!(status.succeeded, Some(3));
+    let kinds: Vec<String> = status.conditions.unwrap().into_iter().map(|c| c.type_).collect();
+    assert_eq!(kinds, ["SuccessCriteriaMet", "Complete"]);
+    // Its pods were released from the tracking finalizer once counted.
+    for p in pods.list(&ListParams::default().labels("job-name=batch")).await.unwrap().items {
+        assert!(p.metadata.finalizers.unwrap_or_default().is_empty(), "{:?}", p.metadata.name);
+    }
+
+    jobs.create(&PostParams::default(), &job("flaky", json!({ "backoffLimit": 1 }))).await.unwrap();
+    for attempt in 0..2 {
+        let name = eventually(|| {
+            let pods = pods.clone();
+            async move {
+                let list = pods.list(&ListParams::default().labels("job-name=flaky")).await.unwrap().items;
+                list.into_iter()
+                    .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                    .and_then(|p| p.metadata.name)
+            }
+        })
+        .await;
+        sim.exit_pod("default", &name, 1);
+        if attempt == 0 {
+            // The retry waits out the back-off: 10 s on the paused clock.
+            eventually(|| {
+                let jobs = jobs.clone();
+                async move { (jobs.get("flaky").await.unwrap().status.unwrap().failed == Some(1)).then_some(()) }
+            })
+            .await;
+            sim.clock().advance(Duration::from_secs(11));
+        }
+    }
+    let failed = wait_for(&jobs, "flaky", |j: Option<&Job>| {
+        j.and_then(|j| j.status.as_ref()?.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Failed" && c.status == "True"))
+    })
+    .await;
+    let cond = failed.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "Failed").unwrap();
+    assert_eq!(cond.reason.as_deref(), Some("BackoffLimitExceeded"));
+}
+
+#[tokio::test]
+async fn a_pod_that_fits_nowhere_is_unschedulable_with_upstreams_reasons() {
+    let sb = cluster(Simulation::instant());
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let big: Pod = of(
+        json!({ "metadata": { "name": "big" }, "spec": { "containers": [{ "name": "c", "image": "busybox",
+        "resources": { "requests": { "cpu": "64" } } }] } }),
+    );
+    pods.create(&PostParams::default(), &big).await.unwrap();
+    let pod = wait_for(&pods, "big", |p: Option<&Pod>| {
+        p.and_then(|p| {
+            p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled").cloned()
+        })
+        .is_some_and(|c| c.status == "False")
+    })
+    .await;
+    let cond =
+        pod.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "PodScheduled").unwrap();
+    assert_eq!(cond.reason.as_deref(), Some("Unschedulable"));
+    assert_eq!(
+        cond.message.as_deref(),
+        Some(
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+        )
+    );
+    let events: Api<Event> = Api::default_namespaced(sb.client());
+    let failed = events.list(&ListParams::default().fields("reason=FailedScheduling")).await.unwrap().items;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
+    // A node with room arrives: the pod is scheduled there.
+    let nodes: Api<Node> = Api::all(sb.client());
+    let mut roomy = nodes.get("sandbox-node-1").await.unwrap();
+    roomy.metadata = kube::api::ObjectMeta {
+        name: Some("roomy".into()),
+        labels: roomy.metadata.labels,
+        ..Default::default()
+    };
+    roomy.spec = None;
+    let status = roomy.status.take().map(|mut s| {
+        s.capacity
+            .as_mut()
+            .unwrap()
+            .insert("cpu".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("96".into()));
+        s.allocatable = s.capacity.clone();
+        s
+    });
+    nodes.create(&PostParams::default(), &roomy).await.unwrap();
+    let mut with_status = nodes.get("roomy").await.unwrap();
+    with_status.status = status;
+    nodes.replace_status("roomy", &PostParams::default(), &with_status).await.unwrap();
+    let placed = wait_for(&pods, "big", conditions::is_pod_running()).await;
+    assert_eq!(placed.spec.unwrap().node_name.as_deref(), Some("roomy"));
+}
+
+#[tokio::test]
+async fn endpoints_and_slices_follow_the_ready_pods_a_service_selects() {
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let svc: Service = of(json!({ "metadata": { "name": "web" }, "spec": { "selector": { "app": "web" },
+        "ports": [{ "name": "http", "port": 80, "targetPort": "http" }] } }));
+    services.create(&PostParams::default(), &svc).await.unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    deployments.create(&PostParams::default(), &deployment("web", 2, "nginx")).await.unwrap();
+    wait_for(&deployments, "web", conditions::is_deployment_completed()).await;
+
+    let endpoints: Api<Endpoints> = Api::default_namespaced(client.clone());
+    let ep = eventually(|| {
+        let endpoints = endpoints.clone();
+        async move {
+            let ep = endpoints.get_opt("web").await.unwrap()?;
+            let n = ep.subsets.as_ref()?.first()?.addresses.as_ref()?.len();
+            (n == 2).then_some(ep)
+        }
+    })
+    .await;
+    let subset = &ep.subsets.unwrap()[0];
+    assert_eq!(subset.ports.as_ref().unwrap()[0].port, 8080, "the named targetPort resolved");
+    let slices: Api<EndpointSlice> = Api::default_namespaced(client.clone());
+    let slice = eventually(|| {
+        let slices = slices.clone();
+        async move {
+            let list = slices
+                .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+                .await
+                .unwrap()
+                .items;
+            list.into_iter().next().filter(|s| s.endpoints.as_ref().is_some_and(|e| e.len() == 2))
+        }
+    })
+    .await;
+    assert!(slice.endpoints.unwrap().iter().all(|e| e.conditions.as_ref().unwrap().ready == Some(true)));
+    assert_eq!(slice.metadata.owner_references.unwrap()[0].kind, "Service");
+
+    // Scaled to one: the endpoints follow.
+    deployments
+        .patch("web", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "replicas": 1 } })))
+        .await
+        .unwrap();
+    eventually(|| {
+        let endpoints = endpoints.clone();
+        async move {
+            let ep = endpoints.get("web").await.unwrap();
+            (ep.subsets?.first()?.addresses.as_ref()?.len() == 1).then_some(())
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_not_ready_node_is_tainted_and_its_pods_evicted_when_their_toleration_runs_out() {
+    let sb = cluster(Simulation { nodes: 1, ..Simulation::instant() });
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let pod: Pod = of(
+        json!({ "metadata": { "name": "p" }, "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }),
+    );
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let running = wait_for(&pods, "p", conditions::is_pod_running()).await;
+    // Admission gave it upstream's 300 s tolerations.
+    let tolerations = running.spec.unwrap().tolerations.unwrap();
+    assert!(tolerations.iter().any(
+        |t| t.key.as_deref() == Some("node.kubernetes.io/not-ready") && t.toleration_seconds == Some(300)
+    ));
+
+    sim.set_node_ready("sandbox-node-1", false);
+    let nodes: Api<Node> = Api::all(sb.client());
+    let tainted = wait_for(&nodes, "sandbox-node-1", |n: Option<&Node>| {
+        n.and_then(|n| n.spec.as_ref()?.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.effect == "NoExecute"))
+    })
+    .await;
+    assert!(tainted.spec.unwrap().taints.unwrap().iter().all(|t| t.key == "node.kubernetes.io/not-ready"));
+    let unready = wait_for(&pods, "p", |p: Option<&Pod>| {
+        p.and_then(|p| p.status.as_ref()?.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "False"))
+    })
+    .await;
+    assert!(unready.metadata.deletion_timestamp.is_none(), "still within its toleration");
+    sim.clock().advance(Duration::from_secs(301));
+    let gone = eventually(|| {
+        let pods = pods.clone();
+        async move {
+            pods.get_opt("p").await.unwrap().map_or(Some(()), |p| p.metadata.deletion_timestamp.map(|_| ()))
+        }
+    })
+    .await;
+    let () = gone;
+
+    sim.set_node_ready("sandbox-node-1", true);
+    wait_for(&nodes, "sandbox-node-1", |n: Option<&Node>| {
+        n.is_some_and(|n| n.spec.as_ref().and_then(|s| s.taints.as_ref()).is_none_or(Vec::is_empty))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_deleted_pod_terminates_gracefully_and_its_kubelet_removes_it() {
+    let sb = cluster(Simulation { stop_after: Duration::from_secs(5), ..Simulation::instant() });
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let pod: Pod = of(
+        json!({ "metadata": { "name": "p" }, "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }),
+    );
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    wait_for(&pods, "p", conditions::is_pod_running()).await;
+    let deleted = pods.delete("p", &DeleteParams::default()).await.unwrap();
+    let terminating = deleted.left().expect("a running pod lingers in its grace period");
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    assert!(pods.get_opt("p").await.unwrap().is_some());
+    sim.clock().advance(Duration::from_secs(6));
+    let uid = terminating.metadata.uid.unwrap();
+    assert!(await_condition(pods.clone(), "p", conditions::is_deleted(&uid)).await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn every_namespace_gets_its_default_service_account_and_root_ca() {
+    let sb = cluster(Simulation { nodes: 0, ..Simulation::instant() });
+    let namespaces: Api<Namespace> = Api::all(sb.client());
+    namespaces.create(&PostParams::default(), &of(json!({ "metadata": { "name": "team" } }))).await.unwrap();
+    let accounts: Api<ServiceAccount> = Api::namespaced(sb.client(), "team");
+    wait_for(&accounts, "default", |s: Option<&ServiceAccount>| s.is_some()).await;
+    let maps: Api<ConfigMap> = Api::namespaced(sb.client(), "team");
+    let ca = wait_for(&maps, "kube-root-ca.crt", |c: Option<&ConfigMap>| c.is_some()).await;
+    assert!(ca.data.unwrap()["ca.crt"].starts_with("-----BEGIN CERTIFICATE-----"));
+    // Deleted, it comes back.
+    maps.delete("kube-root-ca.crt", &DeleteParams::default()).await.unwrap();
+    wait_for(&maps, "kube-root-ca.crt", |c: Option<&ConfigMap>| c.is_some()).await;
+}
+
+#[tokio::test]
+async fn parts_switched_off_do_nothing() {
+    let controllers: Controllers = "*,-scheduler".parse().unwrap();
+    assert!(!controllers.runs(Controller::Scheduler) && controllers.runs(Controller::Kubelet));
+    assert!(
+        "*,-schedular"
+            .parse::<Controllers>()
+            .unwrap_err()
+            .to_string()
+            .contains("unknown controller \"schedular\"")
+    );
+    let sb = cluster(Simulation { controllers, ..Simulation::instant() });
+    let deployments: Api<Deployment> = Api::default_namespaced(sb.client());
+    deployments.create(&PostParams::default(), &deployment("idle", 1, "nginx")).await.unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let pod =
+        eventually(|| {
+            let pods = pods.clone();
+            async move {
+                pods.list(&ListParams::default().labels("app=idle")).await.unwrap().items.into_iter().next()
+            }
+        })
+        .await;
+    // Made by the ReplicaSet, never bound: no scheduler runs.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let pod = pods.get(pod.metadata.name.as_deref().unwrap()).await.unwrap();
+    assert!(pod.spec.unwrap().node_name.is_none());
+    assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Pending"));
+}
