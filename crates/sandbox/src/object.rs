@@ -38,7 +38,14 @@ pub fn is_deleting(obj: &Value) -> bool {
 
 /// The current time as `metav1.Time` (RFC 3339, seconds).
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now().round(jiff::Unit::Second).map(|t| t.to_string()).unwrap_or_default()
+    rfc3339(jiff::Timestamp::now())
+}
+
+/// `t` as `metav1.Time` writes it: RFC 3339 in whole seconds, the fraction cut off (Go's
+/// formatting truncates; rounding up would put a time in the future).
+pub fn rfc3339(t: jiff::Timestamp) -> String {
+    let cut = jiff::TimestampRound::new().smallest(jiff::Unit::Second).mode(jiff::RoundMode::Trunc);
+    t.round(cut).map(|t| t.to_string()).unwrap_or_default()
 }
 
 /// A random RFC 4122 version-4 uid.

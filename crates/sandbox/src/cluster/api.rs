@@ -23,6 +23,10 @@ pub(crate) struct Defs {
     pub replicasets: &'static ResourceDef,
     pub controllers: &'static ResourceDef,
     pub deployments: &'static ResourceDef,
+    pub daemonsets: &'static ResourceDef,
+    pub statefulsets: &'static ResourceDef,
+    pub cronjobs: &'static ResourceDef,
+    pub claims: &'static ResourceDef,
     pub jobs: &'static ResourceDef,
     pub services: &'static ResourceDef,
     pub endpoints: &'static ResourceDef,
@@ -43,6 +47,10 @@ impl Defs {
             replicasets: find("apps", "v1", "replicasets"),
             controllers: find("", "v1", "replicationcontrollers"),
             deployments: find("apps", "v1", "deployments"),
+            daemonsets: find("apps", "v1", "daemonsets"),
+            statefulsets: find("apps", "v1", "statefulsets"),
+            cronjobs: find("batch", "v1", "cronjobs"),
+            claims: find("", "v1", "persistentvolumeclaims"),
             jobs: find("batch", "v1", "jobs"),
             services: find("", "v1", "services"),
             endpoints: find("", "v1", "endpoints"),
@@ -104,8 +112,14 @@ impl Api<'_> {
         }
         let mut obj = current.clone();
         obj["status"] = status;
-        let (ns, name) = (meta_str(current, "namespace"), meta_str(current, "name"));
-        self.store.update(def, ns, name, obj, Subresource::Status, Some(manager)).map(drop)
+        self.update_status(def, obj, manager)
+    }
+
+    /// PUT of `/status` with the whole object (a status write may also set annotations, as the
+    /// Deployment controller sets the revision with the status).
+    pub fn update_status(&self, def: &ResourceDef, obj: Value, manager: &str) -> Result<(), ApiError> {
+        let (ns, name) = (meta_str(&obj, "namespace").to_owned(), meta_str(&obj, "name").to_owned());
+        self.store.update(def, &ns, &name, obj, Subresource::Status, Some(manager)).map(drop)
     }
 
     /// DELETE conditional on the uid (the object read is the object deleted), with a grace

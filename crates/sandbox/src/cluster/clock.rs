@@ -57,10 +57,11 @@ impl Clock {
         st.frozen.unwrap_or_else(|| Timestamp::now().saturating_add(st.ahead).unwrap_or(Timestamp::MAX))
     }
 
-    /// [`now`](Self::now) as `metav1.Time` writes it: RFC 3339, whole seconds.
+    /// [`now`](Self::now) as `metav1.Time` writes it: RFC 3339, the fraction of a second cut
+    /// off (never rounded up into the future).
     #[must_use]
     pub fn rfc3339(&self) -> String {
-        self.now().round(jiff::Unit::Second).map(|t| t.to_string()).unwrap_or_default()
+        seconds(self.now())
     }
 
     /// Stops the clock where it stands.
@@ -101,6 +102,11 @@ impl Clock {
     pub(crate) async fn moved(&self) {
         self.inner.moved.notified().await;
     }
+}
+
+/// `t` in whole seconds, as `metav1.Time` holds it.
+pub(crate) fn seconds(t: Timestamp) -> String {
+    crate::object::rfc3339(t)
 }
 
 #[cfg(test)]

@@ -169,20 +169,6 @@ fn sync_one(api: &Api<'_>, d: &Value, timers: &mut Timers) -> Result<(), crate::
         }
     }
     cleanup(api, d, &olds)?;
-    // The Deployment carries its newest revision, as upstream annotates it.
-    if let Some(new) = &new_rs {
-        let rev = revision(new).max(max_revision).to_string();
-        if d.pointer("/metadata/annotations").and_then(|a| a.get(REVISION)).and_then(Value::as_str)
-            != Some(&rev)
-        {
-            let mut copy = d.clone();
-            let meta = crate::object::meta_mut(&mut copy);
-            let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
-            annotations[REVISION] = json!(rev);
-            api.update(api.defs.deployments, copy, "kube-controller-manager")?;
-            return Ok(());
-        }
-    }
     let sets = api.owned(api.defs.replicasets, d);
     let new_rs =
         new_rs.and_then(|n| sets.iter().find(|s| meta_str(s, "uid") == meta_str(&n, "uid")).cloned());
@@ -472,7 +458,19 @@ fn write_status(
     if let Some(c) = old.get("collisionCount") {
         status.insert("collisionCount".into(), c.clone());
     }
-    api.write_status(api.defs.deployments, d, Value::Object(status), "kube-controller-manager")
+    // The Deployment carries its newest revision, set with the status as upstream sets it (a
+    // status write: the generation stays).
+    let mut obj = d.clone();
+    if let Some(new) = new {
+        let meta = crate::object::meta_mut(&mut obj);
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        annotations[REVISION] = json!(revision(new).to_string());
+    }
+    obj["status"] = Value::Object(status);
+    if obj == *d {
+        return Ok(());
+    }
+    api.update_status(api.defs.deployments, obj, "kube-controller-manager")
 }
 
 #[cfg(test)]

@@ -153,12 +153,21 @@ impl Kubelets {
             return;
         }
         let containers_started = latest_start(pod).unwrap_or(started);
-        if restart != "Always" && after(started, sim.run_to_completion) <= now {
-            self.write(api, pod, exit(pod, 0, false, &stamp, false));
-            return;
+        if restart != "Always" {
+            let done = after(started, sim.run_to_completion);
+            if done <= now {
+                self.write(api, pod, exit(pod, 0, false, &stamp, false));
+                return;
+            }
+            timers.at(done, Controller::Kubelet, &ns, &name);
         }
-        if !super::api::pod_ready(pod) && after(containers_started, sim.pod_ready_after) <= now {
-            self.write(api, pod, readiness(pod, true, &stamp));
+        if !super::api::pod_ready(pod) {
+            let ready_at = after(containers_started, sim.pod_ready_after);
+            if ready_at <= now {
+                self.write(api, pod, readiness(pod, true, &stamp));
+            } else {
+                timers.at(ready_at, Controller::Kubelet, &ns, &name);
+            }
         }
     }
 

@@ -18,7 +18,11 @@
 //! | `kubelet` | the kubelets: pod start, readiness, completion, graceful termination |
 //! | `replicaset` | the ReplicaSet and ReplicationController controllers |
 //! | `deployment` | the Deployment controller: ReplicaSets per template, rolling updates |
+//! | `statefulset` | the StatefulSet controller: ordinals, claims, partitioned updates |
+//! | `daemonset` | the DaemonSet controller: a pod per eligible node |
+//! | `history` | the ControllerRevisions of StatefulSets and DaemonSets |
 //! | `job` | the Job controller and the TTL-after-finished controller |
+//! | `cronjob` | the CronJob controller, on the simulation's clock |
 //! | `endpoints` | the Endpoints and EndpointSlice controllers |
 //! | `bootstrap` | the service account and root CA publisher controllers |
 //!
@@ -34,13 +38,17 @@
 mod api;
 mod bootstrap;
 pub mod clock;
+mod cronjob;
+mod daemonset;
 mod deployment;
 mod endpoints;
+mod history;
 mod job;
 mod kubelet;
 mod nodes;
 mod replicaset;
 mod scheduler;
+mod statefulset;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -76,6 +84,12 @@ pub enum Controller {
     ReplicationController,
     /// Deployments → ReplicaSets, with rolling updates.
     Deployment,
+    /// StatefulSets → Pods and claims, in order.
+    StatefulSet,
+    /// DaemonSets → a Pod per node.
+    DaemonSet,
+    /// CronJobs → Jobs, on schedule.
+    CronJob,
     /// Jobs → Pods.
     Job,
     /// Deletes finished Jobs once their `ttlSecondsAfterFinished` has passed.
@@ -92,10 +106,13 @@ pub enum Controller {
 
 impl Controller {
     /// Every part, in the order the simulation runs them.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 16] = [
         Self::ServiceAccount,
         Self::RootCaCertPublisher,
+        Self::CronJob,
         Self::Deployment,
+        Self::StatefulSet,
+        Self::DaemonSet,
         Self::ReplicaSet,
         Self::ReplicationController,
         Self::Job,
@@ -120,6 +137,9 @@ impl Controller {
             Self::ReplicaSet => "replicaset-controller",
             Self::ReplicationController => "replicationcontroller-controller",
             Self::Deployment => "deployment-controller",
+            Self::StatefulSet => "statefulset-controller",
+            Self::DaemonSet => "daemonset-controller",
+            Self::CronJob => "cronjob-controller",
             Self::Job => "job-controller",
             Self::TtlAfterFinished => "ttl-after-finished-controller",
             Self::Endpoint => "endpoints-controller",
@@ -228,6 +248,9 @@ fn short(c: Controller) -> &'static str {
         Controller::ReplicaSet => "replicaset",
         Controller::ReplicationController => "replicationcontroller",
         Controller::Deployment => "deployment",
+        Controller::StatefulSet => "statefulset",
+        Controller::DaemonSet => "daemonset",
+        Controller::CronJob => "cronjob",
         Controller::Job => "job",
         Controller::TtlAfterFinished => "ttl-after-finished",
         Controller::Endpoint => "endpoint",
@@ -473,6 +496,7 @@ impl World {
                 self.scheduler.observe_node(obj, kind);
                 self.nodes.observe(obj, kind);
                 self.enqueue(Controller::NodeLifecycle, "", name);
+                self.enqueue(Controller::DaemonSet, "", "");
                 self.enqueue(Controller::Kubelet, "", name);
                 if kind == ChangeType::Deleted {
                     self.enqueue(Controller::PodGc, "", name);
@@ -494,6 +518,8 @@ impl World {
                             "ReplicaSet" => Controller::ReplicaSet,
                             "ReplicationController" => Controller::ReplicationController,
                             "Job" => Controller::Job,
+                            "StatefulSet" => Controller::StatefulSet,
+                            "DaemonSet" => Controller::DaemonSet,
                             _ => continue,
                         };
                         let owner_name = controller_name(o).unwrap_or("").to_owned();
@@ -514,7 +540,13 @@ impl World {
             "jobs.batch" => {
                 self.enqueue(Controller::Job, ns, name);
                 self.enqueue(Controller::TtlAfterFinished, ns, name);
+                if let Some(c) = controller_name(obj).filter(|_| controller_of(obj) == Some("CronJob")) {
+                    self.enqueue(Controller::CronJob, ns, &c.to_owned());
+                }
             }
+            "statefulsets.apps" => self.enqueue(Controller::StatefulSet, ns, name),
+            "daemonsets.apps" => self.enqueue(Controller::DaemonSet, ns, name),
+            "cronjobs.batch" => self.enqueue(Controller::CronJob, ns, name),
             "services." | "endpoints." | "endpointslices.discovery.k8s.io" => {
                 let service = if storage == "endpointslices.discovery.k8s.io" {
                     obj.pointer("/metadata/labels/kubernetes.io~1service-name")
@@ -564,6 +596,9 @@ impl World {
                 Controller::ServiceAccount => bootstrap::service_accounts(&api, &queue),
                 Controller::RootCaCertPublisher => bootstrap::root_ca(&api, &queue, &self.ca),
                 Controller::Deployment => deployment::sync(&api, &queue, &mut again),
+                Controller::StatefulSet => statefulset::sync(&api, &queue, &mut again),
+                Controller::DaemonSet => daemonset::sync(&api, &queue, &mut again),
+                Controller::CronJob => cronjob::sync(&api, &queue, &mut again),
                 Controller::ReplicaSet => replicaset::sync(&api, api.defs.replicasets, &queue, &mut again),
                 Controller::ReplicationController => {
                     replicaset::sync(&api, api.defs.controllers, &queue, &mut again);

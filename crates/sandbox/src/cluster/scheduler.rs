@@ -22,6 +22,7 @@ use crate::store::ChangeType;
 
 /// What the scheduler knows of a node.
 struct NodeInfo {
+    name: String,
     allocatable: ResourceList,
     labels: Map<String, Value>,
     taints: Vec<Value>,
@@ -82,8 +83,9 @@ impl Scheduler {
         let (requested, pods) =
             self.nodes.get(&name).map(|n| (n.requested.clone(), n.pods)).unwrap_or_default();
         self.nodes.insert(
-            name,
+            name.clone(),
             NodeInfo {
+                name,
                 allocatable,
                 labels: node
                     .pointer("/metadata/labels")
@@ -292,7 +294,7 @@ fn fits(pod: &Value, wants: &ResourceList, node: &NodeInfo) -> Result<f64, Misfi
         let text = |k: &str| t[k].as_str().unwrap_or("").to_owned();
         return Err(Misfit::Taint(text("key"), text("value")));
     }
-    if !affinity_matches(pod, &node.labels) {
+    if !affinity_matches(pod, &node.labels, &node.name) {
         return Err(Misfit::Affinity);
     }
     let mut short = Vec::new();
@@ -343,9 +345,22 @@ fn tolerates(tolerations: &[&Value], taint: &Value) -> bool {
     })
 }
 
+/// Whether a pod of this spec may run on `node` as far as the node's labels and taints go
+/// (what the DaemonSet controller asks before it makes a node's pod).
+pub(crate) fn node_admits(pod: &Value, node: &Value) -> bool {
+    let labels = node.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    let tolerations: Vec<&Value> =
+        pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().collect();
+    let taints = node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten();
+    let tainted = taints
+        .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
+        .any(|t| !tolerates(&tolerations, t));
+    !tainted && affinity_matches(pod, &labels, meta_str(node, "name"))
+}
+
 /// `nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution` node affinity: every
-/// selector label, and one of the terms.
-fn affinity_matches(pod: &Value, labels: &Map<String, Value>) -> bool {
+/// selector label, and one of the terms (its label expressions and its `metadata.name` fields).
+fn affinity_matches(pod: &Value, labels: &Map<String, Value>, node: &str) -> bool {
     let selector = pod.pointer("/spec/nodeSelector").and_then(Value::as_object);
     if selector.is_some_and(|s| s.iter().any(|(k, v)| labels.get(k) != Some(v))) {
         return false;
@@ -356,10 +371,14 @@ fn affinity_matches(pod: &Value, labels: &Map<String, Value>) -> bool {
         )
         .and_then(Value::as_array);
     let Some(terms) = terms else { return true };
+    let fields: Map<String, Value> = [("metadata.name".to_owned(), json!(node))].into_iter().collect();
     terms.iter().any(|term| {
         let exprs = term["matchExpressions"].as_array().into_iter().flatten();
-        let given = term.get("matchExpressions").is_some_and(|e| e.as_array().is_some_and(|a| !a.is_empty()));
-        given && exprs.clone().all(|e| requirement_matches(e, labels))
+        let by_field = term["matchFields"].as_array().into_iter().flatten();
+        let given = exprs.clone().next().is_some() || by_field.clone().next().is_some();
+        given
+            && exprs.clone().all(|e| requirement_matches(e, labels))
+            && by_field.clone().all(|e| requirement_matches(e, &fields))
     })
 }
 
@@ -390,6 +409,7 @@ mod tests {
 
     fn node(cpu: &str, pods: &str, labels: Value, taints: Value) -> NodeInfo {
         NodeInfo {
+            name: "n".into(),
             allocatable: [("cpu", cpu), ("memory", "1Gi"), ("pods", pods)]
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), Quantity::parse(v).unwrap()))

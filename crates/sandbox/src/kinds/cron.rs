@@ -126,9 +126,160 @@ fn range_error(part: &str, index: usize) -> Option<String> {
     None
 }
 
+/// A parsed schedule: the times it fires, as robfig/cron's `SpecSchedule` finds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Schedule {
+    /// Five fields, each the set of values it allows (bit `i` for value `i`); whether the day
+    /// of month or of week was `*` (both restricted: either may match).
+    Fields {
+        /// Minutes 0–59.
+        minutes: u64,
+        /// Hours 0–23.
+        hours: u64,
+        /// Days of the month 1–31.
+        days: u64,
+        /// Months 1–12.
+        months: u64,
+        /// Days of the week, Sunday 0.
+        weekdays: u64,
+        /// The day of the month was `*`.
+        any_day: bool,
+        /// The day of the week was `*`.
+        any_weekday: bool,
+    },
+    /// `@every <duration>`: a fixed interval, in seconds.
+    Every(i64),
+}
+
+impl Schedule {
+    /// Parses a schedule [`schedule_error`] accepts.
+    ///
+    /// # Errors
+    ///
+    /// The same message [`schedule_error`] gives.
+    pub fn parse(schedule: &str) -> Result<Self, String> {
+        if let Some(e) = schedule_error(schedule) {
+            return Err(e);
+        }
+        let schedule = schedule.trim();
+        let expanded = match schedule {
+            "@yearly" | "@annually" => "0 0 1 1 *",
+            "@monthly" => "0 0 1 * *",
+            "@weekly" => "0 0 * * 0",
+            "@daily" | "@midnight" => "0 0 * * *",
+            "@hourly" => "0 * * * *",
+            other => other,
+        };
+        if let Some(d) = expanded.strip_prefix("@every ") {
+            let span: jiff::Span = d.trim().parse().map_err(|e| format!("{e}"))?;
+            let secs = span.total(jiff::Unit::Second).map_err(|e| format!("{e}"))?;
+            // Intervals shorter than a second run every second, as the library rounds them.
+            #[allow(clippy::cast_possible_truncation)]
+            return Ok(Self::Every((secs as i64).max(1)));
+        }
+        let fields: Vec<&str> = expanded.split_whitespace().collect();
+        let set = |i: usize| -> Result<u64, String> {
+            let (min, max) = BOUNDS[i];
+            let mut bits = 0u64;
+            for part in fields[i].split(',') {
+                let (range, step) =
+                    part.split_once('/').map_or((part, 1), |(r, s)| (r, s.parse().unwrap_or(1)));
+                let (a, b) = if range == "*" || range == "?" {
+                    (min, max)
+                } else {
+                    let (a, b) = range.split_once('-').map_or((range, None), |(a, b)| (a, Some(b)));
+                    let a = value(a, i)?;
+                    let b = match b {
+                        Some(b) => value(b, i)?,
+                        None if part.contains('/') => max,
+                        None => a,
+                    };
+                    (a, b)
+                };
+                for v in (a..=b).step_by(usize::try_from(step).unwrap_or(1).max(1)) {
+                    bits |= 1 << v;
+                }
+            }
+            Ok(bits)
+        };
+        let star = |i: usize| fields[i].starts_with('*') || fields[i].starts_with('?');
+        Ok(Self::Fields {
+            minutes: set(0)?,
+            hours: set(1)?,
+            days: set(2)?,
+            months: set(3)?,
+            weekdays: set(4)?,
+            any_day: star(2),
+            any_weekday: star(4),
+        })
+    }
+
+    /// The first time after `t` (whole minutes; seconds for `@every`) the schedule fires, in
+    /// `tz`; `None` when none comes within five years.
+    #[must_use]
+    pub fn next_after(&self, t: jiff::Timestamp, tz: &jiff::tz::TimeZone) -> Option<jiff::Timestamp> {
+        use jiff::ToSpan;
+        let (minutes, hours, days, months, weekdays, any_day, any_weekday) = match *self {
+            Self::Every(secs) => {
+                let next = t.checked_add(jiff::SignedDuration::from_secs(secs)).ok()?;
+                return next.round(jiff::Unit::Second).ok();
+            }
+            Self::Fields { minutes, hours, days, months, weekdays, any_day, any_weekday } => {
+                (minutes, hours, days, months, weekdays, any_day, any_weekday)
+            }
+        };
+        let has = |bits: u64, v: i8| bits & (1u64 << u32::try_from(v).unwrap_or(0)) != 0;
+        let day_ok = |d: &jiff::civil::DateTime| {
+            let dom = has(days, d.day());
+            let dow = has(weekdays, d.weekday().to_sunday_zero_offset());
+            if any_day || any_weekday { dom && dow } else { dom || dow }
+        };
+        let start = t.to_zoned(tz.clone()).datetime();
+        let mut d = start.checked_add(1.minute()).ok()?.with().second(0).subsec_nanosecond(0).build().ok()?;
+        let limit = start.checked_add(5.years()).ok()?;
+        while d < limit {
+            if !has(months, d.month()) {
+                d = d.first_of_month().checked_add(1.month()).ok()?.with().hour(0).minute(0).build().ok()?;
+                continue;
+            }
+            if !day_ok(&d) {
+                d = d.date().checked_add(1.day()).ok()?.to_datetime(jiff::civil::time(0, 0, 0, 0));
+                continue;
+            }
+            if !has(hours, d.hour()) {
+                d = d.with().minute(0).build().ok()?.checked_add(1.hour()).ok()?;
+                continue;
+            }
+            if !has(minutes, d.minute()) {
+                d = d.checked_add(1.minute()).ok()?;
+                continue;
+            }
+            return d.to_zoned(tz.clone()).ok().map(|z| z.timestamp());
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedules_fire_when_cron_says() {
+        let utc = jiff::tz::TimeZone::UTC;
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+        let next = |sched: &str, from: &str| {
+            Schedule::parse(sched).unwrap().next_after(at(from), &utc).unwrap().to_string()
+        };
+        assert_eq!(next("*/5 * * * *", "2026-01-01T10:02:30Z"), "2026-01-01T10:05:00Z");
+        assert_eq!(next("30 2 * * *", "2026-01-01T10:02:00Z"), "2026-01-02T02:30:00Z");
+        assert_eq!(next("@monthly", "2026-01-15T00:00:00Z"), "2026-02-01T00:00:00Z");
+        // 2026-01-05 is a Monday; day 10 or a Monday, whichever comes first.
+        assert_eq!(next("0 0 10 * mon", "2026-01-01T00:00:00Z"), "2026-01-05T00:00:00Z");
+        assert_eq!(next("0 0 * * sun", "2026-01-01T00:00:00Z"), "2026-01-04T00:00:00Z");
+        assert_eq!(next("@every 90s", "2026-01-01T00:00:00Z"), "2026-01-01T00:01:30Z");
+        assert_eq!(next("0 0 29 2 *", "2026-03-01T00:00:00Z"), "2028-02-29T00:00:00Z");
+    }
 
     #[test]
     fn schedules_a_cluster_accepts() {

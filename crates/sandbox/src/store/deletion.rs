@@ -206,12 +206,11 @@ impl State {
             return Some(Arc::clone(old));
         }
         let mut marked = (**old).clone();
-        let until = jiff::Timestamp::now()
-            .checked_add(jiff::SignedDuration::from_secs(period))
-            .unwrap_or(jiff::Timestamp::MAX)
-            .round(jiff::Unit::Second)
-            .map(|t| t.to_string())
-            .unwrap_or_default();
+        let until = crate::object::rfc3339(
+            jiff::Timestamp::now()
+                .checked_add(jiff::SignedDuration::from_secs(period))
+                .unwrap_or(jiff::Timestamp::MAX),
+        );
         let meta = meta_mut(&mut marked);
         meta.insert("deletionTimestamp".into(), json!(until));
         meta.insert("deletionGracePeriodSeconds".into(), json!(period));

@@ -9,8 +9,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Endpoints, Event, Namespace, Node, Pod, Service, ServiceAccount,
 };
@@ -503,4 +503,184 @@ async fn parts_switched_off_do_nothing() {
     let pod = pods.get(pod.metadata.name.as_deref().unwrap()).await.unwrap();
     assert!(pod.spec.unwrap().node_name.is_none());
     assert_eq!(pod.status.unwrap().phase.as_deref(), Some("Pending"));
+}
+
+#[tokio::test]
+async fn a_stateful_set_starts_in_order_with_stable_names_and_claims_and_rolls_down_to_its_partition() {
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let sets: Api<StatefulSet> = Api::default_namespaced(client.clone());
+    let set: StatefulSet = of(json!({
+        "metadata": { "name": "db" },
+        "spec": {
+            "replicas": 3, "serviceName": "db",
+            "selector": { "matchLabels": { "app": "db" } },
+            "template": { "metadata": { "labels": { "app": "db" } }, "spec": { "containers": [{ "name": "db", "image": "postgres:16" }] } },
+            "volumeClaimTemplates": [{ "metadata": { "name": "data" }, "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "1Gi" } } } }],
+        },
+    }));
+    // Ordered start: a watch sees db-0 ready before db-1 exists, db-1 before db-2.
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let mut stream = pods.watch(&WatchParams::default().labels("app=db"), "0").await.unwrap().boxed();
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    let mut created = Vec::new();
+    let mut ready: std::collections::BTreeSet<String> = Default::default();
+    while ready.len() < 3 {
+        if let WatchEvent::Added(p) | WatchEvent::Modified(p) = stream.next().await.unwrap().unwrap() {
+            let name = p.metadata.name.clone().unwrap();
+            if !created.contains(&name) {
+                assert_eq!(ready.len(), created.len(), "{name} made before the one before it was ready");
+                created.push(name.clone());
+            }
+            if is_ready(&p) {
+                ready.insert(name);
+            }
+        }
+    }
+    assert_eq!(created, ["db-0", "db-1", "db-2"]);
+    let pod = pods.get("db-1").await.unwrap();
+    let spec = pod.spec.unwrap();
+    assert_eq!((spec.hostname.as_deref(), spec.subdomain.as_deref()), (Some("db-1"), Some("db")));
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+        Api::default_namespaced(client.clone());
+    assert!(claims.get_opt("data-db-2").await.unwrap().is_some());
+    let done = wait_for(&sets, "db", |s: Option<&StatefulSet>| {
+        s.and_then(|s| s.status.as_ref())
+            .is_some_and(|st| st.ready_replicas == Some(3) && st.current_revision == st.update_revision)
+    })
+    .await;
+    let first = done.status.unwrap().update_revision.unwrap();
+
+    // A new template with partition 1: db-2 and db-1 roll, db-0 keeps the old revision.
+    let patch = json!({ "spec": { "updateStrategy": { "type": "RollingUpdate", "rollingUpdate": { "partition": 1 } },
+        "template": { "spec": { "containers": [{ "name": "db", "image": "postgres:17" }] } } } });
+    sets.patch("db", &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
+    let rolled = wait_for(&sets, "db", |s: Option<&StatefulSet>| {
+        s.and_then(|s| s.status.as_ref())
+            .is_some_and(|st| st.updated_replicas == Some(2) && st.ready_replicas == Some(3))
+    })
+    .await;
+    let status = rolled.status.unwrap();
+    assert_ne!(status.update_revision.as_deref(), Some(first.as_str()));
+    assert_eq!(status.current_revision.as_deref(), Some(first.as_str()));
+    let image = |p: Pod| p.spec.unwrap().containers[0].image.clone().unwrap();
+    assert_eq!(image(pods.get("db-0").await.unwrap()), "postgres:16");
+    assert_eq!(image(pods.get("db-2").await.unwrap()), "postgres:17");
+    // Scaled down: the highest ordinal goes; its claim stays.
+    sets.patch("db", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "replicas": 2 } })))
+        .await
+        .unwrap();
+    eventually(|| {
+        let pods = pods.clone();
+        async move { pods.get_opt("db-2").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    assert!(claims.get_opt("data-db-2").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_daemon_set_runs_one_pod_per_eligible_node_and_follows_new_nodes() {
+    let sb = cluster(Simulation { nodes: 2, ..Simulation::instant() });
+    let client = sb.client();
+    let nodes: Api<Node> = Api::all(client.clone());
+    // One node the template's selector excludes.
+    nodes
+        .patch(
+            "sandbox-node-2",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "labels": { "role": "edge" } } })),
+        )
+        .await
+        .unwrap();
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    let ds: DaemonSet = of(json!({
+        "metadata": { "name": "agent" },
+        "spec": {
+            "selector": { "matchLabels": { "app": "agent" } },
+            "template": { "metadata": { "labels": { "app": "agent" } }, "spec": {
+                "affinity": { "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": { "nodeSelectorTerms": [
+                    { "matchExpressions": [{ "key": "role", "operator": "NotIn", "values": ["edge"] }] }] } } },
+                "containers": [{ "name": "agent", "image": "fluent-bit:3" }] } },
+        },
+    }));
+    sets.create(&PostParams::default(), &ds).await.unwrap();
+    let synced = |want: i32| {
+        move |s: Option<&DaemonSet>| {
+            s.and_then(|s| s.status.as_ref())
+                .is_some_and(|st| st.desired_number_scheduled == want && st.number_ready == want)
+        }
+    };
+    wait_for(&sets, "agent", synced(1)).await;
+    let on = |p: &Pod| p.spec.as_ref().unwrap().node_name.clone().unwrap();
+    assert_eq!(pods_of(&client, "app=agent").await.iter().map(on).collect::<Vec<_>>(), ["sandbox-node-1"]);
+
+    // A third node arrives (a copy of the first): the daemon follows it there.
+    let mut third = nodes.get("sandbox-node-1").await.unwrap();
+    third.metadata = kube::api::ObjectMeta { name: Some("sandbox-node-3".into()), ..Default::default() };
+    let status = third.status.take();
+    nodes.create(&PostParams::default(), &third).await.unwrap();
+    let mut with_status = nodes.get("sandbox-node-3").await.unwrap();
+    with_status.status = status;
+    nodes.replace_status("sandbox-node-3", &PostParams::default(), &with_status).await.unwrap();
+    wait_for(&sets, "agent", synced(2)).await;
+    let mut placed: Vec<String> = pods_of(&client, "app=agent").await.iter().map(on).collect();
+    placed.sort();
+    assert_eq!(placed, ["sandbox-node-1", "sandbox-node-3"]);
+    // Each pod tolerates what a daemon must.
+    let pod = pods_of(&client, "app=agent").await.remove(0);
+    let tolerations = pod.spec.unwrap().tolerations.unwrap();
+    assert!(tolerations.iter().any(|t| t.key.as_deref() == Some("node.kubernetes.io/unschedulable")));
+}
+
+#[tokio::test]
+async fn a_cron_job_runs_on_its_schedule_on_the_simulations_clock() {
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let cron: Api<CronJob> = Api::default_namespaced(sb.client());
+    let cj: CronJob = of(json!({
+        "metadata": { "name": "tick" },
+        "spec": { "schedule": "*/5 * * * *", "successfulJobsHistoryLimit": 1, "jobTemplate": { "spec": { "template": {
+            "spec": { "restartPolicy": "Never", "containers": [{ "name": "tick", "image": "busybox" }] } } } } },
+    }));
+    cron.create(&PostParams::default(), &cj).await.unwrap();
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        // Five minutes (and a bit) on the clock: one more run.
+        sim.clock().advance(Duration::from_secs(301));
+        let name = eventually(|| {
+            let cron = cron.clone();
+            let seen = seen.clone();
+            async move {
+                let active = cron.get("tick").await.unwrap().status?.active?;
+                active.into_iter().filter_map(|r| r.name).find(|n| !seen.contains(n))
+            }
+        })
+        .await;
+        assert!(name.starts_with("tick-"));
+        // Its pod runs a second of the clock, then the Job completes.
+        eventually(|| {
+            let jobs = jobs.clone();
+            let name = name.clone();
+            async move { (jobs.get(&name).await.unwrap().status?.active == Some(1)).then_some(()) }
+        })
+        .await;
+        sim.clock().advance(Duration::from_secs(2));
+        wait_for(&jobs, &name, conditions::is_job_completed()).await;
+        seen.push(name);
+    }
+    let status = wait_for(&cron, "tick", |c: Option<&CronJob>| {
+        c.and_then(|c| c.status.as_ref())
+            .is_some_and(|s| s.active.as_ref().is_none_or(Vec::is_empty) && s.last_successful_time.is_some())
+    })
+    .await;
+    assert!(status.status.unwrap().last_schedule_time.is_some());
+    // One successful Job kept: the first went.
+    eventually(|| {
+        let jobs = jobs.clone();
+        let first = seen[0].clone();
+        async move { jobs.get_opt(&first).await.unwrap().is_none().then_some(()) }
+    })
+    .await;
 }
