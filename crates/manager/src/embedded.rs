@@ -172,6 +172,41 @@ pub async fn serve(
     Ok((server, kubeconfig))
 }
 
+/// Prints the pods `selector` selects as `kubectl get pods -o wide` shows them: on the sandbox's
+/// simulated nodes, with their addresses.
+///
+/// # Errors
+///
+/// The list fails.
+pub async fn print_pods(client: &Client, selector: &str) -> Result<(), kube::Error> {
+    use k8s_openapi::api::core::v1::Pod;
+    let pods: kube::Api<Pod> = kube::Api::default_namespaced(client.clone());
+    let list = pods.list(&kube::api::ListParams::default().labels(selector)).await?;
+    println!("    $ kubectl get pods -l {selector} -o wide");
+    println!("    {:<28} {:<6} {:<12} {:<9} {:<14} {}", "NAME", "READY", "STATUS", "RESTARTS", "IP", "NODE");
+    for pod in list.items {
+        let status = pod.status.clone().unwrap_or_default();
+        let containers = status.container_statuses.clone().unwrap_or_default();
+        let ready = containers.iter().filter(|c| c.ready).count();
+        let restarts: i32 = containers.iter().map(|c| c.restart_count).sum();
+        let shown = if pod.metadata.deletion_timestamp.is_some() {
+            "Terminating".to_owned()
+        } else {
+            status.phase.unwrap_or_default()
+        };
+        println!(
+            "    {:<28} {:<6} {:<12} {:<9} {:<14} {}",
+            pod.metadata.name.unwrap_or_default(),
+            format!("{ready}/{}", containers.len().max(1)),
+            shown,
+            restarts,
+            status.pod_ip.unwrap_or_else(|| "<none>".into()),
+            pod.spec.and_then(|s| s.node_name).unwrap_or_else(|| "<none>".into()),
+        );
+    }
+    Ok(())
+}
+
 /// One step of a walkthrough: prints `title`, runs `f`, prints how long it took to converge.
 ///
 /// # Errors

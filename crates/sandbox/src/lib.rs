@@ -69,8 +69,9 @@
 //! ## Warning
 //!
 //! * **Passing here is not passing on a cluster.** The sandbox enforces no RBAC, calls no
-//!   admission or conversion webhooks, evaluates no CEL rules and runs no pods: a controller
-//!   missing a permission, or whose objects a webhook would refuse, passes here and fails there.
+//!   admission or conversion webhooks, evaluates no CEL rules and runs no containers (a
+//!   [`cluster`] simulation runs pods by their status): a controller missing a permission, or
+//!   whose objects a webhook would refuse, passes here and fails there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
 //! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the simulated rollouts' task, and
@@ -87,6 +88,7 @@
 //! | [`resource`] | what a served resource is: its strategy, how it answers, its acting subresources |
 //! | [`catalog`] | the built-in resources, one file per API group, one declaration each |
 //! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
+//! | [`cluster`] | a simulated cluster beside the API: nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
 //! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
 //! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
 //! | [`schema`] | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |

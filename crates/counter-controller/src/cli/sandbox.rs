@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use manager::client::Agent;
-use manager::embedded::{Walkthrough, follow, step};
+use manager::embedded::{Walkthrough, follow, print_pods, step};
 use manager::{Options, Scope};
 use serde_json::json;
 use tokio::task::JoinHandle;
@@ -90,7 +90,10 @@ async fn demo(client: &Client) -> anyhow::Result<()> {
     step("kubectl apply -f examples/cm-web.yaml   (desired 3)", async {
         cms.patch("web", &PatchParams::apply("kubectl").force(), &Patch::Apply(&manifest)).await?;
         println!("    configmap/web created");
-        follow_web(&deploys, Some(3), limit).await
+        follow_web(&deploys, Some(3), limit).await?;
+        // On the simulated nodes the Deployment is real pods.
+        print_pods(client, "app=web").await?;
+        anyhow::Ok(())
     })
     .await?;
     step(&format!("kubectl annotate cm web {ANNOTATION}=5 --overwrite"), async {

@@ -310,7 +310,15 @@ fn the_demo_shows_the_three_convergences() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    for line in ["READY 3/3", "READY 5/5", "deployments.apps \"web\" not found", "demo complete"] {
+    // The Deployment became pods on the simulated nodes, listed as `kubectl get pods -o wide`.
+    for line in [
+        "READY 3/3",
+        "Running",
+        "sandbox-node-",
+        "READY 5/5",
+        "deployments.apps \"web\" not found",
+        "demo complete",
+    ] {
         assert!(stdout.contains(line), "missing {line:?} in\n{stdout}");
     }
     assert_eq!(stdout.matches("converged in").count(), 3);

@@ -24,6 +24,7 @@
 //! | `job` | the Job controller and the TTL-after-finished controller |
 //! | `cronjob` | the CronJob controller, on the simulation's clock |
 //! | `endpoints` | the Endpoints and EndpointSlice controllers |
+//! | `disruption` | the disruption controller: PodDisruptionBudgets' status |
 //! | `bootstrap` | the service account and root CA publisher controllers |
 //!
 //! Each part can be switched off ([`Controllers`]), and the whole left out for a bare API server.
@@ -41,6 +42,7 @@ pub mod clock;
 mod cronjob;
 mod daemonset;
 mod deployment;
+mod disruption;
 mod endpoints;
 mod history;
 mod job;
@@ -94,6 +96,8 @@ pub enum Controller {
     Job,
     /// Deletes finished Jobs once their `ttlSecondsAfterFinished` has passed.
     TtlAfterFinished,
+    /// PodDisruptionBudgets' status.
+    Disruption,
     /// Services → Endpoints.
     Endpoint,
     /// Services → EndpointSlices.
@@ -106,7 +110,7 @@ pub enum Controller {
 
 impl Controller {
     /// Every part, in the order the simulation runs them.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::ServiceAccount,
         Self::RootCaCertPublisher,
         Self::CronJob,
@@ -121,6 +125,7 @@ impl Controller {
         Self::Kubelet,
         Self::NodeLifecycle,
         Self::PodGc,
+        Self::Disruption,
         Self::Endpoint,
         Self::EndpointSlice,
     ];
@@ -142,6 +147,7 @@ impl Controller {
             Self::CronJob => "cronjob-controller",
             Self::Job => "job-controller",
             Self::TtlAfterFinished => "ttl-after-finished-controller",
+            Self::Disruption => "disruption-controller",
             Self::Endpoint => "endpoints-controller",
             Self::EndpointSlice => "endpointslice-controller",
             Self::ServiceAccount => "serviceaccount-controller",
@@ -253,6 +259,7 @@ fn short(c: Controller) -> &'static str {
         Controller::CronJob => "cronjob",
         Controller::Job => "job",
         Controller::TtlAfterFinished => "ttl-after-finished",
+        Controller::Disruption => "disruption",
         Controller::Endpoint => "endpoint",
         Controller::EndpointSlice => "endpointslice",
         Controller::ServiceAccount => "serviceaccount",
@@ -528,6 +535,7 @@ impl World {
                 }
                 self.enqueue(Controller::Endpoint, ns, "");
                 self.enqueue(Controller::EndpointSlice, ns, "");
+                self.enqueue(Controller::Disruption, ns, "");
             }
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
@@ -547,6 +555,7 @@ impl World {
             "statefulsets.apps" => self.enqueue(Controller::StatefulSet, ns, name),
             "daemonsets.apps" => self.enqueue(Controller::DaemonSet, ns, name),
             "cronjobs.batch" => self.enqueue(Controller::CronJob, ns, name),
+            "poddisruptionbudgets.policy" => self.enqueue(Controller::Disruption, ns, name),
             "services." | "endpoints." | "endpointslices.discovery.k8s.io" => {
                 let service = if storage == "endpointslices.discovery.k8s.io" {
                     obj.pointer("/metadata/labels/kubernetes.io~1service-name")
@@ -609,6 +618,7 @@ impl World {
                 Controller::Kubelet => self.kubelet.sync(&api, &settings, &queue, &mut again),
                 Controller::NodeLifecycle => self.nodes.lifecycle(&api, &queue, &mut again),
                 Controller::PodGc => nodes::pod_gc(&api, &queue),
+                Controller::Disruption => disruption::sync(&api, &queue, &mut again),
                 Controller::Endpoint => endpoints::endpoints(&api, &queue),
                 Controller::EndpointSlice => endpoints::slices(&api, &queue),
             }

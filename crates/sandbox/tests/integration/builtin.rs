@@ -213,8 +213,16 @@ async fn binding_eviction_and_logs_act_on_a_pod() {
     let e = api_error(client.request::<Value>(again).await.unwrap_err());
     assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
 
-    // An eviction deletes it.
+    // An eviction deletes it — gracefully, as it is bound to a node: it is Terminating for its
+    // grace period until its kubelet (none runs on a bare sandbox) removes it.
     pods.evict("web", &Default::default()).await.unwrap();
+    let terminating = pods.get("web").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert_eq!(terminating.metadata.deletion_grace_period_seconds, Some(30));
+    // A delete with no grace removes it at once, as a kubelet's final delete does.
+    pods.delete("web", &kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() })
+        .await
+        .unwrap();
     assert!(pods.get_opt("web").await.unwrap().is_none());
 }
 

@@ -36,6 +36,11 @@ impl Drop for Kubectl {
 impl Kubectl {
     /// `None` (after saying why) when kubectl is not on PATH and not required.
     pub(crate) fn start(test: &str) -> Option<Self> {
+        Self::start_with(test, sandbox::SandboxConfig::default())
+    }
+
+    /// As [`start`](Self::start), with the sandbox's settings (a simulated cluster, say).
+    pub(crate) fn start_with(test: &str, config: sandbox::SandboxConfig) -> Option<Self> {
         let on_path = std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|f| f.is_file()));
         let Some(kubectl) = on_path else {
@@ -53,7 +58,7 @@ impl Kubectl {
             tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         // The sandbox spawns its background tasks (and the server its connections) on `runtime`.
         let (sandbox, server) = runtime.block_on(async {
-            let sandbox = Sandbox::new();
+            let sandbox = Sandbox::with_config(config);
             let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await;
             (sandbox, server.expect("the sandbox serves"))
         });

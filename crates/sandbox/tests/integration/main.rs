@@ -12,6 +12,7 @@ mod cluster;
 mod crd;
 mod kube_runtime;
 mod kubectl;
+mod kubectl_cluster;
 mod kubectl_workloads;
 mod upstream;
 mod watch;

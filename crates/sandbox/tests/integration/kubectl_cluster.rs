@@ -1,0 +1,88 @@
+//! The simulated cluster with the installed kubectl, as an operator's end-to-end test drives a
+//! cluster: `kubectl rollout status`, `set image`, `rollout history` and `undo` on a Deployment;
+//! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
+//! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes.
+
+use sandbox::SandboxConfig;
+use sandbox::cluster::Simulation;
+
+use super::kubectl::{Kubectl, cells};
+
+fn start(test: &str) -> Option<Kubectl> {
+    Kubectl::start_with(test, SandboxConfig::with_cluster(Simulation::instant()))
+}
+
+#[test]
+fn deployments_roll_out_update_and_roll_back() {
+    let Some(k) = start("rollout") else { return };
+    k.ok(&["create", "deployment", "web", "--image=nginx:1.26", "--replicas=3"]);
+    let status = k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(status.trim_end().ends_with("deployment \"web\" successfully rolled out"), "{status}");
+
+    let table = k.ok(&["get", "pods", "-o", "wide"]);
+    let rows = cells(&table);
+    assert_eq!(rows[0][..7], ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"], "{table}");
+    assert_eq!(rows.len(), 4, "{table}");
+    for row in &rows[1..] {
+        assert_eq!((row[1], row[2]), ("1/1", "Running"), "{table}");
+        assert!(row[5].starts_with("10.244.") && row[6].starts_with("sandbox-node-"), "{table}");
+    }
+
+    k.ok(&["set", "image", "deployment/web", "nginx=nginx:1.27"]);
+    let status = k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let history = k.ok(&["rollout", "history", "deployment/web"]);
+    let revisions: Vec<&str> = history.lines().skip(2).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(revisions, ["1", "2"], "{history}");
+
+    let undone = k.ok(&["rollout", "undo", "deployment/web"]);
+    assert_eq!(undone.trim(), "deployment.apps/web rolled back");
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    let image = k.jsonpath(&["get", "deployment/web"], "{.spec.template.spec.containers[0].image}");
+    assert_eq!(image, "nginx:1.26");
+    let images = k.jsonpath(&["get", "pods"], "{range .items[*]}{.spec.containers[0].image} {end}");
+    assert!(images.split_whitespace().all(|i| i == "nginx:1.26"), "{images}");
+    let revision = k.jsonpath(
+        &["get", "deployment/web"],
+        "{.metadata.annotations.deployment\\.kubernetes\\.io/revision}",
+    );
+    assert_eq!(revision, "3", "the rolled-back template is the newest revision");
+}
+
+#[test]
+fn a_job_completes_and_kubectl_wait_sees_it() {
+    let Some(k) = start("job") else { return };
+    k.ok(&["create", "job", "hello", "--image=busybox:1.36", "--", "echo", "hello"]);
+    let waited = k.ok(&["wait", "--for=condition=complete", "job/hello", "--timeout=60s"]);
+    assert_eq!(waited.trim(), "job.batch/hello condition met");
+    let table = k.ok(&["get", "jobs"]);
+    let rows = cells(&table);
+    assert_eq!((rows[1][0], rows[1][1], rows[1][2]), ("hello", "Complete", "1/1"), "{table}");
+    let phase = k.jsonpath(&["get", "pods", "-l", "job-name=hello"], "{.items[0].status.phase}");
+    assert_eq!(phase, "Succeeded");
+}
+
+#[test]
+fn a_node_drains_within_its_disruption_budget_and_the_pods_move() {
+    let Some(k) = start("drain") else { return };
+    k.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=6"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    k.ok(&["create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=5"]);
+    let on = |node: &str| {
+        k.jsonpath(
+            &["get", "pods", "--field-selector", &format!("spec.nodeName={node}")],
+            "{.items[*].metadata.name}",
+        )
+    };
+    assert!(!on("sandbox-node-1").is_empty(), "the scheduler spread the pods");
+    let drained = k.ok(&["drain", "sandbox-node-1", "--ignore-daemonsets", "--timeout=120s"]);
+    assert!(drained.contains("node/sandbox-node-1 cordoned"), "{drained}");
+    assert!(drained.contains("evicting pod default/web-"), "{drained}");
+    assert!(drained.trim_end().ends_with("node/sandbox-node-1 drained"), "{drained}");
+    assert_eq!(on("sandbox-node-1"), "", "nothing left on the drained node");
+    let status = k.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(status.contains("successfully rolled out"), "{status}");
+    let unschedulable = k.jsonpath(&["get", "node", "sandbox-node-1"], "{.spec.unschedulable}");
+    assert_eq!(unschedulable, "true");
+    k.ok(&["uncordon", "sandbox-node-1"]);
+}
