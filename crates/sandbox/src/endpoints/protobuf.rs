@@ -35,6 +35,8 @@ enum Kind {
     MapBytes,
     /// `map<string, Quantity>`, a Quantity being `{ string = 1 }`.
     MapQuantity,
+    /// `IntOrString`: `{ type = 1, intVal = 2, strVal = 3 }`, a number or a string in JSON.
+    IntOrString,
     Time,
 }
 
@@ -222,6 +224,43 @@ const DEPLOYMENT: &[Field] = &[
     Field(3, "status", Kind::Msg(&[])),
 ];
 
+const JOB: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "parallelism", Kind::Int),
+            Field(2, "completions", Kind::Int),
+            Field(3, "activeDeadlineSeconds", Kind::Int),
+            Field(4, "selector", Kind::Msg(LABEL_SELECTOR)),
+            Field(5, "manualSelector", Kind::Bool),
+            Field(6, "template", Kind::Msg(POD_TEMPLATE)),
+            Field(7, "backoffLimit", Kind::Int),
+            Field(8, "ttlSecondsAfterFinished", Kind::Int),
+            Field(9, "completionMode", Kind::Str),
+            Field(10, "suspend", Kind::Bool),
+        ]),
+    ),
+    // Status is the server's to write; a create's is empty.
+    Field(3, "status", Kind::Msg(&[])),
+];
+
+const POD_DISRUPTION_BUDGET: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META)),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "minAvailable", Kind::IntOrString),
+            Field(2, "selector", Kind::Msg(LABEL_SELECTOR)),
+            Field(3, "maxUnavailable", Kind::IntOrString),
+            Field(4, "unhealthyPodEvictionPolicy", Kind::Str),
+        ]),
+    ),
+    Field(3, "status", Kind::Msg(&[])),
+];
+
 const UNKNOWN: &[Field] = &[
     Field(1, "typeMeta", Kind::Msg(&[Field(1, "apiVersion", Kind::Str), Field(2, "kind", Kind::Str)])),
     Field(2, "raw", Kind::Bytes),
@@ -342,6 +381,19 @@ fn decode(
             Kind::RepStr => json!(text(r.bytes()?, &r)?),
             Kind::Bytes => json!(base64::engine::general_purpose::STANDARD.encode(r.bytes()?)),
             Kind::Msg(s) | Kind::RepMsg(s) => decode(r.bytes()?, s, what, strict, &here)?,
+            Kind::IntOrString => {
+                let fields = [
+                    Field(1, "type", Kind::Int),
+                    Field(2, "intVal", Kind::Int),
+                    Field(3, "strVal", Kind::Str),
+                ];
+                let v = decode(r.bytes()?, &fields, what, strict, &here)?;
+                if v["type"].as_i64() == Some(1) {
+                    json!(v["strVal"].as_str().unwrap_or(""))
+                } else {
+                    json!(v["intVal"].as_i64().unwrap_or(0))
+                }
+            }
             Kind::Time => {
                 let t = decode(r.bytes()?, &[Field(1, "seconds", Kind::Int)], what, false, &here)?;
                 let secs = t["seconds"].as_i64().unwrap_or(0);
@@ -408,9 +460,13 @@ pub fn to_json(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "ResourceQuota") => (RESOURCE_QUOTA, "ResourceQuota", true),
         ("authentication.k8s.io/v1", "TokenRequest") => (TOKEN_REQUEST, "TokenRequest", true),
         ("apps/v1", "Deployment") => (DEPLOYMENT, "apps/v1 Deployment", true),
+        ("batch/v1", "Job") => (JOB, "batch/v1 Job", true),
+        ("policy/v1", "PodDisruptionBudget") => {
+            (POD_DISRUPTION_BUDGET, "policy/v1 PodDisruptionBudget", true)
+        }
         _ => {
             return Err(ApiError::unreadable_protobuf(format!(
-                "{CONTENT_TYPE} for {api_version} {kind} (the sandbox reads protobuf for v1 Namespace, ConfigMap, Secret, ServiceAccount, ResourceQuota, authentication.k8s.io/v1 TokenRequest and apps/v1 Deployment; send JSON)"
+                "{CONTENT_TYPE} for {api_version} {kind} (the sandbox reads protobuf for v1 Namespace, ConfigMap, Secret, ServiceAccount, ResourceQuota, authentication.k8s.io/v1 TokenRequest, apps/v1 Deployment, batch/v1 Job and policy/v1 PodDisruptionBudget; send JSON)"
             )));
         }
     };
@@ -454,6 +510,23 @@ mod tests {
             to_json(&body).unwrap(),
             json!({ "apiVersion": "v1", "kind": "ResourceQuota", "metadata": { "name": "q" },
                     "spec": { "hard": { "pods": "10" }, "scopes": ["BestEffort"] }, "status": {} })
+        );
+    }
+
+    #[test]
+    fn decodes_a_budget_like_kubectl_create_pdb_sends() {
+        // minAvailable 5 as an IntOrString of type Int (its type 0 written, as Go writes it),
+        // maxUnavailable "20%" of type String.
+        let five = [vec![1 << 3, 0], vec![2 << 3, 5]].concat();
+        let percent = [vec![1 << 3, 1], field(3, b"20%")].concat();
+        let selector = field(1, &[field(1, b"app"), field(2, b"web")].concat());
+        let spec = [field(1, &five), field(2, &selector), field(3, &percent)].concat();
+        let pdb = [field(1, &field(1, b"web")), field(2, &spec), field(3, b"")].concat();
+        let type_meta = [field(1, b"policy/v1"), field(2, b"PodDisruptionBudget")].concat();
+        let body = [b"k8s\0".as_slice(), &field(1, &type_meta), &field(2, &pdb)].concat();
+        assert_eq!(
+            to_json(&body).unwrap()["spec"],
+            json!({ "minAvailable": 5, "maxUnavailable": "20%", "selector": { "matchLabels": { "app": "web" } } })
         );
     }
 
