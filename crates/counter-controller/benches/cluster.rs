@@ -105,6 +105,27 @@ fn pod(i: usize) -> Pod {
     .expect("a pod")
 }
 
+fn is_ready(p: &Pod) -> bool {
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The ready pods by a paginated list, and the version it was read at.
+async fn ready_pods(pods: &Api<Pod>) -> (std::collections::HashSet<String>, String) {
+    let mut names = std::collections::HashSet::new();
+    let mut params = ListParams::default().limit(5000);
+    loop {
+        let page = pods.list(&params).await.unwrap();
+        names.extend(page.items.iter().filter(|p| is_ready(p)).filter_map(|p| p.metadata.name.clone()));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(c) => params = params.continue_token(&c),
+            None => return (names, page.metadata.resource_version.unwrap_or_default()),
+        }
+    }
+}
+
 struct Figures {
     created_per_s: f64,
     create: Duration,
@@ -134,25 +155,35 @@ async fn run_pods(dir: &Path, nodes: usize, n: usize, concurrency: usize) -> Fig
     let ready_task = tokio::spawn(async move {
         let mut ready = std::collections::HashSet::new();
         let mut from = rv;
-        // A watch lasts at most 290 s; the next resumes where it ended.
+        // A watch lasts at most 290 s, the next resuming where it ended; one that fell behind
+        // the server's history (410) is followed by a list, as an informer relists.
         while ready.len() < n {
-            let mut stream =
-                watcher.watch(&WatchParams::default().timeout(290), &from).await.unwrap().boxed();
+            let params = WatchParams::default().timeout(290).bookmarks(true);
+            let mut stream = watcher.watch(&params, &from).await.unwrap().boxed();
+            let mut expired = false;
             while let Ok(Some(event)) = stream.try_next().await {
-                if let WatchEvent::Modified(p) = event {
-                    from = p.metadata.resource_version.clone().unwrap_or(from);
-                    let is_ready = p
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                    if is_ready {
-                        ready.insert(p.metadata.name.unwrap_or_default());
+                match event {
+                    WatchEvent::Added(p) | WatchEvent::Modified(p) => {
+                        from = p.metadata.resource_version.clone().unwrap_or(from);
+                        if is_ready(&p) {
+                            ready.insert(p.metadata.name.unwrap_or_default());
+                        }
                     }
-                    if ready.len() == n {
+                    WatchEvent::Bookmark(b) => from = b.metadata.resource_version,
+                    WatchEvent::Error(_) => {
+                        expired = true;
                         break;
                     }
+                    WatchEvent::Deleted(_) => {}
                 }
+                if ready.len() == n {
+                    break;
+                }
+            }
+            if expired {
+                let (names, rv) = ready_pods(&watcher).await;
+                ready = names;
+                from = rv;
             }
         }
         (ready.len(), start.elapsed())

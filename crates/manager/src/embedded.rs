@@ -112,7 +112,6 @@ pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(
     }
     let simulation = (!args.no_simulation).then(|| Simulation {
         nodes: args.nodes,
-        pod_ready_after: args.pod_ready,
         controllers: args.controllers.clone(),
         ..Simulation::default()
     });

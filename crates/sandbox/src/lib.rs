@@ -168,12 +168,16 @@ pub use record::{RequestRecord, Requests};
 pub use status::ApiError;
 pub use store::{Store, StoreConfig};
 
-/// How fast simulated Deployment rollouts go.
+/// How fast pods become ready: each simulated pod once started (with a [`cluster`]), or one
+/// pod of each rolling Deployment's simulated status (without one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rollout {
-    /// One pod every interval: `kubectl get deploy -w` shows READY climbing.
+    /// A simulated pod turns ready this long after it starts; without a cluster, one more pod
+    /// of each rolling Deployment every interval. Either way `kubectl get deploy -w` shows
+    /// READY climbing.
     Paced(Duration),
-    /// Status matches spec on the next tick (10 ms), for tests.
+    /// Pods ready as soon as they run; without a cluster, status matches spec on the next tick
+    /// (10 ms). For tests.
     Instant,
 }
 
@@ -198,8 +202,9 @@ pub struct SandboxConfig {
     /// answered: served, as today's API servers do, or as servers without it do.
     pub streaming_lists: StreamingLists,
     /// A simulated cluster beside the API — nodes, scheduler, kubelets, workload controllers,
-    /// namespace bootstrap (see [`cluster`]). `None` (the default): a bare API server whose only
-    /// simulation is the Deployments' status ([`rollout`](Self::rollout)).
+    /// namespace bootstrap (see [`cluster`]); three nodes and every part by default. `None`
+    /// ([`bare`](Self::bare)): an API server alone, whose only simulation is the Deployments'
+    /// status ([`rollout`](Self::rollout)).
     pub simulation: Option<cluster::Simulation>,
 }
 
@@ -229,7 +234,7 @@ impl Default for SandboxConfig {
             bookmark_interval: Duration::from_secs(1),
             sharded_list_watch: true,
             streaming_lists: StreamingLists::Served,
-            simulation: None,
+            simulation: Some(cluster::Simulation::default()),
         }
     }
 }
@@ -246,6 +251,19 @@ impl SandboxConfig {
     #[must_use]
     pub fn with_cluster(sim: cluster::Simulation) -> Self {
         Self { simulation: Some(sim), ..Self::default() }
+    }
+
+    /// The default settings without a simulated cluster: no nodes, no scheduler, no kubelets,
+    /// no controllers but the API server's own (garbage collection, namespaces, quotas), and the
+    /// Deployments' status simulated at the [`rollout`](Self::rollout) pace — for a test that
+    /// wants the API alone.
+    ///
+    /// ```
+    /// assert!(sandbox::SandboxConfig::bare().simulation.is_none());
+    /// ```
+    #[must_use]
+    pub fn bare() -> Self {
+        Self { simulation: None, ..Self::default() }
     }
 }
 
@@ -288,8 +306,9 @@ impl Default for Sandbox {
 }
 
 impl Sandbox {
-    /// A sandbox with the default settings: namespaces `default` and `kube-system`, rollouts of
-    /// one pod per 300 ms, garbage collection on.
+    /// A sandbox with the default settings: namespaces `default`, `kube-system`, `kube-public`
+    /// and `kube-node-lease`, garbage collection on, and a simulated cluster of three nodes
+    /// whose pods turn ready 300 ms after they start.
     ///
     /// # Panics
     ///
@@ -314,7 +333,13 @@ impl Sandbox {
             sharded_list_watch: config.sharded_list_watch,
             streaming_lists: config.streaming_lists,
             authority: std::sync::OnceLock::new(),
-            cluster: config.simulation.map(cluster::Cluster::new),
+            cluster: config.simulation.map(|mut sim| {
+                sim.pod_ready_after.get_or_insert(match config.rollout {
+                    Rollout::Paced(d) => d,
+                    Rollout::Instant => Duration::ZERO,
+                });
+                cluster::Cluster::new(sim)
+            }),
         });
         // The Deployment controller, when simulated, writes real status; the status-only
         // rollout is for a bare API server.

@@ -459,11 +459,22 @@ impl FieldSelector {
     #[must_use]
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(ptr, equal, value)| {
-            let actual = object.pointer(ptr).and_then(Value::as_str).unwrap_or("");
-            (actual == value) == *equal
+            // The API server's selectable fields are strings: a bool is `FormatBool` of the Go
+            // field (an unset one is "false"), a number its decimal.
+            let actual = match object.pointer(ptr) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Bool(b)) => b.to_string(),
+                Some(Value::Number(n)) => n.to_string(),
+                None if BOOL_FIELDS.contains(ptr) => "false".to_owned(),
+                _ => String::new(),
+            };
+            (actual == *value) == *equal
         })
     }
 }
+
+/// Field labels over Go bools (not pointers): absent reads as "false".
+const BOOL_FIELDS: &[&str] = &["/spec/unschedulable"];
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
-use sandbox::Sandbox;
+use sandbox::{Sandbox, SandboxConfig};
 use tokio::sync::{Notify, watch};
 use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
@@ -78,7 +78,7 @@ impl Recorder {
 }
 
 async fn with_configmaps(names: &[&str]) -> Sandbox {
-    let sandbox = Sandbox::new();
+    let sandbox = Sandbox::with_config(SandboxConfig::bare());
     for name in names {
         sandbox
             .seed(serde_json::json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name, "namespace": "default" } }))
@@ -205,7 +205,7 @@ async fn a_late_conditional_write_is_refused_after_an_a_b_a() {
     use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
     use serde_json::json;
 
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let deploys: Api<Deployment> = Api::default_namespaced(sb.client());
     let d: Deployment = serde_json::from_value(json!({
         "metadata": { "name": "web" },

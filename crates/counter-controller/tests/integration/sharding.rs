@@ -326,7 +326,7 @@ fn seed_namespaces(sb: &sandbox::Sandbox, count: usize, per: usize) -> Vec<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_namespace_the_server_sends_each_member_exactly_its_share() {
-    let sb = sandbox::Sandbox::new();
+    let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
     seed_namespaces(&sb, 40, 3);
     let ring = Ring::with_keying(["r-a", "r-b", "r-c"], Keying::Namespace);
     let all = listed_keys(&kube::Api::<ConfigMap>::all(sb.client())).await;

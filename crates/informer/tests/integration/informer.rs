@@ -89,7 +89,7 @@ fn start_prepared(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn add_update_delete_and_the_lister() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("first", json!({}))).await.unwrap();
     let (informer, log, task) = start(&sb, Config::default().resync(Duration::ZERO));
@@ -116,7 +116,7 @@ async fn add_update_delete_and_the_lister() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("gone", json!({}))).await.unwrap();
     api.create(&PostParams::default(), &cm("stays", json!({}))).await.unwrap();
@@ -137,7 +137,7 @@ async fn a_delete_missed_while_the_watch_was_down_becomes_a_tombstone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resync_replays_every_object_and_zero_disables_it() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("web", json!({}))).await.unwrap();
     let (informer, log, task) = start(&sb, Config::default().resync(Duration::from_millis(100)));
@@ -154,7 +154,7 @@ async fn resync_replays_every_object_and_zero_disables_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_handler_gets_the_cache_as_adds_and_selectors_filter() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("ours", json!({ "managed-by": "counter-controller" })))
         .await
@@ -171,7 +171,7 @@ async fn a_late_handler_gets_the_cache_as_adds_and_selectors_filter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_for_cache_sync_can_be_cancelled() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     sb.faults().add_rule(FaultRule::new(Some("list"), None, 1.0, FaultKind::InternalError));
     let (informer, _log, task) = start(&sb, Config::default());
     assert!(!informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_millis(300))).await);
@@ -181,7 +181,7 @@ async fn wait_for_cache_sync_can_be_cancelled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_transform_shapes_what_is_cached_and_handed_out() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let mut big = cm("listed", json!({ "tier": "front" }));
     big.data.as_mut().unwrap().insert("blob".into(), "x".repeat(10_000));
@@ -212,7 +212,7 @@ async fn the_transform_shapes_what_is_cached_and_handed_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     for name in ["a1", "a2", "b1"] {
         api.create(&PostParams::default(), &cm(name, json!({}))).await.unwrap();
@@ -301,7 +301,7 @@ fn labelled(c: &ConfigMap, keep: bool) -> ConfigMap {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keep_predicate_caches_its_objects_and_remembers_the_others_as_present() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("a", json!({ "keep": "yes" }))).await.unwrap();
     api.create(&PostParams::default(), &cm("b", json!({}))).await.unwrap();
@@ -350,7 +350,7 @@ async fn a_keep_predicate_caches_its_objects_and_remembers_the_others_as_present
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_finds_uncached_keys_gone_and_tells_lost_from_deleted() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     for (name, keep) in
         [("kept-gone", true), ("kept-loses", true), ("gains", false), ("gone", false), ("stays", false)]
@@ -403,7 +403,7 @@ async fn lists_stream_where_the_server_serves_it_and_come_in_pages_where_not() {
     let modes =
         [(StreamingLists::Served, true), (StreamingLists::Rejected, false), (StreamingLists::Ignored, false)];
     let runs = modes.map(|(how, streams)| async move {
-        let sb = Sandbox::with_config(SandboxConfig { streaming_lists: how, ..SandboxConfig::default() });
+        let sb = Sandbox::with_config(SandboxConfig { streaming_lists: how, ..SandboxConfig::bare() });
         let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
         for i in 0..3 {
             api.create(&PostParams::default(), &cm(&format!("s{i}"), json!({}))).await.unwrap();

@@ -3,7 +3,7 @@
 //!
 //! A bound pod starts (`Running`, its `podIP` from the node's pod network, `hostIP`,
 //! `startTime`, init containers completed, each container running with an image id and a
-//! container id) and turns Ready once [`Simulation::pod_ready_after`] has passed on the clock.
+//! container id) and turns Ready once [`Simulation::ready_after`] has passed on the clock.
 //! A pod that does not restart (`restartPolicy: Never` or `OnFailure`, a Job's) exits 0 after
 //! [`Simulation::run_to_completion`] and Succeeds; [`Cluster::exit_pod`](super::Cluster::exit_pod)
 //! makes its containers exit with a code (Failed, or restarted with `restartCount` up under
@@ -129,13 +129,24 @@ impl Kubelets {
             .pointer("/status/startTime")
             .and_then(Value::as_str)
             .and_then(|t| t.parse::<Timestamp>().ok());
-        let Some(started) = started else {
+        // Init containers run first: the pod shows `Init:0/N` for a round, then its containers
+        // start.
+        let initializing = has_init(pod) && !condition_is(pod, "Initialized", "True");
+        if started.is_none() && initializing {
             let ip = self.pod_ip(&node);
-            let status =
-                start(pod, &node_ip(&node), &ip, &api.clock.rfc3339(), sim.pod_ready_after.is_zero());
+            self.write(api, pod, init(pod, &node_ip(&node), &ip, &api.clock.rfc3339()));
+            return;
+        }
+        let started = if initializing { None } else { started };
+        let Some(started) = started else {
+            let ip = pod
+                .pointer("/status/podIP")
+                .and_then(Value::as_str)
+                .map_or_else(|| self.pod_ip(&node), str::to_owned);
+            let status = start(pod, &node_ip(&node), &ip, &api.clock.rfc3339(), sim.ready_after().is_zero());
             self.write(api, pod, status);
-            if !sim.pod_ready_after.is_zero() {
-                timers.at(after(now, sim.pod_ready_after), Controller::Kubelet, &ns, &name);
+            if !sim.ready_after().is_zero() {
+                timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
             }
             if restart != "Always" {
                 timers.at(after(now, sim.run_to_completion), Controller::Kubelet, &ns, &name);
@@ -145,10 +156,10 @@ impl Kubelets {
         let stamp = api.clock.rfc3339();
         if let Some(code) = self.exits.remove(&key) {
             let restarts = restart == "Always" || (restart == "OnFailure" && code != 0);
-            let status = exit(pod, code, restarts, &stamp, sim.pod_ready_after.is_zero());
+            let status = exit(pod, code, restarts, &stamp, sim.ready_after().is_zero());
             self.write(api, pod, status);
-            if restarts && !sim.pod_ready_after.is_zero() {
-                timers.at(after(now, sim.pod_ready_after), Controller::Kubelet, &ns, &name);
+            if restarts && !sim.ready_after().is_zero() {
+                timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
             }
             return;
         }
@@ -162,7 +173,7 @@ impl Kubelets {
             timers.at(done, Controller::Kubelet, &ns, &name);
         }
         if !super::api::pod_ready(pod) {
-            let ready_at = after(containers_started, sim.pod_ready_after);
+            let ready_at = after(containers_started, sim.ready_after());
             if ready_at <= now {
                 self.write(api, pod, readiness(pod, true, &stamp));
             } else {
@@ -338,11 +349,85 @@ fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str, ready: bool) -> Va
     status.insert("hostIPs".into(), json!([{ "ip": host_ip }]));
     status.insert("podIP".into(), json!(pod_ip));
     status.insert("podIPs".into(), json!([{ "ip": pod_ip }]));
-    status.insert("startTime".into(), json!(now));
+    status.entry("startTime").or_insert_with(|| json!(now));
     if !init.is_empty() {
         status.insert("initContainerStatuses".into(), json!(init));
     }
     status.insert("containerStatuses".into(), json!(running));
+    Value::Object(status)
+}
+
+/// Whether the pod has init containers that run to completion (not only sidecars).
+fn has_init(pod: &Value) -> bool {
+    pod.pointer("/spec/initContainers")
+        .and_then(Value::as_array)
+        .is_some_and(|l| l.iter().any(|c| c["restartPolicy"] != "Always"))
+}
+
+fn condition_is(pod: &Value, kind: &str, status: &str) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == kind && c["status"] == status))
+}
+
+/// The status of a pod whose init containers run: Pending, `Initialized` false, the first init
+/// container running and the rest (and the containers) waiting.
+fn init(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
+    let mut status = pod.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
+    let waiting = |reason: &str| json!({ "waiting": { "reason": reason } });
+    let inits: Vec<Value> =
+        pod.pointer("/spec/initContainers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let names: Vec<&str> = inits.iter().filter_map(|c| c["name"].as_str()).collect();
+    let init_statuses: Vec<Value> = inits
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let state =
+                if i == 0 { json!({ "running": { "startedAt": now } }) } else { waiting("PodInitializing") };
+            let mut st = container_status(pod, c, false, 0, state, json!({}));
+            if i > 0 {
+                st.as_object_mut().map(|o| o.remove("containerID"));
+            }
+            st
+        })
+        .collect();
+    let main: Vec<Value> = containers(pod)
+        .iter()
+        .map(|c| {
+            let mut st = container_status(pod, c, false, 0, waiting("PodInitializing"), json!({}));
+            st.as_object_mut().map(|o| o.remove("containerID"));
+            st
+        })
+        .collect();
+    let old: Vec<Value> =
+        pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let pending = format!("containers with incomplete status: [{}]", names.join(" "));
+    let main_names: Vec<String> =
+        containers(pod).iter().filter_map(|c| c["name"].as_str().map(str::to_owned)).collect();
+    let not_ready = format!("containers with unready status: [{}]", main_names.join(" "));
+    let scheduled = old
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .cloned()
+        .unwrap_or_else(|| condition(&old, "PodScheduled", true, None, None, now));
+    status.insert("phase".into(), json!("Pending"));
+    status.insert(
+        "conditions".into(),
+        json!([
+            condition(&old, "PodReadyToStartContainers", true, None, None, now),
+            condition(&old, "Initialized", false, Some("ContainersNotInitialized"), Some(&pending), now),
+            condition(&old, "Ready", false, Some("ContainersNotReady"), Some(&not_ready), now),
+            condition(&old, "ContainersReady", false, Some("ContainersNotReady"), Some(&not_ready), now),
+            scheduled,
+        ]),
+    );
+    status.insert("hostIP".into(), json!(host_ip));
+    status.insert("hostIPs".into(), json!([{ "ip": host_ip }]));
+    status.insert("podIP".into(), json!(pod_ip));
+    status.insert("podIPs".into(), json!([{ "ip": pod_ip }]));
+    status.insert("startTime".into(), json!(now));
+    status.insert("initContainerStatuses".into(), json!(init_statuses));
+    status.insert("containerStatuses".into(), json!(main));
     Value::Object(status)
 }
 

@@ -292,7 +292,7 @@ impl Default for NodeShape {
 /// use sandbox::cluster::{Controller, Controllers, Simulation};
 /// let sim = Simulation {
 ///     nodes: 5,
-///     pod_ready_after: Duration::ZERO,
+///     pod_ready_after: Some(Duration::ZERO),
 ///     controllers: Controllers::all().without(Controller::Scheduler),
 ///     ..Simulation::default()
 /// };
@@ -304,8 +304,10 @@ pub struct Simulation {
     pub nodes: usize,
     /// What each node offers.
     pub node_shape: NodeShape,
-    /// How long a running pod takes to turn Ready (its containers' readiness).
-    pub pod_ready_after: Duration,
+    /// How long a running pod takes to turn Ready (its containers' readiness). `None`: as the
+    /// sandbox's [`rollout`](crate::SandboxConfig::rollout) paces pods — `Paced(d)` after `d`,
+    /// `Instant` at once.
+    pub pod_ready_after: Option<Duration>,
     /// How long the containers of a pod that does not restart (a Job's) run before they exit 0.
     pub run_to_completion: Duration,
     /// How long a kubelet takes to stop a deleted pod's containers before it removes the pod
@@ -322,7 +324,7 @@ impl Default for Simulation {
         Self {
             nodes: 3,
             node_shape: NodeShape::default(),
-            pod_ready_after: Duration::from_millis(300),
+            pod_ready_after: None,
             run_to_completion: Duration::from_secs(1),
             stop_after: Duration::ZERO,
             controllers: Controllers::all(),
@@ -336,7 +338,13 @@ impl Simulation {
     /// second of [`Clock`] time.
     #[must_use]
     pub fn instant() -> Self {
-        Self { pod_ready_after: Duration::ZERO, ..Self::default() }
+        Self { pod_ready_after: Some(Duration::ZERO), ..Self::default() }
+    }
+
+    /// How long a running pod takes to turn Ready.
+    #[must_use]
+    pub fn ready_after(&self) -> Duration {
+        self.pod_ready_after.unwrap_or_default()
     }
 }
 

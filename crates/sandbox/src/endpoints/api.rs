@@ -49,9 +49,33 @@ pub(crate) fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
     json_typed(code, "application/json", body)
 }
 
+/// An object as Go's encoder writes it: `kind` and `apiVersion` first (the type's embedded
+/// `TypeMeta`), then the rest. A client that reads the wrong kind fails at the same column as
+/// against a real server.
+struct KindFirst<'a>(&'a Value);
+
+impl serde::Serialize for KindFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(fields) = self.0.as_object().filter(|m| m.contains_key("kind")) else {
+            return self.0.serialize(s);
+        };
+        let mut m = s.serialize_map(Some(fields.len()))?;
+        for key in ["kind", "apiVersion"] {
+            if let Some(v) = fields.get(key) {
+                m.serialize_entry(key, v)?;
+            }
+        }
+        for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
 /// A JSON body served under `content_type` (aggregated discovery has its own).
 pub(crate) fn json_typed(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let bytes = serde_json::to_vec(&KindFirst(body)).unwrap_or_default();
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(header::CONTENT_TYPE, content_type)
@@ -686,7 +710,8 @@ where
                     meta.insert("name".into(), Value::String(String::new()));
                 }
             }
-            Ok(with_warnings(json_response(201, &created), &warnings))
+            // A write's answer is transformed as a read's (`transformResponseObject`).
+            Ok(with_warnings(json_response(201, &transform(def, &q, created, false)?), &warnings))
         }
         "update" => {
             let mut body = parse_object(&bytes, content_type, "update", def.kind)?;
@@ -703,6 +728,7 @@ where
             if q.dry_run && !created {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
+            let obj = transform(def, &q, obj, false)?;
             Ok(with_warnings(json_response(if created { 201 } else { 200 }, &obj), &warnings))
         }
         "patch" => {
@@ -739,6 +765,7 @@ where
             if q.dry_run {
                 keep_stored_version(shared, def, ns, name, &mut obj);
             }
+            let obj = transform(def, &q, obj, false)?;
             Ok(with_warnings(json_response(if created { 201 } else { 200 }, &obj), &warnings))
         }
         "delete" => {

@@ -374,7 +374,8 @@ fn same_but_version(a: &Value, b: &Value) -> bool {
 
 impl Store {
     /// A store holding what a new cluster has: the namespaces `default`, `kube-system`,
-    /// `kube-public` and `kube-node-lease`, and the two system PriorityClasses.
+    /// `kube-public` and `kube-node-lease`, the two system PriorityClasses, the `kubernetes`
+    /// Service and the `cluster-admin` ClusterRole with its binding.
     #[must_use]
     pub fn new(config: StoreConfig) -> Self {
         let (tx, _) = broadcast::channel(config.history_limit.clamp(1024, 65_536));
@@ -410,6 +411,34 @@ impl Store {
         for class in crate::kinds::priority::system_classes() {
             store.create(classes, "", class, None).expect("system priority class");
         }
+        // The API server's own Service (its bootstrap controller) and RBAC's superuser role,
+        // bound to `system:masters` (its bootstrap policy), which clients look for.
+        let services = resource::find("", "v1", "services").expect("services");
+        let service = json!({
+            "metadata": { "name": "kubernetes", "labels": { "component": "apiserver", "provider": "kubernetes" } },
+            "spec": { "type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+                      "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443 }],
+                      "sessionAffinity": "None" },
+        });
+        store.create(services, "default", service, None).expect("the kubernetes service");
+        let bootstrap = json!({
+            "labels": { "kubernetes.io/bootstrapping": "rbac-defaults" },
+            "annotations": { "rbac.authorization.kubernetes.io/autoupdate": "true" },
+        });
+        let roles = resource::find("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles");
+        let mut role = json!({ "metadata": bootstrap.clone(), "rules": [
+            { "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] },
+            { "nonResourceURLs": ["*"], "verbs": ["*"] },
+        ] });
+        role["metadata"]["name"] = json!("cluster-admin");
+        store.create(roles, "", role, None).expect("cluster-admin");
+        let bindings =
+            resource::find("rbac.authorization.k8s.io", "v1", "clusterrolebindings").expect("bindings");
+        let mut binding = json!({ "metadata": bootstrap,
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters" }] });
+        binding["metadata"]["name"] = json!("cluster-admin");
+        store.create(bindings, "", binding, None).expect("cluster-admin binding");
         store
     }
 

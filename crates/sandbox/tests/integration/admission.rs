@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use http::Method;
-use sandbox::Sandbox;
+use sandbox::{Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 use super::upstream::call_with_headers;
@@ -48,7 +48,7 @@ async fn used(sb: &Sandbox, path: &str, want: Value) {
 
 #[tokio::test]
 async fn a_resource_quota_counts_charges_refuses_and_gives_back() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     namespace(&sb, "team", json!({})).await;
     let pods = "/api/v1/namespaces/team/pods";
     post(&sb, pods, pod("early", json!({}))).await;
@@ -105,7 +105,7 @@ async fn a_resource_quota_counts_charges_refuses_and_gives_back() {
 
 #[tokio::test]
 async fn a_quota_on_cpu_wants_every_container_to_ask_for_it() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     namespace(&sb, "team", json!({})).await;
     let quota = json!({ "metadata": { "name": "compute" }, "spec": { "hard": { "requests.cpu": "1", "limits.memory": "1Gi" } } });
     post(&sb, "/api/v1/namespaces/team/resourcequotas", quota).await;
@@ -135,7 +135,7 @@ async fn a_quota_on_cpu_wants_every_container_to_ask_for_it() {
 
 #[tokio::test]
 async fn pod_security_warns_at_its_warn_level_and_of_pods_a_new_enforce_level_breaks() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     namespace(&sb, "apps", json!({ "pod-security.kubernetes.io/warn": "restricted" })).await;
     let (code, warnings, _) =
         post(&sb, "/api/v1/namespaces/apps/pods", pod("web", json!({ "hostNetwork": true }))).await;
@@ -171,7 +171,7 @@ async fn pod_security_warns_at_its_warn_level_and_of_pods_a_new_enforce_level_br
 
 #[tokio::test]
 async fn an_eviction_takes_a_disruption_from_the_pods_budget_or_is_refused() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let pods = "/api/v1/namespaces/default/pods";
     post(&sb, pods, pod("web", json!({}))).await;
     let evict = || json!({ "apiVersion": "policy/v1", "kind": "Eviction", "metadata": { "name": "web" } });

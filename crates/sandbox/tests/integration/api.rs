@@ -14,7 +14,7 @@ use sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig
 use serde_json::json;
 
 fn instant() -> Sandbox {
-    Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() })
+    Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::bare() })
 }
 
 fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
@@ -46,7 +46,7 @@ fn api_error(e: Error) -> Status {
 
 #[tokio::test]
 async fn configmap_crud_with_server_fields() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let created = api.create(&PostParams::default(), &cm("web", &[])).await.unwrap();
     let meta = &created.metadata;
@@ -73,7 +73,7 @@ async fn configmap_crud_with_server_fields() {
 
 #[tokio::test]
 async fn every_resource_round_trips() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     async fn crud<K>(c: &Client, obj: K)
     where
@@ -137,7 +137,7 @@ async fn every_resource_round_trips() {
 
 #[tokio::test]
 async fn conflicts_and_already_exists() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let first = api.create(&PostParams::default(), &cm("web", &[])).await.unwrap();
     let e = api_error(api.create(&PostParams::default(), &cm("web", &[])).await.unwrap_err());
@@ -156,7 +156,7 @@ async fn conflicts_and_already_exists() {
 
 #[tokio::test]
 async fn generate_name_namespace_and_name_rules() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let api: Api<ConfigMap> = Api::default_namespaced(c.clone());
     let made = api
@@ -185,7 +185,7 @@ async fn rollout_status_writes_keep_to_the_rate_limit() {
     let sb = Sandbox::with_config(SandboxConfig {
         rollout: Rollout::Paced(Duration::from_millis(100)),
         status_writes_per_second: Some(10),
-        ..SandboxConfig::default()
+        ..SandboxConfig::bare()
     });
     let api: Api<Deployment> = Api::default_namespaced(sb.client());
     for i in 0..20 {
@@ -254,7 +254,7 @@ async fn deployments_are_defaulted_validated_and_roll_out() {
 
 #[tokio::test]
 async fn patch_types() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<Deployment> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &deployment("web", 1)).await.unwrap();
     let pp = PatchParams::default();
@@ -270,7 +270,7 @@ async fn patch_types() {
 
 #[tokio::test]
 async fn server_side_apply_creates_owns_and_conflicts() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let applied = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "web" }, "data": { "a": "1", "b": "2" } });
     let made = api.patch("web", &PatchParams::apply("alice"), &Patch::Apply(&applied)).await.unwrap();
@@ -292,7 +292,7 @@ async fn server_side_apply_creates_owns_and_conflicts() {
 
 #[tokio::test]
 async fn finalizers_hold_deletion_until_removed() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let mut obj = cm("web", &[]);
     obj.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
@@ -308,7 +308,7 @@ async fn finalizers_hold_deletion_until_removed() {
 
 #[tokio::test]
 async fn delete_preconditions() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("web", &[])).await.unwrap();
     let e = api_error(
@@ -345,7 +345,7 @@ fn owned_by(d: &mut Deployment, owner: &ConfigMap) {
 
 #[tokio::test]
 async fn garbage_collection_background_foreground_and_orphan() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
     let deps: Api<Deployment> = Api::default_namespaced(c.clone());
@@ -375,7 +375,7 @@ async fn garbage_collection_background_foreground_and_orphan() {
     // Without the garbage collector (like envtest), dependents stay.
     let no_gc = Sandbox::with_config(SandboxConfig {
         store: StoreConfig { garbage_collection: false, ..StoreConfig::default() },
-        ..SandboxConfig::default()
+        ..SandboxConfig::bare()
     });
     let cms: Api<ConfigMap> = Api::default_namespaced(no_gc.client());
     let deps: Api<Deployment> = Api::default_namespaced(no_gc.client());
@@ -389,7 +389,7 @@ async fn garbage_collection_background_foreground_and_orphan() {
 
 #[tokio::test]
 async fn deleting_a_namespace_deletes_its_objects() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let ns: Api<Namespace> = Api::all(c.clone());
     ns.create(
@@ -429,7 +429,7 @@ async fn deleting_a_namespace_deletes_its_objects() {
 
 #[tokio::test]
 async fn selectors_and_pagination() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let api: Api<ConfigMap> = Api::default_namespaced(c.clone());
     for i in 0..25 {
@@ -474,7 +474,7 @@ async fn selectors_and_pagination() {
 
 #[tokio::test]
 async fn injected_faults_reach_the_client() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     sb.faults().add_rule(FaultRule::new(Some("create"), Some("configmaps"), 1.0, FaultKind::InternalError));
     let e = api_error(api.create(&PostParams::default(), &cm("web", &[])).await.unwrap_err());
@@ -497,7 +497,7 @@ async fn injected_faults_reach_the_client() {
 
 #[tokio::test]
 async fn the_request_record_names_verb_resource_and_agent() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("web", &[])).await.unwrap();
     api.get("web").await.unwrap();
@@ -518,7 +518,7 @@ async fn the_request_record_names_verb_resource_and_agent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_writers_lose_no_update() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let mut counter = cm("counter", &[]);
     counter.data = Some([("n".to_string(), "0".to_string())].into());
@@ -561,7 +561,7 @@ async fn parallel_writers_lose_no_update() {
 
 #[tokio::test]
 async fn delete_collection_by_selector() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     for (name, tier) in [("a", "x"), ("b", "x"), ("c", "y")] {
         api.create(&PostParams::default(), &cm(name, &[("tier", tier)])).await.unwrap();
@@ -588,7 +588,7 @@ async fn the_status_subresource_changes_only_status() {
     // No simulated rollout writing status underneath this test.
     let sb = Sandbox::with_config(SandboxConfig {
         rollout: Rollout::Paced(Duration::from_secs(3600)),
-        ..SandboxConfig::default()
+        ..SandboxConfig::bare()
     });
     let api: Api<Deployment> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &deployment("web", 2)).await.unwrap();
@@ -605,7 +605,7 @@ async fn the_status_subresource_changes_only_status() {
 /// and answered like the real write, never stored, never seen by a watch; other values are a 400.
 #[tokio::test]
 async fn dry_run_writes_answer_but_store_nothing() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let cms: Api<ConfigMap> = Api::default_namespaced(c.clone());
     let dry = PostParams { dry_run: true, ..PostParams::default() };

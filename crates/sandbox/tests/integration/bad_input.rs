@@ -34,7 +34,8 @@ type Case = (&'static str, String, &'static str, Vec<u8>, u16, &'static str);
 
 #[tokio::test]
 async fn each_bad_request_gets_its_status() {
-    let sb = Sandbox::new();
+    // The API alone: no simulated cluster writing beside the requests this test counts.
+    let sb = Sandbox::with_config(sandbox::SandboxConfig::bare());
     let objects_before = sb.store().len();
     let cases: Vec<Case> = vec![
         (

@@ -16,7 +16,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::Status;
 use kube::discovery::{Discovery, verbs};
 use kube::{Client, Error};
-use sandbox::Sandbox;
+use sandbox::{Sandbox, SandboxConfig};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -46,7 +46,7 @@ fn causes(s: &Status) -> Vec<String> {
 
 #[tokio::test]
 async fn every_discovered_resource_lists_and_watches() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let client = sb.client();
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
     let mut checked = 0;
@@ -100,7 +100,7 @@ async fn every_discovered_resource_lists_and_watches() {
 
 #[tokio::test]
 async fn a_pod_gets_the_defaults_and_admission_a_server_gives_it() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
     let pod = pods
         .create(
@@ -150,7 +150,7 @@ async fn a_pod_gets_the_defaults_and_admission_a_server_gives_it() {
 
 #[tokio::test]
 async fn a_namespaces_pod_security_level_refuses_the_pods_that_break_it() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c.clone());
     namespaces
@@ -174,7 +174,7 @@ async fn a_namespaces_pod_security_level_refuses_the_pods_that_break_it() {
 
 #[tokio::test]
 async fn binding_eviction_and_logs_act_on_a_pod() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let client = sb.client();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     pods.create(
@@ -228,7 +228,7 @@ async fn binding_eviction_and_logs_act_on_a_pod() {
 
 #[tokio::test]
 async fn workload_kinds_get_their_defaults_and_keep_their_immutable_fields() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let post = PostParams::default();
 
@@ -338,7 +338,7 @@ async fn workload_kinds_get_their_defaults_and_keep_their_immutable_fields() {
 
 #[tokio::test]
 async fn a_claim_in_use_stays_until_its_pod_is_gone() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c = sb.client();
     let pvcs: Api<PersistentVolumeClaim> = Api::default_namespaced(c.clone());
     let pods: Api<Pod> = Api::default_namespaced(c);
@@ -370,7 +370,7 @@ async fn a_claim_in_use_stays_until_its_pod_is_gone() {
 
 #[tokio::test]
 async fn each_autoscaling_version_reads_the_others_writes() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let v1: Api<hpa_v1::HorizontalPodAutoscaler> = Api::default_namespaced(sb.client());
     let v2: Api<hpa_v2::HorizontalPodAutoscaler> = Api::default_namespaced(sb.client());
     v1.create(
@@ -401,7 +401,7 @@ async fn each_autoscaling_version_reads_the_others_writes() {
 
 #[tokio::test]
 async fn tokens_reviews_and_approvals_answer() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let c: Client = sb.client();
     let accounts: Api<ServiceAccount> = Api::default_namespaced(c.clone());
     accounts.create(&PostParams::default(), &of(json!({ "metadata": { "name": "app" } }))).await.unwrap();

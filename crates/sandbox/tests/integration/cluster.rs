@@ -684,3 +684,35 @@ async fn a_cron_job_runs_on_its_schedule_on_the_simulations_clock() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn init_containers_run_first() {
+    let sb = cluster(Simulation::instant());
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let mut stream = pods.watch(&WatchParams::default(), "0").await.unwrap().boxed();
+    let pod: Pod = of(json!({ "metadata": { "name": "p" }, "spec": {
+        "initContainers": [{ "name": "migrate", "image": "busybox" }],
+        "containers": [{ "name": "app", "image": "busybox" }] } }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let mut phases = Vec::new();
+    while !phases.last().is_some_and(|p: &String| p == "Running") {
+        if let WatchEvent::Modified(p) = stream.next().await.unwrap().unwrap() {
+            let status = p.status.unwrap();
+            let init = status.init_container_statuses.unwrap_or_default();
+            let state = init.first().and_then(|c| c.state.clone()).unwrap_or_default();
+            let what = if state.running.is_some() {
+                "init running"
+            } else if state.terminated.is_some() {
+                "init done"
+            } else {
+                ""
+            };
+            phases.push(format!("{} {what}", status.phase.unwrap_or_default()).trim().to_owned());
+            if phases.last().is_some_and(|p| p.starts_with("Running")) {
+                phases.push("Running".into());
+            }
+        }
+    }
+    assert!(phases.contains(&"Pending init running".to_owned()), "{phases:?}");
+    assert!(phases.contains(&"Running init done".to_owned()), "{phases:?}");
+}

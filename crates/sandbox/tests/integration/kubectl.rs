@@ -36,7 +36,7 @@ impl Drop for Kubectl {
 impl Kubectl {
     /// `None` (after saying why) when kubectl is not on PATH and not required.
     pub(crate) fn start(test: &str) -> Option<Self> {
-        Self::start_with(test, sandbox::SandboxConfig::default())
+        Self::start_with(test, sandbox::SandboxConfig::bare())
     }
 
     /// As [`start`](Self::start), with the sandbox's settings (a simulated cluster, say).

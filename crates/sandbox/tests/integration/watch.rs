@@ -53,7 +53,7 @@ async fn converge(api: &Api<ConfigMap>, store: &reflector::Store<ConfigMap>) {
 async fn watcher_cache_matches_list_through_everything() {
     let sb = Sandbox::with_config(SandboxConfig {
         store: StoreConfig { history_limit: 20, ..StoreConfig::default() },
-        ..SandboxConfig::default()
+        ..SandboxConfig::bare()
     });
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     api.create(&PostParams::default(), &cm("before", "0")).await.unwrap();
@@ -105,7 +105,7 @@ async fn raw_watch_events_bookmarks_and_410() {
     let sb = Sandbox::with_config(SandboxConfig {
         bookmark_interval: Duration::from_millis(50),
         store: StoreConfig { history_limit: 3, ..StoreConfig::default() },
-        ..SandboxConfig::default()
+        ..SandboxConfig::bare()
     });
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let created = api.create(&PostParams::default(), &cm("a", "1")).await.unwrap();
@@ -137,7 +137,7 @@ async fn raw_watch_events_bookmarks_and_410() {
 
 #[tokio::test]
 async fn streaming_list_ends_with_the_initial_events_bookmark() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     for i in 0..3 {
         api.create(&PostParams::default(), &cm(&format!("c{i}"), "1")).await.unwrap();
@@ -174,7 +174,7 @@ async fn stream_initial(api: &Api<ConfigMap>) -> Result<(Vec<String>, bool), kub
 #[tokio::test]
 async fn the_initial_state_comes_by_pages_or_by_stream_as_the_server_is_configured() {
     for how in [StreamingLists::Served, StreamingLists::Rejected, StreamingLists::Ignored] {
-        let sb = Sandbox::with_config(SandboxConfig { streaming_lists: how, ..SandboxConfig::default() });
+        let sb = Sandbox::with_config(SandboxConfig { streaming_lists: how, ..SandboxConfig::bare() });
         let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
         for i in 0..7 {
             api.create(&PostParams::default(), &cm(&format!("p{i}"), "1")).await.unwrap();
@@ -209,7 +209,7 @@ async fn the_initial_state_comes_by_pages_or_by_stream_as_the_server_is_configur
 
 #[tokio::test]
 async fn a_streaming_list_needs_bookmarks_and_not_older_than() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let client = sb.client();
     for query in [
         "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
@@ -227,7 +227,7 @@ async fn a_streaming_list_needs_bookmarks_and_not_older_than() {
 
 #[tokio::test]
 async fn label_selected_watch_sees_objects_leave_and_enter() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let mut labelled = cm("x", "1");
     labelled.metadata.labels = Some([("keep".to_string(), "yes".to_string())].into());
@@ -257,7 +257,7 @@ async fn label_selected_watch_sees_objects_leave_and_enter() {
 
 #[tokio::test]
 async fn a_watch_ends_after_its_timeout() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let rv = sb.store().resource_version().to_string();
     let mut stream = api.watch(&WatchParams::default().timeout(1), &rv).await.unwrap().boxed();
@@ -279,7 +279,7 @@ async fn a_watch_ends_after_its_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_lists_and_watches_partition_by_hash() {
     use futures::StreamExt;
-    let sb = sandbox::Sandbox::new();
+    let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
     let c = sb.client();
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::default_namespaced(c.clone());
     for i in 0..200 {
