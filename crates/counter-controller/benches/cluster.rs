@@ -158,7 +158,7 @@ async fn run_pods(dir: &Path, nodes: usize, n: usize, concurrency: usize) -> Fig
         // A watch lasts at most 290 s, the next resuming where it ended; one that fell behind
         // the server's history (410) is followed by a list, as an informer relists.
         while ready.len() < n {
-            let params = WatchParams::default().timeout(290).bookmarks(true);
+            let params = WatchParams::default().timeout(290);
             let mut stream = watcher.watch(&params, &from).await.unwrap().boxed();
             let mut expired = false;
             while let Ok(Some(event)) = stream.try_next().await {
@@ -197,7 +197,7 @@ async fn run_pods(dir: &Path, nodes: usize, n: usize, concurrency: usize) -> Fig
     .await;
     let (ready, all_ready) = ready_task.await.unwrap();
     assert_eq!(ready, n, "every pod Running and Ready");
-    let sample = pods.list(&ListParams::default().limit(1)).await.unwrap().items.remove(0);
+    let sample = pods.list(&ListParams::default().labels("app").limit(1)).await.unwrap().items.remove(0);
     let object_bytes = serde_json::to_vec(&sample).unwrap().len() as u64;
     #[allow(clippy::cast_precision_loss)]
     let created_per_s = n as f64 / create.as_secs_f64();
@@ -221,9 +221,9 @@ async fn run_config_maps(dir: &Path, nodes: usize, n: usize, concurrency: usize,
         }
     })
     .await;
-    let sample = cms.list(&ListParams::default().limit(1)).await.unwrap().items;
-    let object_bytes =
-        sample.iter().map(|c| serde_json::to_vec(c).unwrap().len() as u64).find(|b| *b > 0).unwrap_or(0);
+    // One of those created (not the namespace's own kube-root-ca.crt).
+    let sample = cms.list(&ListParams::default().labels("app").limit(1)).await.unwrap().items;
+    let object_bytes = sample.iter().map(|c| serde_json::to_vec(c).unwrap().len() as u64).next().unwrap_or(0);
     #[allow(clippy::cast_precision_loss)]
     let created_per_s = n as f64 / create.as_secs_f64();
     Figures { created_per_s, create, all_ready: create, peak_rss: server.peak_rss(), object_bytes }

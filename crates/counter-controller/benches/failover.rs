@@ -119,7 +119,7 @@ async fn main() {
 
     let dir: PathBuf = std::env::temp_dir().join(format!("cc-failover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let sb = sandbox::Sandbox::new();
+    let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
     let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
     sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();

@@ -182,7 +182,7 @@ pub async fn print_pods(client: &Client, selector: &str) -> Result<(), kube::Err
     let pods: kube::Api<Pod> = kube::Api::default_namespaced(client.clone());
     let list = pods.list(&kube::api::ListParams::default().labels(selector)).await?;
     println!("    $ kubectl get pods -l {selector} -o wide");
-    println!("    {:<28} {:<6} {:<12} {:<9} {:<14} {}", "NAME", "READY", "STATUS", "RESTARTS", "IP", "NODE");
+    println!("    {:<28} {:<6} {:<12} {:<9} {:<14} NODE", "NAME", "READY", "STATUS", "RESTARTS", "IP");
     for pod in list.items {
         let status = pod.status.clone().unwrap_or_default();
         let containers = status.container_statuses.clone().unwrap_or_default();

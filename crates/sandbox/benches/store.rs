@@ -275,7 +275,7 @@ impl Case {
 
 /// Times N creates of `case` into a fresh sandbox (the Gadget CRD created first, untimed).
 async fn time_creates(case: Case) -> Duration {
-    let sb = Sandbox::with_config(SandboxConfig::default());
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     let store = sb.store();
     match case.kind {
         Kind::ConfigMap => {
@@ -315,7 +315,7 @@ async fn time_creates(case: Case) -> Duration {
 /// Checks, untimed, that a Gadget is stored as the schema says (defaulted, valid), so the bench
 /// times the intended work; returns the JSON sizes of a Gadget's and a ConfigMap's bodies.
 async fn check_objects() -> (usize, usize) {
-    let sb = Sandbox::with_config(SandboxConfig::default());
+    let sb = Sandbox::with_config(SandboxConfig::bare());
     sb.seed(gadget_crd()).expect("the Gadget CRD is created");
     let api: Api<Gadget> = Api::default_namespaced(sb.client());
     let created = api.create(&PostParams::default(), &gadget(1)).await.unwrap();
@@ -403,7 +403,7 @@ fn bench(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                 rt.block_on(async {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        let sb = Sandbox::with_config(SandboxConfig::default());
+                        let sb = Sandbox::with_config(SandboxConfig::bare());
                         let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
                         let rv = sb.store().resource_version().to_string();
                         let mut streams = Vec::new();

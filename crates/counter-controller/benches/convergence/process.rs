@@ -106,7 +106,7 @@ pub fn sandbox_with(n: usize) -> Sandbox {
     let sb = Sandbox::with_config(SandboxConfig {
         rollout: Rollout::Paced(Duration::from_millis(pod_ready)),
         status_writes_per_second: status_qps,
-        ..SandboxConfig::default()
+        ..SandboxConfig::bare()
     });
     let cms = find("", "v1", "configmaps").unwrap();
     for i in 0..n {

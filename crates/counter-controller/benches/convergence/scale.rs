@@ -84,7 +84,7 @@ impl Workload {
         let sb = Sandbox::with_config(SandboxConfig {
             rollout: Rollout::Paced(Duration::from_millis(pod_ready)),
             status_writes_per_second: Some(status_qps),
-            ..SandboxConfig::default()
+            ..SandboxConfig::bare()
         });
         let namespaces = find("", "v1", "namespaces").unwrap();
         for n in 0..self.namespaces {

@@ -114,7 +114,7 @@ async fn run_seed_controller(client: kube::Client, stop: CancellationToken) {
 }
 
 async fn child(variant: &str, n: usize) -> Value {
-    let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() });
+    let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::bare() });
     let cm_def = find("", "v1", "configmaps").unwrap();
     for i in 0..n {
         sb.store().create(cm_def, "default", configmap(i), None).unwrap();

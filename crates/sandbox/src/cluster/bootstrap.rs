@@ -26,10 +26,10 @@ pub(crate) fn service_accounts(api: &Api<'_>, queue: &Queue) {
             continue;
         }
         let sa = json!({ "metadata": { "name": "default", "namespace": ns } });
-        if let Err(e) = api.create(api.defs.service_accounts, ns, sa, "kube-controller-manager") {
-            if e.code != 409 {
-                log_failure(Controller::ServiceAccount, ns, &e);
-            }
+        if let Err(e) = api.create(api.defs.service_accounts, ns, sa, "kube-controller-manager")
+            && e.code != 409
+        {
+            log_failure(Controller::ServiceAccount, ns, &e);
         }
     }
 }

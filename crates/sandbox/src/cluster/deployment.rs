@@ -197,7 +197,7 @@ fn new_replica_set(d: &Value, template: &Value, replicas: i64, revision: i64, su
                 DESIRED: desired.to_string(),
                 MAX_REPLICAS: (desired + surge).to_string(),
             },
-            "ownerReferences": [controller_ref(&crate::resource::find("apps", "v1", "deployments").expect("deployments"), d)],
+            "ownerReferences": [controller_ref(crate::resource::find("apps", "v1", "deployments").expect("deployments"), d)],
         },
         "spec": {
             "replicas": replicas,

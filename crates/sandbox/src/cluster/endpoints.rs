@@ -18,6 +18,9 @@ const MANAGER: &str = "endpointslice-controller.k8s.io";
 /// Endpoints per slice (the controller's `--max-endpoints-per-slice` default).
 const PER_SLICE: usize = 100;
 
+/// One subset being built: ready addresses, not-ready addresses, ports.
+type Subset = (Vec<Value>, Vec<Value>, Vec<Value>);
+
 /// One selected pod: where it is and how ready.
 struct Member {
     pod: Arc<Value>,
@@ -113,7 +116,7 @@ pub(crate) fn endpoints(api: &Api<'_>, queue: &Queue) {
     for (ns, name) in queue {
         for svc in services(api, ns, name) {
             let Some(members) = members(api, &svc) else { continue };
-            let mut subsets: BTreeMap<String, (Vec<Value>, Vec<Value>, Vec<Value>)> = BTreeMap::new();
+            let mut subsets: BTreeMap<String, Subset> = BTreeMap::new();
             for m in members.iter().filter(|m| !m.terminating && !m.ports.is_empty()) {
                 let entry = subsets
                     .entry(json!(m.ports).to_string())

@@ -548,7 +548,7 @@ impl World {
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
                 if let Some(d) = controller_name(obj).filter(|_| controller_of(obj) == Some("Deployment")) {
-                    self.enqueue(Controller::Deployment, ns, &d.to_owned());
+                    self.enqueue(Controller::Deployment, ns, d);
                 }
             }
             "replicationcontrollers." => self.enqueue(Controller::ReplicationController, ns, name),
@@ -557,7 +557,7 @@ impl World {
                 self.enqueue(Controller::Job, ns, name);
                 self.enqueue(Controller::TtlAfterFinished, ns, name);
                 if let Some(c) = controller_name(obj).filter(|_| controller_of(obj) == Some("CronJob")) {
-                    self.enqueue(Controller::CronJob, ns, &c.to_owned());
+                    self.enqueue(Controller::CronJob, ns, c);
                 }
             }
             "statefulsets.apps" => self.enqueue(Controller::StatefulSet, ns, name),

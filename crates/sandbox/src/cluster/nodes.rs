@@ -283,10 +283,10 @@ pub(crate) fn pod_gc(api: &Api<'_>, queue: &Queue) {
             continue;
         }
         for pod in api.list(api.defs.pods, None) {
-            if pod.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node.as_str()) {
-                if let Err(e) = api.delete(api.defs.pods, &pod, Some(0)) {
-                    log_failure(Controller::PodGc, meta_str(&pod, "name"), &e);
-                }
+            if pod.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node.as_str())
+                && let Err(e) = api.delete(api.defs.pods, &pod, Some(0))
+            {
+                log_failure(Controller::PodGc, meta_str(&pod, "name"), &e);
             }
         }
     }

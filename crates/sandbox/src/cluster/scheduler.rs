@@ -64,6 +64,8 @@ pub(crate) struct Scheduler {
     unschedulable: BTreeSet<(String, String)>,
     retry: bool,
     turn: usize,
+    /// The node names in order, kept while the set of nodes stays the same.
+    order: Vec<String>,
 }
 
 impl Scheduler {
@@ -71,7 +73,11 @@ impl Scheduler {
         let name = meta_str(node, "name").to_owned();
         if kind == ChangeType::Deleted {
             self.nodes.remove(&name);
+            self.order.clear();
             return;
+        }
+        if !self.nodes.contains_key(&name) {
+            self.order.clear();
         }
         let allocatable: ResourceList = node
             .pointer("/status/allocatable")
@@ -192,16 +198,20 @@ impl Scheduler {
         // Upstream stops looking once it has enough feasible nodes (`percentageOfNodesToScore`).
         let adaptive = 50usize.saturating_sub(total / 125).max(5);
         let enough = (total * adaptive / 100).max(100);
-        let names: Vec<&String> = self.nodes.keys().collect();
+        if self.order.len() != total {
+            self.order = self.nodes.keys().cloned().collect();
+        }
+        let tolerations: Vec<&Value> =
+            pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().collect();
         let start = self.turn % total;
         let mut best: Option<(f64, &String)> = None;
         let mut feasible = 0;
         let mut misfits: BTreeMap<String, usize> = BTreeMap::new();
         let mut helpless = 0;
         for i in 0..total {
-            let name = names[(start + i) % total];
-            let node = &self.nodes[name];
-            match fits(pod, wants, node) {
+            let name = &self.order[(start + i) % total];
+            let Some(node) = self.nodes.get(name) else { continue };
+            match fits(pod, &tolerations, wants, node) {
                 Ok(score) => {
                     feasible += 1;
                     if best.is_none_or(|(s, _)| score > s) {
@@ -274,12 +284,10 @@ fn add(a: &ResourceList, b: &ResourceList, sign: i64) -> ResourceList {
 }
 
 /// The filters, in upstream's order; the node's least-allocated score when it fits.
-fn fits(pod: &Value, wants: &ResourceList, node: &NodeInfo) -> Result<f64, Misfit> {
-    let tolerations: Vec<&Value> =
-        pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().collect();
+fn fits(pod: &Value, tolerations: &[&Value], wants: &ResourceList, node: &NodeInfo) -> Result<f64, Misfit> {
     if node.unschedulable
         && !tolerates(
-            &tolerations,
+            tolerations,
             &json!({ "key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule" }),
         )
     {
@@ -289,7 +297,7 @@ fn fits(pod: &Value, wants: &ResourceList, node: &NodeInfo) -> Result<f64, Misfi
         .taints
         .iter()
         .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
-        .find(|t| !tolerates(&tolerations, t))
+        .find(|t| !tolerates(tolerations, t))
     {
         let text = |k: &str| t[k].as_str().unwrap_or("").to_owned();
         return Err(Misfit::Taint(text("key"), text("value")));

@@ -119,20 +119,21 @@ fn sync_one(api: &Api<'_>, set: &Value, timers: &mut Timers) -> Result<(), crate
         }
     }
     // The rolling update: the highest stale ordinal at or above the partition, once all are ready.
-    if !on_delete && surplus.is_empty() && all_healthy {
-        if let Some((_, stale)) =
+    if !on_delete
+        && surplus.is_empty()
+        && all_healthy
+        && let Some((_, stale)) =
             pods.range(partition.max(0)..replicas).rev().find(|(_, p)| revision_of(p) != update_rev)
-        {
-            api.delete(api.defs.pods, stale, None)?;
-            api.event(
-                def,
-                set,
-                false,
-                "SuccessfulDelete",
-                &format!("delete Pod {} in StatefulSet {name} successful", meta_str(stale, "name")),
-                SOURCE,
-            );
-        }
+    {
+        api.delete(api.defs.pods, stale, None)?;
+        api.event(
+            def,
+            set,
+            false,
+            "SuccessfulDelete",
+            &format!("delete Pod {} in StatefulSet {name} successful", meta_str(stale, "name")),
+            SOURCE,
+        );
     }
 
     let live: Vec<&Arc<Value>> = pods.values().filter(|p| !is_deleting(p)).collect();

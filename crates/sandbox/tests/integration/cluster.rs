@@ -694,23 +694,21 @@ async fn init_containers_run_first() {
         "initContainers": [{ "name": "migrate", "image": "busybox" }],
         "containers": [{ "name": "app", "image": "busybox" }] } }));
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let mut phases = Vec::new();
-    while !phases.last().is_some_and(|p: &String| p == "Running") {
+    // Each status the pod goes through, until it runs.
+    let mut phases: Vec<String> = Vec::new();
+    while phases.last().is_none_or(|p| !p.starts_with("Running")) {
         if let WatchEvent::Modified(p) = stream.next().await.unwrap().unwrap() {
             let status = p.status.unwrap();
             let init = status.init_container_statuses.unwrap_or_default();
             let state = init.first().and_then(|c| c.state.clone()).unwrap_or_default();
             let what = if state.running.is_some() {
-                "init running"
+                " init running"
             } else if state.terminated.is_some() {
-                "init done"
+                " init done"
             } else {
                 ""
             };
-            phases.push(format!("{} {what}", status.phase.unwrap_or_default()).trim().to_owned());
-            if phases.last().is_some_and(|p| p.starts_with("Running")) {
-                phases.push("Running".into());
-            }
+            phases.push(format!("{}{what}", status.phase.unwrap_or_default()));
         }
     }
     assert!(phases.contains(&"Pending init running".to_owned()), "{phases:?}");
