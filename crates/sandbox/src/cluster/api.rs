@@ -14,6 +14,7 @@ use crate::status::ApiError;
 use crate::store::{DeleteOptions, Propagation, Store, Subresource};
 
 /// The resources the simulation reads and writes.
+#[derive(Clone, Copy)]
 pub(crate) struct Defs {
     pub pods: &'static ResourceDef,
     pub nodes: &'static ResourceDef,
@@ -169,6 +170,26 @@ impl Api<'_> {
         });
         // An Event that cannot be written is dropped, as the recorder drops it.
         let _ = self.store.create(self.defs.events, ns, event, Some(component));
+    }
+}
+
+/// Syncs each queued object of `def` that exists and is not being deleted with `sync_one`; a
+/// failure is logged as `who`'s (the object's next change, or its timer, brings it back).
+pub(crate) fn sync_each(
+    api: &Api<'_>,
+    def: &ResourceDef,
+    queue: &super::Queue,
+    who: super::Controller,
+    mut sync_one: impl FnMut(&Value) -> Result<(), ApiError>,
+) {
+    for (ns, name) in queue {
+        let Some(obj) = api.get(def, ns, name) else { continue };
+        if crate::object::is_deleting(&obj) {
+            continue;
+        }
+        if let Err(e) = sync_one(&obj) {
+            super::log_failure(who, name, &e);
+        }
     }
 }
 

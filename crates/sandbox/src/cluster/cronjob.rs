@@ -11,7 +11,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use super::api::{Api, controller_ref};
-use super::{Controller, Queue, Timers, log_failure};
+use super::{Controller, Queue, Timers};
 use crate::kinds::cron::Schedule;
 use crate::object::{is_deleting, meta_str};
 use crate::store::{DeleteOptions, Propagation};
@@ -29,15 +29,9 @@ fn condition(job: &Value, kind: &str) -> Option<Value> {
 
 /// Syncs each queued CronJob.
 pub(crate) fn sync(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
-    for (ns, name) in queue {
-        let Some(cj) = api.get(api.defs.cronjobs, ns, name) else { continue };
-        if is_deleting(&cj) {
-            continue;
-        }
-        if let Err(e) = sync_one(api, &cj, timers) {
-            log_failure(Controller::CronJob, name, &e);
-        }
-    }
+    super::api::sync_each(api, api.defs.cronjobs, queue, Controller::CronJob, |obj| {
+        sync_one(api, obj, timers)
+    });
 }
 
 fn sync_one(api: &Api<'_>, cj: &Value, timers: &mut Timers) -> Result<(), crate::ApiError> {

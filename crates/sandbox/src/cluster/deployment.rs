@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, set_condition};
-use super::{Controller, Queue, Timers, log_failure};
+use super::{Controller, Queue, Timers};
 use crate::object::{is_deleting, meta_str};
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -95,15 +95,9 @@ pub(crate) fn fenceposts(d: &Value, replicas: i64) -> (i64, i64) {
 
 /// Syncs each queued Deployment.
 pub(crate) fn sync(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
-    for (ns, name) in queue {
-        let Some(d) = api.get(api.defs.deployments, ns, name) else { continue };
-        if is_deleting(&d) {
-            continue;
-        }
-        if let Err(e) = sync_one(api, &d, timers) {
-            log_failure(Controller::Deployment, name, &e);
-        }
-    }
+    super::api::sync_each(api, api.defs.deployments, queue, Controller::Deployment, |obj| {
+        sync_one(api, obj, timers)
+    });
 }
 
 fn sync_one(api: &Api<'_>, d: &Value, timers: &mut Timers) -> Result<(), crate::ApiError> {

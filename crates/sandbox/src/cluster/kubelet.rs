@@ -221,18 +221,12 @@ fn latest_start(pod: &Value) -> Option<Timestamp> {
         .max()
 }
 
-/// A stable hex digest of `text`, for image and container ids.
+/// A stable hex digest of `text`, for image and container ids: four rounds of the sandbox's
+/// FNV-1a (the one shard selectors hash with), 64 hex digits as a sha256 shows.
 fn digest(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut out = String::with_capacity(64);
-    for round in 0..4u8 {
-        for b in text.bytes().chain([round]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        out.push_str(&format!("{h:016x}"));
-    }
-    out
+    (0..4u8)
+        .map(|round| format!("{:016x}", crate::shard::fnv1a64(format!("{text}{round}").as_bytes())))
+        .collect()
 }
 
 fn image_id(image: &str) -> String {

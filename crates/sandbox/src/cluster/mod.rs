@@ -490,13 +490,13 @@ impl World {
             [d.namespaces, d.nodes, d.pods, d.replicasets, d.controllers, d.deployments, d.jobs, d.services];
         for def in kinds {
             for obj in store.snapshot(def, None).1 {
-                self.observe(store, def.storage, &obj, None, ChangeType::Added);
+                self.observe(def.storage, &obj, None, ChangeType::Added);
             }
         }
     }
 
     /// A change seen on the watch: who must look at what.
-    fn observe(&mut self, store: &Store, storage: &str, obj: &Value, old: Option<&Value>, kind: ChangeType) {
+    fn observe(&mut self, storage: &str, obj: &Value, old: Option<&Value>, kind: ChangeType) {
         let (ns, name) = (meta_str(obj, "namespace"), meta_str(obj, "name"));
         match storage {
             "namespaces." => {
@@ -579,7 +579,6 @@ impl World {
             }
             _ => {}
         }
-        let _ = store;
     }
 
     /// One round: everything queued and due is looked at, once.
@@ -597,9 +596,11 @@ impl World {
             self.kubelet.order_exit(&ns, &name, code);
             self.enqueue(Controller::Kubelet, &ns, &name);
         }
-        let defs = Defs::get();
+        let defs = self.defs;
         let api = Api { store, clock: &clock, defs: &defs };
-        let settings = self.cluster.inner.settings.clone();
+        // The handle, not the settings, is cloned each round (an `Arc`).
+        let cluster = self.cluster.clone();
+        let settings = &cluster.inner.settings;
         for c in Controller::ALL {
             if !self.runs(c) {
                 continue;
@@ -623,7 +624,7 @@ impl World {
                 Controller::Job => job::sync(&api, &queue, &mut again),
                 Controller::TtlAfterFinished => job::ttl(&api, &queue, &mut again),
                 Controller::Scheduler => self.scheduler.schedule(&api, &queue),
-                Controller::Kubelet => self.kubelet.sync(&api, &settings, &queue, &mut again),
+                Controller::Kubelet => self.kubelet.sync(&api, settings, &queue, &mut again),
                 Controller::NodeLifecycle => self.nodes.lifecycle(&api, &queue, &mut again),
                 Controller::PodGc => nodes::pod_gc(&api, &queue),
                 Controller::Disruption => disruption::sync(&api, &queue, &mut again),
@@ -671,7 +672,7 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
             String::new()
         });
         let mut world = World::new(cluster.clone(), ca);
-        let defs = Defs::get();
+        let defs = world.defs;
         let clock = cluster.clock().clone();
         let api = Api { store, clock: &clock, defs: &defs };
         if let Err(e) = nodes::create(&api, &cluster.inner.settings) {
@@ -689,10 +690,7 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
         });
         tokio::select! {
             got = feed.recv() => match got {
-                Ok(change) => {
-                    let Some(strong) = shared.upgrade() else { return };
-                    world.take_change(&strong.store, &change);
-                }
+                Ok(change) => world.take_change(&change),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                     let Some(strong) = shared.upgrade() else { return };
                     world.resync(&strong.store);
@@ -708,7 +706,7 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
         // changes it had.
         loop {
             match feed.try_recv() {
-                Ok(change) => world.take_change(&strong.store, &change),
+                Ok(change) => world.take_change(&change),
                 Err(TryRecvError::Lagged(_)) => world.resync(&strong.store),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Closed) => return,
@@ -719,8 +717,8 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
 }
 
 impl World {
-    fn take_change(&mut self, store: &Store, change: &Change) {
-        self.observe(store, change.storage, &change.object, change.old.as_deref(), change.kind);
+    fn take_change(&mut self, change: &Change) {
+        self.observe(change.storage, &change.object, change.old.as_deref(), change.kind);
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_available, pod_ready};
-use super::{Controller, Queue, Timers, history, log_failure};
+use super::{Controller, Queue, Timers, history};
 use crate::object::{is_deleting, meta_str};
 
 const SOURCE: &str = "statefulset-controller";
@@ -28,15 +28,9 @@ fn revision_of(pod: &Value) -> &str {
 
 /// Syncs each queued StatefulSet.
 pub(crate) fn sync(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
-    for (ns, name) in queue {
-        let Some(set) = api.get(api.defs.statefulsets, ns, name) else { continue };
-        if is_deleting(&set) {
-            continue;
-        }
-        if let Err(e) = sync_one(api, &set, timers) {
-            log_failure(Controller::StatefulSet, name, &e);
-        }
-    }
+    super::api::sync_each(api, api.defs.statefulsets, queue, Controller::StatefulSet, |obj| {
+        sync_one(api, obj, timers)
+    });
 }
 
 #[allow(clippy::too_many_lines)]
