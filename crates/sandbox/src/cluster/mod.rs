@@ -60,13 +60,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::broadcast::error::TryRecvError;
+use tokio::sync::mpsc::error::TryRecvError;
 
 pub use clock::Clock;
 
 use crate::object::meta_str;
 use crate::status::ApiError;
-use crate::store::{Change, ChangeType, Store};
+use crate::store::{ChangeType, Followed, Store};
 use api::{Api, Defs};
 
 /// A part of the simulation, named as kube-controller-manager's `--controllers` names its own.
@@ -483,7 +483,7 @@ impl World {
         self.queues.remove(&c).unwrap_or_default()
     }
 
-    /// Looks at every object again, as informers do after a relist.
+    /// Looks at every object, as informers do after their first list.
     fn resync(&mut self, store: &Store) {
         let d = &self.defs;
         let kinds =
@@ -666,7 +666,7 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
     let (mut feed, mut world) = {
         let Some(strong) = shared.upgrade() else { return };
         let store = &strong.store;
-        let feed = store.subscribe();
+        let feed = store.follow();
         let ca = crate::server::authority(&strong).map(|a| a.pem.clone()).unwrap_or_else(|e| {
             tracing::error!(error = %e, "the sandbox's CA could not be made");
             String::new()
@@ -690,12 +690,8 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
         });
         tokio::select! {
             got = feed.recv() => match got {
-                Ok(change) => world.take_change(&change),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    let Some(strong) = shared.upgrade() else { return };
-                    world.resync(&strong.store);
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                Some(change) => world.take_change(&change),
+                None => return,
             },
             () = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(1))) => {}
             () = clock.moved() => {}
@@ -707,9 +703,8 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
         loop {
             match feed.try_recv() {
                 Ok(change) => world.take_change(&change),
-                Err(TryRecvError::Lagged(_)) => world.resync(&strong.store),
                 Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Closed) => return,
+                Err(TryRecvError::Disconnected) => return,
             }
         }
         world.step(&strong.store);
@@ -717,8 +712,16 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
 }
 
 impl World {
-    fn take_change(&mut self, change: &Change) {
-        self.observe(change.storage, &change.object, change.old.as_deref(), change.kind);
+    fn take_change(&mut self, change: &Followed) {
+        let c = &change.retained;
+        let obj = change.object();
+        // The earlier state matters only for a pod its controller let go (that controller must
+        // count again); a look at the frozen text spares parsing it for every other change.
+        let released = c.key.0 == "pods."
+            && controller_of(&obj).is_none()
+            && c.old.as_ref().is_some_and(|o| o.json().windows(17).any(|w| w == b"\"controller\":true"));
+        let old = if released { change.old() } else { None };
+        self.observe(c.key.0, &obj, old.as_deref(), c.kind);
     }
 }
 

@@ -1158,8 +1158,9 @@ fn watch(
                 }
             }
         };
-        for c in &start.initial {
-            if let Some((kind, obj)) = event_for(&def, ns.as_deref(), &q.list, c)
+        for retained in &start.initial {
+            let c = retained.thaw(!q.list.selects_all());
+            if let Some((kind, obj)) = event_for(&def, ns.as_deref(), &q.list, &c)
                 && tx.send(render(kind, obj)).await.is_err()
             {
                 return;

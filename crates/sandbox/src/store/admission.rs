@@ -59,7 +59,7 @@ pub(super) fn admit(st: &State, def: &ResourceDef, ns: &str, obj: &mut Value) ->
 
 /// PodSecurity: the namespace's `enforce` level refuses the pods that break it.
 fn pod_security(st: &State, ns: &str, pod: &Value) -> Result<(), ApiError> {
-    match st.namespace_state(ns).and_then(|n| super::pod_security::enforce_refusal(n, pod)) {
+    match st.namespace_state(ns).and_then(|n| super::pod_security::enforce_refusal(&n, pod)) {
         Some(why) => Err(ApiError::admission_forbidden("", "pods", meta_str(pod, "name"), &why)),
         None => Ok(()),
     }
@@ -284,7 +284,7 @@ impl super::Store {
 
     fn namespace_warns(&self, ns: &str) -> bool {
         let st = self.state.lock();
-        st.namespace_state(ns).and_then(|n| super::pod_security::policy(n, "warn")).is_some()
+        st.namespace_state(ns).and_then(|n| super::pod_security::policy(&n, "warn")).is_some()
     }
 
     /// The Warning headers admission adds to a write that was allowed: PodSecurity's `warn`
@@ -312,6 +312,7 @@ impl super::Store {
             return super::pod_security::existing_pods_warnings(new, &pods);
         }
         let Some(namespace) = st.namespace_state(ns) else { return Vec::new() };
+        let namespace = &namespace;
         if (def.group, def.plural) == ("", "pods") {
             return if old.is_none() { super::pod_security::warnings(namespace, new) } else { Vec::new() };
         }

@@ -42,7 +42,7 @@ impl State {
     /// removed it, with its last state).
     pub(super) fn crd_changed(&mut self, name: &str, gone: Option<&Value>) {
         let key = crd_key(name);
-        let Some(current) = self.objects.get(&key).cloned() else {
+        let Some(current) = self.object(&key) else {
             self.registry.write().remove(name);
             // Names it held may now be free for a CRD of the same group that wanted them.
             let group = gone.and_then(|g| g.pointer("/spec/group")).and_then(Value::as_str).unwrap_or("");
@@ -84,7 +84,7 @@ impl State {
         self.objects
             .range(crd_key("")..)
             .take_while(|((s, _, _), _)| *s == CRD_STORAGE)
-            .map(|(_, o)| Arc::clone(o))
+            .map(|(_, o)| Arc::new(o.thaw()))
             .collect()
     }
 
@@ -99,7 +99,7 @@ impl State {
 
     /// Whether `storage` is that of a CRD being deleted.
     pub(super) fn crd_terminating(&self, storage: &str) -> bool {
-        storage != CRD_STORAGE && self.objects.get(&crd_key(storage)).is_some_and(|c| is_deleting(c))
+        storage != CRD_STORAGE && self.object(&crd_key(storage)).is_some_and(|c| is_deleting(&c))
     }
 
     /// Marks a CRD for deletion as upstream's CRD storage does on the first delete: the
@@ -115,7 +115,7 @@ impl State {
     fn finalize_crd(&mut self, name: &str) {
         let instances = self.instances(name);
         let key = crd_key(name);
-        if let Some(current) = self.objects.get(&key).cloned()
+        if let Some(current) = self.object(&key)
             && !instances.is_empty()
             && crd::find_condition(&current, crd::condition::TERMINATING)
                 .and_then(|c| c.get("reason"))
@@ -137,7 +137,7 @@ impl State {
     /// with it when no other finalizer holds it.
     pub(super) fn finish_crd(&mut self, name: &str) {
         let key = crd_key(name);
-        let Some(current) = self.objects.get(&key).cloned() else { return };
+        let Some(current) = self.object(&key) else { return };
         let held = finalizers(&current);
         if !is_deleting(&current)
             || !held.iter().any(|f| f == crd::CLEANUP_FINALIZER)

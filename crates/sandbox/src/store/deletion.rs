@@ -48,7 +48,7 @@ impl State {
     /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
     /// its terminating namespace react.
     pub(super) fn remove(&mut self, key: &Key) {
-        let Some(old) = self.objects.get(key).cloned() else { return };
+        let Some(old) = self.object(key) else { return };
         let obj = self.commit(key.clone(), ChangeType::Deleted, (*old).clone(), Some(Arc::clone(&old)));
         let uid = meta_str(&obj, "uid").to_owned();
         if self.config.garbage_collection {
@@ -73,7 +73,7 @@ impl State {
     pub(super) fn collect_dependents(&mut self, owner_uid: &str) {
         let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
         for dep in deps {
-            let Some(obj) = self.objects.get(&dep).cloned() else { continue };
+            let Some(obj) = self.object(&dep) else { continue };
             if owner_refs(&obj).any(|r| self.owner_exists(&dep.1, r)) {
                 continue;
             }
@@ -99,7 +99,7 @@ impl State {
     /// when it carries that finalizer, in the background otherwise); when some still exist, the
     /// references to the missing ones are removed.
     fn collect_dangling(&mut self, key: &Key) {
-        let Some(obj) = self.objects.get(key).cloned() else { return };
+        let Some(obj) = self.object(key) else { return };
         if is_deleting(&obj) {
             return;
         }
@@ -128,17 +128,17 @@ impl State {
 
     /// The delete verb's effect on one object.
     pub(super) fn delete_key(&mut self, key: &Key, propagation: Propagation) -> Option<Arc<Value>> {
-        let old = self.objects.get(key).cloned()?;
+        let old = self.object(key)?;
         if key.0 == super::crd::CRD_STORAGE && !is_deleting(&old) {
             // A CRD always goes through its finalizer: its instances first.
             let marked = self.mark_crd_deleted(key, &old);
-            return Some(self.objects.get(key).cloned().unwrap_or(marked));
+            return Some(self.object(key).unwrap_or(marked));
         }
         let uid = meta_str(&old, "uid").to_owned();
         let has_dependents = self.dependents.get(&uid).is_some_and(|d| !d.is_empty());
         if propagation == Propagation::Orphan && has_dependents {
             for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
-                let Some(d) = self.objects.get(&dep).cloned() else { continue };
+                let Some(d) = self.object(&dep) else { continue };
                 let mut d2 = (*d).clone();
                 if let Some(refs) = d2.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut)
                 {
@@ -150,7 +150,7 @@ impl State {
         let foreground = propagation == Propagation::Foreground && has_dependents;
         if finalizers(&old).is_empty() && !foreground {
             self.remove(key);
-            return self.objects.get(key).cloned().or(Some(old));
+            return self.object(key).or(Some(old));
         }
         // Finalizers (or dependents to delete first): mark it and let the holders finish.
         let mut marked = (*old).clone();
@@ -173,7 +173,7 @@ impl State {
             }
             self.finish_foreground(key);
         }
-        Some(self.objects.get(key).cloned().unwrap_or(marked))
+        Some(self.object(key).unwrap_or(marked))
     }
 
     /// A pod's graceful deletion (the pod strategy's `CheckGracefulDelete`, then
@@ -219,7 +219,7 @@ impl State {
 
     /// Drops the `foregroundDeletion` finalizer once no dependents remain.
     pub(super) fn finish_foreground(&mut self, key: &Key) {
-        let Some(obj) = self.objects.get(key).cloned() else { return };
+        let Some(obj) = self.object(key) else { return };
         let f = finalizers(&obj);
         if !is_deleting(&obj) || !f.iter().any(|x| x == "foregroundDeletion") {
             return;
@@ -239,7 +239,7 @@ impl State {
 
     /// Removes a terminating namespace once it holds nothing.
     pub(super) fn finish_namespace(&mut self, ns: &str) {
-        let Some(obj) = self.namespace_state(ns).cloned() else { return };
+        let Some(obj) = self.namespace_state(ns) else { return };
         if !is_deleting(&obj) || self.namespace_objects(ns).next().is_some() {
             return;
         }
@@ -357,7 +357,7 @@ impl Store {
             .protected
             .iter()
             .filter_map(|key| {
-                let obj = st.objects.get(key)?;
+                let obj = st.object(key)?;
                 let in_use = if protection_finalizer(key.0) == Some(PVC_PROTECTION) {
                     st.list_items(pods, Some(&key.1), &ListQuery::default()).iter().any(|p| {
                         !matches!(
@@ -373,7 +373,7 @@ impl Store {
                 } else {
                     obj.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
                 };
-                (!in_use).then(|| (key.clone(), Arc::clone(obj)))
+                (!in_use).then(|| (key.clone(), obj))
             })
             .collect();
         for (key, obj) in &due {

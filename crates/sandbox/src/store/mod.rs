@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `mod.rs` (this one) | reads (get, list with `continue`, watch start) and writes (create, update, patch) |
 //! | `storage.rs` | objects, revision counter, indexes, history, watch fan-out |
+//! | `frozen.rs` | the form objects are kept in (their JSON), and the last ones written, parsed |
 //! | `deletion.rs` | finalizers, propagation, the garbage collector, namespace termination |
 //! | `apply.rs` | server-side apply |
 //! | `crd.rs` | the CRD controllers: names, establishing, finalizing |
@@ -19,13 +20,15 @@ mod apply;
 mod continuation;
 mod crd;
 mod deletion;
+mod frozen;
 pub mod pod_security;
 mod quota;
 mod storage;
 
 use apply::server_side_apply;
 pub use deletion::{DANGLING_OWNER_DELAY, NAMESPACE_CLEANUP_DELAY, PV_PROTECTION, PVC_PROTECTION};
-pub use storage::{Change, ChangeType, HISTORY_FLOOR, Key};
+pub use frozen::Frozen;
+pub use storage::{Change, ChangeType, Followed, HISTORY_FLOOR, Key, Retained};
 use storage::{State, key_of};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -34,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
@@ -239,6 +242,12 @@ impl ListQuery {
         }
     }
 
+    /// Whether this query selects every object (it has no selector to look into one with).
+    #[must_use]
+    pub fn selects_all(&self) -> bool {
+        self.labels.is_empty() && self.fields.is_empty() && self.shard.is_none()
+    }
+
     /// Whether `obj` is selected by the labels, fields and shard of this query.
     #[must_use]
     pub fn matches(&self, obj: &Value) -> bool {
@@ -250,8 +259,9 @@ impl ListQuery {
 
 /// The start of a watch: what to send first, and the live feed after it.
 pub struct WatchStart {
-    /// Events to send before the live feed (replayed history or the initial state).
-    pub initial: Vec<Arc<Change>>,
+    /// Events to send before the live feed (replayed history or the initial state), frozen:
+    /// each is thawed as it is sent.
+    pub initial: Vec<Retained>,
     /// Whether to follow the initial events with the initial-events-end bookmark.
     pub initial_events_end: bool,
     /// Version the initial events bring the client to.
@@ -260,10 +270,15 @@ pub struct WatchStart {
     pub feed: broadcast::Receiver<Arc<Change>>,
 }
 
+/// Changes an open watch may fall behind the store before it is ended (and its client resumes
+/// from the history), as upstream's watch cache ends a watcher too slow to keep up. The feed
+/// holds the changes' objects parsed, so it is kept short; the history holds them frozen.
+pub const WATCH_BUFFER: usize = 2048;
+
 /// A consistent list snapshot, kept for `continue` tokens.
 struct Snapshot {
     rv: u64,
-    items: Vec<Arc<Value>>,
+    items: Vec<Arc<Frozen>>,
     made: Instant,
 }
 
@@ -378,12 +393,13 @@ impl Store {
     /// Service and the `cluster-admin` ClusterRole with its binding.
     #[must_use]
     pub fn new(config: StoreConfig) -> Self {
-        let (tx, _) = broadcast::channel(config.history_limit.clamp(1024, 65_536));
+        let (tx, _) = broadcast::channel(WATCH_BUFFER);
         let registry = Arc::new(RwLock::new(Registry::new()));
         let store = Self {
             registry: Arc::clone(&registry),
             state: Mutex::new(State {
                 objects: BTreeMap::new(),
+                recent: frozen::Recent::new(WATCH_BUFFER),
                 rv: 0,
                 history: HashMap::new(),
                 floor: 0,
@@ -399,6 +415,7 @@ impl Store {
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
+                followers: Vec::new(),
                 registry,
             }),
         };
@@ -454,6 +471,7 @@ impl Store {
             registry: Arc::clone(&registry),
             state: Mutex::new(State {
                 objects: st.objects.clone(),
+                recent: frozen::Recent::new(0),
                 rv: st.rv,
                 history: HashMap::new(),
                 floor: st.rv,
@@ -469,6 +487,7 @@ impl Store {
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
+                followers: Vec::new(),
                 registry,
             }),
         }
@@ -499,6 +518,19 @@ impl Store {
         self.state.lock().tx.subscribe()
     }
 
+    /// A follower of every change from now on that is never cut off, for an in-process part
+    /// that must see them all (the simulated cluster): what it has not taken yet waits for it.
+    ///
+    /// ## Warning
+    ///
+    /// A follower that stops taking changes keeps them all; drop the receiver to stop.
+    #[must_use]
+    pub fn follow(&self) -> mpsc::UnboundedReceiver<Followed> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.state.lock().followers.push(tx);
+        rx
+    }
+
     /// GET one object.
     ///
     /// # Errors
@@ -516,23 +548,41 @@ impl Store {
     /// resourceVersion they were read at: no copies, for harnesses that follow the store.
     #[must_use]
     pub fn snapshot(&self, def: &ResourceDef, ns: Option<&str>) -> (u64, Vec<Arc<Value>>) {
-        let st = self.state.lock();
-        (st.rv, st.list_items(def, ns, &ListQuery::default()))
+        let (rv, items): (u64, Vec<_>) = {
+            let st = self.state.lock();
+            (st.rv, st.in_range(def, ns).filter_map(|(k, _)| st.read(k)).collect())
+        };
+        (rv, items.into_iter().map(storage::Read::value).collect())
     }
 
     /// One stored object as it is, shared (no copy), for harnesses that follow the store.
     #[must_use]
     pub fn stored(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.state.lock().objects.get(&key_of(def, ns, name)).cloned()
+        let key = key_of(def, ns, name);
+        let frozen = match self.state.lock().read(&key)? {
+            storage::Read::Parsed(v) => return Some(v),
+            storage::Read::Frozen(f) => f,
+        };
+        let obj = Arc::new(frozen.thaw());
+        // Read through: a harness reads an object to write it, and the write reads it again.
+        let mut st = self.state.lock();
+        if st.objects.get(&key).is_some_and(|now| Arc::ptr_eq(now, &frozen)) {
+            let rv = meta_str(&obj, "resourceVersion").parse().unwrap_or(0);
+            st.recent.put(&key, rv, &obj);
+        }
+        Some(obj)
     }
 
     /// The stored objects of `def` whose `ownerReferences` name the owner `uid`, shared: what a
     /// controller's informer finds by its owner index.
     #[must_use]
     pub fn dependents(&self, def: &ResourceDef, uid: &str) -> Vec<Arc<Value>> {
-        let st = self.state.lock();
-        let keys = st.dependents.get(uid).into_iter().flatten();
-        keys.filter(|k| k.0 == def.storage).filter_map(|k| st.objects.get(k).cloned()).collect()
+        let reads: Vec<_> = {
+            let st = self.state.lock();
+            let keys = st.dependents.get(uid).into_iter().flatten();
+            keys.filter(|k| k.0 == def.storage).filter_map(|k| st.read(k)).collect()
+        };
+        reads.into_iter().map(storage::Read::value).collect()
     }
 
     /// LIST, in one namespace or (with `None`) across all, with selectors and pagination.
@@ -572,15 +622,15 @@ impl Store {
                     })?;
                     (asked, items, 0, None)
                 } else {
-                    (st.rv, st.list_items(def, ns, q), 0, None)
+                    (st.rv, st.list_frozen(def, ns, q), 0, None)
                 }
             } else {
-                (st.rv, st.list_items(def, ns, q), 0, None)
+                (st.rv, st.list_frozen(def, ns, q), 0, None)
             }
         };
         let end = if q.limit == 0 { items.len() } else { (offset + q.limit).min(items.len()) };
         let page: Vec<Value> =
-            items.get(offset..end).unwrap_or_default().iter().map(|o| def.present(o)).collect();
+            items.get(offset..end).unwrap_or_default().iter().map(|o| def.present(&o.thaw())).collect();
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
         if let Some(shard) = &q.shard {
             metadata["shardInfo"] = json!({ "selector": shard.raw });
@@ -635,16 +685,14 @@ impl Store {
         let from = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0");
         if send_initial_events || from.is_none() {
             let initial = st
-                .list_items(def, ns, q)
-                .into_iter()
-                .map(|o| {
-                    Arc::new(Change {
-                        rv: st.rv,
-                        storage: def.storage,
-                        kind: ChangeType::Added,
-                        object: o,
-                        old: None,
-                    })
+                .in_range(def, ns)
+                .filter(|(_, o)| storage::selected(q, o))
+                .map(|(key, o)| Retained {
+                    rv: st.rv,
+                    key: key.clone(),
+                    kind: ChangeType::Added,
+                    object: Arc::clone(o),
+                    old: None,
                 })
                 .collect();
             return Ok(WatchStart { initial, initial_events_end: send_initial_events, rv: st.rv, feed });
@@ -656,7 +704,7 @@ impl Store {
             return Err(ApiError::expired(format!("too old resource version: {from} ({})", compacted + 1)));
         }
         let initial = history
-            .map(|h| h.changes.iter().filter(|(_, c)| c.rv > from).map(|(_, c)| Arc::clone(c)).collect())
+            .map(|h| h.changes.iter().filter(|(_, c)| c.rv > from).map(|(_, c)| c.clone()).collect())
             .unwrap_or_default();
         Ok(WatchStart { initial, initial_events_end: false, rv: st.rv, feed })
     }
@@ -781,7 +829,7 @@ impl Store {
         if def.namespaced {
             match st.namespace_state(ns) {
                 None => return Err(ApiError::not_found("", "namespaces", ns)),
-                Some(n) if is_deleting(n) => {
+                Some(n) if is_deleting(&n) => {
                     return Err(ApiError::namespace_terminating(def.group, def.plural, &name, ns));
                 }
                 Some(_) => {}
@@ -1007,7 +1055,7 @@ impl Store {
         check: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<(Value, bool), ApiError> {
         let mut st = self.state.lock();
-        let current = st.objects.get(&key_of(def, ns, name)).cloned();
+        let current = st.object(&key_of(def, ns, name));
         let present = |o: &Value| if sub == Subresource::Scale { scale_of(def, o) } else { def.present(o) };
         if ptype == PatchType::Apply {
             let manager = manager.filter(|m| !m.is_empty()).ok_or_else(|| {
@@ -1135,9 +1183,9 @@ impl Store {
             .rolling
             .iter()
             .filter_map(|key| {
-                let old = st.objects.get(key)?;
-                let status = deployment::rollout_step(old, jump)?;
-                Some((key.clone(), Arc::clone(old), status))
+                let old = st.object(key)?;
+                let status = deployment::rollout_step(&old, jump)?;
+                Some((key.clone(), old, status))
             })
             .take(budget.unwrap_or(usize::MAX))
             .collect();

@@ -46,7 +46,7 @@ impl State {
     pub(super) fn charge(&mut self, ns: &str, charges: Charges) {
         for (name, used) in charges {
             let key: Key = (QUOTA_STORAGE, ns.to_owned(), name);
-            let Some(old) = self.objects.get(&key).cloned() else { continue };
+            let Some(old) = self.object(&key) else { continue };
             let mut new = (*old).clone();
             new["status"]["used"] = quota::to_json(&used);
             self.commit(key, ChangeType::Modified, new, Some(old));

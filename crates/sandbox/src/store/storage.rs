@@ -1,17 +1,18 @@
-//! Storage: the objects, the one revision counter, the indexes (uids, owners, rolling
-//! Deployments), each resource's change history and the broadcast that feeds open watches — what
-//! etcd and the watch cache are upstream. Only [`State::commit`] writes; the rules that decide what
+//! Storage: the objects (frozen, see `frozen.rs`), the one revision counter, the indexes (uids,
+//! owners, rolling Deployments), each resource's change history and the broadcast that feeds
+//! open watches — what etcd and the watch cache are upstream. Only [`State::commit`] writes; the rules that decide what
 //! to commit are the store's verbs around it. A committed change of a CRD lets the CRD controllers
 //! react at once (`crd.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use parking_lot::RwLock;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
+use super::frozen::{Frozen, Recent};
 use super::{ListQuery, Snapshot, StoreConfig};
 use crate::kinds::deployment;
 use crate::object::{finalizers, is_deleting, meta_mut, meta_str, owner_uids};
@@ -63,17 +64,78 @@ pub struct Change {
 /// Changes kept per resource however old they are (upstream's watch cache's lower bound).
 pub const HISTORY_FLOOR: usize = 100;
 
+/// A change as the history keeps it: the objects frozen (shared with the object map while they
+/// are current), thawed into a [`Change`] only for a watch that resumes from it.
+#[derive(Debug, Clone)]
+pub struct Retained {
+    /// The resourceVersion the change got.
+    pub rv: u64,
+    /// Where the object lives.
+    pub key: Key,
+    /// What happened.
+    pub kind: ChangeType,
+    /// The object after the change (for deletes: its last state, with the delete's version).
+    pub object: Arc<Frozen>,
+    /// The object before the change.
+    pub old: Option<Arc<Frozen>>,
+}
+
+impl Retained {
+    /// The change as watches see it, parsed; the object before it only `with_old` (a watch
+    /// without selectors never looks at it).
+    #[must_use]
+    pub fn thaw(&self, with_old: bool) -> Change {
+        Change {
+            rv: self.rv,
+            storage: self.key.0,
+            kind: self.kind,
+            object: Arc::new(self.object.thaw()),
+            old: self.old.as_ref().filter(|_| with_old).map(|o| Arc::new(o.thaw())),
+        }
+    }
+}
+
+/// A change as a follower ([`Store::follow`](super::Store::follow)) gets it: frozen, so a
+/// follower that falls behind holds what the history would, with the parsed objects borrowed
+/// while the store still keeps them parsed (the object written lately, the watch feed) — a
+/// follower keeping up parses nothing.
+#[derive(Debug, Clone)]
+pub struct Followed {
+    /// The change.
+    pub retained: Retained,
+    object: Weak<Value>,
+    old: Option<Weak<Value>>,
+}
+
+impl Followed {
+    /// The object after the change, parsed.
+    #[must_use]
+    pub fn object(&self) -> Arc<Value> {
+        self.object.upgrade().unwrap_or_else(|| Arc::new(self.retained.object.thaw()))
+    }
+
+    /// The object before the change, parsed.
+    #[must_use]
+    pub fn old(&self) -> Option<Arc<Value>> {
+        let old = self.retained.old.as_ref()?;
+        Some(self.old.as_ref().and_then(Weak::upgrade).unwrap_or_else(|| Arc::new(old.thaw())))
+    }
+}
+
 /// One resource's retained changes.
 #[derive(Default)]
 pub(super) struct History {
-    pub(super) changes: VecDeque<(Instant, Arc<Change>)>,
+    pub(super) changes: VecDeque<(Instant, Retained)>,
     /// Changes at or below this version are no longer kept.
     pub(super) compacted: u64,
 }
 
 /// Everything the store holds, behind its one lock.
 pub(super) struct State {
-    pub(super) objects: BTreeMap<Key, Arc<Value>>,
+    /// The objects, frozen (see `frozen.rs`).
+    pub(super) objects: BTreeMap<Key, Arc<Frozen>>,
+    /// The objects written last, parsed.
+    pub(super) recent: Recent,
     pub(super) rv: u64,
     /// Per storage.
     pub(super) history: HashMap<&'static str, History>,
@@ -102,6 +164,9 @@ pub(super) struct State {
     pub(super) snapshots: HashMap<u64, Snapshot>,
     pub(super) next_snapshot: u64,
     pub(super) tx: broadcast::Sender<Arc<Change>>,
+    /// In-process followers that must see every change (the simulated cluster): unlike a
+    /// watch, they are never cut off for falling behind.
+    pub(super) followers: Vec<mpsc::UnboundedSender<Followed>>,
     /// The served resources; CRDs change it as they are established and deleted.
     pub(super) registry: Arc<RwLock<Registry>>,
 }
@@ -111,8 +176,19 @@ pub(super) fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
 }
 
 impl State {
-    pub(super) fn namespace_state(&self, ns: &str) -> Option<&Arc<Value>> {
-        self.objects.get(&("namespaces.", String::new(), ns.to_owned()))
+    pub(super) fn namespace_state(&self, ns: &str) -> Option<Value> {
+        self.objects.get(&("namespaces.", String::new(), ns.to_owned())).map(|n| n.thaw())
+    }
+
+    /// The object at `key`: as it was written when that was lately, else thawed.
+    pub(super) fn object(&self, key: &Key) -> Option<Arc<Value>> {
+        self.read(key).map(Read::value)
+    }
+
+    /// The object at `key`, to be thawed (if need be) after the lock is let go.
+    pub(super) fn read(&self, key: &Key) -> Option<Read> {
+        let frozen = self.objects.get(key)?;
+        Some(self.recent.get(key).map_or_else(|| Read::Frozen(Arc::clone(frozen)), Read::Parsed))
     }
 
     /// Records a change: next version, object map, indexes, history, broadcast.
@@ -129,19 +205,32 @@ impl State {
         if let Some(old) = &old {
             self.unindex(&key, old);
         }
-        if kind == ChangeType::Deleted {
-            self.objects.remove(&key);
+        let frozen = Frozen::new(&obj);
+        let was = if kind == ChangeType::Deleted {
+            self.recent.forget(&key);
+            self.objects.remove(&key)
         } else {
             self.index(&key, &obj);
-            self.objects.insert(key.clone(), Arc::clone(&obj));
-        }
+            self.recent.put(&key, self.rv, &obj);
+            self.objects.insert(key.clone(), Arc::clone(&frozen))
+        };
         if !self.quota_namespaces.is_empty() && self.quota_namespaces.contains_key(&key.1) {
             self.quota_dirty.insert(key.1.clone());
         }
-        let change = Arc::new(Change { rv: self.rv, storage: key.0, kind, object: Arc::clone(&obj), old });
+        let storage = key.0;
+        let retained = Retained { rv: self.rv, key, kind, object: frozen, old: was };
+        let change = Arc::new(Change { rv: self.rv, storage, kind, object: Arc::clone(&obj), old });
+        if !self.followers.is_empty() {
+            let followed = Followed {
+                retained: retained.clone(),
+                object: Arc::downgrade(&change.object),
+                old: change.old.as_ref().map(Arc::downgrade),
+            };
+            self.followers.retain(|f| f.send(followed.clone()).is_ok());
+        }
         let now = Instant::now();
-        let h = self.history.entry(key.0).or_default();
-        h.changes.push_back((now, Arc::clone(&change)));
+        let h = self.history.entry(storage).or_default();
+        h.changes.push_back((now, retained));
         while let Some((at, c)) = h.changes.front() {
             let full = h.changes.len() > self.config.history_limit;
             let stale =
@@ -153,9 +242,9 @@ impl State {
             h.changes.pop_front();
         }
         let _ = self.tx.send(change);
-        if key.0 == super::crd::CRD_STORAGE {
+        if storage == super::crd::CRD_STORAGE {
             let gone = (kind == ChangeType::Deleted).then(|| Arc::clone(&obj));
-            self.crd_changed(&key.2, gone.as_deref());
+            self.crd_changed(meta_str(&obj, "name"), gone.as_deref());
         }
         obj
     }
@@ -212,10 +301,7 @@ impl State {
     }
 
     pub(super) fn get(&self, def: &ResourceDef, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
-        self.objects
-            .get(&key_of(def, ns, name))
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))
+        self.object(&key_of(def, ns, name)).ok_or_else(|| ApiError::not_found(def.group, def.plural, name))
     }
 
     /// The keys of every object in namespace `ns`, across storages.
@@ -238,42 +324,75 @@ impl State {
         ns: Option<&str>,
         q: &ListQuery,
         at: u64,
-    ) -> Option<Vec<Arc<Value>>> {
+    ) -> Option<Vec<Arc<Frozen>>> {
         let history = self.history.get(def.storage);
         if at < history.map_or(0, |h| h.compacted).max(self.floor) {
             return None;
         }
-        let key = |o: &Value| (meta_str(o, "namespace").to_owned(), meta_str(o, "name").to_owned());
-        let mut objects: BTreeMap<(String, String), Arc<Value>> =
-            self.list_items(def, ns, &ListQuery::default()).into_iter().map(|o| (key(&o), o)).collect();
+        let mut objects: BTreeMap<Key, Arc<Frozen>> =
+            self.in_range(def, ns).map(|(k, o)| (k.clone(), Arc::clone(o))).collect();
         for (_, c) in history.into_iter().flat_map(|h| h.changes.iter().rev()).take_while(|(_, c)| c.rv > at)
         {
-            if ns.is_some_and(|ns| ns != meta_str(&c.object, "namespace")) {
+            if ns.is_some_and(|ns| ns != c.key.1) {
                 continue;
             }
             match (c.kind, &c.old) {
                 (ChangeType::Added, _) => {
-                    objects.remove(&key(&c.object));
+                    objects.remove(&c.key);
                 }
                 (_, Some(old)) => {
-                    objects.insert(key(old), Arc::clone(old));
+                    objects.insert(c.key.clone(), Arc::clone(old));
                 }
                 (ChangeType::Deleted, None) => {
-                    objects.insert(key(&c.object), Arc::clone(&c.object));
+                    objects.insert(c.key.clone(), Arc::clone(&c.object));
                 }
                 (ChangeType::Modified, None) => {}
             }
         }
-        Some(objects.into_values().filter(|o| q.matches(o)).collect())
+        Some(objects.into_values().filter(|o| selected(q, o)).collect())
     }
 
+    /// The objects of `def` (in `ns`, or all namespaces) that `q` selects, in key order, frozen:
+    /// only those a selector must look into are thawed, and only to look.
+    pub(super) fn list_frozen(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Vec<Arc<Frozen>> {
+        self.in_range(def, ns).filter(|(_, o)| selected(q, o)).map(|(_, o)| Arc::clone(o)).collect()
+    }
+
+    /// [`list_frozen`](Self::list_frozen), thawed: for the store's own looks at a few objects.
     pub(super) fn list_items(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Vec<Arc<Value>> {
-        let start: Key = (def.storage, ns.unwrap_or("").to_owned(), String::new());
+        self.in_range(def, ns).filter_map(|(k, _)| self.object(k)).filter(|o| q.matches(o)).collect()
+    }
+
+    pub(super) fn in_range<'a>(
+        &'a self,
+        def: &ResourceDef,
+        ns: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Arc<Frozen>)> + 'a {
+        let storage = def.storage;
+        let start: Key = (storage, ns.unwrap_or("").to_owned(), String::new());
         self.objects
             .range(start..)
-            .take_while(|((s, n, _), _)| *s == def.storage && ns.is_none_or(|ns| n == ns))
-            .filter(|(_, o)| q.matches(o))
-            .map(|(_, o)| Arc::clone(o))
-            .collect()
+            .take_while(move |((s, n, _), _)| *s == storage && ns.is_none_or(|ns| n == ns))
     }
+}
+
+/// An object read from the store: parsed already, or still frozen.
+pub(super) enum Read {
+    Parsed(Arc<Value>),
+    Frozen(Arc<Frozen>),
+}
+
+impl Read {
+    /// The object, parsed.
+    pub(super) fn value(self) -> Arc<Value> {
+        match self {
+            Self::Parsed(v) => v,
+            Self::Frozen(f) => Arc::new(f.thaw()),
+        }
+    }
+}
+
+/// Whether `q` selects the frozen object (thawed only when `q` has a selector).
+pub(super) fn selected(q: &ListQuery, obj: &Frozen) -> bool {
+    q.selects_all() || q.matches(&obj.thaw())
 }

@@ -1,0 +1,127 @@
+//! The form the store keeps objects in: their JSON text. A parsed [`Value`] costs about ten
+//! times its JSON (every map, however small, is a B-tree node of some 600 bytes; a pod with its
+//! `managedFields` holds over a hundred), and the store holds every object plus the versions its
+//! history keeps for watches that resume. Kept as text, an object costs what it weighs; it is
+//! thawed into a `Value` when a verb, a list page or a watch reads it — as upstream keeps
+//! objects serialized in etcd and decodes them on read.
+//!
+//! Writes still work on `Value`s: a verb reads the current object, changes it, and the commit
+//! freezes the result once. The last objects written stay parsed beside their frozen form
+//! ([`Recent`]): what was just written is what is read next — the simulated controllers' next
+//! look, the write after, every open watch — so the common read parses nothing, and the live
+//! watch feed carries those same parsed objects.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::storage::Key;
+
+/// An object as the store keeps it: its JSON, immutable, shared by the object map and the
+/// history.
+pub struct Frozen(Box<[u8]>);
+
+impl Frozen {
+    /// Freezes `obj`.
+    #[must_use]
+    pub fn new(obj: &Value) -> Arc<Self> {
+        // Serialising a `Value` cannot fail: its maps have string keys.
+        Arc::new(Self(serde_json::to_vec(obj).unwrap_or_default().into_boxed_slice()))
+    }
+
+    /// The object, parsed again.
+    #[must_use]
+    pub fn thaw(&self) -> Value {
+        // The text was written from a `Value` by `new`, so it parses; `float_roundtrip` keeps
+        // every number as it was written.
+        serde_json::from_slice(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The object's JSON.
+    #[must_use]
+    pub fn json(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Frozen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+/// The last objects written, parsed, by where they live: at most `cap` of them, the oldest
+/// write forgotten first. Each is the object as stored, so a read may use it instead of
+/// thawing.
+pub(super) struct Recent {
+    by_key: HashMap<Key, (u64, Arc<Value>)>,
+    order: VecDeque<(Key, u64)>,
+    cap: usize,
+}
+
+impl Recent {
+    pub(super) fn new(cap: usize) -> Self {
+        Self { by_key: HashMap::new(), order: VecDeque::new(), cap }
+    }
+
+    /// `obj` was written at `key` with version `rv`.
+    pub(super) fn put(&mut self, key: &Key, rv: u64, obj: &Arc<Value>) {
+        if self.cap == 0 {
+            return;
+        }
+        self.by_key.insert(key.clone(), (rv, Arc::clone(obj)));
+        self.order.push_back((key.clone(), rv));
+        while self.order.len() > self.cap {
+            let Some((old, at)) = self.order.pop_front() else { break };
+            // A key written again since is kept for its later write.
+            if self.by_key.get(&old).is_some_and(|(v, _)| *v == at) {
+                self.by_key.remove(&old);
+            }
+        }
+    }
+
+    /// The object at `key` is gone.
+    pub(super) fn forget(&mut self, key: &Key) {
+        self.by_key.remove(key);
+    }
+
+    /// The object at `key`, if it was written lately.
+    pub(super) fn get(&self, key: &Key) -> Option<Arc<Value>> {
+        self.by_key.get(key).map(|(_, v)| Arc::clone(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_object_thaws_as_it_was_frozen_numbers_included() {
+        let obj = json!({
+            "metadata": { "name": "a", "labels": { "app": "web" } },
+            "spec": { "ratio": 0.1, "big": 18_446_744_073_709_551_615_u64, "neg": -7, "f": 2.000_000_000_000_000_4 },
+            "data": { "s": "é \" \\ \u{1}" },
+        });
+        let frozen = Frozen::new(&obj);
+        assert_eq!(frozen.thaw(), obj);
+        assert!(frozen.json().len() < 200);
+    }
+
+    #[test]
+    fn recent_keeps_the_last_writes_and_a_key_written_again_stays() {
+        let key = |n: &str| ("configmaps.", "default".to_owned(), n.to_owned());
+        let mut recent = Recent::new(2);
+        recent.put(&key("a"), 1, &Arc::new(json!(1)));
+        recent.put(&key("b"), 2, &Arc::new(json!(2)));
+        recent.put(&key("a"), 3, &Arc::new(json!(3)));
+        // Three writes, room for two: the oldest (a at 1) goes, and a stays for its write at 3.
+        recent.put(&key("c"), 4, &Arc::new(json!(4)));
+        assert_eq!(recent.get(&key("a")).as_deref(), Some(&json!(3)));
+        assert_eq!(recent.get(&key("b")), None);
+        assert_eq!(recent.get(&key("c")).as_deref(), Some(&json!(4)));
+        recent.forget(&key("c"));
+        assert_eq!(recent.get(&key("c")), None);
+    }
+}
