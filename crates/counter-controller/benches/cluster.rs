@@ -6,8 +6,9 @@
 //! create and after the last; peak RSS (VmHWM) with bytes per pod beside the pods' own JSON.
 //!
 //! The baseline, in the same run: a fresh sandbox process with the same nodes and as many plain
-//! ConfigMaps, each carrying as many bytes of data as a ready pod's JSON has — the same creates
-//! through the same client, with nothing to schedule or run. Ratios are pods over ConfigMaps.
+//! ConfigMaps, each carrying as many bytes of data (letters and digits, different in each) as a
+//! ready pod's JSON has — the same creates through the same client, with nothing to schedule or
+//! run. Ratios are pods over ConfigMaps.
 //!
 //! Pods are shaped as a Deployment's: labels, a container with requests, ports and a probe,
 //! the defaults the API server fills in; readiness is immediate (`--pod-ready 0s`).
@@ -207,10 +208,10 @@ async fn run_pods(dir: &Path, nodes: usize, n: usize, concurrency: usize) -> Fig
 async fn run_config_maps(dir: &Path, nodes: usize, n: usize, concurrency: usize, bytes: u64) -> Figures {
     let server = Server::start(dir, nodes).await;
     let cms: Api<ConfigMap> = Api::default_namespaced(server.client.clone());
-    let filler = "x".repeat(usize::try_from(bytes).unwrap_or(0).saturating_sub(200));
+    let filler_len = usize::try_from(bytes).unwrap_or(0).saturating_sub(200);
     let create = create_all(n, concurrency, |i| {
         let cms = cms.clone();
-        let filler = filler.clone();
+        let filler = filler(i, filler_len);
         async move {
             let cm: ConfigMap = serde_json::from_value(json!({
                 "metadata": { "generateName": "settings-", "labels": { "app": format!("app-{}", i % 100) } },
@@ -227,6 +228,23 @@ async fn run_config_maps(dir: &Path, nodes: usize, n: usize, concurrency: usize,
     #[allow(clippy::cast_precision_loss)]
     let created_per_s = n as f64 / create.as_secs_f64();
     Figures { created_per_s, create, all_ready: create, peak_rss: server.peak_rss(), object_bytes }
+}
+
+/// `len` letters and digits, different for each object: a ConfigMap's data that compresses no
+/// better than a pod's JSON does (a repeated letter would compress to nothing and flatter the
+/// baseline).
+fn filler(seed: usize, len: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut x = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            // xorshift64: cheap, and enough to leave no repetition for LZ4 to find.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(ALPHABET[usize::try_from(x % 36).unwrap_or(0)])
+        })
+        .collect()
 }
 
 #[allow(clippy::cast_precision_loss)]

@@ -297,6 +297,21 @@ impl ResourceDef {
         v
     }
 
+    /// [`present`](Self::present) for a stored object the caller owns (one just thawed): it is
+    /// converted and stamped in place, not copied.
+    #[must_use]
+    pub fn present_owned(&self, stored: Value) -> Value {
+        let mut v = match &self.strategy {
+            Strategy::BuiltIn(b) => match b.from_storage {
+                Some(convert) => convert(stored),
+                None => stored,
+            },
+            Strategy::Custom(c) => c.read_owned(stored),
+        };
+        self.stamp(&mut v);
+        v
+    }
+
     /// Appends a stored object as this resource presents it, as JSON, to `out`: `kind` and
     /// `apiVersion` first, as the API server writes them (a client decoding a watch event or a
     /// list item meets them before the body), and without copying the object when it is stored

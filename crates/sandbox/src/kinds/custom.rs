@@ -34,7 +34,12 @@ impl CustomStrategy {
     /// A stored object as this version reads it: pruned and defaulted by its schema.
     #[must_use]
     pub fn read(&self, stored: &Value) -> Value {
-        let mut obj = stored.clone();
+        self.read_owned(stored.clone())
+    }
+
+    /// [`read`](Self::read) of an object the caller owns, in place.
+    #[must_use]
+    pub fn read_owned(&self, mut obj: Value) -> Value {
         self.schema.prune(&mut obj);
         self.schema.default(&mut obj);
         obj

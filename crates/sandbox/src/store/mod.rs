@@ -400,6 +400,7 @@ impl Store {
             state: Mutex::new(State {
                 objects: BTreeMap::new(),
                 recent: frozen::Recent::new(WATCH_BUFFER),
+                dictionaries: frozen::Dictionaries::default(),
                 rv: 0,
                 history: HashMap::new(),
                 floor: 0,
@@ -472,6 +473,7 @@ impl Store {
             state: Mutex::new(State {
                 objects: st.objects.clone(),
                 recent: frozen::Recent::new(0),
+                dictionaries: st.dictionaries.clone(),
                 rv: st.rv,
                 history: HashMap::new(),
                 floor: st.rv,
@@ -629,8 +631,7 @@ impl Store {
             }
         };
         let end = if q.limit == 0 { items.len() } else { (offset + q.limit).min(items.len()) };
-        let page: Vec<Value> =
-            items.get(offset..end).unwrap_or_default().iter().map(|o| def.present(&o.thaw())).collect();
+        let page: Vec<Arc<Frozen>> = items.get(offset..end).unwrap_or_default().to_vec();
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
         if let Some(shard) = &q.shard {
             metadata["shardInfo"] = json!({ "selector": shard.raw });
@@ -657,12 +658,16 @@ impl Store {
                 metadata["remainingItemCount"] = json!(items.len() - end);
             }
         }
-        Ok(json!({
-            "kind": format!("{}List", def.kind),
-            "apiVersion": def.api_version(),
-            "metadata": metadata,
-            "items": page,
-        }))
+        // The page is thawed once the lock is let go, each item into the answer as it is (no
+        // copy: a `json!` of the items would copy every one).
+        drop(st);
+        let page: Vec<Value> = page.iter().map(|o| def.present_owned(o.thaw())).collect();
+        let mut list = Map::new();
+        list.insert("kind".into(), Value::String(format!("{}List", def.kind)));
+        list.insert("apiVersion".into(), Value::String(def.api_version()));
+        list.insert("metadata".into(), metadata);
+        list.insert("items".into(), Value::Array(page));
+        Ok(Value::Object(list))
     }
 
     /// Starts a WATCH: the events to send first, then the live feed.

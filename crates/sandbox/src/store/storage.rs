@@ -12,7 +12,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
-use super::frozen::{Frozen, Recent};
+use super::frozen::{Dictionaries, Frozen, Recent};
 use super::{ListQuery, Snapshot, StoreConfig};
 use crate::kinds::deployment;
 use crate::object::{finalizers, is_deleting, meta_mut, meta_str, owner_uids};
@@ -136,6 +136,8 @@ pub(super) struct State {
     pub(super) objects: BTreeMap<Key, Arc<Frozen>>,
     /// The objects written last, parsed.
     pub(super) recent: Recent,
+    /// What each resource's objects are compressed against.
+    pub(super) dictionaries: Dictionaries,
     pub(super) rv: u64,
     /// Per storage.
     pub(super) history: HashMap<&'static str, History>,
@@ -205,7 +207,7 @@ impl State {
         if let Some(old) = &old {
             self.unindex(&key, old);
         }
-        let frozen = Frozen::new(&obj);
+        let frozen = self.dictionaries.freeze(key.0, &obj);
         let was = if kind == ChangeType::Deleted {
             self.recent.forget(&key);
             self.objects.remove(&key)
