@@ -10,6 +10,7 @@
 //! Event, and is tried again when a node or a pod changes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 
 use serde_json::{Map, Value, json};
 
@@ -201,17 +202,20 @@ impl Scheduler {
         if self.order.len() != total {
             self.order = self.nodes.keys().cloned().collect();
         }
-        let tolerations: Vec<&Value> =
-            pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().collect();
+        // What the pod asks of a node is read once, not once per node looked at.
+        let placement = Placement::of(pod);
         let start = self.turn % total;
         let mut best: Option<(f64, &String)> = None;
         let mut feasible = 0;
         let mut misfits: BTreeMap<String, usize> = BTreeMap::new();
         let mut helpless = 0;
-        for i in 0..total {
-            let name = &self.order[(start + i) % total];
-            let Some(node) = self.nodes.get(name) else { continue };
-            match fits(pod, &tolerations, wants, node) {
+        // From the node whose turn it is, round the ring, without a lookup per node.
+        let first = self.order[start].as_str();
+        let from = (Bound::Included(first), Bound::Unbounded);
+        let before = (Bound::Unbounded, Bound::Excluded(first));
+        let ring = self.nodes.range::<str, _>(from).chain(self.nodes.range::<str, _>(before));
+        for (name, node) in ring {
+            match fits(&placement, wants, node) {
                 Ok(score) => {
                     feasible += 1;
                     if best.is_none_or(|(s, _)| score > s) {
@@ -284,7 +288,8 @@ fn add(a: &ResourceList, b: &ResourceList, sign: i64) -> ResourceList {
 }
 
 /// The filters, in upstream's order; the node's least-allocated score when it fits.
-fn fits(pod: &Value, tolerations: &[&Value], wants: &ResourceList, node: &NodeInfo) -> Result<f64, Misfit> {
+fn fits(placement: &Placement<'_>, wants: &ResourceList, node: &NodeInfo) -> Result<f64, Misfit> {
+    let tolerations = &placement.tolerations;
     if node.unschedulable
         && !tolerates(
             tolerations,
@@ -302,7 +307,7 @@ fn fits(pod: &Value, tolerations: &[&Value], wants: &ResourceList, node: &NodeIn
         let text = |k: &str| t[k].as_str().unwrap_or("").to_owned();
         return Err(Misfit::Taint(text("key"), text("value")));
     }
-    if !affinity_matches(pod, &node.labels, &node.name) {
+    if !placement.admits(&node.labels, &node.name) {
         return Err(Misfit::Affinity);
     }
     let mut short = Vec::new();
@@ -357,37 +362,58 @@ fn tolerates(tolerations: &[&Value], taint: &Value) -> bool {
 /// (what the DaemonSet controller asks before it makes a node's pod).
 pub(crate) fn node_admits(pod: &Value, node: &Value) -> bool {
     let labels = node.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
-    let tolerations: Vec<&Value> =
-        pod.pointer("/spec/tolerations").and_then(Value::as_array).into_iter().flatten().collect();
+    let placement = Placement::of(pod);
     let taints = node.pointer("/spec/taints").and_then(Value::as_array).into_iter().flatten();
     let tainted = taints
         .filter(|t| matches!(t["effect"].as_str(), Some("NoSchedule" | "NoExecute")))
-        .any(|t| !tolerates(&tolerations, t));
-    !tainted && affinity_matches(pod, &labels, meta_str(node, "name"))
+        .any(|t| !tolerates(&placement.tolerations, t));
+    !tainted && placement.admits(&labels, meta_str(node, "name"))
 }
 
-/// `nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution` node affinity: every
-/// selector label, and one of the terms (its label expressions and its `metadata.name` fields).
-fn affinity_matches(pod: &Value, labels: &Map<String, Value>, node: &str) -> bool {
-    let selector = pod.pointer("/spec/nodeSelector").and_then(Value::as_object);
-    if selector.is_some_and(|s| s.iter().any(|(k, v)| labels.get(k) != Some(v))) {
-        return false;
+/// What a pod asks of the node it runs on: the taints it tolerates, its `nodeSelector` and its
+/// required node affinity terms.
+struct Placement<'a> {
+    tolerations: Vec<&'a Value>,
+    selector: Option<&'a Map<String, Value>>,
+    terms: Option<&'a Vec<Value>>,
+}
+
+impl<'a> Placement<'a> {
+    fn of(pod: &'a Value) -> Self {
+        Self {
+            tolerations: pod
+                .pointer("/spec/tolerations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .collect(),
+            selector: pod.pointer("/spec/nodeSelector").and_then(Value::as_object),
+            terms: pod
+                .pointer(
+                    "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+                )
+                .and_then(Value::as_array),
+        }
     }
-    let terms = pod
-        .pointer(
-            "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
-        )
-        .and_then(Value::as_array);
-    let Some(terms) = terms else { return true };
-    let fields: Map<String, Value> = [("metadata.name".to_owned(), json!(node))].into_iter().collect();
-    terms.iter().any(|term| {
-        let exprs = term["matchExpressions"].as_array().into_iter().flatten();
-        let by_field = term["matchFields"].as_array().into_iter().flatten();
-        let given = exprs.clone().next().is_some() || by_field.clone().next().is_some();
-        given
-            && exprs.clone().all(|e| requirement_matches(e, labels))
-            && by_field.clone().all(|e| requirement_matches(e, &fields))
-    })
+
+    /// `nodeSelector` and `requiredDuringSchedulingIgnoredDuringExecution` node affinity: every
+    /// selector label, and one of the terms (its label expressions and its `metadata.name`
+    /// fields).
+    fn admits(&self, labels: &Map<String, Value>, node: &str) -> bool {
+        if self.selector.is_some_and(|s| s.iter().any(|(k, v)| labels.get(k) != Some(v))) {
+            return false;
+        }
+        let Some(terms) = self.terms else { return true };
+        let fields: Map<String, Value> = [("metadata.name".to_owned(), json!(node))].into_iter().collect();
+        terms.iter().any(|term| {
+            let exprs = term["matchExpressions"].as_array().into_iter().flatten();
+            let by_field = term["matchFields"].as_array().into_iter().flatten();
+            let given = exprs.clone().next().is_some() || by_field.clone().next().is_some();
+            given
+                && exprs.clone().all(|e| requirement_matches(e, labels))
+                && by_field.clone().all(|e| requirement_matches(e, &fields))
+        })
+    }
 }
 
 /// One `NodeSelectorRequirement` over the node's labels.
