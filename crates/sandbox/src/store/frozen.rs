@@ -48,8 +48,11 @@ impl Frozen {
     #[must_use]
     pub fn thaw(&self) -> Value {
         // The text was written from a `Value`, so it parses; `float_roundtrip` keeps every
-        // number as it was written.
-        serde_json::from_slice(&self.json()).unwrap_or(Value::Null)
+        // number as it was written. Anything else is a bug of the store's, said out loud.
+        serde_json::from_slice(&self.json()).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "a stored object did not thaw");
+            Value::Null
+        })
     }
 
     /// The object's JSON.
@@ -59,7 +62,11 @@ impl Frozen {
             None => Cow::Borrowed(&self.data),
             // Compressed by `Dictionaries::freeze` from this length with this dictionary.
             Some(d) => {
-                Cow::Owned(lz4_flex::block::decompress_with_dict(&self.data, self.len, d).unwrap_or_default())
+                let json = lz4_flex::block::decompress_with_dict(&self.data, self.len, d);
+                Cow::Owned(json.unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "a stored object did not decompress");
+                    Vec::new()
+                }))
             }
         }
     }
