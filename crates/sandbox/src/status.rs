@@ -63,11 +63,18 @@ impl ApiError {
 
     /// 422: the object is invalid; `causes` are `(field, message)` pairs.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: &[(String, String)]) -> Self {
-        let list: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        // As `field.ErrorList.ToAggregate()`: an error repeated is told once (the causes keep
+        // every one), one error bare, several in brackets.
+        let mut list: Vec<String> = Vec::new();
+        for (f, m) in causes {
+            let line = format!("{f}: {m}");
+            if !list.contains(&line) {
+                list.push(line);
+            }
+        }
         let mut e = Self::new(
             422,
             "Invalid",
-            // As `field.ErrorList.ToAggregate()`: one error bare, several in brackets.
             if list.len() == 1 {
                 format!("{} \"{name}\" is invalid: {}", qualified(group, kind), list[0])
             } else {

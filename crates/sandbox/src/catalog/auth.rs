@@ -52,24 +52,29 @@ pub(super) fn authorization() -> Vec<ResourceDef> {
 }
 
 pub(super) fn rbac() -> Vec<ResourceDef> {
-    use crate::kinds::rbac::validate_binding;
+    use crate::kinds::rbac::{
+        default_binding, default_role, validate_binding, validate_cluster_binding, validate_role,
+    };
     vec![
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                validate: validate_binding,
+                default: default_binding,
+                validate: validate_cluster_binding,
                 ..typed::<rbac::ClusterRoleBinding>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                default: crate::kinds::rbac::default_role,
+                default: default_role,
+                validate: validate_role,
                 ..typed::<rbac::ClusterRole>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                default: default_binding,
                 validate: validate_binding,
                 ..typed::<rbac::RoleBinding>()
             }),
@@ -77,7 +82,8 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                default: crate::kinds::rbac::default_role,
+                default: default_role,
+                validate: validate_role,
                 ..typed::<rbac::Role>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)
