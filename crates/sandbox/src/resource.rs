@@ -271,11 +271,17 @@ impl ResourceDef {
     /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
     #[must_use]
     pub fn in_version(&self, stored: &Value) -> Value {
+        self.in_version_owned(stored.clone())
+    }
+
+    /// [`in_version`](Self::in_version) of a stored object the caller owns: converted in place.
+    fn in_version_owned(&self, stored: Value) -> Value {
         match &self.strategy {
-            Strategy::BuiltIn(b) => {
-                b.from_storage.map_or_else(|| stored.clone(), |convert| convert(stored.clone()))
-            }
-            Strategy::Custom(c) => c.read(stored),
+            Strategy::BuiltIn(b) => match b.from_storage {
+                Some(convert) => convert(stored),
+                None => stored,
+            },
+            Strategy::Custom(c) => c.read_owned(stored),
         }
     }
 
@@ -292,22 +298,14 @@ impl ResourceDef {
     /// A stored object as this resource presents it.
     #[must_use]
     pub fn present(&self, stored: &Value) -> Value {
-        let mut v = self.in_version(stored);
-        self.stamp(&mut v);
-        v
+        self.present_owned(stored.clone())
     }
 
     /// [`present`](Self::present) for a stored object the caller owns (one just thawed): it is
     /// converted and stamped in place, not copied.
     #[must_use]
     pub fn present_owned(&self, stored: Value) -> Value {
-        let mut v = match &self.strategy {
-            Strategy::BuiltIn(b) => match b.from_storage {
-                Some(convert) => convert(stored),
-                None => stored,
-            },
-            Strategy::Custom(c) => c.read_owned(stored),
-        };
+        let mut v = self.in_version_owned(stored);
         self.stamp(&mut v);
         v
     }

@@ -714,14 +714,9 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
 impl World {
     fn take_change(&mut self, change: &Followed) {
         let c = &change.retained;
-        let obj = change.object();
-        // The earlier state matters only for a pod its controller let go (that controller must
-        // count again); a look at the frozen text spares parsing it for every other change.
-        let released = c.key.0 == "pods."
-            && controller_of(&obj).is_none()
-            && c.old.as_ref().is_some_and(|o| o.json().windows(17).any(|w| w == b"\"controller\":true"));
-        let old = if released { change.old() } else { None };
-        self.observe(c.key.0, &obj, old.as_deref(), c.kind);
+        // Only a pod's earlier state is looked at (the controller it had must count again).
+        let old = if c.key.0 == "pods." { change.old() } else { None };
+        self.observe(c.key.0, &change.object(), old.as_deref(), c.kind);
     }
 }
 

@@ -84,7 +84,7 @@ impl State {
         self.objects
             .range(crd_key("")..)
             .take_while(|((s, _, _), _)| *s == CRD_STORAGE)
-            .map(|(_, o)| Arc::new(o.thaw()))
+            .filter_map(|(k, _)| self.object(k))
             .collect()
     }
 

@@ -1,8 +1,8 @@
 //! Storage: the objects (frozen, see `frozen.rs`), the one revision counter, the indexes (uids,
 //! owners, rolling Deployments), each resource's change history and the broadcast that feeds
-//! open watches — what etcd and the watch cache are upstream. Only [`State::commit`] writes; the rules that decide what
-//! to commit are the store's verbs around it. A committed change of a CRD lets the CRD controllers
-//! react at once (`crd.rs`).
+//! open watches — what etcd and the watch cache are upstream. Only [`State::commit`] writes; the
+//! rules that decide what to commit are the store's verbs around it. A committed change of a CRD
+//! lets the CRD controllers react at once (`crd.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Weak};
@@ -178,8 +178,8 @@ pub(super) fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
 }
 
 impl State {
-    pub(super) fn namespace_state(&self, ns: &str) -> Option<Value> {
-        self.objects.get(&("namespaces.", String::new(), ns.to_owned())).map(|n| n.thaw())
+    pub(super) fn namespace_state(&self, ns: &str) -> Option<Arc<Value>> {
+        self.object(&("namespaces.", String::new(), ns.to_owned()))
     }
 
     /// The object at `key`: as it was written when that was lately, else thawed.
