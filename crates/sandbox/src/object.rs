@@ -113,6 +113,12 @@ pub fn check_label(name: &str) -> Option<String> {
     (!errs.is_empty()).then(|| errs.join(", "))
 }
 
+/// Checks a DNS-1035 label (a Service's name, `ValidateServiceName`), as `IsDNS1035Label`.
+pub fn check_dns1035(name: &str) -> Option<String> {
+    let errs = crate::kinds::crd::validation::dns1035_errors(name);
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
 /// Checks a path segment name (RBAC's roles and bindings, `ValidatePathSegmentName`): anything
 /// but `.`, `..` and what holds `/` or `%`.
 pub fn check_path_segment(name: &str) -> Option<String> {

@@ -234,6 +234,21 @@ impl ResourceDef {
         }
     }
 
+    /// How a field selector naming a label this kind does not know is refused: in the words of
+    /// its field label conversion — batch/v1 Job's own, the common ones of the other kinds that
+    /// have a conversion (those with field labels, and custom resources), else the default's.
+    #[must_use]
+    pub fn label_refusal(&self) -> crate::selector::LabelRefusal {
+        use crate::selector::LabelRefusal;
+        if (self.group, self.plural) == ("batch", "jobs") {
+            LabelRefusal::NotSupportedFor("Job")
+        } else if !self.field_labels.is_empty() || self.custom().is_some() {
+            LabelRefusal::NotSupported
+        } else {
+            LabelRefusal::Default
+        }
+    }
+
     /// The custom strategy, for a resource a CRD defines.
     #[must_use]
     pub fn custom(&self) -> Option<&crate::kinds::custom::CustomStrategy> {

@@ -405,11 +405,12 @@ impl FieldSelector {
     ///
     /// A 400 naming the field when it is not one the server can select on.
     pub fn parse_for(input: &str, labels: &'static [(&'static str, &'static str)]) -> Result<Self, ApiError> {
-        Self::parse_converted(input, labels, !labels.is_empty())
+        let refusal = if labels.is_empty() { LabelRefusal::Default } else { LabelRefusal::NotSupported };
+        Self::parse_converted(input, labels, refusal)
     }
 
-    /// As [`parse_for`](Self::parse_for); `converts` says the kind has a field label conversion
-    /// of its own (custom resources do, whatever their labels), which words a refusal its way.
+    /// As [`parse_for`](Self::parse_for), refusing an unknown label in the words of the kind's
+    /// field label conversion (`refusal`).
     ///
     /// # Errors
     ///
@@ -417,7 +418,7 @@ impl FieldSelector {
     pub fn parse_converted(
         input: &str,
         labels: &'static [(&'static str, &'static str)],
-        converts: bool,
+        refusal: LabelRefusal,
     ) -> Result<Self, ApiError> {
         let mut reqs = Vec::new();
         if input.trim().is_empty() {
@@ -440,14 +441,7 @@ impl FieldSelector {
                 "metadata.namespace" => "/metadata/namespace",
                 other => match labels.iter().find(|(l, _)| *l == other) {
                     Some((_, p)) => p,
-                    // A kind with field labels of its own refuses in its conversion function's
-                    // words; the others in `DefaultMetaV1FieldSelectorConversion`'s.
-                    None if !converts => {
-                        return Err(ApiError::bad_request(format!(
-                            "{other:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-                        )));
-                    }
-                    None => return Err(ApiError::bad_request(format!("field label not supported: {other}"))),
+                    None => return Err(ApiError::bad_request(refusal.words(other))),
                 },
             };
             reqs.push((pointer, equal, value.trim().to_owned()));
@@ -475,6 +469,34 @@ impl FieldSelector {
 
 /// Field labels over Go bools (not pointers): absent reads as "false".
 const BOOL_FIELDS: &[&str] = &["/spec/unschedulable"];
+
+/// How a kind's field label conversion refuses a label it does not know: upstream, each
+/// conversion function (`AddFieldLabelConversionFunc`) words its own refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LabelRefusal {
+    /// No conversion of its own: `DefaultMetaV1FieldSelectorConversion`, which knows only
+    /// `metadata.name` and `metadata.namespace` and says so.
+    #[default]
+    Default,
+    /// `field label not supported: X`, as most conversions (and custom resources') say it.
+    NotSupported,
+    /// `field label "X" not supported for Kind`, as batch/v1's Job conversion says it.
+    NotSupportedFor(&'static str),
+}
+
+impl LabelRefusal {
+    /// The refusal of `label`, as its 400's message.
+    #[must_use]
+    pub fn words(self, label: &str) -> String {
+        match self {
+            Self::Default => format!(
+                "{label:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            ),
+            Self::NotSupported => format!("field label not supported: {label}"),
+            Self::NotSupportedFor(kind) => format!("field label {label:?} not supported for {kind}"),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -13,9 +13,6 @@ const SCALE: ScalePaths = ScalePaths {
     label_selector: Some(".spec.selector"),
 };
 
-/// A ReplicaSet's field label beyond the metadata (`status.replicas`).
-const REPLICA_SET_FIELDS: &[(&str, &str)] = &[("status.replicas", "/status/replicas")];
-
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
@@ -57,7 +54,6 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             scale: Some(SCALE),
             has_generation: true,
             categories: ALL,
-            field_labels: REPLICA_SET_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_replica_set,
                 validate: workload::validate_replica_set,

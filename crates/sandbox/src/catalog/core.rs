@@ -42,6 +42,9 @@ const POD_FIELDS: &[(&str, &str)] = &[
     ("status.nominatedNodeName", "/status/nominatedNodeName"),
 ];
 
+/// A Service's field labels beyond the metadata (`AddFieldLabelConversionsForService`, v1.31).
+const SERVICE_FIELDS: &[(&str, &str)] = &[("spec.clusterIP", "/spec/clusterIP"), ("spec.type", "/spec/type")];
+
 /// A Node's field label beyond the metadata (`spec.unschedulable`).
 const NODE_FIELDS: &[(&str, &str)] = &[("spec.unschedulable", "/spec/unschedulable")];
 
@@ -237,6 +240,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             status_subresource: true,
             categories: ALL,
+            field_labels: SERVICE_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: service::default,
                 validate: service::validate,

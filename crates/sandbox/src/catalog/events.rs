@@ -7,16 +7,32 @@ use super::resource;
 use crate::kinds::event;
 use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 
+/// The fields an events.k8s.io/v1 list may select on (`AddFieldLabelConversionsForEvent` of
+/// `pkg/apis/events/v1`): its own names, found in the stored core form.
+const EVENTS_V1_FIELDS: &[(&str, &str)] = &[
+    ("reason", "/reason"),
+    ("regarding.kind", "/involvedObject/kind"),
+    ("regarding.namespace", "/involvedObject/namespace"),
+    ("regarding.name", "/involvedObject/name"),
+    ("regarding.uid", "/involvedObject/uid"),
+    ("regarding.apiVersion", "/involvedObject/apiVersion"),
+    ("regarding.resourceVersion", "/involvedObject/resourceVersion"),
+    ("regarding.fieldPath", "/involvedObject/fieldPath"),
+    ("reportingController", "/reportingComponent"),
+    ("type", "/type"),
+];
+
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![ResourceDef {
         storage: "events",
+        field_labels: EVENTS_V1_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
             to_storage: event::v1_to_storage,
             from_storage: Some(event::v1_from_storage),
             decode: event::decode_events_v1,
             known: None,
             default: event::default_events_v1,
-            validate: event::validate_events_v1,
+            validate: event::strict_events_v1,
             internal_group: Some(""),
             ..typed::<events::Event>()
         }),

@@ -129,7 +129,7 @@ impl Api<'_> {
     /// period for pods.
     pub fn delete(&self, def: &ResourceDef, obj: &Value, grace: Option<i64>) -> Result<(), ApiError> {
         let opts = DeleteOptions {
-            propagation: Propagation::Background,
+            propagation: Some(Propagation::Background),
             uid: Some(meta_str(obj, "uid").to_owned()),
             resource_version: None,
             grace_period: grace,

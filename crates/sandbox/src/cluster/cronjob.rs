@@ -104,7 +104,7 @@ fn sync_one(api: &Api<'_>, cj: &Value, timers: &mut Timers) -> Result<(), crate:
             if policy == "Replace" {
                 for j in active.drain(..) {
                     let opts = DeleteOptions {
-                        propagation: Propagation::Background,
+                        propagation: Some(Propagation::Background),
                         uid: Some(meta_str(&j, "uid").to_owned()),
                         ..DeleteOptions::default()
                     };
@@ -188,7 +188,7 @@ fn sync_one(api: &Api<'_>, cj: &Value, timers: &mut Timers) -> Result<(), crate:
             jobs.iter().filter(|j| condition(j, kind).is_some() && !is_deleting(j)).collect();
         for j in done.iter().take(done.len().saturating_sub(limit)) {
             let opts = DeleteOptions {
-                propagation: Propagation::Background,
+                propagation: Some(Propagation::Background),
                 uid: Some(meta_str(j, "uid").to_owned()),
                 ..DeleteOptions::default()
             };

@@ -373,7 +373,7 @@ pub(crate) fn ttl(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
             continue;
         }
         let opts = DeleteOptions {
-            propagation: Propagation::Foreground,
+            propagation: Some(Propagation::Foreground),
             uid: Some(meta_str(&job, "uid").to_owned()),
             ..DeleteOptions::default()
         };

@@ -232,8 +232,7 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
         match k.as_ref() {
             "labelSelector" => out.list.labels = LabelSelector::parse(&v)?,
             "fieldSelector" => {
-                let converts = !def.field_labels.is_empty() || def.custom().is_some();
-                out.list.fields = FieldSelector::parse_converted(&v, def.field_labels, converts)?;
+                out.list.fields = FieldSelector::parse_converted(&v, def.field_labels, def.label_refusal())?;
             }
             "shardSelector" if !v.is_empty() => {
                 out.list.shard = Some(crate::shard::ShardSelector::parse(&v)?)
@@ -776,9 +775,7 @@ where
             // The warning is given before the delete is tried: a refused one carries it too.
             let warnings = orphaning_warning(def, policy, orphan_dependents);
             let response = match store.delete(def, ns, name, &opts) {
-                Ok((deleted, lingers)) => {
-                    delete_response(def, name, deleted, lingers, policy, orphan_dependents)
-                }
+                Ok((deleted, lingers)) => delete_response(def, name, deleted, lingers, orphan_dependents),
                 Err(e) => error_response(&e),
             };
             Ok(with_warnings(response, &warnings))
@@ -923,46 +920,26 @@ fn transform(def: &ResourceDef, q: &Query, value: Value, is_list: bool) -> Resul
 /// (`staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`, `finalizeDelete`;
 /// `.../endpoints/handlers/delete.go`):
 ///
-/// * the object lingers (finalizers, a Terminating namespace): the object, 200 — or 202 when the
-///   request set `orphanDependents: false`;
-/// * `Orphan` or `Foreground` propagation: upstream adds the `orphan` / `foregroundDeletion`
-///   finalizer and the garbage collector finishes later, so the answer is the object marked for
-///   deletion, even where the sandbox finished at once;
+/// * the object lingers (finalizers, a Terminating namespace) or is marked for the garbage
+///   collector (the `orphan` or `foregroundDeletion` finalizer the store answered it with): the
+///   object, 200 — or 202 when the request set `orphanDependents: false`;
 /// * removed at once: a `Status` Success whose `details.kind` is the *resource* (`configmaps`),
 ///   with the group and uid — except for kinds whose registry returns the deleted object
-///   (`ReturnDeletedObject`: Namespaces, Services, ServiceAccounts).
+///   ([`RETURNS_DELETED_OBJECT`]).
 fn delete_response(
     def: &ResourceDef,
     name: &str,
     deleted: Value,
     lingers: bool,
-    policy: Option<&str>,
     orphan_dependents: Option<bool>,
 ) -> Response<ResponseBody> {
     if lingers {
         return json_response(if orphan_dependents == Some(false) { 202 } else { 200 }, &deleted);
     }
-    let uid = crate::object::meta_str(&deleted, "uid").to_owned();
-    let finalizer = match (policy, orphan_dependents) {
-        (_, Some(true)) | (Some("Orphan"), _) => Some("orphan"),
-        (Some("Foreground"), _) => Some("foregroundDeletion"),
-        _ => None,
-    };
-    if let Some(f) = finalizer {
-        let mut obj = deleted;
-        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.entry("deletionTimestamp").or_insert_with(|| json!(crate::object::now_rfc3339()));
-            meta.entry("deletionGracePeriodSeconds").or_insert(json!(0));
-            let list = meta.entry("finalizers").or_insert_with(|| json!([]));
-            if let Some(a) = list.as_array_mut().filter(|a| !a.iter().any(|x| x == f)) {
-                a.push(json!(f));
-            }
-        }
-        return json_response(200, &obj);
-    }
     if RETURNS_DELETED_OBJECT.contains(&def.plural) {
         return json_response(200, &deleted);
     }
+    let uid = crate::object::meta_str(&deleted, "uid").to_owned();
     let mut details = json!({ "name": name, "kind": def.plural, "uid": uid });
     if !def.group.is_empty() {
         details["group"] = json!(def.group);
@@ -984,8 +961,23 @@ fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) -> Response
 }
 
 /// Kinds whose upstream registry answers a DELETE with the deleted object (`ReturnDeletedObject:
-/// true` in `pkg/registry/core/{namespace,pod,service,serviceaccount}/storage/storage.go`).
-const RETURNS_DELETED_OBJECT: &[&str] = &["namespaces", "pods", "serviceaccounts", "services"];
+/// true` in the `storage.go` of `pkg/registry/core/{namespace,persistentvolume,
+/// persistentvolumeclaim,pod,podtemplate,resourcequota,service,serviceaccount}` and
+/// `pkg/registry/storage/{csidriver,csinode,storageclass,volumeattachment}`).
+const RETURNS_DELETED_OBJECT: &[&str] = &[
+    "csidrivers",
+    "csinodes",
+    "namespaces",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "pods",
+    "podtemplates",
+    "resourcequotas",
+    "serviceaccounts",
+    "services",
+    "storageclasses",
+    "volumeattachments",
+];
 
 /// A dry-run write answers with the version actually stored (nothing new was stored).
 fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {

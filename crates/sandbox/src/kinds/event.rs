@@ -123,13 +123,21 @@ const IMMUTABLE: [(&str, &str); 13] = [
     ("reportingInstance", "reportingInstance"),
 ];
 
-/// events.k8s.io/v1 Event. Create: the legacy rules, then the strict ones — `eventTime` required,
-/// `type` Normal or Warning, a valid series, and none of the deprecated fields set. Update: the
-/// legacy rules, the series when it changed, and everything else but metadata immutable.
+/// The legacy rules of an Event written through events.k8s.io/v1 (`legacyValidateEvent`), which
+/// upstream checks before its metadata.
 #[must_use]
-pub fn validate_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
+pub fn legacy_events_v1(ev: &Value) -> Vec<FieldError> {
+    legacy(ev, &EVENTS_V1)
+}
+
+/// events.k8s.io/v1 Event, beyond the legacy rules ([`legacy_events_v1`]) and the metadata, which
+/// upstream checks first, in that order. Create: `eventTime` required, `type` Normal or Warning, a
+/// valid series, and none of the deprecated fields set. Update: the series when it changed, and
+/// everything else but metadata immutable.
+#[must_use]
+pub fn strict_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if let Some(old) = old {
-        let mut errs = legacy(ev, &EVENTS_V1);
+        let mut errs = Vec::new();
         if ev.get("series") != old.get("series") {
             errs.extend(series_errors(ev));
         }
@@ -143,8 +151,7 @@ pub fn validate_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
         return errs;
     }
-    let mut errs = legacy(ev, &EVENTS_V1);
-    errs.extend(series_errors(ev));
+    let mut errs = series_errors(ev);
     if !set(ev, "eventTime") {
         errs.push(("eventTime".into(), "Required value".into()));
     }

@@ -154,11 +154,8 @@ impl State {
         }
         // Finalizers (or dependents to delete first): mark it and let the holders finish.
         let mut marked = (*old).clone();
+        mark_deleting(&mut marked);
         let meta = meta_mut(&mut marked);
-        if !is_deleting(&old) {
-            meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
-            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        }
         if foreground {
             let mut f = finalizers(&old);
             if !f.iter().any(|x| x == "foregroundDeletion") {
@@ -200,6 +197,26 @@ impl State {
         let period = if unbound || finished { 0 } else { requested.or(spec_period).unwrap_or(30).max(0) };
         let current = old.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64);
         if period == 0 {
+            // Upstream's store writes the marks (`deletionTimestamp`, a grace period of 0) before
+            // it removes the pod: a watch sees that update, then the deletion of the marked pod.
+            if current != Some(0) {
+                let mut marked = (**old).clone();
+                if is_deleting(old) {
+                    // Shortened to nothing: the deadline moves back by the period it had.
+                    let deadline = old.pointer("/metadata/deletionTimestamp").and_then(Value::as_str);
+                    let since = deadline.and_then(|t| t.parse::<jiff::Timestamp>().ok()).and_then(|t| {
+                        t.checked_sub(jiff::SignedDuration::from_secs(current.unwrap_or(0))).ok()
+                    });
+                    let meta = meta_mut(&mut marked);
+                    if let Some(t) = since {
+                        meta.insert("deletionTimestamp".into(), json!(crate::object::rfc3339(t)));
+                    }
+                    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                } else {
+                    mark_deleting(&mut marked);
+                }
+                self.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old)));
+            }
             return None;
         }
         if is_deleting(old) && current.is_some_and(|c| period >= c) {
@@ -214,6 +231,9 @@ impl State {
         let meta = meta_mut(&mut marked);
         meta.insert("deletionTimestamp".into(), json!(until));
         meta.insert("deletionGracePeriodSeconds".into(), json!(period));
+        if !is_deleting(old) {
+            bump_generation(meta);
+        }
         Some(self.commit(key.clone(), ChangeType::Modified, marked, Some(Arc::clone(old))))
     }
 
@@ -248,8 +268,10 @@ impl State {
 }
 
 impl Store {
-    /// DELETE: finalizers, preconditions and propagation. Returns the object as it was last
-    /// stored, and whether it is still there (finalizers, a Terminating namespace).
+    /// DELETE: finalizers, preconditions and propagation. Returns the object as upstream's
+    /// store answers it — as last stored, or marked with the finalizer that orphans its
+    /// dependents or deletes them first — and whether it is answered as still there (finalizers,
+    /// a Terminating namespace, that marking).
     ///
     /// # Errors
     ///
@@ -293,14 +315,32 @@ impl Store {
             let marked = self.delete_namespace(&mut st, &key, &old);
             return Ok((def.present(&marked), st.objects.contains_key(&key)));
         }
+        let propagation = propagation_of(def, opts.propagation, &old);
         if let Some(marked) = st.delete_gracefully(def, &key, &old, opts.grace_period) {
             return Ok((def.present(&marked), true));
         }
-        let result = st.delete_key(&key, opts.propagation).unwrap_or(old);
+        let result = st.delete_key(&key, propagation).unwrap_or(old);
         // A CRD is answered as upstream's storage answers it, marked with its finalizer, even
         // when its finalizer ran at once.
         let lingers = st.objects.contains_key(&key) || def.storage == super::crd::CRD_STORAGE;
-        Ok((def.present(&result), lingers))
+        let mut answer = def.present(&result);
+        // Orphaning and foreground deletion are, upstream, a finalizer the store adds by an
+        // update and the garbage collector removes later: the answer is the object so marked,
+        // also where the sandbox has already finished.
+        let finalizer = match propagation {
+            Propagation::Orphan => Some("orphan"),
+            Propagation::Foreground => Some("foregroundDeletion"),
+            Propagation::Background => None,
+        };
+        if let Some(f) = finalizer.filter(|_| !lingers) {
+            mark_deleting(&mut answer);
+            let mut list = finalizers(&answer);
+            list.retain(|x| x != "orphan" && x != "foregroundDeletion");
+            list.push(f.to_owned());
+            meta_mut(&mut answer).insert("finalizers".into(), json!(list));
+            return Ok((answer, true));
+        }
+        Ok((answer, lingers))
     }
 
     pub(super) fn delete_namespace(&self, st: &mut State, key: &Key, old: &Arc<Value>) -> Arc<Value> {
@@ -433,12 +473,58 @@ impl Store {
             let key = key_of(def, meta_str(&o, "namespace"), meta_str(&o, "name"));
             if let Some(d) = st.delete_gracefully(def, &key, &o, opts.grace_period) {
                 deleted.push(def.present(&d));
-            } else if let Some(d) = st.delete_key(&key, opts.propagation) {
+            } else if let Some(d) = st.delete_key(&key, propagation_of(def, opts.propagation, &o)) {
                 deleted.push(def.present(&d));
             }
         }
         Ok(
             json!({ "kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": { "resourceVersion": st.rv.to_string() }, "items": deleted }),
         )
+    }
+}
+
+/// How a delete treats an object's dependents, as upstream's `shouldOrphanDependents` and
+/// `shouldDeleteDependents` decide it: the request's policy; else the `orphan` or
+/// `foregroundDeletion` finalizer the object already carries; else its kind's default — batch/v1
+/// Jobs and v1 ReplicationControllers orphan (kept for old clients), the rest go in the
+/// background. Events support neither orphaning nor the foreground.
+fn propagation_of(def: &ResourceDef, requested: Option<Propagation>, obj: &Value) -> Propagation {
+    if def.plural == "events" {
+        return Propagation::Background;
+    }
+    if let Some(p) = requested {
+        return p;
+    }
+    for f in finalizers(obj) {
+        match f.as_str() {
+            "orphan" => return Propagation::Orphan,
+            "foregroundDeletion" => return Propagation::Foreground,
+            _ => {}
+        }
+    }
+    match (def.group, def.plural) {
+        ("batch", "jobs") | ("", "replicationcontrollers") => Propagation::Orphan,
+        _ => Propagation::Background,
+    }
+}
+
+/// Marks an object as being deleted, as upstream's `markAsDeleting` does when the store updates it
+/// rather than removing it: `deletionTimestamp` now (unless it is already set), a grace period of
+/// 0, and `generation` bumped the first time.
+fn mark_deleting(obj: &mut Value) {
+    let deleting = is_deleting(obj);
+    let meta = meta_mut(obj);
+    if !deleting {
+        bump_generation(meta);
+        meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
+    }
+    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+}
+
+/// A first mark of deletion changes what the object's controllers must do: a `generation` it
+/// keeps (above 0) goes up by one.
+fn bump_generation(meta: &mut serde_json::Map<String, Value>) {
+    if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
+        meta.insert("generation".into(), json!(g + 1));
     }
 }

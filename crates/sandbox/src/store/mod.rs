@@ -102,8 +102,11 @@ pub enum Propagation {
 /// Options of a delete: propagation and preconditions.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteOptions {
-    /// `propagationPolicy`.
-    pub propagation: Propagation,
+    /// `propagationPolicy` (or `orphanDependents`); `None` leaves it to the object's finalizers
+    /// and then to its kind, as upstream's `DefaultGarbageCollectionPolicy`: batch/v1 Jobs and
+    /// v1 ReplicationControllers orphan their dependents, every other kind deletes them in the
+    /// background.
+    pub propagation: Option<Propagation>,
     /// `preconditions.uid`.
     pub uid: Option<String>,
     /// `preconditions.resourceVersion`.
@@ -148,9 +151,10 @@ impl DeleteOptions {
             ));
         }
         let propagation = match policy {
-            None | Some("Background") => Propagation::Background,
-            Some("Foreground") => Propagation::Foreground,
-            Some("Orphan") => Propagation::Orphan,
+            None => None,
+            Some("Background") => Some(Propagation::Background),
+            Some("Foreground") => Some(Propagation::Foreground),
+            Some("Orphan") => Some(Propagation::Orphan),
             Some(other) => {
                 causes.push((
                     "propagationPolicy".into(),
@@ -159,16 +163,21 @@ impl DeleteOptions {
                         crate::gofmt::go_quote(other)
                     ),
                 ));
-                Propagation::Background
+                None
             }
         };
         causes.extend(dry_run_causes(dry_run));
         if !causes.is_empty() {
             return Err(ApiError::invalid("meta.k8s.io", "DeleteOptions", "", &causes));
         }
-        let orphan = body.get("orphanDependents").and_then(Value::as_bool) == Some(true);
+        // `orphanDependents: false` asks for the dependents to go, in the background.
+        let orphan = body.get("orphanDependents").and_then(Value::as_bool);
         Ok(Self {
-            propagation: if orphan { Propagation::Orphan } else { propagation },
+            propagation: match orphan {
+                Some(true) => Some(Propagation::Orphan),
+                Some(false) => Some(Propagation::Background),
+                None => propagation,
+            },
             uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned),
             resource_version: body
                 .pointer("/preconditions/resourceVersion")
@@ -315,10 +324,23 @@ pub struct Store {
     registry: Arc<RwLock<Registry>>,
 }
 
+/// A list's `resourceVersion`: as [`parse_rv`], but Events, which kube-apiserver keeps out of its
+/// watch cache (`DefaultWatchCacheSizes`: size 0), are listed by etcd3's store itself, which
+/// calls the error a bad request (`invalid resource version: …`, 400).
+fn parse_list_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
+    parse_rv(rv).map_err(|e| {
+        if def.storage == "events" {
+            ApiError::bad_request(format!("invalid resource version: {}", e.message))
+        } else {
+            e
+        }
+    })
+}
+
 /// A list's or watch's `resourceVersion`, parsed as upstream's versioner does
 /// (`storage.APIObjectVersioner.ParseResourceVersion`): what is not a `uint64` is a
 /// `storage.InvalidError` that nothing classifies, so the client gets a 500 with no reason.
-fn parse_rv(_def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
+fn parse_rv(rv: &str) -> Result<u64, ApiError> {
     rv.parse().map_err(|_| {
         let why = if !rv.is_empty() && rv.bytes().all(|b| b.is_ascii_digit()) {
             "value out of range"
@@ -330,6 +352,77 @@ fn parse_rv(_def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
             "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
         ))
     })
+}
+
+/// The `resourceVersion` of a PUT's body, which must be a number (`ObjectResourceVersion`'s
+/// ParseUint error is not classified: a 500).
+fn check_body_version(body: &Value) -> Result<(), ApiError> {
+    let rv = meta_str(body, "resourceVersion");
+    if !rv.is_empty() && rv.parse::<u64>().is_err() {
+        return Err(ApiError::unclassified(format!("strconv.ParseUint: parsing {rv:?}: invalid syntax")));
+    }
+    Ok(())
+}
+
+/// A new object's name refused as upstream's `ValidateObjectMeta` refuses it: a generateName
+/// checked as a prefix (a trailing `-` masked, `maskTrailingDash`) with the kind's name rule,
+/// then the name — required, and held to the rule.
+fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::resource::FieldError> {
+    let name_rule = match (def.group, def.plural) {
+        ("", "namespaces") => check_label,
+        ("", "services") => crate::object::check_dns1035,
+        // RBAC's names, and the kinds whose strategy leaves the name to the generic check
+        // (`ValidatePathSegmentName`) — see `object_errors`.
+        ("rbac.authorization.k8s.io", _) | ("", "events") | ("policy", "poddisruptionbudgets") => {
+            crate::object::check_path_segment
+        }
+        _ => check_subdomain,
+    };
+    let mut bad = Vec::new();
+    if !generate.is_empty() {
+        let masked = match generate.strip_suffix('-') {
+            Some(rest) if !rest.is_empty() => format!("{rest}a"),
+            _ => generate.to_owned(),
+        };
+        if let Some(why) = name_rule(&masked) {
+            bad.push(("metadata.generateName".to_owned(), format!("Invalid value: {generate:?}: {why}")));
+        }
+    }
+    if name.is_empty() {
+        bad.push(("metadata.name".into(), "Required value: name or generateName is required".into()));
+    } else if let Some(why) = name_rule(name) {
+        bad.push(("metadata.name".to_owned(), format!("Invalid value: {name:?}: {why}")));
+    }
+    bad
+}
+
+/// An object's errors in the order upstream's strategy finds them: `meta` (the metadata's) first
+/// and then the kind's, for most kinds. A core/v1 Event's and a PodDisruptionBudget's strategy
+/// validates no metadata: the generic `ValidateObjectMetaAccessor` runs after it, only when the
+/// kind's rules pass. An events.k8s.io/v1 Event is held to the legacy Event rules, then to the
+/// metadata, then to its own.
+fn object_errors(
+    def: &ResourceDef,
+    obj: &Value,
+    old: Option<&Value>,
+    mut meta: Vec<crate::resource::FieldError>,
+) -> Vec<crate::resource::FieldError> {
+    match (def.group, def.plural) {
+        ("", "events") | ("policy", "poddisruptionbudgets") => {
+            let errs = def.validate(obj, old);
+            if errs.is_empty() { meta } else { errs }
+        }
+        ("events.k8s.io", "events") => {
+            let mut errs = crate::kinds::event::legacy_events_v1(obj);
+            errs.append(&mut meta);
+            errs.extend(def.validate(obj, old));
+            errs
+        }
+        _ => {
+            meta.extend(def.validate(obj, old));
+            meta
+        }
+    }
 }
 
 /// Fields the server owns: a client's values for them are replaced by the stored ones.
@@ -612,7 +705,7 @@ impl Store {
             (snap.rv, snap.items.clone(), offset, Some(id))
         } else {
             if let Some(asked) = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0") {
-                let asked = parse_rv(def, asked)?;
+                let asked = parse_list_rv(def, asked)?;
                 if asked > st.rv {
                     return Err(ApiError::too_large_resource_version(asked, st.rv));
                 }
@@ -702,7 +795,7 @@ impl Store {
                 .collect();
             return Ok(WatchStart { initial, initial_events_end: send_initial_events, rv: st.rv, feed });
         }
-        let from = parse_rv(def, from.unwrap_or("0"))?;
+        let from = parse_rv(from.unwrap_or("0"))?;
         let history = st.history.get(def.storage);
         let compacted = history.map_or(0, |h| h.compacted).max(st.floor);
         if from < compacted {
@@ -749,16 +842,8 @@ impl Store {
     ) -> Result<(Value, crate::quota::Charges), ApiError> {
         let mut obj = check_body(def, ns, body)?;
         let mut name = meta_str(&obj, "name").to_owned();
-        if name.is_empty() {
-            let generate = meta_str(&obj, "generateName").to_owned();
-            if generate.is_empty() {
-                return Err(ApiError::invalid(
-                    def.internal_group(),
-                    def.kind,
-                    "",
-                    &[("metadata.name".into(), "Required value: name or generateName is required".into())],
-                ));
-            }
+        let generate = meta_str(&obj, "generateName").to_owned();
+        if name.is_empty() && !generate.is_empty() {
             // As `names.SimpleNameGenerator`: the prefix is cut so that the name fits 63
             // characters with the 5 random ones.
             let prefix = generate.char_indices().nth(58).map_or(generate.as_str(), |(i, _)| &generate[..i]);
@@ -768,31 +853,11 @@ impl Store {
                     break candidate;
                 }
             };
+        } else if name.is_empty() && (def.group, def.plural) == ("", "limitranges") {
+            // The LimitRange strategy's `PrepareForCreate` names a nameless one with a uid.
+            name = new_uid();
         }
-        // `ValidateObjectMetaAccessor`: a generateName is checked as a prefix (a trailing `-`
-        // masked, `maskTrailingDash`) with the kind's name rule, before the name itself.
-        let name_rule = match (def.group, def.plural) {
-            ("", "namespaces") => check_label,
-            ("rbac.authorization.k8s.io", _) => crate::object::check_path_segment,
-            _ => check_subdomain,
-        };
-        let generate = meta_str(&obj, "generateName");
-        let mut bad = Vec::new();
-        if !generate.is_empty() {
-            let masked = match generate.strip_suffix('-') {
-                Some(rest) if !rest.is_empty() => format!("{rest}a"),
-                _ => generate.to_owned(),
-            };
-            if let Some(why) = name_rule(&masked) {
-                bad.push(("metadata.generateName".to_owned(), format!("Invalid value: {generate:?}: {why}")));
-            }
-        }
-        if let Some(why) = name_rule(&name) {
-            bad.push(("metadata.name".to_owned(), format!("Invalid value: {name:?}: {why}")));
-        }
-        if !bad.is_empty() {
-            return Err(ApiError::invalid(def.internal_group(), def.kind, &name, &bad));
-        }
+        let name_errors = name_errors(def, &name, &generate);
         let meta = meta_mut(&mut obj);
         meta.insert("name".into(), json!(name));
         if def.namespaced {
@@ -816,8 +881,9 @@ impl Store {
         }
         admission::admit(st, def, ns, &mut obj)?;
         decode(def, &obj)?;
-        let mut errs = crate::metadata::validate(&obj);
-        errs.extend(def.validate(&obj, None));
+        let mut meta = name_errors;
+        meta.extend(crate::metadata::validate(&obj));
+        let errs = object_errors(def, &obj, None, meta);
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.internal_group(), def.kind, &name, &errs));
         }
@@ -898,6 +964,8 @@ impl Store {
             }
         }
         check_name(&body, name)?;
+        // Upstream's update reads the body's version before it turns into a create.
+        check_body_version(&body)?;
         self.create(def, ns, body, manager).map(|obj| (obj, true))
     }
 
@@ -934,11 +1002,7 @@ impl Store {
             ));
         }
         let body_rv = meta_str(&body, "resourceVersion");
-        if !body_rv.is_empty() && body_rv.parse::<u64>().is_err() {
-            return Err(ApiError::unclassified(format!(
-                "strconv.ParseUint: parsing {body_rv:?}: invalid syntax"
-            )));
-        }
+        check_body_version(&body)?;
         // `Store.Update`: a strategy without `AllowUnconditionalUpdate` wants a version to update
         // from, named as the resource (a Scale without one updates from the stored version).
         if body_rv.is_empty() && sub != Subresource::Scale && !def.allows_unconditional_update() {
@@ -1004,9 +1068,9 @@ impl Store {
         def.apply_defaults(&mut new);
         def.stamp(&mut new);
         decode(def, &new)?;
-        let mut errs = metadata_update_errors(&new, &old_view);
-        errs.extend(crate::metadata::validate(&new));
-        errs.extend(def.validate(&new, Some(&old_view)));
+        let mut meta = metadata_update_errors(&new, &old_view);
+        meta.extend(crate::metadata::validate(&new));
+        let errs = object_errors(def, &new, Some(&old_view), meta);
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.internal_group(), def.kind, name, &errs));
         }
