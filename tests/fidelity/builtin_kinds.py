@@ -144,6 +144,8 @@ def normalise(value, ns):
         # `utilrand.String`'s alphabet.
         value = re.sub(r'-[bcdfghjklmnpqrstvwxz2456789]{5}"', '-$X"', value)
         value = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "$UID", value)
+        # A Go pointer printed by `%#v` (`(*intstr.IntOrString)(0xc014b24e80)`): an address.
+        value = re.sub(r"\)\(0x[0-9a-f]+\)", ")($PTR)", value)
         if value.count(".") == 2 and len(value) > 100 and " " not in value:
             return "$TOKEN"
         return value.replace(ns, "$NS")

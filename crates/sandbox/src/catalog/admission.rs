@@ -4,7 +4,7 @@
 use k8s_openapi::api::admissionregistration::v1 as admission;
 
 use super::resource;
-use crate::resource::{ResourceDef, Strategy, typed};
+use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 
 /// The category `kubectl get api-extensions` lists.
 pub(super) const API_EXTENSIONS: &[&str] = &["api-extensions"];
@@ -14,7 +14,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             categories: API_EXTENSIONS,
             has_generation: true,
-            strategy: Strategy::BuiltIn(typed::<admission::MutatingWebhookConfiguration>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
+                ..typed::<admission::MutatingWebhookConfiguration>()
+            }),
             ..resource!("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", "MutatingWebhookConfiguration", [], namespaced: false)
         },
         ResourceDef {
@@ -33,7 +36,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             categories: API_EXTENSIONS,
             has_generation: true,
-            strategy: Strategy::BuiltIn(typed::<admission::ValidatingWebhookConfiguration>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
+                ..typed::<admission::ValidatingWebhookConfiguration>()
+            }),
             ..resource!("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", "validatingwebhookconfiguration", "ValidatingWebhookConfiguration", [], namespaced: false)
         },
     ]

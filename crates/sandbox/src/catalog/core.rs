@@ -243,6 +243,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             field_labels: SERVICE_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: service::default,
+                prepare_update: service::prepare_update,
                 validate: service::validate,
                 ..typed::<core::Service>()
             }),

@@ -11,6 +11,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         has_generation: true,
         strategy: Strategy::BuiltIn(BuiltIn {
             default: crate::kinds::workload::default_disruption_budget,
+            validate: crate::kinds::workload::validate_disruption_budget,
+            allow_unconditional_update: false,
             ..typed::<policy::PodDisruptionBudget>()
         }),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)

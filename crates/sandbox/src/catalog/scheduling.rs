@@ -21,7 +21,10 @@ pub(super) fn priority() -> Vec<ResourceDef> {
 
 pub(super) fn node() -> Vec<ResourceDef> {
     vec![ResourceDef {
-        strategy: Strategy::BuiltIn(typed::<node::RuntimeClass>()),
+        strategy: Strategy::BuiltIn(BuiltIn {
+            allow_unconditional_update: false,
+            ..typed::<node::RuntimeClass>()
+        }),
         ..resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", [], namespaced: false)
     }]
 }

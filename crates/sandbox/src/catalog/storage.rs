@@ -10,15 +10,24 @@ use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<storage::CSIDriver>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
+                ..typed::<storage::CSIDriver>()
+            }),
             ..resource!("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", [], namespaced: false)
         },
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<storage::CSINode>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
+                ..typed::<storage::CSINode>()
+            }),
             ..resource!("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", [], namespaced: false)
         },
         ResourceDef {
-            strategy: Strategy::BuiltIn(typed::<storage::CSIStorageCapacity>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
+                ..typed::<storage::CSIStorageCapacity>()
+            }),
             ..resource!("storage.k8s.io", "v1", "csistoragecapacities", "csistoragecapacity", "CSIStorageCapacity", [], namespaced: true)
         },
         ResourceDef {
@@ -31,7 +40,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         },
         ResourceDef {
             status_subresource: true,
-            strategy: Strategy::BuiltIn(typed::<storage::VolumeAttachment>()),
+            strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
+                ..typed::<storage::VolumeAttachment>()
+            }),
             ..resource!("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", [], namespaced: false)
         },
     ]

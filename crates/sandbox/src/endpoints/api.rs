@@ -138,6 +138,16 @@ fn parse_target(store: &Store, path: &str) -> Result<Target, ApiError> {
             None if def.custom().is_some() => {
                 return Err(ApiError::not_found(def.group, def.plural, name.as_deref().unwrap_or("")));
             }
+            // A pod's streams are served by its kubelet, reached through the pod: a missing pod
+            // is not found; an existing one is refused as a request that did not upgrade its
+            // connection, the only kind the sandbox could take — it runs no container.
+            None if (def.group, def.plural) == ("", "pods")
+                && matches!(s, "exec" | "attach" | "portforward") =>
+            {
+                let (ns, pod) = (namespace.as_deref().unwrap_or(""), name.as_deref().unwrap_or(""));
+                store.get(&def, ns, pod, Subresource::Main)?;
+                return Err(ApiError::bad_request("Upgrade request required"));
+            }
             None => return Err(ApiError::no_route(path)),
         },
     };
@@ -479,10 +489,15 @@ where
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    let response = match route(&shared, &parts, body, &path, &mut record).await {
+    let mut response = match route(&shared, &parts, body, &path, &mut record).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
+    // A deprecated resource warns of it in every answer, a refusal too (the installer's
+    // deprecation warning, before any handler).
+    if let Some(warning) = deprecation(&record.group, &record.resource) {
+        response = with_warnings(response, &[warning.to_owned()]);
+    }
     record.code =
         if response.extensions().get::<Disconnect>().is_some() { 0 } else { response.status().as_u16() };
     record.took = record.at.elapsed();
@@ -623,11 +638,7 @@ where
         None => Directive::Warn,
     };
     if let Some(kind) = options {
-        validate_write_options(
-            kind,
-            &q,
-            (verb == "patch").then(|| PatchType::from_content_type(content_type)),
-        )?;
+        validate_write_options(kind, &q, (verb == "patch").then(|| patch_type(def, content_type)))?;
     }
     // What is answered rather than stored: an action on an object, a review, computed objects.
     if let Subresource::Action(a) = t.sub
@@ -731,7 +742,7 @@ where
             Ok(with_warnings(json_response(if created { 201 } else { 200 }, &obj), &warnings))
         }
         "patch" => {
-            let ptype = PatchType::from_content_type(content_type)?;
+            let ptype = patch_type(def, content_type)?;
             // An apply configuration is YAML (JSON being YAML), decoded as upstream's
             // `applyPatcher` does (`yaml.Unmarshal`); the other types are JSON.
             let body = if ptype == PatchType::Apply {
@@ -791,6 +802,27 @@ where
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// The deprecation warning of a served resource deprecated upstream.
+fn deprecation(group: &str, resource: &str) -> Option<&'static str> {
+    match (group, resource) {
+        ("", "componentstatuses") => Some("v1 ComponentStatus is deprecated in v1.19+"),
+        _ => None,
+    }
+}
+
+/// A PATCH's type. A content type that is none is refused before any handler runs for a built-in
+/// kind (go-restful's bare 415); a custom resource's handler (apiextensions', not go-restful)
+/// refuses it in its patch handler's words, naming the types it takes.
+fn patch_type(def: &ResourceDef, content_type: &str) -> Result<PatchType, ApiError> {
+    PatchType::from_content_type(content_type).map_err(|e| {
+        if def.custom().is_some() {
+            ApiError::unsupported_media_type(PatchType::CUSTOM_RESOURCE_TYPES)
+        } else {
+            e
+        }
+    })
 }
 
 /// A batch/v1 Job deleted without a propagation policy orphans its pods, which its storage warns

@@ -86,17 +86,12 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
     // The replica count and the selector follow the same rules as a ReplicaSet's.
     let mut errs = workload::replicas_errors(&spec);
     errs.extend(workload::selector_errors(&spec, "deployment"));
-    let selector = spec.get("selector").filter(|s| !s.is_null());
     let template_spec = spec.pointer("/template/spec").cloned().unwrap_or_default();
     errs.extend(pod::validate_spec(&template_spec, "spec.template.spec", &["Always"]));
     errs.extend(strategy_errors(&spec));
     errs.extend(spec_count_errors(&spec));
     // The strategy's `ValidateUpdate` checks the selector's immutability after the spec.
-    if let (Some(old), Some(new)) = (old.and_then(|o| o.pointer("/spec/selector")), selector)
-        && old != new
-    {
-        errs.push(("spec.selector".into(), format!("Invalid value: {new}: field is immutable")));
-    }
+    errs.extend(workload::immutable(d, old, &[("spec.selector", "/spec/selector")]));
     errs.extend(status_errors(d));
     errs
 }
@@ -140,6 +135,40 @@ fn int_or_percent_value(v: &Value) -> i64 {
     }
 }
 
+/// `ValidatePositiveIntOrPercent`: an integer at least 0, or a percentage (`N%`).
+pub(crate) fn positive_int_or_percent(v: &Value, field: &str) -> Vec<FieldError> {
+    match v {
+        Value::String(s) if percent(s).is_none() => vec![(
+            field.to_owned(),
+            format!(
+                "Invalid value: {}: {}",
+                int_or_string_go(v),
+                crate::object::regex_error(
+                    "a valid percent string must be a numeric string followed by an ending '%'",
+                    "[0-9]+%",
+                    &["1%", "93%"],
+                )
+            ),
+        )],
+        Value::Number(_) if int_or_percent_value(v) < 0 => vec![(
+            field.to_owned(),
+            format!("Invalid value: {}: must be greater than or equal to 0", int_or_percent_value(v)),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `IsNotMoreThan100Percent`: a percentage is at most 100%.
+pub(crate) fn not_more_than_100_percent(v: &Value, field: &str) -> Vec<FieldError> {
+    match v {
+        Value::String(s) if percent(s).is_some_and(|p| p > 100) => vec![(
+            field.to_owned(),
+            format!("Invalid value: {}: must not be greater than 100%", int_or_string_go(v)),
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`
 /// (`pkg/apis/apps/validation/validation.go`): Recreate takes no rollingUpdate (a client
 /// switching the type must remove it, which `kubectl apply` does with `$retainKeys`); a rolling
@@ -169,29 +198,7 @@ fn strategy_errors(spec: &Value) -> Vec<FieldError> {
             let unavailable = ru.get("maxUnavailable").filter(|v| !v.is_null()).unwrap_or(&zero);
             let surge = ru.get("maxSurge").filter(|v| !v.is_null()).unwrap_or(&zero);
             for (name, v) in [("maxUnavailable", unavailable), ("maxSurge", surge)] {
-                let field = format!("spec.strategy.rollingUpdate.{name}");
-                match v {
-                    Value::String(s) if percent(s).is_none() => errs.push((
-                        field,
-                        format!(
-                            "Invalid value: {}: {}",
-                            int_or_string_go(v),
-                            crate::object::regex_error(
-                                "a valid percent string must be a numeric string followed by an ending '%'",
-                                "[0-9]+%",
-                                &["1%", "93%"],
-                            )
-                        ),
-                    )),
-                    Value::Number(_) if int_or_percent_value(v) < 0 => errs.push((
-                        field,
-                        format!(
-                            "Invalid value: {}: must be greater than or equal to 0",
-                            int_or_percent_value(v)
-                        ),
-                    )),
-                    _ => {}
-                }
+                errs.extend(positive_int_or_percent(v, &format!("spec.strategy.rollingUpdate.{name}")));
             }
             if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
                 errs.push((
@@ -202,17 +209,7 @@ fn strategy_errors(spec: &Value) -> Vec<FieldError> {
                     ),
                 ));
             }
-            if let Value::String(s) = unavailable
-                && percent(s).is_some_and(|p| p > 100)
-            {
-                errs.push((
-                    "spec.strategy.rollingUpdate.maxUnavailable".into(),
-                    format!(
-                        "Invalid value: {}: must not be greater than 100%",
-                        int_or_string_go(unavailable)
-                    ),
-                ));
-            }
+            errs.extend(not_more_than_100_percent(unavailable, "spec.strategy.rollingUpdate.maxUnavailable"));
         }
         // Defaulting makes an absent type RollingUpdate: only an object validated without its
         // defaults (a unit test's) has none.

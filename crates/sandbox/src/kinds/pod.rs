@@ -167,6 +167,7 @@ pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<F
             if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
                 errs.push((format!("{field}.image"), "Required value".into()));
             }
+            errs.extend(resources_errors(c, &field));
         }
     }
     if let Some(p) = spec.get("restartPolicy").and_then(Value::as_str)
@@ -181,6 +182,29 @@ pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<F
     errs
 }
 
+/// A container's limits and requests (`ValidateResourceRequirements`): no quantity below zero,
+/// each printed in its canonical form.
+fn resources_errors(container: &Value, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for list in ["limits", "requests"] {
+        let Some(map) = container.pointer(&format!("/resources/{list}")).and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, q) in map {
+            // A quantity may be written as a JSON number too.
+            let text = q.as_str().map(str::to_owned).or_else(|| q.as_number().map(ToString::to_string));
+            let Some(q) = text.and_then(|t| crate::quantity::Quantity::parse(&t).ok()) else { continue };
+            if q.is_negative() {
+                errs.push((
+                    format!("{field}.resources.{list}[{name}]"),
+                    format!("Invalid value: {:?}: must be greater than or equal to 0", q.to_string()),
+                ));
+            }
+        }
+    }
+    errs
+}
+
 /// What a Pod's spec may change in an update (`ValidatePodUpdate`): images, the active
 /// deadline, added tolerations, and the scheduling gates; anything else is refused with
 /// upstream's list.
@@ -191,6 +215,18 @@ pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = pod.get("spec").cloned().unwrap_or_default();
     let mut errs = validate_spec(&spec, "spec", &["Always", "OnFailure", "Never"]);
     if let Some(old) = old {
+        // `ValidateContainerUpdates`: a changed number of containers ends the update's checks.
+        for list in ["containers", "initContainers"] {
+            let count =
+                |o: &Value| o.pointer(&format!("/spec/{list}")).and_then(Value::as_array).map_or(0, Vec::len);
+            if count(pod) != count(old) {
+                errs.push((
+                    format!("spec.{list}"),
+                    "Forbidden: pod updates may not add or remove containers".into(),
+                ));
+                return errs;
+            }
+        }
         // Compare with the mutable fields taken from the new spec.
         let mut before = old.get("spec").cloned().unwrap_or_default();
         for list in ["containers", "initContainers"] {

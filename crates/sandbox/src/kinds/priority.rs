@@ -42,9 +42,19 @@ pub fn default(pc: &mut Value) {
 }
 
 /// `system-` names are the system classes' alone; a user's class is at most 10⁹; the value
-/// and the preemption policy never change.
+/// and the preemption policy never change. An update is held to the last rule alone, as
+/// upstream's `ValidatePriorityClassUpdate`.
 pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    if let Some(old) = old {
+        if pc.get("value") != old.get("value") {
+            errs.push(("value".into(), "Forbidden: may not be changed in an update.".into()));
+        }
+        if pc.get("preemptionPolicy") != old.get("preemptionPolicy") {
+            errs.push(("preemptionPolicy".into(), "Invalid value: field is immutable".into()));
+        }
+        return errs;
+    }
     let name = crate::object::meta_str(pc, "name");
     let value = pc.get("value").and_then(Value::as_i64).unwrap_or(0);
     if name.starts_with("system-") {
@@ -66,14 +76,6 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 "Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE}"
             ),
         ));
-    }
-    if let Some(old) = old {
-        if pc.get("value") != old.get("value") {
-            errs.push(("value".into(), "Forbidden: may not be changed in an update.".into()));
-        }
-        if pc.get("preemptionPolicy") != old.get("preemptionPolicy") {
-            errs.push(("preemptionPolicy".into(), "Invalid value: field is immutable".into()));
-        }
     }
     errs
 }

@@ -63,14 +63,21 @@ fn template_errors(spec: &Value, restart_policies: &[&str]) -> Vec<FieldError> {
 
 /// `field is immutable` for each of `paths` (JSON pointers under the object) that an update
 /// changes.
-fn immutable(new: &Value, old: Option<&Value>, paths: &[(&str, &str)]) -> Vec<FieldError> {
+pub(crate) fn immutable(new: &Value, old: Option<&Value>, paths: &[(&str, &str)]) -> Vec<FieldError> {
     let Some(old) = old else { return Vec::new() };
     paths
         .iter()
         .filter(|(_, p)| new.pointer(p) != old.pointer(p))
         .map(|(field, p)| {
             let v = new.pointer(p).cloned().unwrap_or(Value::Null);
-            ((*field).to_owned(), format!("Invalid value: {}: field is immutable", crate::gofmt::go_json(&v)))
+            // As `field.Invalid` prints it: nil as the string "null", a label selector as Go
+            // prints the struct, anything else as its JSON.
+            let shown = match &v {
+                Value::Null => "\"null\"".to_owned(),
+                Value::Object(_) if p.ends_with("/selector") => crate::gofmt::go_label_selector(&v),
+                _ => crate::gofmt::go_json(&v),
+            };
+            ((*field).to_owned(), format!("Invalid value: {shown}: field is immutable"))
         })
         .collect()
 }
@@ -107,6 +114,47 @@ fn zero_status(obj: &mut Value, fields: &[&str]) {
     for f in fields {
         status.entry(*f).or_insert(json!(0));
     }
+}
+
+/// policy/v1 PodDisruptionBudget (`ValidatePodDisruptionBudgetSpec`): `minAvailable` and
+/// `maxUnavailable` not both set (the refusal prints the spec as Go's `%#v` does, its pointers
+/// as addresses), each a non-negative integer or a percentage of at most 100%, and a known
+/// `unhealthyPodEvictionPolicy`. Its strategy validates no metadata (see the store's order).
+pub fn validate_disruption_budget(pdb: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    let spec = pdb.get("spec").cloned().unwrap_or_default();
+    let given = |f: &str| spec.get(f).filter(|v| !v.is_null());
+    let mut errs = Vec::new();
+    if given("minAvailable").is_some() && given("maxUnavailable").is_some() {
+        let pointer = |f: &str, ty: &str| {
+            if given(f).is_some() { format!("(*{ty})(0xc000000000)") } else { format!("(*{ty})(nil)") }
+        };
+        errs.push((
+            "spec".into(),
+            format!(
+                "Invalid value: policy.PodDisruptionBudgetSpec{{MinAvailable:{}, Selector:{}, MaxUnavailable:{}, UnhealthyPodEvictionPolicy:{}}}: minAvailable and maxUnavailable cannot be both set",
+                pointer("minAvailable", "intstr.IntOrString"),
+                pointer("selector", "v1.LabelSelector"),
+                pointer("maxUnavailable", "intstr.IntOrString"),
+                pointer("unhealthyPodEvictionPolicy", "policy.UnhealthyPodEvictionPolicyType"),
+            ),
+        ));
+    }
+    for f in ["minAvailable", "maxUnavailable"] {
+        if let Some(v) = given(f) {
+            let at = format!("spec.{f}");
+            errs.extend(crate::kinds::deployment::positive_int_or_percent(v, &at));
+            errs.extend(crate::kinds::deployment::not_more_than_100_percent(v, &at));
+        }
+    }
+    if let Some(p) = given("unhealthyPodEvictionPolicy").and_then(Value::as_str)
+        && !matches!(p, "AlwaysAllow" | "IfHealthyBudget")
+    {
+        errs.push((
+            "spec.unhealthyPodEvictionPolicy".into(),
+            format!("Unsupported value: {p:?}: supported values: \"AlwaysAllow\", \"IfHealthyBudget\""),
+        ));
+    }
+    errs
 }
 
 /// A PodDisruptionBudget's status counts, zero until the disruption controller writes them.
@@ -273,15 +321,32 @@ const STATEFUL_SET_UPDATE_FORBIDDEN: &str = "Forbidden: updates to statefulset s
 /// apps/v1 StatefulSet validation.
 pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = sts.get("spec").cloned().unwrap_or_default();
-    let mut errs = replicas_errors(&spec);
-    errs.extend(selector_errors(&spec, "statefulset"));
-    errs.extend(template_errors(&spec, &["Always"]));
+    let mut errs = Vec::new();
     if let Some(policy) = spec.get("podManagementPolicy").and_then(Value::as_str)
         && !matches!(policy, "OrderedReady" | "Parallel")
     {
         errs.push((
             "spec.podManagementPolicy".into(),
             format!("Invalid value: {policy:?}: must be 'OrderedReady' or 'Parallel'"),
+        ));
+    }
+    errs.extend(replicas_errors(&spec));
+    errs.extend(selector_errors(&spec, "statefulset"));
+    // Upstream (before v1.34) does not validate a StatefulSet's pod spec
+    // (`ValidatePodTemplateSpecForStatefulSet`): only that its pods restart `Always` and have no
+    // deadline.
+    if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
+        && p != "Always"
+    {
+        errs.push((
+            "spec.template.spec.restartPolicy".into(),
+            format!("Unsupported value: {p:?}: supported values: \"Always\""),
+        ));
+    }
+    if spec.pointer("/template/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
+        errs.push((
+            "spec.template.spec.activeDeadlineSeconds".into(),
+            "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported".into(),
         ));
     }
     if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
@@ -398,15 +463,22 @@ pub fn default_job(job: &mut Value) {
     set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
 }
 
-/// A Job template's pod spec under `at`: a restart policy is required, `OnFailure` or `Never`.
+/// A Job template's pod spec under `at`, a pod's rules first; then the Job's restart policy,
+/// `OnFailure` or `Never` — `Always` (a pod spec's default) or none is called missing, as
+/// upstream's `validateJobSpec` words it.
 fn job_template_errors(template: &Value, at: &str) -> Vec<FieldError> {
     let spec = template.get("spec").cloned().unwrap_or_default();
-    let mut errs = pod::validate_spec(&spec, &format!("{at}.spec"), &["OnFailure", "Never"]);
-    if spec.get("restartPolicy").is_none_or(Value::is_null) {
-        errs.push((
+    let mut errs = pod::validate_spec(&spec, &format!("{at}.spec"), &["Always", "OnFailure", "Never"]);
+    match spec.get("restartPolicy").and_then(Value::as_str).unwrap_or("") {
+        "" | "Always" => errs.push((
             format!("{at}.spec.restartPolicy"),
             "Required value: valid values: \"OnFailure\", \"Never\"".into(),
-        ));
+        )),
+        "OnFailure" | "Never" => {}
+        other => errs.push((
+            format!("{at}.spec.restartPolicy"),
+            format!("Unsupported value: {other:?}: supported values: \"OnFailure\", \"Never\""),
+        )),
     }
     errs
 }
@@ -544,7 +616,10 @@ mod tests {
         assert_eq!(validate_job(&changed, Some(&job))[0].0, "spec.template");
         let mut always = job.clone();
         always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
-        assert!(validate_job(&always, None)[0].1.starts_with("Unsupported value: \"Always\""));
+        assert_eq!(
+            validate_job(&always, None)[0].1,
+            "Required value: valid values: \"OnFailure\", \"Never\""
+        );
     }
 
     #[test]

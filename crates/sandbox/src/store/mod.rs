@@ -400,7 +400,7 @@ fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::reso
 /// and then the kind's, for most kinds. A core/v1 Event's and a PodDisruptionBudget's strategy
 /// validates no metadata: the generic `ValidateObjectMetaAccessor` runs after it, only when the
 /// kind's rules pass. An events.k8s.io/v1 Event is held to the legacy Event rules, then to the
-/// metadata, then to its own.
+/// metadata, then to its own. Some kinds report an update's errors twice.
 fn object_errors(
     def: &ResourceDef,
     obj: &Value,
@@ -417,6 +417,18 @@ fn object_errors(
             errs.append(&mut meta);
             errs.extend(def.validate(obj, old));
             errs
+        }
+        // These strategies validate an update as a new object, then as an update — which holds
+        // the new object to its rules again: each of those errors is reported twice.
+        ("apps", "daemonsets" | "replicasets")
+        | ("batch", "jobs")
+        | ("networking.k8s.io", "networkpolicies")
+        | ("", "replicationcontrollers" | "persistentvolumeclaims")
+            if old.is_some() =>
+        {
+            meta.extend(def.validate(obj, None));
+            meta.extend(def.validate(obj, old));
+            meta
         }
         _ => {
             meta.extend(def.validate(obj, old));
