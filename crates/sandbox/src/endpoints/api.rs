@@ -385,10 +385,11 @@ fn parse_object(bytes: &[u8], content_type: &str, what: &str, kind: &str) -> Res
 
 /// YAML (1.1, as go-yaml v2 reads it: `yes`/`no` booleans, `0755` octal) as the JSON value it
 /// stands for; the first document of a stream. An empty document is `null`. The error is worded
-/// as `sigs.k8s.io/yaml`'s: `error converting YAML to JSON: yaml: …`.
+/// as `sigs.k8s.io/yaml`'s `YAMLToJSON` words it (`yaml: line 1: …`).
 pub(crate) fn yaml_to_json(bytes: &[u8]) -> Result<Value, String> {
-    let fail = |why: String| format!("error converting YAML to JSON: yaml: {why}");
-    let text = std::str::from_utf8(bytes).map_err(|_| fail("invalid leading UTF-8 octet".into()))?;
+    let first = first_yaml_document(bytes).map_err(|why| format!("yaml: {why}"))?;
+    let text =
+        std::str::from_utf8(&bytes[..first]).map_err(|_| "yaml: invalid leading UTF-8 octet".to_owned())?;
     if text.trim().is_empty() {
         return Ok(Value::Null);
     }
@@ -397,8 +398,38 @@ pub(crate) fn yaml_to_json(bytes: &[u8]) -> Result<Value, String> {
     options.legacy_octal_numbers = true;
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
     let mut docs: Vec<Value> =
-        serde_saphyr::from_str_multiple_with_options(text, options).map_err(|e| fail(e.to_string()))?;
+        serde_saphyr::from_str_multiple_with_options(text, options).map_err(|e| format!("yaml: {e}"))?;
     Ok(if docs.is_empty() { Value::Null } else { docs.swap_remove(0) })
+}
+
+/// How many bytes a YAML stream's first document takes — go-yaml reads no further — or its
+/// syntax error, as go-yaml v2's `parser.fail` words it: the problem, after `line N: ` when a
+/// line is known — the problem's (one further on for a scanner error, which has not moved past
+/// its line), else the context's.
+fn first_yaml_document(bytes: &[u8]) -> Result<usize, String> {
+    use libyaml_safer::{ErrorKind, EventData, Parser};
+    let mut parser = Parser::new();
+    parser.set_input(bytes);
+    loop {
+        match parser.parse() {
+            Ok(event) => {
+                if matches!(event.data, EventData::DocumentEnd { .. } | EventData::StreamEnd) {
+                    let end = usize::try_from(event.end_mark.index).unwrap_or(usize::MAX);
+                    return Ok(end.min(bytes.len()));
+                }
+            }
+            Err(e) => {
+                let problem_line = e.problem_mark().map_or(0, |m| m.line);
+                let line = if problem_line != 0 {
+                    problem_line + u64::from(e.kind() == ErrorKind::Scanner)
+                } else {
+                    e.context_mark().map_or(0, |m| m.line)
+                };
+                let at = if line == 0 { String::new() } else { format!("line {line}: ") };
+                return Err(format!("{at}{}", e.problem()));
+            }
+        }
+    }
 }
 
 /// The start of a body as upstream's `summarizeData` shows it in a decode error: the first 30
@@ -746,8 +777,10 @@ where
             // An apply configuration is YAML (JSON being YAML), decoded as upstream's
             // `applyPatcher` does (`yaml.Unmarshal`); the other types are JSON.
             let body = if ptype == PatchType::Apply {
-                yaml_to_json(&bytes)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+                yaml_to_json(&bytes).map_err(|e| {
+                    // `yaml.Unmarshal` wraps what `YAMLToJSON` says.
+                    ApiError::bad_request(format!("error decoding YAML: error converting YAML to JSON: {e}"))
+                })?
             } else {
                 parse_json(&bytes, "patch")?
             };
@@ -1254,6 +1287,19 @@ fn stream_response(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_syntax_errors_are_go_yamls() {
+        let err = |y: &str| yaml_to_json(y.as_bytes()).unwrap_err();
+        // A parser error names the line of the token it met (the end of the stream, on a new line).
+        assert_eq!(err("metadata: [name: obj"), "yaml: line 1: did not find expected ',' or ']'");
+        // A scanner error on the first line names none; on a later line, its own.
+        assert_eq!(err("a: b: c"), "yaml: mapping values are not allowed in this context");
+        assert_eq!(err("x: 1\na: b: c"), "yaml: line 2: mapping values are not allowed in this context");
+        assert_eq!(err("k: \"open"), "yaml: found unexpected end of stream");
+        // Only the first document is read, as go-yaml reads it.
+        assert_eq!(yaml_to_json(b"a: 1\n---\nb: [").unwrap(), json!({"a": 1}));
+    }
 
     #[test]
     fn paths() {
