@@ -437,7 +437,14 @@ fn children<'a>(v: &'a Value, prefix: &str) -> Option<Vec<(String, &'a Value)>> 
             continue;
         }
         let field = format!("{prefix}{SEP}{k}");
-        match (child, merge_key(k, &[child.as_array().map_or(&[][..], Vec::as_slice)])) {
+        // The only `ports` at an object's root are an EndpointSlice's, an atomic list (a
+        // Service's and a container's are keyed by their port).
+        let key = if prefix.is_empty() && k == "ports" {
+            None
+        } else {
+            merge_key(k, &[child.as_array().map_or(&[][..], Vec::as_slice)])
+        };
+        match (child, key) {
             (Value::Array(items), Some(key)) if !items.is_empty() => {
                 for item in items {
                     let id =

@@ -38,13 +38,16 @@ pub(super) fn server_side_apply(
         }
         for p in &paths {
             if owned.contains(p) && patch::value_at(live, p) != patch::value_at(applied, p) {
-                conflicts.push((patch::display_path(p), e["manager"].as_str().unwrap_or("").to_owned()));
+                conflicts.push((p.clone(), e["manager"].as_str().unwrap_or("").to_owned()));
             }
         }
         others.extend(owned);
     }
     if !conflicts.is_empty() && !force {
-        return Err(conflict_error(&conflicts));
+        conflicts.sort_by(|(a, m), (b, n)| m.cmp(n).then_with(|| field_set_order(a, b)));
+        let shown: Vec<(String, String)> =
+            conflicts.into_iter().map(|(p, m)| (patch::display_path(&p), m)).collect();
+        return Err(conflict_error(&shown));
     }
     let mut merged = live.clone();
     if def.custom().is_some() {
@@ -106,6 +109,29 @@ fn prune_emptied(obj: &mut Value, path: &str) {
             return;
         }
         m.remove(*last);
+    }
+}
+
+/// Upstream's order of two field paths, as structured-merge-diff's `Set.Iterate` walks a set:
+/// at each level the fields that end there come first, then those that go deeper, each group
+/// by name (a list item's key being a step of its own).
+fn field_set_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let steps = |p: &str| -> Vec<String> {
+        p.trim_start_matches(patch::SEP)
+            .split(patch::SEP)
+            .flat_map(|segment| match segment.find('[') {
+                Some(i) if i > 0 => vec![segment[..i].to_owned(), segment[i..].to_owned()],
+                _ => vec![segment.to_owned()],
+            })
+            .collect()
+    };
+    let (a, b) = (steps(a), steps(b));
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let ends = |p: &[String]| p.len() <= common + 1;
+    match (ends(&a), ends(&b)) {
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.get(common).cmp(&b.get(common)),
     }
 }
 
