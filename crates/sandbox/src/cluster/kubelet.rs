@@ -25,9 +25,25 @@ use crate::object::{is_deleting, meta_str};
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
 const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);
 
+/// What a kubelet knows of its node for its pods: the address it reports and its pod network.
+struct NodeInfo {
+    ip: String,
+    cidr: String,
+}
+
+impl NodeInfo {
+    fn of(node: &Value) -> Self {
+        let cidr = node.pointer("/spec/podCIDR").and_then(Value::as_str).unwrap_or("10.244.0.0/24");
+        Self { ip: node_ip(node), cidr: cidr.to_owned() }
+    }
+}
+
 /// What the kubelets remember between rounds.
 #[derive(Default)]
 pub(crate) struct Kubelets {
+    /// Each node as its kubelet knows it, kept as the node changes (a pod's every round would
+    /// otherwise read its node again).
+    nodes: HashMap<String, NodeInfo>,
     not_ready: BTreeSet<String>,
     exits: HashMap<(String, String), i32>,
     next_ip: HashMap<String, u32>,
@@ -42,6 +58,25 @@ impl Kubelets {
         } else {
             self.not_ready.insert(node.to_owned());
         }
+    }
+
+    /// A node changed (or went): what its kubelet knows of it follows.
+    pub(crate) fn observe_node(&mut self, node: &Value, gone: bool) {
+        let name = meta_str(node, "name");
+        if gone {
+            self.nodes.remove(name);
+        } else {
+            self.nodes.insert(name.to_owned(), NodeInfo::of(node));
+        }
+    }
+
+    /// The node as its kubelet knows it, read once when it has not seen it change yet.
+    fn node(&mut self, api: &Api<'_>, name: &str) -> Option<&NodeInfo> {
+        if !self.nodes.contains_key(name) {
+            let node = api.get(api.defs.nodes, "", name)?;
+            self.nodes.insert(name.to_owned(), NodeInfo::of(&node));
+        }
+        self.nodes.get(name)
     }
 
     pub(crate) fn order_exit(&mut self, ns: &str, name: &str, code: i32) {
@@ -98,7 +133,8 @@ impl Kubelets {
     fn sync_pod(&mut self, api: &Api<'_>, sim: &Simulation, pod: &Value, timers: &mut Timers) {
         let (ns, name) = (meta_str(pod, "namespace").to_owned(), meta_str(pod, "name").to_owned());
         let node_name = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-        let Some(node) = api.get(api.defs.nodes, "", node_name) else { return };
+        let Some(node) = self.node(api, node_name) else { return };
+        let (node_ip, cidr) = (node.ip.clone(), node.cidr.clone());
         if self.not_ready.contains(node_name) {
             return;
         }
@@ -133,8 +169,8 @@ impl Kubelets {
         // start.
         let initializing = has_init(pod) && !condition_is(pod, "Initialized", "True");
         if started.is_none() && initializing {
-            let ip = self.pod_ip(&node);
-            self.write(api, pod, init(pod, &node_ip(&node), &ip, &api.clock.rfc3339()));
+            let ip = self.pod_ip(node_name, &cidr);
+            self.write(api, pod, init(pod, &node_ip, &ip, &api.clock.rfc3339()));
             return;
         }
         let started = if initializing { None } else { started };
@@ -142,8 +178,8 @@ impl Kubelets {
             let ip = pod
                 .pointer("/status/podIP")
                 .and_then(Value::as_str)
-                .map_or_else(|| self.pod_ip(&node), str::to_owned);
-            let status = start(pod, &node_ip(&node), &ip, &api.clock.rfc3339(), sim.ready_after().is_zero());
+                .map_or_else(|| self.pod_ip(node_name, &cidr), str::to_owned);
+            let status = start(pod, &node_ip, &ip, &api.clock.rfc3339(), sim.ready_after().is_zero());
             self.write(api, pod, status);
             if !sim.ready_after().is_zero() {
                 timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
@@ -188,12 +224,11 @@ impl Kubelets {
         }
     }
 
-    /// The next address of the node's pod network.
-    fn pod_ip(&mut self, node: &Value) -> String {
-        let cidr = node.pointer("/spec/podCIDR").and_then(Value::as_str).unwrap_or("10.244.0.0/24");
+    /// The next address of the node's pod network (`cidr`).
+    fn pod_ip(&mut self, node: &str, cidr: &str) -> String {
         let prefix =
             cidr.split('/').next().unwrap_or("10.244.0.0").rsplit_once('.').map_or("10.244.0", |(p, _)| p);
-        let n = self.next_ip.entry(meta_str(node, "name").to_owned()).or_insert(0);
+        let n = self.next_ip.entry(node.to_owned()).or_insert(0);
         *n = *n % 253 + 1;
         format!("{prefix}.{}", *n + 1)
     }

@@ -510,6 +510,7 @@ impl World {
             "nodes." => {
                 self.scheduler.observe_node(obj, kind);
                 self.nodes.observe(obj, kind);
+                self.kubelet.observe_node(obj, kind == ChangeType::Deleted);
                 self.enqueue(Controller::NodeLifecycle, "", name);
                 self.enqueue(Controller::DaemonSet, "", "");
                 self.enqueue(Controller::Kubelet, "", name);
