@@ -326,13 +326,13 @@ impl Store {
         let mut answer = def.present(&result);
         // Orphaning and foreground deletion are, upstream, a finalizer the store adds by an
         // update and the garbage collector removes later: the answer is the object so marked,
-        // also where the sandbox has already finished.
+        // also where the sandbox has already finished (or the object stays for other finalizers).
         let finalizer = match propagation {
             Propagation::Orphan => Some("orphan"),
             Propagation::Foreground => Some("foregroundDeletion"),
             Propagation::Background => None,
         };
-        if let Some(f) = finalizer.filter(|_| !lingers) {
+        if let Some(f) = finalizer {
             mark_deleting(&mut answer);
             let mut list = finalizers(&answer);
             list.retain(|x| x != "orphan" && x != "foregroundDeletion");

@@ -180,6 +180,12 @@ async fn deletes_answer_what_upstreams_store_answers() {
     assert_eq!(v["metadata"]["finalizers"], json!(["orphan"]), "{v}");
     assert_eq!(v["metadata"]["deletionGracePeriodSeconds"], 0, "{v}");
     assert_eq!(v["metadata"]["generation"], job["metadata"]["generation"].as_i64().unwrap() + 1, "{v}");
+    // An object another finalizer keeps is answered with the orphan finalizer beside it.
+    create(&sb, CMS, json!({ "metadata": { "name": "kept", "finalizers": ["example.com/hold"] } })).await;
+    let body = json!({ "kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Orphan" });
+    let (code, _, v) = call(&sb, Method::DELETE, &format!("{CMS}/kept"), &[], Some(body)).await;
+    assert_eq!(code, 200);
+    assert_eq!(v["metadata"]["finalizers"], json!(["example.com/hold", "orphan"]), "{v}");
     // PodTemplates' registry returns the deleted object; under dry-run it is answered the same
     // and stays.
     let templates = "/api/v1/namespaces/default/podtemplates";
