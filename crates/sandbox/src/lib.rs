@@ -166,7 +166,7 @@ use http::{Request, Response};
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
 pub use record::{RequestRecord, Requests};
 pub use status::ApiError;
-pub use store::{Store, StoreConfig};
+pub use store::{ListPage, Store, StoreConfig};
 
 /// How fast pods become ready: each simulated pod once started (with a [`cluster`]), or one
 /// pod of each rolling Deployment's simulated status (without one).

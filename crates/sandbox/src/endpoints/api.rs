@@ -75,7 +75,25 @@ impl serde::Serialize for KindFirst<'_> {
 
 /// A JSON body served under `content_type` (aggregated discovery has its own).
 pub(crate) fn json_typed(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
-    let bytes = serde_json::to_vec(&KindFirst(body)).unwrap_or_default();
+    json_body(code, content_type, &KindFirst(body), 0)
+}
+
+/// A JSON answer written by its own serializer (a list page thawing its objects as it goes)
+/// into a buffer of about `size` bytes.
+fn json_serialized(code: u16, body: &impl serde::Serialize, size: usize) -> Response<ResponseBody> {
+    json_body(code, "application/json", body, size)
+}
+
+fn json_body(
+    code: u16,
+    content_type: &str,
+    body: &impl serde::Serialize,
+    size: usize,
+) -> Response<ResponseBody> {
+    let mut bytes = Vec::with_capacity(size);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(header::CONTENT_TYPE, content_type)
@@ -726,7 +744,11 @@ where
         },
         "get" => ok(store.get(def, ns, name, t.sub)?),
         "list" | "deletecollection" if let Err(e) = q.list.validate() => Err(e),
-        "list" => ok(store.list(def, t.namespace.as_deref(), &q.list)?),
+        // Written as it is thawed, one object at a time, into a buffer of the list's size.
+        "list" => {
+            let page = store.list_page(def, t.namespace.as_deref(), &q.list)?;
+            Ok(json_serialized(200, &page, page.json_len_hint()))
+        }
         "watch" => watch(shared, Arc::clone(&t.def), t.namespace.clone(), q),
         "create" => {
             if def.namespaced && t.namespace.is_none() {

@@ -76,6 +76,12 @@ impl Frozen {
     pub fn size(&self) -> usize {
         self.data.len()
     }
+
+    /// Bytes of the object's JSON text, once thawed.
+    #[must_use]
+    pub fn json_len(&self) -> usize {
+        self.len
+    }
 }
 
 fn to_json(obj: &Value) -> Vec<u8> {

@@ -437,6 +437,58 @@ fn object_errors(
     }
 }
 
+/// A page of a LIST: its metadata and its objects, still frozen ([`Store::list_page`]).
+pub struct ListPage<'d> {
+    def: &'d ResourceDef,
+    metadata: Value,
+    items: Vec<Arc<Frozen>>,
+}
+
+impl ListPage<'_> {
+    /// About how many bytes the page's JSON takes: its objects' stored text and a little more
+    /// (a buffer this large is written without growing, and copied, as it goes).
+    #[must_use]
+    pub fn json_len_hint(&self) -> usize {
+        self.items.iter().map(|o| o.json_len() + 64).sum::<usize>() + 512
+    }
+
+    /// The list as one value, every object thawed into it as it is (no copy).
+    #[must_use]
+    pub fn into_value(self) -> Value {
+        let items: Vec<Value> = self.items.iter().map(|o| self.def.present_owned(o.thaw())).collect();
+        let mut list = Map::new();
+        list.insert("kind".into(), Value::String(format!("{}List", self.def.kind)));
+        list.insert("apiVersion".into(), Value::String(self.def.api_version()));
+        list.insert("metadata".into(), self.metadata);
+        list.insert("items".into(), Value::Array(items));
+        Value::Object(list)
+    }
+}
+
+impl serde::Serialize for ListPage<'_> {
+    /// As [`into_value`](ListPage::into_value) serializes, `kind` and `apiVersion` first, each
+    /// object thawed only as it is written.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Items<'a, 'd>(&'a ListPage<'d>);
+        impl serde::Serialize for Items<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.items.len()))?;
+                for o in &self.0.items {
+                    seq.serialize_element(&self.0.def.present_owned(o.thaw()))?;
+                }
+                seq.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("kind", &format!("{}List", self.def.kind))?;
+        m.serialize_entry("apiVersion", &self.def.api_version())?;
+        m.serialize_entry("metadata", &self.metadata)?;
+        m.serialize_entry("items", &Items(self))?;
+        m.end()
+    }
+}
+
 /// Fields the server owns: a client's values for them are replaced by the stored ones.
 fn keep_server_fields(new: &mut Value, old: &Value) {
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
@@ -699,6 +751,22 @@ impl Store {
     /// 400 for a bad continue token or resourceVersion; 410 for an expired continue token or an
     /// exact version no longer available; 504 for a version newer than the store's.
     pub fn list(&self, def: &ResourceDef, ns: Option<&str>, q: &ListQuery) -> Result<Value, ApiError> {
+        self.list_page(def, ns, q).map(ListPage::into_value)
+    }
+
+    /// LIST as [`list`](Self::list), the page's objects left frozen: serialized, each is thawed
+    /// and written in turn, so a list of every pod of a large cluster costs its JSON text, not
+    /// a parsed copy of each object at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`list`](Self::list).
+    pub fn list_page<'d>(
+        &self,
+        def: &'d ResourceDef,
+        ns: Option<&str>,
+        q: &ListQuery,
+    ) -> Result<ListPage<'d>, ApiError> {
         let mut st = self.state.lock();
         let (rv, items, offset, snapshot) = if let Some(token) =
             q.continue_token.as_deref().filter(|t| !t.is_empty())
@@ -763,16 +831,7 @@ impl Store {
                 metadata["remainingItemCount"] = json!(items.len() - end);
             }
         }
-        // The page is thawed once the lock is let go, each item into the answer as it is (no
-        // copy: a `json!` of the items would copy every one).
-        drop(st);
-        let page: Vec<Value> = page.iter().map(|o| def.present_owned(o.thaw())).collect();
-        let mut list = Map::new();
-        list.insert("kind".into(), Value::String(format!("{}List", def.kind)));
-        list.insert("apiVersion".into(), Value::String(def.api_version()));
-        list.insert("metadata".into(), metadata);
-        list.insert("items".into(), Value::Array(page));
-        Ok(Value::Object(list))
+        Ok(ListPage { def, metadata, items: page })
     }
 
     /// Starts a WATCH: the events to send first, then the live feed.
