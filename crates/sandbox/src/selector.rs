@@ -574,5 +574,10 @@ mod tests {
             e,
             "\"spec.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
         );
+        // batch/v1 Job's conversion words its refusal its own way.
+        let e = FieldSelector::parse_converted("spec.x=1", LABELS, LabelRefusal::NotSupportedFor("Job"))
+            .unwrap_err()
+            .message;
+        assert_eq!(e, "field label \"spec.x\" not supported for Job");
     }
 }

@@ -168,3 +168,33 @@ fn conflict_error(conflicts: &[(String, String)]) -> ApiError {
         details: Some(serde_json::json!({ "causes": causes })),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflicts_follow_the_field_sets_order() {
+        let path = |p: &str| p.replace('.', &patch::SEP.to_string());
+        let mut paths = vec![
+            path(".metadata.labels.owner"),
+            path(".subsets"),
+            path(".spec.template.spec.containers[name=web].image"),
+            path(".spec.replicas"),
+            path(".metadata.annotations.a"),
+        ];
+        paths.sort_by(|a, b| field_set_order(a, b));
+        let shown: Vec<String> = paths.iter().map(|p| patch::display_path(p)).collect();
+        // A field that ends at a level comes before those that go deeper; each group by name.
+        assert_eq!(
+            shown,
+            [
+                ".subsets",
+                ".metadata.annotations.a",
+                ".metadata.labels.owner",
+                ".spec.replicas",
+                ".spec.template.spec.containers[name=web].image"
+            ]
+        );
+    }
+}
