@@ -176,7 +176,7 @@ mod tests {
     #[test]
     fn conflicts_follow_the_field_sets_order() {
         let path = |p: &str| p.replace('.', &patch::SEP.to_string());
-        let mut paths = vec![
+        let mut paths = [
             path(".metadata.labels.owner"),
             path(".subsets"),
             path(".spec.template.spec.containers[name=web].image"),
