@@ -115,10 +115,49 @@ pub struct BuiltIn {
     pub default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
     pub validate: fn(&Value, Option<&Value>) -> Vec<FieldError>,
+    /// The rule a name is held to (`ValidateObjectMeta`'s name function): why a name is not one,
+    /// or `None`.
+    pub name_rule: fn(&str) -> Option<String>,
+    /// Where the metadata's errors stand among the kind's.
+    pub metadata_order: MetadataOrder,
+    /// The strategy's `ValidateUpdate` validates the new object as on a create, then as an
+    /// update — which validates it again: each error of the object is reported twice.
+    pub update_validates_twice: bool,
+    /// The strategy's `DefaultGarbageCollectionPolicy`: what a delete without a propagation
+    /// policy does to the object's dependents.
+    pub gc_policy: GcPolicy,
+    /// The registry's `ReturnDeletedObject`: a DELETE that removes an object answers with it
+    /// rather than a `Status`.
+    pub returns_deleted_object: bool,
     /// Whether objects are stored, or each request is answered without storing anything.
     pub answer: Answer,
     /// The subresources beyond `status` and `scale`.
     pub actions: &'static [Action],
+}
+
+/// Where a strategy's validation puts the metadata's errors.
+#[derive(Debug, Clone, Copy)]
+pub enum MetadataOrder {
+    /// First, then the kind's (`ValidateObjectMeta` opens most kinds' validation).
+    First,
+    /// Not at all in the strategy: the generic `ValidateObjectMetaAccessor` checks them after
+    /// it, only when the kind's rules pass (core/v1 Events, PodDisruptionBudgets).
+    AfterKind,
+    /// After the rules this function gives, before the rest of the kind's (events.k8s.io/v1
+    /// Events: the legacy Event rules first).
+    After(fn(&Value) -> Vec<FieldError>),
+}
+
+/// A strategy's `DefaultGarbageCollectionPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcPolicy {
+    /// Dependents are deleted, in the background unless asked otherwise (most kinds).
+    DeleteDependents,
+    /// Dependents are orphaned unless asked otherwise (batch/v1 Jobs and v1
+    /// ReplicationControllers, for old clients).
+    OrphanDependents,
+    /// Neither orphaning nor foreground deletion (Events).
+    Unsupported,
 }
 
 /// How a resource answers: most store their objects; a few are answered from the request alone
@@ -166,6 +205,11 @@ impl BuiltIn {
         internal_group: None,
         default: no_defaults,
         validate: no_validation,
+        name_rule: crate::object::check_subdomain,
+        metadata_order: MetadataOrder::First,
+        update_validates_twice: false,
+        gc_policy: GcPolicy::DeleteDependents,
+        returns_deleted_object: false,
         answer: Answer::Stored,
         actions: &[],
     };
@@ -388,6 +432,44 @@ impl ResourceDef {
             Strategy::BuiltIn(b) => b.allow_unconditional_update,
             Strategy::Custom(_) => false,
         }
+    }
+
+    /// The strategy's rules a delete and validation follow (custom resources: the defaults).
+    fn built_in(&self) -> &BuiltIn {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => b,
+            Strategy::Custom(_) => &BuiltIn::PLAIN,
+        }
+    }
+
+    /// The rule a new object's name is held to.
+    #[must_use]
+    pub fn name_rule(&self) -> fn(&str) -> Option<String> {
+        self.built_in().name_rule
+    }
+
+    /// Where the metadata's errors stand among the kind's.
+    #[must_use]
+    pub fn metadata_order(&self) -> MetadataOrder {
+        self.built_in().metadata_order
+    }
+
+    /// Whether an update's errors are reported twice.
+    #[must_use]
+    pub fn update_validates_twice(&self) -> bool {
+        self.built_in().update_validates_twice
+    }
+
+    /// What a delete without a propagation policy does to dependents.
+    #[must_use]
+    pub fn gc_policy(&self) -> GcPolicy {
+        self.built_in().gc_policy
+    }
+
+    /// Whether a DELETE that removes an object answers with it.
+    #[must_use]
+    pub fn returns_deleted_object(&self) -> bool {
+        self.built_in().returns_deleted_object
     }
 
     /// The group a validation error (`Invalid`) names: the internal type's

@@ -27,6 +27,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
+                update_validates_twice: true,
                 prepare_create: workload::prepare_daemon_set,
                 default: workload::default_daemon_set,
                 validate: workload::validate_daemon_set,
@@ -55,6 +56,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
+                update_validates_twice: true,
                 default: workload::default_replica_set,
                 validate: workload::validate_replica_set,
                 ..typed::<apps::ReplicaSet>()

@@ -58,6 +58,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_path_segment,
                 default: default_binding,
                 validate: validate_cluster_binding,
                 ..typed::<rbac::ClusterRoleBinding>()
@@ -66,6 +67,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_path_segment,
                 default: default_role,
                 validate: validate_role,
                 ..typed::<rbac::ClusterRole>()
@@ -74,6 +76,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_path_segment,
                 default: default_binding,
                 validate: validate_binding,
                 ..typed::<rbac::RoleBinding>()
@@ -82,6 +85,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_path_segment,
                 default: default_role,
                 validate: validate_role,
                 ..typed::<rbac::Role>()

@@ -28,6 +28,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             categories: ALL,
             field_labels: JOB_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
+                gc_policy: crate::resource::GcPolicy::OrphanDependents,
+                update_validates_twice: true,
                 prepare_create: workload::prepare_job,
                 default: workload::default_job,
                 validate: workload::validate_job,

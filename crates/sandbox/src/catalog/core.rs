@@ -119,6 +119,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             storage: "events",
             field_labels: EVENT_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_path_segment,
+                metadata_order: crate::resource::MetadataOrder::AfterKind,
+                gc_policy: crate::resource::GcPolicy::Unsupported,
                 decode: event::decode_core,
                 default: event::default_core,
                 validate: event::validate_core,
@@ -138,6 +141,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             status_subresource: true,
             field_labels: NAMESPACE_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_label,
+                returns_deleted_object: true,
                 default: namespace::default,
                 prepare_update: namespace::prepare_update,
                 actions: NAMESPACE_ACTIONS,
@@ -158,6 +163,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             status_subresource: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                update_validates_twice: true,
+                returns_deleted_object: true,
                 default: volume::default_claim,
                 validate: volume::validate_claim,
                 ..typed::<core::PersistentVolumeClaim>()
@@ -167,6 +174,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             status_subresource: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 default: volume::default_volume,
                 ..typed::<core::PersistentVolume>()
             }),
@@ -177,6 +185,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             categories: ALL,
             field_labels: POD_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 default: pod::default,
                 validate: pod::validate,
                 actions: POD_ACTIONS,
@@ -187,6 +196,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             has_generation: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 default: workload::default_pod_template,
                 validate: workload::validate_pod_template,
                 ..typed::<core::PodTemplate>()
@@ -200,6 +210,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             categories: ALL,
             field_labels: RC_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
+                gc_policy: crate::resource::GcPolicy::OrphanDependents,
+                update_validates_twice: true,
                 default: workload::default_replication_controller,
                 validate: workload::validate_replication_controller,
                 ..typed::<core::ReplicationController>()
@@ -209,6 +221,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             status_subresource: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 // Go writes the status struct, empty until the quota controller fills it.
                 default: |quota| {
                     if quota.is_object() {
@@ -232,6 +245,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 actions: SERVICE_ACCOUNT_ACTIONS,
                 ..typed::<core::ServiceAccount>()
             }),
@@ -242,6 +256,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             categories: ALL,
             field_labels: SERVICE_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
+                name_rule: crate::object::check_dns1035,
+                returns_deleted_object: true,
                 default: service::default,
                 prepare_update: service::prepare_update,
                 validate: service::validate,

@@ -27,6 +27,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         storage: "events",
         field_labels: EVENTS_V1_FIELDS,
         strategy: Strategy::BuiltIn(BuiltIn {
+            metadata_order: crate::resource::MetadataOrder::After(event::legacy_events_v1),
+            gc_policy: crate::resource::GcPolicy::Unsupported,
             to_storage: event::v1_to_storage,
             from_storage: Some(event::v1_from_storage),
             decode: event::decode_events_v1,

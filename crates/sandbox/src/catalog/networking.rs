@@ -33,6 +33,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             has_generation: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                update_validates_twice: true,
                 default: network::default_network_policy,
                 validate: network::validate_network_policy,
                 // As an Ingress, registered under `extensions` first.

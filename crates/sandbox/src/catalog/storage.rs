@@ -11,6 +11,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 allow_unconditional_update: false,
                 ..typed::<storage::CSIDriver>()
             }),
@@ -18,6 +19,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 allow_unconditional_update: false,
                 ..typed::<storage::CSINode>()
             }),
@@ -32,6 +34,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 default: volume::default_storage_class,
                 validate: volume::validate_storage_class,
                 ..typed::<storage::StorageClass>()
@@ -41,6 +44,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             status_subresource: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                returns_deleted_object: true,
                 allow_unconditional_update: false,
                 ..typed::<storage::VolumeAttachment>()
             }),

@@ -1012,7 +1012,7 @@ fn transform(def: &ResourceDef, q: &Query, value: Value, is_list: bool) -> Resul
 ///   object, 200 — or 202 when the request set `orphanDependents: false`;
 /// * removed at once: a `Status` Success whose `details.kind` is the *resource* (`configmaps`),
 ///   with the group and uid — except for kinds whose registry returns the deleted object
-///   ([`RETURNS_DELETED_OBJECT`]).
+///   (`ReturnDeletedObject`).
 fn delete_response(
     def: &ResourceDef,
     name: &str,
@@ -1023,7 +1023,7 @@ fn delete_response(
     if lingers {
         return json_response(if orphan_dependents == Some(false) { 202 } else { 200 }, &deleted);
     }
-    if RETURNS_DELETED_OBJECT.contains(&def.plural) {
+    if def.returns_deleted_object() {
         return json_response(200, &deleted);
     }
     let uid = crate::object::meta_str(&deleted, "uid").to_owned();
@@ -1046,25 +1046,6 @@ fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) -> Response
     }
     r
 }
-
-/// Kinds whose upstream registry answers a DELETE with the deleted object (`ReturnDeletedObject:
-/// true` in the `storage.go` of `pkg/registry/core/{namespace,persistentvolume,
-/// persistentvolumeclaim,pod,podtemplate,resourcequota,service,serviceaccount}` and
-/// `pkg/registry/storage/{csidriver,csinode,storageclass,volumeattachment}`).
-const RETURNS_DELETED_OBJECT: &[&str] = &[
-    "csidrivers",
-    "csinodes",
-    "namespaces",
-    "persistentvolumeclaims",
-    "persistentvolumes",
-    "pods",
-    "podtemplates",
-    "resourcequotas",
-    "serviceaccounts",
-    "services",
-    "storageclasses",
-    "volumeattachments",
-];
 
 /// A dry-run write answers with the version actually stored (nothing new was stored).
 fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {

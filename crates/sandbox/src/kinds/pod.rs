@@ -217,8 +217,9 @@ pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if let Some(old) = old {
         // `ValidateContainerUpdates`: a changed number of containers ends the update's checks.
         for list in ["containers", "initContainers"] {
-            let count =
-                |o: &Value| o.pointer(&format!("/spec/{list}")).and_then(Value::as_array).map_or(0, Vec::len);
+            let count = |o: &Value| {
+                o.get("spec").and_then(|s| s.get(list)).and_then(Value::as_array).map_or(0, Vec::len)
+            };
             if count(pod) != count(old) {
                 errs.push((
                     format!("spec.{list}"),

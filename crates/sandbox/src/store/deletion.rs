@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
 use crate::object::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
-use crate::resource::{self, ResourceDef};
+use crate::resource::{self, GcPolicy, ResourceDef};
 use crate::status::ApiError;
 
 /// The finalizer StorageObjectInUseProtection admission puts on every claim.
@@ -484,14 +484,15 @@ impl Store {
 }
 
 /// How a delete treats an object's dependents, as upstream's `shouldOrphanDependents` and
-/// `shouldDeleteDependents` decide it: the request's policy; else the `orphan` or
-/// `foregroundDeletion` finalizer the object already carries; else its kind's default — batch/v1
-/// Jobs and v1 ReplicationControllers orphan (kept for old clients), the rest go in the
-/// background. Events support neither orphaning nor the foreground.
+/// `shouldDeleteDependents` decide it: not at all for a kind that supports neither; else the
+/// request's policy; else the `orphan` or `foregroundDeletion` finalizer the object already
+/// carries; else its kind's [`GcPolicy`].
 fn propagation_of(def: &ResourceDef, requested: Option<Propagation>, obj: &Value) -> Propagation {
-    if def.plural == "events" {
-        return Propagation::Background;
-    }
+    let default = match def.gc_policy() {
+        GcPolicy::Unsupported => return Propagation::Background,
+        GcPolicy::OrphanDependents => Propagation::Orphan,
+        GcPolicy::DeleteDependents => Propagation::Background,
+    };
     if let Some(p) = requested {
         return p;
     }
@@ -502,10 +503,7 @@ fn propagation_of(def: &ResourceDef, requested: Option<Propagation>, obj: &Value
             _ => {}
         }
     }
-    match (def.group, def.plural) {
-        ("batch", "jobs") | ("", "replicationcontrollers") => Propagation::Orphan,
-        _ => Propagation::Background,
-    }
+    default
 }
 
 /// Marks an object as being deleted, as upstream's `markAsDeleting` does when the store updates it

@@ -41,13 +41,10 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
-use crate::object::{
-    check_label, check_subdomain, finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid,
-    now_rfc3339,
-};
+use crate::object::{finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid, now_rfc3339};
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
-use crate::resource::{self, ResourceDef};
+use crate::resource::{self, MetadataOrder, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
@@ -368,16 +365,7 @@ fn check_body_version(body: &Value) -> Result<(), ApiError> {
 /// checked as a prefix (a trailing `-` masked, `maskTrailingDash`) with the kind's name rule,
 /// then the name — required, and held to the rule.
 fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::resource::FieldError> {
-    let name_rule = match (def.group, def.plural) {
-        ("", "namespaces") => check_label,
-        ("", "services") => crate::object::check_dns1035,
-        // RBAC's names, and the kinds whose strategy leaves the name to the generic check
-        // (`ValidatePathSegmentName`) — see `object_errors`.
-        ("rbac.authorization.k8s.io", _) | ("", "events") | ("policy", "poddisruptionbudgets") => {
-            crate::object::check_path_segment
-        }
-        _ => check_subdomain,
-    };
+    let name_rule = def.name_rule();
     let mut bad = Vec::new();
     if !generate.is_empty() {
         let masked = match generate.strip_suffix('-') {
@@ -396,43 +384,35 @@ fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::reso
     bad
 }
 
-/// An object's errors in the order upstream's strategy finds them: `meta` (the metadata's) first
-/// and then the kind's, for most kinds. A core/v1 Event's and a PodDisruptionBudget's strategy
-/// validates no metadata: the generic `ValidateObjectMetaAccessor` runs after it, only when the
-/// kind's rules pass. An events.k8s.io/v1 Event is held to the legacy Event rules, then to the
-/// metadata, then to its own. Some kinds report an update's errors twice.
+/// An object's errors in the order upstream's strategy finds them ([`MetadataOrder`]): `meta`
+/// (the metadata's) and the kind's; an update's twice where the strategy validates twice.
 fn object_errors(
     def: &ResourceDef,
     obj: &Value,
     old: Option<&Value>,
     mut meta: Vec<crate::resource::FieldError>,
 ) -> Vec<crate::resource::FieldError> {
-    match (def.group, def.plural) {
-        ("", "events") | ("policy", "poddisruptionbudgets") => {
-            let errs = def.validate(obj, old);
-            if errs.is_empty() { meta } else { errs }
+    let mut kind = def.validate(obj, old);
+    if old.is_some() && def.update_validates_twice() {
+        kind.splice(0..0, def.validate(obj, None));
+    }
+    match def.metadata_order() {
+        MetadataOrder::First => {
+            meta.append(&mut kind);
+            meta
         }
-        ("events.k8s.io", "events") => {
-            let mut errs = crate::kinds::event::legacy_events_v1(obj);
+        MetadataOrder::AfterKind => {
+            if kind.is_empty() {
+                meta
+            } else {
+                kind
+            }
+        }
+        MetadataOrder::After(first) => {
+            let mut errs = first(obj);
             errs.append(&mut meta);
-            errs.extend(def.validate(obj, old));
+            errs.append(&mut kind);
             errs
-        }
-        // These strategies validate an update as a new object, then as an update — which holds
-        // the new object to its rules again: each of those errors is reported twice.
-        ("apps", "daemonsets" | "replicasets")
-        | ("batch", "jobs")
-        | ("networking.k8s.io", "networkpolicies")
-        | ("", "replicationcontrollers" | "persistentvolumeclaims")
-            if old.is_some() =>
-        {
-            meta.extend(def.validate(obj, None));
-            meta.extend(def.validate(obj, old));
-            meta
-        }
-        _ => {
-            meta.extend(def.validate(obj, old));
-            meta
         }
     }
 }
