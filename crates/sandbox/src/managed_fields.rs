@@ -124,7 +124,11 @@ pub fn record_update(
     sub: Subresource,
 ) {
     let member = |path: &str| is_member(def, path);
-    let (mut changed, mut removed) = patch::changed_fields(old, new, &member);
+    let (mut changed, mut removed) = match sub {
+        // A status write owns status fields only: the rest of the object is not compared.
+        Subresource::Status => patch::changed_fields_under(old, new, "status", &member),
+        _ => patch::changed_fields(old, new, &member),
+    };
     changed.retain(|p| ownable(def, p, sub));
     removed.retain(|p| ownable(def, p, sub));
     if changed.is_empty() && removed.is_empty() {
@@ -133,15 +137,24 @@ pub fn record_update(
     let subresource = sub.name();
     let mut entries = take_entries(new);
     let mut mine = BTreeSet::new();
+    // The root fields written: an entry with none of them loses nothing and is not decoded
+    // (a status write leaves the creator's entry alone without reading it).
+    let roots: BTreeSet<String> =
+        changed.iter().chain(&removed).map(|p| format!("f:{}", patch::root_field(p))).collect();
     entries.retain_mut(|e| {
-        let mut owned = patch::paths_from_fields_v1(&e["fieldsV1"]);
         let is_mine = e["manager"] == manager
             && e["operation"] == "Update"
             && e.get("subresource").and_then(Value::as_str).unwrap_or("") == subresource;
         if is_mine {
-            mine = owned;
+            mine = patch::paths_from_fields_v1(&e["fieldsV1"]);
             return false;
         }
+        let fields = e["fieldsV1"].as_object();
+        if !fields.is_some_and(|f| roots.iter().any(|r| f.contains_key(r))) {
+            // Kept while it owns anything.
+            return fields.is_some_and(|f| !f.is_empty());
+        }
+        let mut owned = patch::paths_from_fields_v1(&e["fieldsV1"]);
         let before_len = owned.len();
         owned.retain(|p| !changed.contains(p) && !removed.contains(p));
         if owned.len() != before_len {

@@ -493,6 +493,37 @@ pub fn changed_fields(
     (changed, removed)
 }
 
+/// As [`changed_fields`], for the fields under the root field `field` only (what a status write
+/// can own): the rest of the objects is not walked.
+#[must_use]
+pub fn changed_fields_under(
+    old: Option<&Value>,
+    new: &Value,
+    field: &str,
+    member: &dyn Fn(&str) -> bool,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut changed, mut removed) = (BTreeSet::new(), BTreeSet::new());
+    let prefix = format!("{SEP}{field}");
+    let before = old.and_then(|o| o.get(field));
+    match new.get(field) {
+        Some(now) => diff(before, now, &prefix, member, &mut changed, &mut removed),
+        None => {
+            if let Some(before) = before {
+                collect_fields(before, &prefix, member, &mut removed);
+            }
+        }
+    }
+    (changed, removed)
+}
+
+/// The root field a path is under: `spec` for `.spec.replicas`.
+#[must_use]
+pub fn root_field(path: &str) -> &str {
+    let path = path.trim_start_matches(SEP);
+    let end = path.find([SEP, '[']).unwrap_or(path.len());
+    &path[..end]
+}
+
 /// Every field under `v` at `prefix`, leaves and (as `member` says) the objects on the way.
 fn collect_fields(v: &Value, prefix: &str, member: &dyn Fn(&str) -> bool, out: &mut BTreeSet<String>) {
     match children(v, prefix) {
@@ -619,29 +650,53 @@ fn remove_segments(cur: &mut Value, segs: &[(String, Option<(String, String)>)])
 /// a field of its own and has fields under it too is marked `".": {}`
 /// (`{"f:data":{".":{},"f:k":{}}}`).
 pub fn fields_v1(paths: &BTreeSet<String>) -> Value {
-    fn node_of<'a>(root: &'a mut Map<String, Value>, path: &str) -> &'a mut Map<String, Value> {
-        let mut cur = root;
-        for (name, sel) in segments(path) {
-            let node = cur.entry(format!("f:{name}")).or_insert_with(|| json!({}));
-            cur = node.as_object_mut().expect("object");
-            if let Some((k, id)) = sel {
-                let key = format!("k:{}", json!({ k: id }));
-                let node = cur.entry(key).or_insert_with(|| json!({}));
-                cur = node.as_object_mut().expect("object");
+    /// The node under `key`, made empty if it is not there yet.
+    fn child<'a>(node: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+        if !node.contains_key(key) {
+            node.insert(key.to_owned(), Value::Object(Map::new()));
+        }
+        node.get_mut(key).and_then(Value::as_object_mut).expect("a FieldsV1 node is an object")
+    }
+    /// Each path's node was marked `"."`: a mark with nothing beside it is a leaf (`{}`).
+    fn unmark_leaves(node: &mut Map<String, Value>) {
+        if node.len() == 1 && node.contains_key(".") {
+            node.clear();
+            return;
+        }
+        for (k, v) in node.iter_mut() {
+            if let (false, Value::Object(m)) = (k == ".", v) {
+                unmark_leaves(m);
             }
         }
-        cur
     }
+    // Written once per object write: one key buffer, no segment strings.
     let mut root = Map::new();
-    for p in paths {
-        node_of(&mut root, p);
-    }
-    for p in paths {
-        let node = node_of(&mut root, p);
-        if !node.is_empty() {
-            node.insert(".".into(), json!({}));
+    let mut key = String::new();
+    for path in paths {
+        let mut node = &mut root;
+        for part in path.trim_start_matches(SEP).split(SEP) {
+            let (name, selector) = match part.split_once('[') {
+                Some((name, sel)) => (name, Some(sel.trim_end_matches(']'))),
+                None => (part, None),
+            };
+            key.clear();
+            key.push_str("f:");
+            key.push_str(name);
+            node = child(node, &key);
+            if let Some(sel) = selector {
+                let (k, id) = sel.split_once('=').unwrap_or((sel, ""));
+                key.clear();
+                key.push_str("k:{");
+                key.push_str(&Value::from(k).to_string());
+                key.push(':');
+                key.push_str(&Value::from(id).to_string());
+                key.push('}');
+                node = child(node, &key);
+            }
         }
+        node.insert(".".into(), Value::Object(Map::new()));
     }
+    unmark_leaves(&mut root);
     Value::Object(root)
 }
 
@@ -769,6 +824,51 @@ mod tests {
         );
         let (created, none) = changed_leaves(None, &new);
         assert_eq!((created, none.len()), (leaf_paths(&new), 0));
+    }
+
+    #[test]
+    fn changed_fields_under_a_root_field_are_those_of_the_whole_walk_under_it() {
+        let old = json!({ "spec": { "x": 1 }, "status": { "phase": "Pending", "gone": { "a": 1 },
+            "conditions": [{ "type": "Ready", "status": "False" }] } });
+        let new = json!({ "spec": { "x": 2 }, "status": { "phase": "Running", "podIP": "10.0.0.1",
+            "conditions": [{ "type": "Ready", "status": "True" }, { "type": "Initialized", "status": "True" }] } });
+        let member = |p: &str| p.ends_with(']');
+        let under = |set: BTreeSet<String>| -> BTreeSet<String> {
+            set.into_iter().filter(|p| root_field(p) == "status").collect()
+        };
+        for (old, new) in [(Some(&old), &new), (None, &new), (Some(&new), &old), (Some(&old), &json!({}))] {
+            let (changed, removed) = changed_fields(old, new, &member);
+            assert_eq!(changed_fields_under(old, new, "status", &member), (under(changed), under(removed)));
+        }
+        assert_eq!(root_field(&format!("{SEP}spec{SEP}containers[name=a]{SEP}image")), "spec");
+        assert_eq!(root_field(&format!("{SEP}ports[port=80]")), "ports");
+    }
+
+    #[test]
+    fn fields_v1_marks_a_field_with_fields_under_it_and_quotes_keys() {
+        let p = |s: &str| s.replace('.', &SEP.to_string());
+        let paths: BTreeSet<String> = [
+            ".data",
+            ".data.k",
+            ".spec.containers[name=web]",
+            ".spec.containers[name=web].image",
+            ".spec.ports[port=80].protocol",
+            ".metadata.labels.a\"b",
+        ]
+        .iter()
+        .map(|s| p(s))
+        .collect();
+        assert_eq!(
+            fields_v1(&paths),
+            json!({
+                "f:data": { ".": {}, "f:k": {} },
+                "f:metadata": { "f:labels": { "f:a\"b": {} } },
+                "f:spec": {
+                    "f:containers": { "k:{\"name\":\"web\"}": { ".": {}, "f:image": {} } },
+                    "f:ports": { "k:{\"port\":\"80\"}": { "f:protocol": {} } },
+                },
+            })
+        );
     }
 
     #[test]

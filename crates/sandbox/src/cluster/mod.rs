@@ -60,6 +60,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use clock::Clock;
@@ -708,7 +709,13 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        world.step(&strong.store);
+        // A round is CPU work: on a multi-threaded runtime the worker it runs on hands its other
+        // tasks (the API's requests) to another worker meanwhile, so the API keeps every worker.
+        if tokio::runtime::Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| world.step(&strong.store));
+        } else {
+            world.step(&strong.store);
+        }
     }
 }
 

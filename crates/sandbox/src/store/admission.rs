@@ -30,13 +30,21 @@ use crate::status::ApiError;
 /// Where the ServiceAccount plugin mounts the token.
 const TOKEN_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
+/// Whether a create of `def` has anything for the plugins to do (they read other objects, so
+/// they run under the store's lock).
+pub(super) fn reads_state(def: &ResourceDef) -> bool {
+    def.custom().is_none()
+        && def.group.is_empty()
+        && matches!(def.plural, "pods" | "persistentvolumeclaims" | "persistentvolumes")
+}
+
 /// Runs the mutating and validating plugins for a create of `obj` in `ns`.
 ///
 /// # Errors
 ///
 /// 403 when a plugin refuses it (a missing PriorityClass, a priority set by hand).
 pub(super) fn admit(st: &State, def: &ResourceDef, ns: &str, obj: &mut Value) -> Result<(), ApiError> {
-    if def.custom().is_some() || !def.group.is_empty() {
+    if !reads_state(def) {
         return Ok(());
     }
     match def.plural {
@@ -283,7 +291,7 @@ impl super::Store {
     }
 
     fn namespace_warns(&self, ns: &str) -> bool {
-        let st = self.state.lock();
+        let st = self.lock();
         st.namespace_state(ns).and_then(|n| super::pod_security::policy(&n, "warn")).is_some()
     }
 
@@ -301,7 +309,7 @@ impl super::Store {
         if def.custom().is_some() {
             return Vec::new();
         }
-        let st = self.state.lock();
+        let st = self.lock();
         if (def.group, def.plural) == ("", "namespaces") {
             let Some(old) = old else { return Vec::new() };
             let policy = |n: &Value| super::pod_security::policy(n, "enforce");

@@ -283,7 +283,7 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<(Value, bool), ApiError> {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let key = key_of(def, ns, name);
         let old = st.get(def, ns, name)?;
         // `rest.BeforeDelete` checks the preconditions first, naming the object by its kind.
@@ -364,7 +364,7 @@ impl Store {
     /// least [`NAMESPACE_CLEANUP_DELAY`], then removes it (unless objects with finalizers remain).
     /// Returns how many namespaces were worked on.
     pub fn namespace_tick(&self) -> usize {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let due: Vec<String> = st
             .terminating
             .iter()
@@ -388,7 +388,7 @@ impl Store {
     /// it, a volume its `kubernetes.io/pv-protection` once no claim is bound to it; either goes
     /// when no finalizer is left. Returns how many were released.
     pub fn protection_tick(&self) -> usize {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         if st.protected.is_empty() {
             return 0;
         }
@@ -436,7 +436,7 @@ impl Store {
     /// is deleted when all its owners are missing, or loses its references to the missing ones.
     /// Returns how many were looked at.
     pub fn gc_tick(&self) -> usize {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         if !st.config.garbage_collection {
             st.dangling.clear();
             return 0;
@@ -466,7 +466,7 @@ impl Store {
         q: &ListQuery,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let items = st.list_items(def, ns, q);
         let mut deleted = Vec::new();
         for o in items {

@@ -125,9 +125,12 @@ impl Dictionaries {
     }
 }
 
+/// The namespaces' storage, whose objects [`Recent`] keeps for good.
+const NAMESPACES: &str = "namespaces.";
+
 /// The last objects written, parsed, by where they live: at most `cap` of them, the oldest
-/// write forgotten first. Each is the object as stored, so a read may use it instead of
-/// thawing.
+/// write forgotten first, and every namespace (few, and read by each create in them). Each is
+/// the object as stored, so a read may use it instead of thawing.
 pub(super) struct Recent {
     by_key: HashMap<Key, (u64, Arc<Value>)>,
     order: VecDeque<(Key, u64)>,
@@ -139,25 +142,31 @@ impl Recent {
         Self { by_key: HashMap::new(), order: VecDeque::new(), cap }
     }
 
-    /// `obj` was written at `key` with version `rv`.
-    pub(super) fn put(&mut self, key: &Key, rv: u64, obj: &Arc<Value>) {
+    /// `obj` was written at `key` with version `rv`. What it no longer holds goes to `garbage`,
+    /// to be freed once the store's lock is let go.
+    pub(super) fn put(&mut self, key: &Key, rv: u64, obj: &Arc<Value>, garbage: &mut Vec<Arc<Value>>) {
         if self.cap == 0 {
             return;
         }
-        self.by_key.insert(key.clone(), (rv, Arc::clone(obj)));
+        // Namespaces are read on every create in them: they are never forgotten.
+        let pinned = key.0 == NAMESPACES;
+        garbage.extend(self.by_key.insert(key.clone(), (rv, Arc::clone(obj))).map(|(_, v)| v));
+        if pinned {
+            return;
+        }
         self.order.push_back((key.clone(), rv));
         while self.order.len() > self.cap {
             let Some((old, at)) = self.order.pop_front() else { break };
             // A key written again since is kept for its later write.
             if self.by_key.get(&old).is_some_and(|(v, _)| *v == at) {
-                self.by_key.remove(&old);
+                garbage.extend(self.by_key.remove(&old).map(|(_, v)| v));
             }
         }
     }
 
     /// The object at `key` is gone.
-    pub(super) fn forget(&mut self, key: &Key) {
-        self.by_key.remove(key);
+    pub(super) fn forget(&mut self, key: &Key, garbage: &mut Vec<Arc<Value>>) {
+        garbage.extend(self.by_key.remove(key).map(|(_, v)| v));
     }
 
     /// The object at `key`, if it was written lately.
@@ -198,15 +207,36 @@ mod tests {
     fn recent_keeps_the_last_writes_and_a_key_written_again_stays() {
         let key = |n: &str| ("configmaps.", "default".to_owned(), n.to_owned());
         let mut recent = Recent::new(2);
-        recent.put(&key("a"), 1, &Arc::new(json!(1)));
-        recent.put(&key("b"), 2, &Arc::new(json!(2)));
-        recent.put(&key("a"), 3, &Arc::new(json!(3)));
+        let mut garbage = Vec::new();
+        recent.put(&key("a"), 1, &Arc::new(json!(1)), &mut garbage);
+        recent.put(&key("b"), 2, &Arc::new(json!(2)), &mut garbage);
+        recent.put(&key("a"), 3, &Arc::new(json!(3)), &mut garbage);
+        // a's first write is let go of, for the caller to free.
+        assert_eq!(garbage.iter().map(|v| (**v).clone()).collect::<Vec<_>>(), [json!(1)]);
         // Three writes, room for two: the oldest (a at 1) goes, and a stays for its write at 3.
-        recent.put(&key("c"), 4, &Arc::new(json!(4)));
+        recent.put(&key("c"), 4, &Arc::new(json!(4)), &mut garbage);
         assert_eq!(recent.get(&key("a")).as_deref(), Some(&json!(3)));
         assert_eq!(recent.get(&key("b")), None);
         assert_eq!(recent.get(&key("c")).as_deref(), Some(&json!(4)));
-        recent.forget(&key("c"));
+        assert_eq!(garbage.len(), 2, "b went");
+        recent.forget(&key("c"), &mut garbage);
         assert_eq!(recent.get(&key("c")), None);
+    }
+
+    #[test]
+    fn recent_keeps_every_namespace() {
+        let ns = |n: &str| (NAMESPACES, String::new(), n.to_owned());
+        let mut recent = Recent::new(1);
+        let mut garbage = Vec::new();
+        recent.put(&ns("default"), 1, &Arc::new(json!("default")), &mut garbage);
+        for i in 0..3 {
+            recent.put(
+                &("configmaps.", "default".to_owned(), format!("c{i}")),
+                2 + i,
+                &Arc::new(json!(i)),
+                &mut garbage,
+            );
+        }
+        assert_eq!(recent.get(&ns("default")).as_deref(), Some(&json!("default")));
     }
 }

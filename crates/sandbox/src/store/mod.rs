@@ -31,7 +31,7 @@ pub use frozen::Frozen;
 pub use storage::{Change, ChangeType, Followed, HISTORY_FLOOR, Key, Retained};
 use storage::{State, key_of};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -384,6 +384,130 @@ fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::reso
     bad
 }
 
+/// A created object as the request and its kind's strategy make it, before any other object is
+/// looked at: named (a generated name is tried against the store at [`NewObject::admit`]),
+/// metadata filled in, prepared and defaulted, its `managedFields` recorded.
+struct NewObject {
+    obj: Value,
+    name_errors: Vec<crate::resource::FieldError>,
+    /// The prefix of a generated name.
+    generated: Option<String>,
+}
+
+/// A [`NewObject`] its strategy found valid.
+struct ValidObject(NewObject);
+
+impl NewObject {
+    fn prepare(def: &ResourceDef, ns: &str, body: Value, manager: Option<&str>) -> Result<Self, ApiError> {
+        let mut obj = check_body(def, ns, body)?;
+        let mut name = meta_str(&obj, "name").to_owned();
+        let generate = meta_str(&obj, "generateName").to_owned();
+        let mut generated = None;
+        if name.is_empty() && !generate.is_empty() {
+            // As `names.SimpleNameGenerator`: the prefix is cut so that the name fits 63
+            // characters with the 5 random ones.
+            let prefix = generate.char_indices().nth(58).map_or(generate.as_str(), |(i, _)| &generate[..i]);
+            name = format!("{prefix}{}", name_suffix());
+            generated = Some(prefix.to_owned());
+        } else if name.is_empty() && (def.group, def.plural) == ("", "limitranges") {
+            // The LimitRange strategy's `PrepareForCreate` names a nameless one with a uid.
+            name = new_uid();
+        }
+        let name_errors = name_errors(def, &name, &generate);
+        let meta = meta_mut(&mut obj);
+        meta.insert("name".into(), json!(name));
+        if def.namespaced {
+            meta.insert("namespace".into(), json!(ns));
+        }
+        meta.insert("uid".into(), json!(new_uid()));
+        meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+            meta.remove(f);
+        }
+        if def.has_generation {
+            meta.insert("generation".into(), json!(1));
+        }
+        if def.status_subresource && def.plural != "namespaces" {
+            obj.as_object_mut().expect("object").remove("status");
+        }
+        def.prepare_create(&mut obj);
+        def.apply_defaults(&mut obj);
+        if let Some(m) = manager {
+            record_update(def, &mut obj, None, m, Subresource::Main);
+        }
+        Ok(Self { obj, name_errors, generated })
+    }
+
+    /// The strategy's validation (after admission has changed the object): 400 for what the
+    /// kind's type cannot hold, 422 for what its rules refuse.
+    fn validate(self, def: &ResourceDef) -> Result<ValidObject, ApiError> {
+        decode(def, &self.obj)?;
+        let mut meta = self.name_errors.clone();
+        meta.extend(crate::metadata::validate(&self.obj));
+        let errs = object_errors(def, &self.obj, None, meta);
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(
+                def.internal_group(),
+                def.kind,
+                meta_str(&self.obj, "name"),
+                &errs,
+            ));
+        }
+        Ok(ValidObject(self))
+    }
+}
+
+impl ValidObject {
+    /// What comes after validation upstream, against the store as it is now: a CRD being
+    /// deleted takes no new instances (405), the namespace must exist and not be terminating
+    /// (404, 403), the quota must allow it (403), and the name must be free (409; a generated
+    /// name is drawn again). Returns the object to store and what it charges to quotas.
+    fn admit(
+        self,
+        st: &State,
+        def: &ResourceDef,
+        ns: &str,
+    ) -> Result<(Value, crate::quota::Charges), ApiError> {
+        let NewObject { mut obj, generated, .. } = self.0;
+        if st.crd_terminating(def.storage) {
+            return Err(ApiError::method_not_supported(
+                def.group,
+                def.plural,
+                "create not allowed while custom resource definition is terminating",
+            ));
+        }
+        if def.namespaced {
+            match st.namespace_state(ns) {
+                None => return Err(ApiError::not_found("", "namespaces", ns)),
+                Some(n) if is_deleting(&n) => {
+                    return Err(ApiError::namespace_terminating(
+                        def.group,
+                        def.plural,
+                        meta_str(&obj, "name"),
+                        ns,
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some(prefix) = generated {
+            // Another suffix has the same shape, so what was validated holds for it.
+            while st.objects.contains_key(&key_of(def, ns, meta_str(&obj, "name"))) {
+                meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", name_suffix())));
+            }
+        }
+        let name = meta_str(&obj, "name").to_owned();
+        // Validating admission's ResourceQuota comes before storage, so a full quota answers 403
+        // even for a name that is taken.
+        let charges = st.quota_admit(def, ns, &name, &obj, None)?;
+        if st.objects.contains_key(&key_of(def, ns, &name)) {
+            return Err(ApiError::already_exists(def.group, def.plural, &name));
+        }
+        def.stamp(&mut obj);
+        Ok((obj, charges))
+    }
+}
+
 /// An object's errors in the order upstream's strategy finds them ([`MetadataOrder`]): `meta`
 /// (the metadata's) and the kind's; an update's twice where the strategy validates twice.
 fn object_errors(
@@ -553,6 +677,9 @@ impl Store {
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
+                sent: VecDeque::new(),
+                sent_cap: WATCH_BUFFER.next_power_of_two(),
+                garbage: storage::Garbage::default(),
                 followers: Vec::new(),
                 registry,
             }),
@@ -601,8 +728,9 @@ impl Store {
     /// counter, no history and no watchers, so whatever is done to it is seen by nobody.
     #[must_use]
     pub fn scratch(&self) -> Self {
-        let st = self.state.lock();
-        let (tx, _) = broadcast::channel(16);
+        let st = self.lock();
+        const SCRATCH_BUFFER: usize = 16;
+        let (tx, _) = broadcast::channel(SCRATCH_BUFFER);
         // A dry-run CRD is established in the copy only.
         let registry = Arc::new(RwLock::new(st.registry.read().clone()));
         Self {
@@ -626,10 +754,18 @@ impl Store {
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
+                sent: VecDeque::new(),
+                sent_cap: SCRATCH_BUFFER,
+                garbage: storage::Garbage::default(),
                 followers: Vec::new(),
                 registry,
             }),
         }
+    }
+
+    /// The state, locked (what it lets go of is freed after, see [`storage::Locked`]).
+    fn lock(&self) -> storage::Locked<'_> {
+        storage::Locked::new(&self.state)
     }
 
     /// The resource served at `/apis/<group>/<version>/<plural>` (`/api/v1/<plural>`), built-in or
@@ -648,13 +784,13 @@ impl Store {
     /// The latest resourceVersion.
     #[must_use]
     pub fn resource_version(&self) -> u64 {
-        self.state.lock().rv
+        self.lock().rv
     }
 
     /// A new receiver of every change from now on.
     #[must_use]
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
-        self.state.lock().tx.subscribe()
+        self.lock().tx.subscribe()
     }
 
     /// A follower of every change from now on that is never cut off, for an in-process part
@@ -666,7 +802,7 @@ impl Store {
     #[must_use]
     pub fn follow(&self) -> mpsc::UnboundedReceiver<Followed> {
         let (tx, rx) = mpsc::unbounded_channel();
-        self.state.lock().followers.push(tx);
+        self.lock().followers.push(tx);
         rx
     }
 
@@ -676,7 +812,7 @@ impl Store {
     ///
     /// 404 when it does not exist.
     pub fn get(&self, def: &ResourceDef, ns: &str, name: &str, sub: Subresource) -> Result<Value, ApiError> {
-        let obj = self.state.lock().get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
+        let obj = self.lock().get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
         Ok(match sub {
             Subresource::Scale => scale_of(def, &obj),
             _ => def.present(&obj),
@@ -688,7 +824,7 @@ impl Store {
     #[must_use]
     pub fn snapshot(&self, def: &ResourceDef, ns: Option<&str>) -> (u64, Vec<Arc<Value>>) {
         let (rv, items): (u64, Vec<_>) = {
-            let st = self.state.lock();
+            let st = self.lock();
             (st.rv, st.in_range(def, ns).filter_map(|(k, _)| st.read(k)).collect())
         };
         (rv, items.into_iter().map(storage::Read::value).collect())
@@ -698,16 +834,17 @@ impl Store {
     #[must_use]
     pub fn stored(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<Arc<Value>> {
         let key = key_of(def, ns, name);
-        let frozen = match self.state.lock().read(&key)? {
+        let frozen = match self.lock().read(&key)? {
             storage::Read::Parsed(v) => return Some(v),
             storage::Read::Frozen(f) => f,
         };
         let obj = Arc::new(frozen.thaw());
         // Read through: a harness reads an object to write it, and the write reads it again.
-        let mut st = self.state.lock();
+        let mut locked = self.lock();
+        let st: &mut State = &mut locked;
         if st.objects.get(&key).is_some_and(|now| Arc::ptr_eq(now, &frozen)) {
             let rv = meta_str(&obj, "resourceVersion").parse().unwrap_or(0);
-            st.recent.put(&key, rv, &obj);
+            st.recent.put(&key, rv, &obj, &mut st.garbage.objects);
         }
         Some(obj)
     }
@@ -717,7 +854,7 @@ impl Store {
     #[must_use]
     pub fn dependents(&self, def: &ResourceDef, uid: &str) -> Vec<Arc<Value>> {
         let reads: Vec<_> = {
-            let st = self.state.lock();
+            let st = self.lock();
             let keys = st.dependents.get(uid).into_iter().flatten();
             keys.filter(|k| k.0 == def.storage).filter_map(|k| st.read(k)).collect()
         };
@@ -747,7 +884,7 @@ impl Store {
         ns: Option<&str>,
         q: &ListQuery,
     ) -> Result<ListPage<'d>, ApiError> {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let (rv, items, offset, snapshot) = if let Some(token) =
             q.continue_token.as_deref().filter(|t| !t.is_empty())
         {
@@ -829,7 +966,7 @@ impl Store {
         q: &ListQuery,
         send_initial_events: bool,
     ) -> Result<WatchStart, ApiError> {
-        let st = self.state.lock();
+        let st = self.lock();
         let feed = st.tx.subscribe();
         let from = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0");
         if send_initial_events || from.is_none() {
@@ -875,97 +1012,36 @@ impl Store {
         body: Value,
         manager: Option<&str>,
     ) -> Result<Value, ApiError> {
-        let mut st = self.state.lock();
-        let (obj, charges) = self.prepare_create(&st, def, ns, body, manager)?;
+        // What looks at no other object is done without the lock, so that creates (and the
+        // simulated cluster's writes) are prepared side by side and only stored one at a time;
+        // admission reads what it needs under the lock, as upstream's plugins read their
+        // informers' caches — what changes in between is seen by the next create.
+        let mut new = NewObject::prepare(def, ns, body, manager)?;
+        if admission::reads_state(def) {
+            admission::admit(&self.lock(), def, ns, &mut new.obj)?;
+        }
+        let new = new.validate(def)?;
+        let mut st = self.lock();
+        let (obj, charges) = new.admit(&st, def, ns)?;
         st.charge(ns, charges);
         let key = key_of(def, ns, meta_str(&obj, "name"));
         let stored = st.commit(key, ChangeType::Added, def.to_storage(obj), None);
+        drop(st);
         Ok(def.present(&stored))
     }
 
+    /// A create made while the lock is held (a PUT or an apply that creates): the steps of
+    /// [`create`](Self::create), in its order, all under the lock.
     fn prepare_create(
-        &self,
         st: &State,
         def: &ResourceDef,
         ns: &str,
         body: Value,
         manager: Option<&str>,
     ) -> Result<(Value, crate::quota::Charges), ApiError> {
-        let mut obj = check_body(def, ns, body)?;
-        let mut name = meta_str(&obj, "name").to_owned();
-        let generate = meta_str(&obj, "generateName").to_owned();
-        if name.is_empty() && !generate.is_empty() {
-            // As `names.SimpleNameGenerator`: the prefix is cut so that the name fits 63
-            // characters with the 5 random ones.
-            let prefix = generate.char_indices().nth(58).map_or(generate.as_str(), |(i, _)| &generate[..i]);
-            name = loop {
-                let candidate = format!("{prefix}{}", name_suffix());
-                if !st.objects.contains_key(&key_of(def, ns, &candidate)) {
-                    break candidate;
-                }
-            };
-        } else if name.is_empty() && (def.group, def.plural) == ("", "limitranges") {
-            // The LimitRange strategy's `PrepareForCreate` names a nameless one with a uid.
-            name = new_uid();
-        }
-        let name_errors = name_errors(def, &name, &generate);
-        let meta = meta_mut(&mut obj);
-        meta.insert("name".into(), json!(name));
-        if def.namespaced {
-            meta.insert("namespace".into(), json!(ns));
-        }
-        meta.insert("uid".into(), json!(new_uid()));
-        meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
-        for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
-            meta.remove(f);
-        }
-        if def.has_generation {
-            meta.insert("generation".into(), json!(1));
-        }
-        if def.status_subresource && def.plural != "namespaces" {
-            obj.as_object_mut().expect("object").remove("status");
-        }
-        def.prepare_create(&mut obj);
-        def.apply_defaults(&mut obj);
-        if let Some(m) = manager {
-            record_update(def, &mut obj, None, m, Subresource::Main);
-        }
-        admission::admit(st, def, ns, &mut obj)?;
-        decode(def, &obj)?;
-        let mut meta = name_errors;
-        meta.extend(crate::metadata::validate(&obj));
-        let errs = object_errors(def, &obj, None, meta);
-        if !errs.is_empty() {
-            return Err(ApiError::invalid(def.internal_group(), def.kind, &name, &errs));
-        }
-        // Upstream's order: the strategy's validation (422), then validating admission — the
-        // namespace must exist and not be terminating (404, 403) — then storage (409). A CRD being
-        // deleted takes no new instances (apiextensions' handler answers 405).
-        if st.crd_terminating(def.storage) {
-            return Err(ApiError::method_not_supported(
-                def.group,
-                def.plural,
-                "create not allowed while custom resource definition is terminating",
-            ));
-        }
-        if def.namespaced {
-            match st.namespace_state(ns) {
-                None => return Err(ApiError::not_found("", "namespaces", ns)),
-                Some(n) if is_deleting(&n) => {
-                    return Err(ApiError::namespace_terminating(def.group, def.plural, &name, ns));
-                }
-                Some(_) => {}
-            }
-        }
-        // Validating admission's ResourceQuota comes before storage, so a full quota answers 403
-        // even for a name that is taken.
-        // A generated name is made before validating admission, so a refusal names it.
-        let charges = st.quota_admit(def, ns, &name, &obj, None)?;
-        if st.objects.contains_key(&key_of(def, ns, &name)) {
-            return Err(ApiError::already_exists(def.group, def.plural, &name));
-        }
-        def.stamp(&mut obj);
-        Ok((obj, charges))
+        let mut new = NewObject::prepare(def, ns, body, manager)?;
+        admission::admit(st, def, ns, &mut new.obj)?;
+        new.validate(def)?.admit(st, def, ns)
     }
 
     /// UPDATE (PUT) of the object or one of its subresources.
@@ -1002,7 +1078,7 @@ impl Store {
         manager: Option<&str>,
     ) -> Result<(Value, bool), ApiError> {
         {
-            let mut st = self.state.lock();
+            let mut st = self.lock();
             let creates = sub == Subresource::Main
                 && CREATE_ON_UPDATE.contains(&def.plural)
                 && st.get(def, ns, name).is_err_and(|e| e.code == 404);
@@ -1174,7 +1250,7 @@ impl Store {
         force: bool,
         check: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<(Value, bool), ApiError> {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let current = st.object(&key_of(def, ns, name));
         let present = |o: &Value| if sub == Subresource::Scale { scale_of(def, o) } else { def.present(o) };
         if ptype == PatchType::Apply {
@@ -1191,7 +1267,7 @@ impl Store {
                 let mut obj = body.clone();
                 meta_mut(&mut obj).insert("name".into(), json!(name));
                 record_apply(&mut obj, manager, &patch::leaf_paths(body), &def.api_version());
-                let (obj, charges) = self.prepare_create(&st, def, ns, obj, None)?;
+                let (obj, charges) = Self::prepare_create(&st, def, ns, obj, None)?;
                 st.charge(ns, charges);
                 let stored = st.commit(key_of(def, ns, name), ChangeType::Added, def.to_storage(obj), None);
                 return Ok((def.present(&stored), true));
@@ -1281,7 +1357,7 @@ impl Store {
         name: &str,
         change: impl FnOnce(&mut Value) -> Result<(), ApiError>,
     ) -> Result<Value, ApiError> {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let old = st.get(def, ns, name)?;
         let mut new = def.view(&old).into_owned();
         change(&mut new)?;
@@ -1296,7 +1372,7 @@ impl Store {
     /// when `jump`), at most `budget` of them (in key order) when given. Returns how many status
     /// writes it made.
     pub fn rollout_tick(&self, jump: bool, budget: Option<usize>) -> usize {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         // Only as many as the budget allows are looked at: held to 20 writes a second, thousands
         // of Deployments stay rolling for minutes.
         let due: Vec<(Key, Arc<Value>, Value)> = st
@@ -1321,7 +1397,7 @@ impl Store {
     /// How many objects the store holds.
     #[must_use]
     pub fn len(&self) -> usize {
-        self.state.lock().objects.len()
+        self.lock().objects.len()
     }
 
     /// Whether the store holds no objects.

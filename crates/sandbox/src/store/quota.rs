@@ -71,7 +71,7 @@ impl Store {
     /// the namespace holds now, written only when it differs. Returns how many quotas were
     /// written.
     pub fn quota_tick(&self) -> usize {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         if st.quota_dirty.is_empty() {
             return 0;
         }

@@ -5,10 +5,10 @@
 //! lets the CRD controllers react at once (`crd.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, MutexGuard, RwLock};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
@@ -166,11 +166,81 @@ pub(super) struct State {
     pub(super) snapshots: HashMap<u64, Snapshot>,
     pub(super) next_snapshot: u64,
     pub(super) tx: broadcast::Sender<Arc<Change>>,
+    /// The changes the broadcast holds, held here too, so that the broadcast never lets go of
+    /// a change's last reference while the lock is held (see [`Locked`]).
+    pub(super) sent: VecDeque<Arc<Change>>,
+    /// How many changes the broadcast holds (its capacity, as it rounds it).
+    pub(super) sent_cap: usize,
+    /// What commits let go of, freed by [`Locked`] once the lock is released.
+    pub(super) garbage: Garbage,
     /// In-process followers that must see every change (the simulated cluster): unlike a
     /// watch, they are never cut off for falling behind.
     pub(super) followers: Vec<mpsc::UnboundedSender<Followed>>,
     /// The served resources; CRDs change it as they are established and deleted.
     pub(super) registry: Arc<RwLock<Registry>>,
+}
+
+/// What the state let go of under its lock: parsed objects, whose freeing is a walk of every
+/// map and string in them, kept to be freed after the lock is released.
+#[derive(Default)]
+pub(super) struct Garbage {
+    pub(super) objects: Vec<Arc<Value>>,
+    pub(super) changes: Vec<Arc<Change>>,
+}
+
+/// The locked state. Dropped, it releases the lock first and then frees what the state let go
+/// of meanwhile ([`Garbage`]): writers wait for the lock, not for another writer's frees.
+pub(super) struct Locked<'a> {
+    guard: Option<MutexGuard<'a, State>>,
+}
+
+impl<'a> Locked<'a> {
+    pub(super) fn new(mutex: &'a Mutex<State>) -> Self {
+        Self { guard: Some(mutex.lock()) }
+    }
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.guard.as_ref().expect("held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let garbage = self.guard.as_mut().map(|st| std::mem::take(&mut st.garbage));
+        self.guard = None;
+        if let Some(garbage) = garbage.filter(|g| !g.objects.is_empty() || !g.changes.is_empty()) {
+            garbage.free();
+        }
+    }
+}
+
+impl Garbage {
+    /// Frees it on the process's garbage thread, or here if that thread could not be started.
+    ///
+    /// Freeing a parsed object walks all of it; a writer (a request, or the simulated cluster's
+    /// one thread) hands that to a thread of its own, which a core left idle runs.
+    fn free(self) {
+        static FREER: OnceLock<Option<std::sync::mpsc::Sender<Garbage>>> = OnceLock::new();
+        let freer = FREER.get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Garbage>();
+            let spawned = std::thread::Builder::new()
+                .name("sandbox-free".into())
+                .spawn(move || rx.into_iter().for_each(drop));
+            spawned.is_ok().then_some(tx)
+        });
+        if let Some(Err(std::sync::mpsc::SendError(garbage))) = freer.as_ref().map(|tx| tx.send(self)) {
+            drop(garbage);
+        }
+    }
 }
 
 pub(super) fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
@@ -209,11 +279,11 @@ impl State {
         }
         let frozen = self.dictionaries.freeze(key.0, &obj);
         let was = if kind == ChangeType::Deleted {
-            self.recent.forget(&key);
+            self.recent.forget(&key, &mut self.garbage.objects);
             self.objects.remove(&key)
         } else {
             self.index(&key, &obj);
-            self.recent.put(&key, self.rv, &obj);
+            self.recent.put(&key, self.rv, &obj, &mut self.garbage.objects);
             self.objects.insert(key.clone(), Arc::clone(&frozen))
         };
         if !self.quota_namespaces.is_empty() && self.quota_namespaces.contains_key(&key.1) {
@@ -242,6 +312,10 @@ impl State {
             }
             h.compacted = c.rv;
             h.changes.pop_front();
+        }
+        self.sent.push_back(Arc::clone(&change));
+        if self.sent.len() > self.sent_cap {
+            self.garbage.changes.extend(self.sent.pop_front());
         }
         let _ = self.tx.send(change);
         if storage == super::crd::CRD_STORAGE {
