@@ -1062,6 +1062,24 @@ impl Store {
         self.update_or_create(def, ns, name, body, sub, manager).map(|(obj, _)| obj)
     }
 
+    /// An update whose answer nobody reads (the simulated cluster's status writes): as
+    /// [`update`](Self::update), without building the answer.
+    pub(crate) fn update_unanswered(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        manager: Option<&str>,
+    ) -> Result<(), ApiError> {
+        if sub == Subresource::Main && CREATE_ON_UPDATE.contains(&def.plural) {
+            return self.update(def, ns, name, body, sub, manager).map(drop);
+        }
+        let mut st = self.lock();
+        self.apply_update(&mut st, def, ns, name, body, sub, manager).map(drop)
+    }
+
     /// PUT: an update, or for the kinds whose upstream strategy allows it
     /// ([`CREATE_ON_UPDATE`]), a create when the object does not exist; `true` when created.
     ///
