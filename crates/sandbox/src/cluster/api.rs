@@ -122,7 +122,7 @@ impl Api<'_> {
     /// Deployment controller sets the revision with the status).
     pub fn update_status(&self, def: &ResourceDef, obj: Value, manager: &str) -> Result<(), ApiError> {
         let (ns, name) = (meta_str(&obj, "namespace").to_owned(), meta_str(&obj, "name").to_owned());
-        self.store.update_unanswered(def, &ns, &name, obj, Subresource::Status, Some(manager))
+        self.store.update_status_unanswered(def, &ns, &name, obj, Some(manager))
     }
 
     /// DELETE conditional on the uid (the object read is the object deleted), with a grace

@@ -148,10 +148,9 @@ impl Recent {
         if self.cap == 0 {
             return;
         }
-        // Namespaces are read on every create in them: they are never forgotten.
-        let pinned = key.0 == NAMESPACES;
         garbage.extend(self.by_key.insert(key.clone(), (rv, Arc::clone(obj))).map(|(_, v)| v));
-        if pinned {
+        if key.0 == NAMESPACES {
+            // Read on every create in them: never forgotten, so never queued to be.
             return;
         }
         self.order.push_back((key.clone(), rv));

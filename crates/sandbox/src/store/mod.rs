@@ -458,7 +458,8 @@ impl NewObject {
 }
 
 impl ValidObject {
-    /// What comes after validation upstream, against the store as it is now: a CRD being
+    /// What comes after the strategy's validation upstream (validating admission, then
+    /// storage), against the store as it is now: a CRD being
     /// deleted takes no new instances (405), the namespace must exist and not be terminating
     /// (404, 403), the quota must allow it (403), and the name must be free (409; a generated
     /// name is drawn again). Returns the object to store and what it charges to quotas.
@@ -1062,22 +1063,18 @@ impl Store {
         self.update_or_create(def, ns, name, body, sub, manager).map(|(obj, _)| obj)
     }
 
-    /// An update whose answer nobody reads (the simulated cluster's status writes): as
-    /// [`update`](Self::update), without building the answer.
-    pub(crate) fn update_unanswered(
+    /// A `/status` update whose answer nobody reads (the simulated cluster's writes): as
+    /// [`update`](Self::update) of [`Subresource::Status`], without building the answer.
+    pub(crate) fn update_status_unanswered(
         &self,
         def: &ResourceDef,
         ns: &str,
         name: &str,
         body: Value,
-        sub: Subresource,
         manager: Option<&str>,
     ) -> Result<(), ApiError> {
-        if sub == Subresource::Main && CREATE_ON_UPDATE.contains(&def.plural) {
-            return self.update(def, ns, name, body, sub, manager).map(drop);
-        }
         let mut st = self.lock();
-        self.apply_update(&mut st, def, ns, name, body, sub, manager).map(drop)
+        self.apply_update(&mut st, def, ns, name, body, Subresource::Status, manager).map(drop)
     }
 
     /// PUT: an update, or for the kinds whose upstream strategy allows it
