@@ -59,6 +59,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::runtime::RuntimeFlavor;
 use tokio::sync::mpsc::error::TryRecvError;
@@ -420,6 +421,10 @@ impl Cluster {
     }
 }
 
+/// How many queued pods and nodes make the kubelets run on a thread of their own beside the
+/// round's other parts: below it a thread costs more than it gives.
+const KUBELET_BESIDE: usize = 64;
+
 /// Keys to look at again: `(namespace, name)`, each once.
 pub(crate) type Queue = BTreeSet<(String, String)>;
 
@@ -430,6 +435,13 @@ pub(crate) struct Timers(BTreeMap<jiff::Timestamp, Vec<(Controller, String, Stri
 impl Timers {
     pub(crate) fn at(&mut self, when: jiff::Timestamp, c: Controller, ns: &str, name: &str) {
         self.0.entry(when).or_default().push((c, ns.to_owned(), name.to_owned()));
+    }
+
+    /// Takes on what `other` is to wake.
+    fn extend(&mut self, other: Self) {
+        for (when, mut items) in other.0 {
+            self.0.entry(when).or_default().append(&mut items);
+        }
     }
 
     fn next(&self) -> Option<jiff::Timestamp> {
@@ -520,32 +532,9 @@ impl World {
                 }
             }
             "pods." => {
-                self.scheduler.observe_pod(obj, kind);
-                let node = obj.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-                if node.is_empty() {
-                    if kind != ChangeType::Deleted {
-                        self.enqueue(Controller::Scheduler, ns, name);
-                    }
-                } else {
-                    self.enqueue(Controller::Kubelet, ns, name);
-                }
-                for o in [Some(obj), old].into_iter().flatten() {
-                    if let Some(owner) = controller_of(o) {
-                        let c = match owner {
-                            "ReplicaSet" => Controller::ReplicaSet,
-                            "ReplicationController" => Controller::ReplicationController,
-                            "Job" => Controller::Job,
-                            "StatefulSet" => Controller::StatefulSet,
-                            "DaemonSet" => Controller::DaemonSet,
-                            _ => continue,
-                        };
-                        let owner_name = controller_name(o).unwrap_or("").to_owned();
-                        self.enqueue(c, ns, &owner_name);
-                    }
-                }
-                self.enqueue(Controller::Endpoint, ns, "");
-                self.enqueue(Controller::EndpointSlice, ns, "");
-                self.enqueue(Controller::Disruption, ns, "");
+                let glance = |o: &Value| PodGlance::deserialize(o).unwrap_or_default();
+                let requests = || crate::quota::pod_requests(obj.get("spec").unwrap_or(&Value::Null));
+                self.observe_pod(ns, name, &glance(obj), old.map(glance).as_ref(), kind, requests);
             }
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
@@ -583,6 +572,42 @@ impl World {
         }
     }
 
+    /// A pod changed: who must look at it, and at what it was owned by.
+    fn observe_pod(
+        &mut self,
+        ns: &str,
+        name: &str,
+        pod: &PodGlance,
+        old: Option<&PodGlance>,
+        kind: ChangeType,
+        requests: impl FnOnce() -> crate::quota::ResourceList,
+    ) {
+        let node = pod.spec.node_name.as_deref().unwrap_or("");
+        let key = (ns.to_owned(), name.to_owned());
+        self.scheduler.observe_pod(key, node, pod.finished(), kind, requests);
+        if node.is_empty() {
+            if kind != ChangeType::Deleted {
+                self.enqueue(Controller::Scheduler, ns, name);
+            }
+        } else {
+            self.enqueue(Controller::Kubelet, ns, name);
+        }
+        for (owner, owner_name) in [Some(pod), old].into_iter().flatten().filter_map(PodGlance::controller) {
+            let c = match owner {
+                "ReplicaSet" => Controller::ReplicaSet,
+                "ReplicationController" => Controller::ReplicationController,
+                "Job" => Controller::Job,
+                "StatefulSet" => Controller::StatefulSet,
+                "DaemonSet" => Controller::DaemonSet,
+                _ => continue,
+            };
+            self.enqueue(c, ns, owner_name);
+        }
+        self.enqueue(Controller::Endpoint, ns, "");
+        self.enqueue(Controller::EndpointSlice, ns, "");
+        self.enqueue(Controller::Disruption, ns, "");
+    }
+
     /// One round: everything queued and due is looked at, once.
     fn step(&mut self, store: &Store) {
         let clock = self.cluster.inner.settings.clock.clone();
@@ -603,6 +628,42 @@ impl World {
         // The handle, not the settings, is cloned each round (an `Arc`).
         let cluster = self.cluster.clone();
         let settings = &cluster.inner.settings;
+        // A long kubelet queue beside other work runs on a thread of its own, as the kubelets
+        // of a cluster run beside its scheduler: each part's queue was taken when the round
+        // began, and the store orders their writes (a write from a stale read is refused and
+        // looked at again next round).
+        let beside = self.queue_len(Controller::Kubelet) >= KUBELET_BESIDE
+            && self.queues.iter().any(|(c, q)| *c != Controller::Kubelet && !q.is_empty());
+        let beside = beside.then(|| (self.take(Controller::Kubelet), std::mem::take(&mut self.kubelet)));
+        std::thread::scope(|scope| {
+            let api = &api;
+            let beside = beside.map(|(queue, mut kubelet)| {
+                scope.spawn(move || {
+                    let mut again = Timers::default();
+                    kubelet.sync(api, settings, &queue, &mut again);
+                    (kubelet, again)
+                })
+            });
+            self.run_parts(api, settings);
+            if let Some(thread) = beside {
+                let (kubelet, again) = thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                self.kubelet = kubelet;
+                self.timers.extend(again);
+            }
+        });
+        if self.scheduler.retry_due() {
+            for (ns, name) in self.scheduler.unschedulable() {
+                self.enqueue(Controller::Scheduler, &ns, &name);
+            }
+        }
+    }
+
+    fn queue_len(&self, c: Controller) -> usize {
+        self.queues.get(&c).map_or(0, BTreeSet::len)
+    }
+
+    /// Each part that runs looks at what is queued for it, in [`Controller::ALL`]'s order.
+    fn run_parts(&mut self, api: &Api<'_>, settings: &Simulation) {
         for c in Controller::ALL {
             if !self.runs(c) {
                 continue;
@@ -613,36 +674,27 @@ impl World {
             }
             let mut again = Timers::default();
             match c {
-                Controller::ServiceAccount => bootstrap::service_accounts(&api, &queue),
-                Controller::RootCaCertPublisher => bootstrap::root_ca(&api, &queue, &self.ca),
-                Controller::Deployment => deployment::sync(&api, &queue, &mut again),
-                Controller::StatefulSet => statefulset::sync(&api, &queue, &mut again),
-                Controller::DaemonSet => daemonset::sync(&api, &queue, &mut again),
-                Controller::CronJob => cronjob::sync(&api, &queue, &mut again),
-                Controller::ReplicaSet => replicaset::sync(&api, api.defs.replicasets, &queue, &mut again),
+                Controller::ServiceAccount => bootstrap::service_accounts(api, &queue),
+                Controller::RootCaCertPublisher => bootstrap::root_ca(api, &queue, &self.ca),
+                Controller::Deployment => deployment::sync(api, &queue, &mut again),
+                Controller::StatefulSet => statefulset::sync(api, &queue, &mut again),
+                Controller::DaemonSet => daemonset::sync(api, &queue, &mut again),
+                Controller::CronJob => cronjob::sync(api, &queue, &mut again),
+                Controller::ReplicaSet => replicaset::sync(api, api.defs.replicasets, &queue, &mut again),
                 Controller::ReplicationController => {
-                    replicaset::sync(&api, api.defs.controllers, &queue, &mut again);
+                    replicaset::sync(api, api.defs.controllers, &queue, &mut again);
                 }
-                Controller::Job => job::sync(&api, &queue, &mut again),
-                Controller::TtlAfterFinished => job::ttl(&api, &queue, &mut again),
-                Controller::Scheduler => self.scheduler.schedule(&api, &queue),
-                Controller::Kubelet => self.kubelet.sync(&api, settings, &queue, &mut again),
-                Controller::NodeLifecycle => self.nodes.lifecycle(&api, &queue, &mut again),
-                Controller::PodGc => nodes::pod_gc(&api, &queue),
-                Controller::Disruption => disruption::sync(&api, &queue, &mut again),
-                Controller::Endpoint => endpoints::endpoints(&api, &queue),
-                Controller::EndpointSlice => endpoints::slices(&api, &queue),
+                Controller::Job => job::sync(api, &queue, &mut again),
+                Controller::TtlAfterFinished => job::ttl(api, &queue, &mut again),
+                Controller::Scheduler => self.scheduler.schedule(api, &queue),
+                Controller::Kubelet => self.kubelet.sync(api, settings, &queue, &mut again),
+                Controller::NodeLifecycle => self.nodes.lifecycle(api, &queue, &mut again),
+                Controller::PodGc => nodes::pod_gc(api, &queue),
+                Controller::Disruption => disruption::sync(api, &queue, &mut again),
+                Controller::Endpoint => endpoints::endpoints(api, &queue),
+                Controller::EndpointSlice => endpoints::slices(api, &queue),
             }
-            for (when, items) in again.0 {
-                for (c, ns, name) in items {
-                    self.timers.at(when, c, &ns, &name);
-                }
-            }
-        }
-        if self.scheduler.retry_due() {
-            for (ns, name) in self.scheduler.unschedulable() {
-                self.enqueue(Controller::Scheduler, &ns, &name);
-            }
+            self.timers.extend(again);
         }
     }
 }
@@ -722,9 +774,70 @@ pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
 impl World {
     fn take_change(&mut self, change: &Followed) {
         let c = &change.retained;
-        // Only a pod's earlier state is looked at (the controller it had must count again).
-        let old = if c.key.0 == "pods." { change.old() } else { None };
-        self.observe(c.key.0, &change.object(), old.as_deref(), c.kind);
+        if c.key.0 != "pods." {
+            self.observe(c.key.0, &change.object(), None, c.kind);
+            return;
+        }
+        // A pod is glanced at, not parsed: the simulation falls behind its writes by more than
+        // the store keeps parsed, and most pod changes need only a few fields looked at. Its
+        // earlier state is looked at for the controller it had, which must count again.
+        let glance = |got: Result<PodGlance, serde_json::Error>| {
+            got.unwrap_or_else(|e| {
+                tracing::error!(pod = %c.key.2, error = %e, "a stored pod could not be read");
+                PodGlance::default()
+            })
+        };
+        let pod = glance(change.object_as());
+        let old = change.old_as().map(glance);
+        let requests = || crate::quota::pod_requests(change.object().get("spec").unwrap_or(&Value::Null));
+        self.observe_pod(&c.key.1, &c.key.2, &pod, old.as_ref(), c.kind, requests);
+    }
+}
+
+/// What the simulation's watch reads of a changed pod: its node, its phase and its controller.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PodGlance {
+    metadata: GlanceMetadata,
+    spec: GlanceSpec,
+    status: GlanceStatus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct GlanceMetadata {
+    owner_references: Option<Vec<GlanceOwner>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct GlanceOwner {
+    kind: String,
+    name: String,
+    controller: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct GlanceSpec {
+    node_name: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct GlanceStatus {
+    phase: Option<String>,
+}
+
+impl PodGlance {
+    fn finished(&self) -> bool {
+        matches!(self.status.phase.as_deref(), Some("Succeeded" | "Failed"))
+    }
+
+    /// The kind and name of the controller that owns it.
+    fn controller(&self) -> Option<(&str, &str)> {
+        let owners = self.metadata.owner_references.as_deref()?;
+        owners.iter().find(|o| o.controller == Some(true)).map(|o| (o.kind.as_str(), o.name.as_str()))
     }
 }
 

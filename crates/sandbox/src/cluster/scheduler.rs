@@ -108,21 +108,21 @@ impl Scheduler {
         self.retry = true;
     }
 
-    pub(crate) fn observe_pod(&mut self, pod: &Value, kind: ChangeType) {
-        let key = (meta_str(pod, "namespace").to_owned(), meta_str(pod, "name").to_owned());
-        let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-        let holds = kind != ChangeType::Deleted
-            && !node.is_empty()
-            && !matches!(super::api::phase(pod), "Succeeded" | "Failed");
+    /// Pod `key` changed: on `node` (empty: not bound), `finished` or not. `requests` reads what
+    /// it asks for, when the scheduler did not place it itself.
+    pub(crate) fn observe_pod(
+        &mut self,
+        key: (String, String),
+        node: &str,
+        finished: bool,
+        kind: ChangeType,
+        requests: impl FnOnce() -> ResourceList,
+    ) {
+        let holds = kind != ChangeType::Deleted && !node.is_empty() && !finished;
         if holds {
             self.unschedulable.remove(&key);
             if !self.placed.contains_key(&key) {
-                let wants = pod_requests(pod.get("spec").unwrap_or(&Value::Null));
-                if let Some(n) = self.nodes.get_mut(node) {
-                    n.requested = add(&n.requested, &wants, 1);
-                    n.pods += 1;
-                }
-                self.placed.insert(key, (node.to_owned(), wants));
+                self.place(key, node, requests());
             }
         } else {
             if kind == ChangeType::Deleted {
@@ -136,6 +136,15 @@ impl Scheduler {
                 self.retry = true;
             }
         }
+    }
+
+    /// Counts the pod's requests against its node.
+    fn place(&mut self, key: (String, String), node: &str, wants: ResourceList) {
+        if let Some(n) = self.nodes.get_mut(node) {
+            n.requested = add(&n.requested, &wants, 1);
+            n.pods += 1;
+        }
+        self.placed.insert(key, (node.to_owned(), wants));
     }
 
     /// Whether waiting pods should be tried again (something freed room or a node changed).
@@ -169,7 +178,11 @@ impl Scheduler {
                         json!({ "metadata": { "name": name }, "target": { "kind": "Node", "name": node } });
                     match crate::actions::bind(api.store, ns, name, &binding) {
                         Ok(_) => {
-                            self.unschedulable.remove(&(ns.clone(), name.clone()));
+                            // Assumed on its node at once, as upstream's scheduler cache does:
+                            // the next pod of this round must not be offered the same room.
+                            let key = (ns.clone(), name.clone());
+                            self.unschedulable.remove(&key);
+                            self.place(key, &node, wants);
                             api.event(
                                 api.defs.pods,
                                 &pod,

@@ -1073,8 +1073,29 @@ impl Store {
         body: Value,
         manager: Option<&str>,
     ) -> Result<(), ApiError> {
+        let sub = Subresource::Status;
+        let body = update_body(def, ns, name, body, sub)?;
+        if meta_str(&body, "resourceVersion").is_empty() {
+            // Unconditional: whatever is stored when the lock is held is what it updates.
+            return self.apply_update(&mut self.lock(), def, ns, name, body, sub, manager).map(drop);
+        }
+        // Conditional on the version read: worked out with no lock held, committed only if
+        // nothing was written since — else the version is stale, the answer the locked path
+        // would give. The simulation's writes are prepared side by side this way.
+        let key = key_of(def, ns, name);
+        let (frozen, read) =
+            self.lock().read_pinned(&key).ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
+        let old = read.value();
+        let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old)? else { return Ok(()) };
         let mut st = self.lock();
-        self.apply_update(&mut st, def, ns, name, body, Subresource::Status, manager).map(drop)
+        if !st.is_current(&key, &frozen) {
+            return Err(if st.objects.contains_key(&key) {
+                stale(def, name)
+            } else {
+                ApiError::not_found(def.group, def.plural, name)
+            });
+        }
+        Self::commit_update(&mut st, def, ns, name, new, old, sub).map(drop)
     }
 
     /// PUT: an update, or for the kinds whose upstream strategy allows it
@@ -1111,6 +1132,7 @@ impl Store {
         self.create(def, ns, body, manager).map(|obj| (obj, true))
     }
 
+    /// An update under the lock: the object read, the update worked out and committed.
     #[allow(clippy::too_many_arguments)]
     fn apply_update(
         &self,
@@ -1122,17 +1144,29 @@ impl Store {
         sub: Subresource,
         manager: Option<&str>,
     ) -> Result<(Arc<Value>, bool), ApiError> {
-        let key = key_of(def, ns, name);
-        let body =
-            if sub == Subresource::Scale { check_scale(&body, name)? } else { check_body(def, ns, body)? };
-        if sub != Subresource::Scale {
-            check_name(&body, name)?;
-        }
+        let body = update_body(def, ns, name, body, sub)?;
         let old = st.get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
+        match Self::prepare_update(def, name, body, sub, manager, &old)? {
+            None => Ok((old, false)),
+            Some(new) => Self::commit_update(st, def, ns, name, new, old, sub).map(|stored| (stored, true)),
+        }
+    }
+
+    /// The object an update of `old` makes, or `None` when it changes nothing (a no-op write does
+    /// not take a new version): preconditions, the strategy, defaults, validation and
+    /// `managedFields`. It looks at no other object, so it needs no lock.
+    fn prepare_update(
+        def: &ResourceDef,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        manager: Option<&str>,
+        old: &Value,
+    ) -> Result<Option<Value>, ApiError> {
         // As upstream's storage: the body's uid is a precondition, checked before its
         // resourceVersion, which must be a number (`ObjectResourceVersion`'s ParseUint error is
         // not classified: a 500).
-        let (body_uid, old_uid) = (meta_str(&body, "uid"), meta_str(&old, "uid"));
+        let (body_uid, old_uid) = (meta_str(&body, "uid"), meta_str(old, "uid"));
         if !body_uid.is_empty() && body_uid != old_uid {
             return Err(ApiError::conflict(
                 def.group,
@@ -1158,16 +1192,11 @@ impl Store {
                 )],
             ));
         }
-        if !body_rv.is_empty() && body_rv != meta_str(&old, "resourceVersion") {
-            return Err(ApiError::conflict(
-                def.group,
-                def.plural,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            ));
+        if !body_rv.is_empty() && body_rv != meta_str(old, "resourceVersion") {
+            return Err(stale(def, name));
         }
         // The stored object in the request's version: borrowed when it is stored in that version.
-        let old_view = def.view(&old);
+        let old_view = def.view(old);
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
@@ -1224,19 +1253,31 @@ impl Store {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
-        if same_but_version(&new, &old_view) {
-            return Ok((old, false)); // a no-op write does not take a new version
-        }
+        Ok((!same_but_version(&new, &old_view)).then_some(new))
+    }
+
+    /// Stores `new`, prepared from `old` (the object stored now): quota for the main resource,
+    /// the commit, and the removal of an object whose last finalizer went.
+    fn commit_update(
+        st: &mut State,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        new: Value,
+        old: Arc<Value>,
+        sub: Subresource,
+    ) -> Result<Arc<Value>, ApiError> {
         if sub == Subresource::Main {
-            let charges = st.quota_admit(def, ns, name, &new, Some(&old_view))?;
+            let charges = st.quota_admit(def, ns, name, &new, Some(&def.view(&old)))?;
             st.charge(ns, charges);
         }
+        let key = key_of(def, ns, name);
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
         let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new), Some(old));
         if finalized {
             st.remove(&key);
         }
-        Ok((stored, true))
+        Ok(stored)
     }
 
     /// PATCH with any of the four patch types; apply creates the object when it is missing.
@@ -1362,6 +1403,10 @@ impl Store {
     /// pod's node and its `PodScheduled` condition in one write): no validation, no manager
     /// recorded, one new version — none when `change` leaves it as it was.
     ///
+    /// As upstream's `GuaranteedUpdate`: `change` works on the object as read, with no lock
+    /// held, and the result is stored only if nothing was written since; otherwise `change` runs
+    /// again on what is stored now.
+    ///
     /// # Errors
     ///
     /// 404 when it does not exist; whatever `change` refuses with.
@@ -1370,17 +1415,26 @@ impl Store {
         def: &ResourceDef,
         ns: &str,
         name: &str,
-        change: impl FnOnce(&mut Value) -> Result<(), ApiError>,
-    ) -> Result<Value, ApiError> {
-        let mut st = self.lock();
-        let old = st.get(def, ns, name)?;
-        let mut new = def.view(&old).into_owned();
-        change(&mut new)?;
-        if new == *def.view(&old) {
-            return Ok(def.present(&old));
+        mut change: impl FnMut(&mut Value) -> Result<(), ApiError>,
+    ) -> Result<(), ApiError> {
+        let key = key_of(def, ns, name);
+        loop {
+            let (frozen, read) = self
+                .lock()
+                .read_pinned(&key)
+                .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
+            let old = read.value();
+            let mut new = def.view(&old).into_owned();
+            change(&mut new)?;
+            if new == *def.view(&old) {
+                return Ok(());
+            }
+            let mut st = self.lock();
+            if st.is_current(&key, &frozen) {
+                st.commit(key, ChangeType::Modified, def.to_storage(new), Some(old));
+                return Ok(());
+            }
         }
-        let stored = st.commit(key_of(def, ns, name), ChangeType::Modified, def.to_storage(new), Some(old));
-        Ok(def.present(&stored))
     }
 
     /// Advances every Deployment whose status lags its spec by one rollout step (all the way
@@ -1497,6 +1551,33 @@ fn check_applied(def: &ResourceDef, name: &str, body: &Value) -> Result<(), ApiE
 
 /// The name check of upstream's update handler (`endpoints/handlers/rest.go`, `checkName`): the
 /// body must name the object of the URL.
+/// The 409 of an update whose resourceVersion is not the stored one.
+fn stale(def: &ResourceDef, name: &str) -> ApiError {
+    ApiError::conflict(
+        def.group,
+        def.plural,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+/// An update's body, checked against the URL before the object is read: a Scale's shape, or the
+/// kind, version, namespace and name.
+fn update_body(
+    def: &ResourceDef,
+    ns: &str,
+    name: &str,
+    body: Value,
+    sub: Subresource,
+) -> Result<Value, ApiError> {
+    if sub == Subresource::Scale {
+        return check_scale(&body, name);
+    }
+    let body = check_body(def, ns, body)?;
+    check_name(&body, name)?;
+    Ok(body)
+}
+
 fn check_name(body: &Value, name: &str) -> Result<(), ApiError> {
     match meta_str(body, "name") {
         "" => Err(ApiError::bad_request(format!(
@@ -1699,4 +1780,69 @@ fn decode(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
             def.kind, def.version, def.kind
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_maps() -> &'static ResourceDef {
+        crate::resource::find("", "v1", "configmaps").expect("built in")
+    }
+
+    fn store_with(name: &str) -> Store {
+        let store = Store::new(StoreConfig::default());
+        let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": name }, "data": { "n": "0" } });
+        store.create(config_maps(), "default", cm, Some("test")).unwrap();
+        store
+    }
+
+    #[test]
+    fn modify_works_on_the_object_unlocked_and_again_after_a_write_overtook_it() {
+        let store = store_with("cas");
+        let mut calls = 0;
+        store
+            .modify(config_maps(), "default", "cas", |cm| {
+                calls += 1;
+                if calls == 1 {
+                    // A write lands between the read and the commit (it could not, were the lock
+                    // held while `change` runs: it would wait forever).
+                    store
+                        .merge(config_maps(), "default", "cas", &json!({ "data": { "other": "x" } }))
+                        .unwrap();
+                }
+                cm["data"]["n"] = json!(calls.to_string());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(calls, 2, "the change ran again on what was stored");
+        let cm = store.get(config_maps(), "default", "cas", Subresource::Main).unwrap();
+        assert_eq!(cm["data"], json!({ "n": "2", "other": "x" }), "neither write lost");
+    }
+
+    #[test]
+    fn an_unanswered_status_write_from_a_stale_read_is_a_conflict() {
+        let pods = crate::resource::find("", "v1", "pods").expect("built in");
+        let store = Store::new(StoreConfig::default());
+        let pod = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "p" },
+            "spec": { "containers": [{ "name": "c", "image": "busybox" }] } });
+        let read = store.create(pods, "default", pod, Some("test")).unwrap();
+        let mut running = read.clone();
+        running["status"] = json!({ "phase": "Running" });
+        store.update_status_unanswered(pods, "default", "p", running.clone(), Some("kubelet")).unwrap();
+        let stored = store.get(pods, "default", "p", Subresource::Main).unwrap();
+        assert_eq!(stored["status"]["phase"], "Running");
+        // The same read again: its version is no longer the stored one.
+        running["status"]["phase"] = json!("Succeeded");
+        let err = store.update_status_unanswered(pods, "default", "p", running, Some("kubelet")).unwrap_err();
+        assert_eq!(err.code, 409);
+        // Without a version it updates whatever is stored.
+        let mut unconditional = stored.clone();
+        meta_mut(&mut unconditional).remove("resourceVersion");
+        unconditional["status"]["phase"] = json!("Succeeded");
+        store.update_status_unanswered(pods, "default", "p", unconditional, Some("kubelet")).unwrap();
+        let done = store.get(pods, "default", "p", Subresource::Main).unwrap();
+        assert_eq!(done["status"]["phase"], "Succeeded");
+        assert_eq!(done["spec"], stored["spec"], "a status write keeps the spec");
+    }
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
@@ -119,6 +120,34 @@ impl Followed {
     pub fn old(&self) -> Option<Arc<Value>> {
         let old = self.retained.old.as_ref()?;
         Some(self.old.as_ref().and_then(Weak::upgrade).unwrap_or_else(|| Arc::new(old.thaw())))
+    }
+
+    /// The fields `T` names of the object after the change: from the parsed object while the
+    /// store keeps it, else read from its JSON without building the rest — a follower that
+    /// looks at a few fields of a large object it fell behind on.
+    ///
+    /// # Errors
+    ///
+    /// When the object's fields do not have the shapes `T` wants.
+    pub fn object_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        glance(&self.object, &self.retained.object)
+    }
+
+    /// [`object_as`](Self::object_as) of the object before the change, if there was one.
+    ///
+    /// # Errors
+    ///
+    /// As [`object_as`](Self::object_as).
+    pub fn old_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+        let frozen = self.retained.old.as_ref()?;
+        Some(glance(self.old.as_ref().unwrap_or(&Weak::new()), frozen))
+    }
+}
+
+fn glance<T: DeserializeOwned>(parsed: &Weak<Value>, frozen: &Frozen) -> Result<T, serde_json::Error> {
+    match parsed.upgrade() {
+        Some(obj) => T::deserialize(&*obj),
+        None => serde_json::from_slice(&frozen.json()),
     }
 }
 
@@ -261,6 +290,19 @@ impl State {
     pub(super) fn read(&self, key: &Key) -> Option<Read> {
         let frozen = self.objects.get(key)?;
         Some(self.recent.get(key).map_or_else(|| Read::Frozen(Arc::clone(frozen)), Read::Parsed))
+    }
+
+    /// The object at `key` with the frozen form it was read from: a write worked out from it
+    /// after the lock is let go is committed only while that form is still the one stored
+    /// ([`is_current`](Self::is_current)) — etcd's compare-and-swap on the revision read.
+    pub(super) fn read_pinned(&self, key: &Key) -> Option<(Arc<Frozen>, Read)> {
+        let frozen = self.objects.get(key)?;
+        Some((Arc::clone(frozen), self.read(key)?))
+    }
+
+    /// Whether `frozen` (from [`read_pinned`](Self::read_pinned)) is still what `key` holds.
+    pub(super) fn is_current(&self, key: &Key, frozen: &Arc<Frozen>) -> bool {
+        self.objects.get(key).is_some_and(|now| Arc::ptr_eq(now, frozen))
     }
 
     /// Records a change: next version, object map, indexes, history, broadcast.

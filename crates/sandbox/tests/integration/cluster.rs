@@ -18,7 +18,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::wait::{Condition, await_condition, conditions};
 use kube::{Client, Resource};
-use sandbox::cluster::{Controller, Controllers, Simulation};
+use sandbox::cluster::{Controller, Controllers, NodeShape, Simulation};
 use sandbox::{Sandbox, SandboxConfig};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -281,6 +281,50 @@ async fn jobs_complete_and_fail_past_their_backoff_limit_on_a_paused_clock() {
     .await;
     let cond = failed.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "Failed").unwrap();
     assert_eq!(cond.reason.as_deref(), Some("BackoffLimitExceeded"));
+}
+
+#[tokio::test]
+async fn pods_scheduled_in_one_round_never_overfill_a_node() {
+    // One node with room for two pods; three pods stored before the simulation looks, so the
+    // scheduler meets all three in one round. Each bound pod counts against the node at once.
+    let sb = cluster(Simulation {
+        nodes: 1,
+        node_shape: NodeShape { pods: 2, ..NodeShape::default() },
+        ..Simulation::instant()
+    });
+    let pods_def = sandbox::resource::find("", "v1", "pods").unwrap();
+    for name in ["a", "b", "c"] {
+        let pod = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": name },
+            "spec": { "containers": [{ "name": "c", "image": "busybox" }] } });
+        sb.store().create(pods_def, "default", pod, Some("test")).unwrap();
+    }
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let waiting = eventually(|| async {
+        let all = pods.list(&ListParams::default()).await.unwrap().items;
+        let unschedulable: Vec<Pod> = all
+            .iter()
+            .filter(|p| {
+                p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable"))
+                })
+            })
+            .cloned()
+            .collect();
+        let bound =
+            all.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()).count();
+        (bound + unschedulable.len() == 3).then_some((bound, unschedulable))
+    })
+    .await;
+    assert_eq!(waiting.0, 2, "two pods fit");
+    let conditions = waiting.1[0].status.as_ref().unwrap().conditions.clone().unwrap();
+    let message = conditions.into_iter().find(|c| c.type_ == "PodScheduled").unwrap().message;
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
+    );
 }
 
 #[tokio::test]
