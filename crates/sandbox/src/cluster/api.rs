@@ -169,7 +169,7 @@ impl Api<'_> {
             "reportingInstance": "",
         });
         // An Event that cannot be written is dropped, as the recorder drops it.
-        let _ = self.store.create(self.defs.events, ns, event, Some(component));
+        let _ = self.store.create_stored(self.defs.events, ns, event, Some(component));
     }
 }
 

@@ -125,12 +125,21 @@ impl Dictionaries {
     }
 }
 
-/// The namespaces' storage, whose objects [`Recent`] keeps for good.
-const NAMESPACES: &str = "namespaces.";
+/// The storages whose objects [`Recent`] keeps for good: few, small, and read under the store's
+/// lock by every create in their namespace — namespaces, and what admission reads for a pod
+/// (its service account, priority classes, limit ranges, storage classes) and quotas.
+const KEPT_FOR_GOOD: [&str; 6] = [
+    "namespaces.",
+    "serviceaccounts.",
+    "priorityclasses.scheduling.k8s.io",
+    "limitranges.",
+    "storageclasses.storage.k8s.io",
+    "resourcequotas.",
+];
 
 /// The last objects written, parsed, by where they live: at most `cap` of them, the oldest
-/// write forgotten first, and every namespace (few, and read by each create in them). Each is
-/// the object as stored, so a read may use it instead of thawing.
+/// write forgotten first, and every object of [`KEPT_FOR_GOOD`]. Each is the object as stored,
+/// so a read may use it instead of thawing.
 pub(super) struct Recent {
     by_key: HashMap<Key, (u64, Arc<Value>)>,
     order: VecDeque<(Key, u64)>,
@@ -149,8 +158,8 @@ impl Recent {
             return;
         }
         garbage.extend(self.by_key.insert(key.clone(), (rv, Arc::clone(obj))).map(|(_, v)| v));
-        if key.0 == NAMESPACES {
-            // Read on every create in them: never forgotten, so never queued to be.
+        if KEPT_FOR_GOOD.contains(&key.0) {
+            // Read on every create: never forgotten, so never queued to be.
             return;
         }
         self.order.push_back((key.clone(), rv));
@@ -224,7 +233,7 @@ mod tests {
 
     #[test]
     fn recent_keeps_every_namespace() {
-        let ns = |n: &str| (NAMESPACES, String::new(), n.to_owned());
+        let ns = |n: &str| ("namespaces.", String::new(), n.to_owned());
         let mut recent = Recent::new(1);
         let mut garbage = Vec::new();
         recent.put(&ns("default"), 1, &Arc::new(json!("default")), &mut garbage);
@@ -237,5 +246,21 @@ mod tests {
             );
         }
         assert_eq!(recent.get(&ns("default")).as_deref(), Some(&json!("default")));
+    }
+
+    #[test]
+    fn the_storages_kept_for_good_are_the_kinds_admission_reads() {
+        let kinds = [
+            ("", "namespaces"),
+            ("", "serviceaccounts"),
+            ("scheduling.k8s.io", "priorityclasses"),
+            ("", "limitranges"),
+            ("storage.k8s.io", "storageclasses"),
+            ("", "resourcequotas"),
+        ];
+        for (group, plural) in kinds {
+            let def = crate::resource::find(group, "v1", plural).expect("built in");
+            assert!(KEPT_FOR_GOOD.contains(&def.storage), "{}", def.storage);
+        }
     }
 }

@@ -1022,6 +1022,22 @@ impl Store {
         body: Value,
         manager: Option<&str>,
     ) -> Result<Value, ApiError> {
+        self.create_stored(def, ns, body, manager).map(|stored| def.present(&stored))
+    }
+
+    /// [`create`](Self::create), answered with the object as stored, shared: for a writer that
+    /// reads no answer, or writes it out without a copy.
+    ///
+    /// # Errors
+    ///
+    /// As [`create`](Self::create).
+    pub fn create_stored(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        body: Value,
+        manager: Option<&str>,
+    ) -> Result<Arc<Value>, ApiError> {
         // What looks at no other object is done without the lock, so that creates (and the
         // simulated cluster's writes) are prepared side by side and only stored one at a time;
         // admission reads what it needs under the lock, as upstream's plugins read their
@@ -1035,9 +1051,7 @@ impl Store {
         let (obj, charges) = new.admit(&st, def, ns)?;
         st.charge(ns, charges);
         let key = key_of(def, ns, meta_str(&obj, "name"));
-        let stored = st.commit(key, ChangeType::Added, def.to_storage(obj), None);
-        drop(st);
-        Ok(def.present(&stored))
+        Ok(st.commit(key, ChangeType::Added, def.to_storage(obj), None))
     }
 
     /// A create made while the lock is held (a PUT or an apply that creates): the steps of
