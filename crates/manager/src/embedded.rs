@@ -47,6 +47,11 @@ pub struct SandboxArgs {
     /// Time for one simulated pod to become ready.
     #[arg(long, default_value = "300ms", value_parser = parse_duration)]
     pub pod_ready: Duration,
+    /// How long the containers of a simulated pod that does not restart (`restartPolicy: Never`
+    /// or `OnFailure`, a Job's) run before they exit 0: there is no container runtime to run
+    /// their command.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    pub pod_run_time: Duration,
     /// Nodes of the simulated cluster (each with a kubelet that runs the pods bound to it).
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub nodes: usize,
@@ -113,6 +118,7 @@ pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(
     let simulation = (!args.no_simulation).then(|| Simulation {
         nodes: args.nodes,
         controllers: args.controllers.clone(),
+        run_to_completion: args.pod_run_time,
         ..Simulation::default()
     });
     let sb = Sandbox::with_config(SandboxConfig {

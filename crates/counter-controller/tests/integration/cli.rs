@@ -112,6 +112,7 @@ fn bad_flags_are_named() {
         (vec!["--resync", "30"], "\"30\""),
         (vec!["--namespace", "a", "--all-namespaces"], "cannot be used with"),
         (vec!["sandbox", "--listen", "0.0.0.0:0"], "--allow-remote"),
+        (vec!["sandbox", "--pod-run-time", "forever"], "\"forever\""),
     ] {
         let (code, err) = run(&args, &[]);
         assert_ne!(code, 0, "{args:?}");
