@@ -629,9 +629,9 @@ impl World {
         let cluster = self.cluster.clone();
         let settings = &cluster.inner.settings;
         // A long kubelet queue beside other work runs on a thread of its own, as the kubelets
-        // of a cluster run beside its scheduler: each part's queue was taken when the round
-        // began, and the store orders their writes (a write from a stale read is refused and
-        // looked at again next round).
+        // of a cluster run beside its scheduler: each part looks only at what was queued before
+        // the round began (nothing is queued during one), and the store orders their writes (a
+        // write from a stale read is refused, and the change that overtook it queues it again).
         let beside = self.queue_len(Controller::Kubelet) >= KUBELET_BESIDE
             && self.queues.iter().any(|(c, q)| *c != Controller::Kubelet && !q.is_empty());
         let beside = beside.then(|| (self.take(Controller::Kubelet), std::mem::take(&mut self.kubelet)));
