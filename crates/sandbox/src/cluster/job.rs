@@ -90,8 +90,7 @@ pub(crate) fn sync(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
             // A Job gone (or going) leaves its pods' finalizers to be removed.
             _ => {
                 for pod in api.list(api.defs.pods, Some(ns)) {
-                    if super::controller_of(&pod) == Some("Job")
-                        && super::controller_name(&pod) == Some(name.as_str())
+                    if super::controller(&pod) == Some(("Job", name.as_str()))
                         && finalizers(&pod).iter().any(|f| f == TRACKING)
                     {
                         release(api, &pod);

@@ -538,7 +538,7 @@ impl World {
             }
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
-                if let Some(d) = controller_name(obj).filter(|_| controller_of(obj) == Some("Deployment")) {
+                if let Some(("Deployment", d)) = controller(obj) {
                     self.enqueue(Controller::Deployment, ns, d);
                 }
             }
@@ -547,7 +547,7 @@ impl World {
             "jobs.batch" => {
                 self.enqueue(Controller::Job, ns, name);
                 self.enqueue(Controller::TtlAfterFinished, ns, name);
-                if let Some(c) = controller_name(obj).filter(|_| controller_of(obj) == Some("CronJob")) {
+                if let Some(("CronJob", c)) = controller(obj) {
                     self.enqueue(Controller::CronJob, ns, c);
                 }
             }
@@ -699,19 +699,15 @@ impl World {
     }
 }
 
-fn controller_of(obj: &Value) -> Option<&str> {
-    controller_entry(obj)?.get("kind")?.as_str()
-}
-
-fn controller_name(obj: &Value) -> Option<&str> {
-    controller_entry(obj)?.get("name")?.as_str()
-}
-
-fn controller_entry(obj: &Value) -> Option<&Value> {
-    obj.pointer("/metadata/ownerReferences")?
+/// The kind and name of the controller that owns `obj` (its owner reference with `controller:
+/// true`; [`PodGlance::controller`] reads the same from a glance).
+fn controller(obj: &Value) -> Option<(&str, &str)> {
+    let owner = obj
+        .pointer("/metadata/ownerReferences")?
         .as_array()?
         .iter()
-        .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+        .find(|r| r.get("controller") == Some(&Value::Bool(true)))?;
+    Some((owner.get("kind")?.as_str()?, owner.get("name")?.as_str()?))
 }
 
 /// Creates the nodes, then runs the simulation until the sandbox is dropped: each round takes

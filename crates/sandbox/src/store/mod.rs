@@ -286,8 +286,8 @@ pub const WATCH_BUFFER: usize = 2048;
 /// pod created since its last round, the kubelet the pod bound since its — and each write of a
 /// pod is three or four writes behind the next; at 100,000 pods the simulation's rounds lag by
 /// thousands of writes, and what fell out is parsed again (and freed again). Four times the
-/// watch buffer brought every pod Ready after 85 s instead of 110 s in the cluster bench, for
-/// 100 MiB more peak memory (a fifth of what the pods weigh as JSON).
+/// watch buffer brought every pod Ready after 85 s instead of 110 s in the cluster bench (one run
+/// each), for 100 MiB more peak memory (a fifth of what the pods weigh as JSON).
 const KEPT_PARSED: usize = 4 * WATCH_BUFFER;
 
 /// A consistent list snapshot, kept for `continue` tokens.
@@ -852,7 +852,7 @@ impl Store {
         // Read through: a harness reads an object to write it, and the write reads it again.
         let mut locked = self.lock();
         let st: &mut State = &mut locked;
-        if st.objects.get(&key).is_some_and(|now| Arc::ptr_eq(now, &frozen)) {
+        if st.is_current(&key, &frozen) {
             let rv = meta_str(&obj, "resourceVersion").parse().unwrap_or(0);
             st.recent.put(&key, rv, &obj, &mut st.garbage.objects);
         }
@@ -1106,9 +1106,7 @@ impl Store {
         // nothing was written since — else the version is stale, the answer the locked path
         // would give. The simulation's writes are prepared side by side this way.
         let key = key_of(def, ns, name);
-        let (frozen, read) =
-            self.lock().read_pinned(&key).ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
-        let old = read.value();
+        let (frozen, old) = self.read_pinned(def, &key)?;
         let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old)? else { return Ok(()) };
         let mut st = self.lock();
         if !st.is_current(&key, &frozen) {
@@ -1422,6 +1420,14 @@ impl Store {
             .map(|(obj, _)| obj)
     }
 
+    /// The object at `key` and the frozen form it was read from, thawed (if need be) after the
+    /// lock is let go: what a write worked out unlocked commits against ([`State::is_current`]).
+    fn read_pinned(&self, def: &ResourceDef, key: &Key) -> Result<(Arc<Frozen>, Arc<Value>), ApiError> {
+        let (frozen, read) =
+            self.lock().read_pinned(key).ok_or_else(|| ApiError::not_found(def.group, def.plural, &key.2))?;
+        Ok((frozen, read.value()))
+    }
+
     /// Changes a stored object in place, as the server's own subresources do (a binding sets a
     /// pod's node and its `PodScheduled` condition in one write): no validation, no manager
     /// recorded, one new version — none when `change` leaves it as it was.
@@ -1442,11 +1448,7 @@ impl Store {
     ) -> Result<(), ApiError> {
         let key = key_of(def, ns, name);
         loop {
-            let (frozen, read) = self
-                .lock()
-                .read_pinned(&key)
-                .ok_or_else(|| ApiError::not_found(def.group, def.plural, name))?;
-            let old = read.value();
+            let (frozen, old) = self.read_pinned(def, &key)?;
             let mut new = def.view(&old).into_owned();
             change(&mut new)?;
             if new == *def.view(&old) {
@@ -1572,8 +1574,6 @@ fn check_applied(def: &ResourceDef, name: &str, body: &Value) -> Result<(), ApiE
     }
 }
 
-/// The name check of upstream's update handler (`endpoints/handlers/rest.go`, `checkName`): the
-/// body must name the object of the URL.
 /// The 409 of an update whose resourceVersion is not the stored one.
 fn stale(def: &ResourceDef, name: &str) -> ApiError {
     ApiError::conflict(
@@ -1601,6 +1601,8 @@ fn update_body(
     Ok(body)
 }
 
+/// The name check of upstream's update handler (`endpoints/handlers/rest.go`, `checkName`): the
+/// body must name the object of the URL.
 fn check_name(body: &Value, name: &str) -> Result<(), ApiError> {
     match meta_str(body, "name") {
         "" => Err(ApiError::bad_request(format!(
