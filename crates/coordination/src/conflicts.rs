@@ -123,6 +123,20 @@ mod tests {
         fn version(&self, _: &ObjectKey) -> Option<String> {
             self.0.lock().clone()
         }
+        fn on_work_event(&self, _: crate::source::WorkHook) {}
+        fn seen_version(&self) -> Option<u64> {
+            None
+        }
+        fn identity(&self, _: &ObjectKey) -> Option<crate::freshness::Identity> {
+            None
+        }
+        fn read_identity(
+            &self,
+            _: &ObjectKey,
+        ) -> futures::future::BoxFuture<'static, Result<Option<crate::freshness::Identity>, kube::Error>>
+        {
+            Box::pin(async { Ok(None) })
+        }
         fn keys(&self) -> Vec<ObjectKey> {
             Vec::new()
         }

@@ -15,7 +15,8 @@ use workqueue::RateLimitingQueue;
 
 use crate::conditional::Conflict;
 use crate::conflicts::Conflicts;
-use crate::metrics::{ControllerMetrics, Outcome, ShardMetrics, WriteMetrics};
+use crate::freshness::{Noted, Primary, Triggers};
+use crate::metrics::{ControllerMetrics, FreshnessMetrics, Outcome, ShardMetrics, WriteMetrics};
 use crate::source::Source;
 
 /// How replicas share the work.
@@ -129,6 +130,9 @@ pub struct Coordinator {
     pub(crate) shard_metrics: ShardMetrics,
     write_metrics: WriteMetrics,
     conflicts: Arc<Conflicts>,
+    /// The secondary events each key's primary cache must catch up with ([`freshness`](crate::freshness)).
+    triggers: Arc<Triggers>,
+    freshness_metrics: FreshnessMetrics,
 }
 
 impl Coordinator {
@@ -145,7 +149,21 @@ impl Coordinator {
         for s in &sources {
             s.on_version(conflicts.hook());
         }
+        let triggers = Arc::<Triggers>::default();
+        if let Some((primary, secondaries)) = sources.split_first() {
+            for s in secondaries {
+                let (primary, triggers) = (Arc::clone(primary), Arc::clone(&triggers));
+                s.on_work_event(Arc::new(move |key, version| {
+                    let noted = Noted::of(version);
+                    if !noted.seen_by(primary.seen_version()) {
+                        triggers.note(key, noted);
+                    }
+                }));
+            }
+        }
         Arc::new(Self {
+            triggers,
+            freshness_metrics: FreshnessMetrics::register(registry, &settings.metrics_prefix),
             metrics: ControllerMetrics::register(registry, &settings.name, settings.workers),
             shard_metrics: ShardMetrics::register(registry, &settings.metrics_prefix),
             write_metrics: WriteMetrics::register(registry, &settings.metrics_prefix),
@@ -240,6 +258,39 @@ impl Coordinator {
         }
     }
 
+    /// Whether a reconcile of `key` may act on the primary object it read from the cache, whose
+    /// uid is `uid`, as the reason to create (see [`freshness`](crate::freshness)): yes when the
+    /// primary cache has caught up with every event that enqueued `key` and still holds that
+    /// object; otherwise a consistent read decides. Call it after deciding, before the write.
+    ///
+    /// ```no_run
+    /// # async fn f(coordinator: &coordination::Coordinator, key: &informer::ObjectKey) -> Result<(), kube::Error> {
+    /// if !coordinator.confirm_primary(key, "uid-of-the-cached-owner").await?.may_act() {
+    ///     return Ok(()); // the owner's own event is on its way and enqueues the key again
+    /// }
+    /// // create what the owner asks for
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The consistent read failed.
+    pub async fn confirm_primary(&self, key: &ObjectKey, uid: &str) -> Result<Primary, kube::Error> {
+        let Some(primary) = self.sources.first() else { return Ok(Primary::CaughtUp) };
+        // The version first, the cache second: the cache read is then at least that new.
+        let seen = primary.seen_version();
+        if self.triggers.get(key).is_none_or(|noted| noted.seen_by(seen)) {
+            let held = primary.identity(key).is_some_and(|id| id.is_live(uid));
+            return Ok(if held { Primary::CaughtUp } else { Primary::Stale });
+        }
+        let live = primary.read_identity(key).await?;
+        let found = if live.is_some_and(|id| id.is_live(uid)) { Primary::Confirmed } else { Primary::Stale };
+        let outcome = if found == Primary::Confirmed { "confirmed" } else { "stale" };
+        tracing::debug!(%key, outcome, "the {} cache had not caught up with the event that enqueued the key; read it", primary.kind());
+        self.freshness_metrics.read(outcome);
+        Ok(found)
+    }
+
     /// Enqueues the work key of every cached object; returns how many keys were new to the queue.
     pub(crate) fn enqueue_all(&self) -> usize {
         self.sources.iter().flat_map(|s| s.keys()).map(|k| usize::from(self.queue.add(k))).sum()
@@ -291,6 +342,7 @@ impl Coordinator {
             }
             self.metrics.started();
             let start = Instant::now();
+            let noted = self.triggers.get(&key);
             let result = reconciler.reconcile(&key).await;
             if sharded {
                 self.record_cached();
@@ -298,6 +350,7 @@ impl Coordinator {
             drop(reconciling);
             let outcome = match result {
                 Ok(()) => {
+                    self.triggers.settle(&key, noted);
                     self.queue.forget(&key);
                     Outcome::Success
                 }

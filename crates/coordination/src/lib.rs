@@ -20,6 +20,9 @@
 //!   not counted as failed;
 //! * writes are conditional on the version they were decided from ([`conditional`]); one the
 //!   API server refuses as stale is counted and requeued once the cache holds a newer version;
+//! * a reconcile acts on a primary object only once its cache has caught up with the events
+//!   that enqueued the key, or a consistent read has confirmed it ([`freshness`]): an owned
+//!   object's delete that overtook its owner's is not answered by creating it again;
 //! * on shutdown, workers stop taking keys and the reconciles in flight finish.
 //!
 //! Nothing here knows what a controller reconciles; the safety-critical ordering lives once.
@@ -29,6 +32,7 @@
 //! | [`coordinator`] | [`Coordinator`]: the informers, the cache-sync gate, the workers, shutdown |
 //! | [`conditional`] | [`ReadVersion`]: writes conditional on the version read; [`Conflict`] |
 //! | `conflicts` | a refused write's key, requeued once the cache holds a newer version |
+//! | [`freshness`] | [`Primary`]: whether the primary cache has caught up with what enqueued a key |
 //! | `elected` | workers only while leading |
 //! | `sharded` | the ownership gate, cache filters, relist and drain on a member-set change |
 //! | [`membership`] | [`Membership`]: alone, elected or a shard member, and the Lease's lifetime around the run |
@@ -127,6 +131,7 @@ pub mod conditional;
 mod conflicts;
 pub mod coordinator;
 mod elected;
+pub mod freshness;
 pub mod membership;
 pub mod metrics;
 mod sharded;
@@ -135,6 +140,7 @@ pub mod source;
 pub use conditional::{Conflict, ReadVersion, is_conflict};
 pub use conflicts::VersionHook;
 pub use coordinator::{Coordination, Coordinator, Reconcile, Settings};
+pub use freshness::{Identity, Primary};
 pub use membership::Membership;
-pub use metrics::{ControllerMetrics, Outcome, ShardMetrics, WriteMetrics};
-pub use source::{Source, Watched};
+pub use metrics::{ControllerMetrics, FreshnessMetrics, Outcome, ShardMetrics, WriteMetrics};
+pub use source::{Source, Watched, WorkHook};

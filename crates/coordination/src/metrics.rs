@@ -2,8 +2,9 @@
 //! have expect them: controller-runtime's `controller_runtime_reconcile_total{controller,result}`
 //! (`success`, `error`, `requeue`), `controller_runtime_reconcile_errors_total{controller}`,
 //! `controller_runtime_reconcile_time_seconds{controller}`, `controller_runtime_active_workers`
-//! and `controller_runtime_max_concurrent_reconciles`; and sharding's, under the controller's
-//! own prefix ([`ShardMetrics`]).
+//! and `controller_runtime_max_concurrent_reconciles`; and, under the controller's own prefix,
+//! sharding's ([`ShardMetrics`]), refused writes' ([`WriteMetrics`]) and the reads of a primary
+//! its cache could not vouch for ([`FreshnessMetrics`]).
 
 use std::time::Duration;
 
@@ -238,5 +239,31 @@ impl WriteMetrics {
     /// Counts a refused write to `resource` (plural).
     pub fn conflict(&self, resource: &str) {
         self.conflicts.get_or_create(&vec![("resource".into(), resource.into())]).inc();
+    }
+}
+
+/// Consistent reads of a primary object its cache could not vouch for, under the controller's
+/// prefix: `<prefix>_primary_reads_total{outcome}`, `confirmed` (acted on) or `stale` (gone,
+/// replaced or being deleted: not acted on). See [`freshness`](crate::freshness).
+#[derive(Clone, Debug, Default)]
+pub struct FreshnessMetrics {
+    reads: Family<Labels, Counter>,
+}
+
+impl FreshnessMetrics {
+    /// Registers the family under `prefix` (`counter_controller`).
+    pub fn register(registry: &mut Registry, prefix: &str) -> Self {
+        let m = Self::default();
+        registry.register(
+            format!("{prefix}_primary_reads"),
+            "Consistent reads of a primary object whose cache had not caught up with the event that enqueued its key, by outcome: confirmed (acted on) or stale (not acted on)",
+            m.reads.clone(),
+        );
+        m
+    }
+
+    /// Counts a read that found `outcome` (`confirmed` or `stale`).
+    pub fn read(&self, outcome: &str) {
+        self.reads.get_or_create(&vec![("outcome".into(), outcome.into())]).inc();
     }
 }

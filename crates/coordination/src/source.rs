@@ -10,9 +10,14 @@ use informer::{Deleted, EventHandler, Informer, ObjectKey, Watchable};
 use tokio_util::sync::CancellationToken;
 
 use crate::conflicts::VersionHook;
+use crate::freshness::Identity;
 
 /// Which work keys a replica keeps in its caches (sharding); the coordinator sets it.
 pub type KeepKey = Arc<dyn Fn(&ObjectKey, &'static str) -> bool + Send + Sync>;
+
+/// Called with the work key of every object an informer reports and the event's
+/// `resourceVersion` (`None` for a tombstone, whose deletion's version is unknown).
+pub type WorkHook = Arc<dyn Fn(ObjectKey, Option<&str>) + Send + Sync>;
 
 /// One informer of a controller, type-erased for the [`Coordinator`](crate::Coordinator).
 pub trait Source: Send + Sync + 'static {
@@ -34,6 +39,17 @@ pub trait Source: Send + Sync + 'static {
     /// The `resourceVersion` of the cached object `object` (its own key, not its work key);
     /// `None` when it is not cached.
     fn version(&self, object: &ObjectKey) -> Option<String>;
+    /// Calls `hook` with the work key and version of every add, update and delete the informer
+    /// reports from now on, before any handler added earlier (what
+    /// [`freshness`](crate::freshness) notes of a secondary kind).
+    fn on_work_event(&self, hook: WorkHook);
+    /// The newest version the cache has applied ([`Informer::seen_version`]).
+    fn seen_version(&self) -> Option<u64>;
+    /// The identity of the cached object `object`; `None` when it is not cached.
+    fn identity(&self, object: &ObjectKey) -> Option<Identity>;
+    /// The identity of `object` as the API server holds it now (a consistent read); `None` when
+    /// it does not exist.
+    fn read_identity(&self, object: &ObjectKey) -> BoxFuture<'static, Result<Option<Identity>, kube::Error>>;
     /// The work key of every cached object.
     fn keys(&self) -> Vec<ObjectKey>;
     /// How many objects are cached.
@@ -95,12 +111,53 @@ impl<K: Watchable> Source for Watched<K> {
         self.informer.lister().get(object).and_then(|o| o.meta().resource_version.clone())
     }
 
+    fn on_work_event(&self, hook: WorkHook) {
+        // Before the controller's own handlers: the note must exist before the key is enqueued.
+        self.informer.add_handler_first(Arc::new(WorkEvents { key_of: self.key_of, hook }));
+    }
+
+    fn seen_version(&self) -> Option<u64> {
+        self.informer.seen_version()
+    }
+
+    fn identity(&self, object: &ObjectKey) -> Option<Identity> {
+        self.informer.lister().get(object).map(|o| Identity::of(o.meta()))
+    }
+
+    fn read_identity(&self, object: &ObjectKey) -> BoxFuture<'static, Result<Option<Identity>, kube::Error>> {
+        let (informer, object) = (self.informer.clone(), object.clone());
+        Box::pin(async move { Ok(informer.read_live(&object).await?.map(|o| Identity::of(o.meta()))) })
+    }
+
     fn keys(&self) -> Vec<ObjectKey> {
         self.informer.lister().list().iter().map(|o| (self.key_of)(o)).collect()
     }
 
     fn len(&self) -> usize {
         self.informer.lister().len()
+    }
+}
+
+/// Reports each event's work key and version to a [`WorkHook`].
+struct WorkEvents<K> {
+    key_of: fn(&K) -> ObjectKey,
+    hook: WorkHook,
+}
+
+impl<K: Watchable> EventHandler<K> for WorkEvents<K> {
+    fn on_add(&self, obj: &Arc<K>, _initial: bool) {
+        (self.hook)((self.key_of)(obj), obj.meta().resource_version.as_deref());
+    }
+    fn on_update(&self, _old: &Arc<K>, new: &Arc<K>) {
+        (self.hook)((self.key_of)(new), new.meta().resource_version.as_deref());
+    }
+    fn on_delete(&self, obj: &Deleted<K>) {
+        // A watched delete carries the deletion's version; a tombstone only the last one cached.
+        let version = match obj {
+            Deleted::Known(o) => o.meta().resource_version.as_deref(),
+            Deleted::FinalStateUnknown { .. } => None,
+        };
+        (self.hook)((self.key_of)(obj.object()), version);
     }
 }
 

@@ -272,6 +272,18 @@ impl Controller {
             }
             Action::Create { replicas } => {
                 let cm = cm.expect("the ConfigMap exists");
+                // A Deployment event may have overtaken the ConfigMap's own (its delete, as the
+                // garbage collector follows it): create only for a ConfigMap still there.
+                let uid = cm.metadata.uid.as_deref().unwrap_or_default();
+                let primary = self
+                    .coordinator
+                    .confirm_primary(key, uid)
+                    .await
+                    .map_err(api_err("read ConfigMap for"))?;
+                if !primary.may_act() {
+                    tracing::debug!(%key, "not creating: the ConfigMap is gone, replaced or being deleted; its event follows");
+                    return Ok(());
+                }
                 let params =
                     PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
                 match deployments.create(&params, &new_deployment(cm.as_ref(), replicas)).await {

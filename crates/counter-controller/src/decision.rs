@@ -7,7 +7,7 @@
 //! | gone | not ours / none / already deleting | [`Action::Nothing`] |
 //! | no annotation (cached, or only known to exist) | any | [`Action::Nothing`] |
 //! | invalid annotation | any | [`Action::Invalid`] (error, retry, Warning Event) |
-//! | valid | none | [`Action::Create`] |
+//! | valid | none | [`Action::Create`] — executed only for a ConfigMap still there (below) |
 //! | valid | not ours | [`Action::NotOurs`] (error, retry, Warning Event `ResourceExists`) |
 //! | valid | ours, being deleted | [`Action::Nothing`] (create again once it is gone) |
 //! | valid | ours, replicas equal | [`Action::Nothing`] |
@@ -16,6 +16,15 @@
 //! A Deployment is *ours* when it carries `managed-by=counter-controller` and, if it has a
 //! controller ownerReference, that reference names this ConfigMap (by name, and by uid when the
 //! ConfigMap is known).
+//!
+//! Create is the one action taken on the ConfigMap's presence alone, and each informer has its
+//! own watch: a Deployment event (its delete, when the garbage collector follows the ConfigMap's
+//! delete) can arrive before the ConfigMap's. So before a create the controller asks the
+//! coordinator whether the ConfigMap cache has caught up with every event that enqueued the key
+//! ([`coordination::freshness`]): compared by `resourceVersion` where the versions are numbers;
+//! where they are not, or the Deployment's delete was found at a relist (its order cannot be
+//! known), a consistent read of the ConfigMap decides. Scale and Delete need no such check:
+//! each carries the version it was decided from, and a newer ConfigMap event decides again.
 //!
 //! The ConfigMap cache holds only annotated ConfigMaps; of the others it knows only that they
 //! exist ([`Presence::Uncached`]). That is "no annotation", never "gone": only an absent

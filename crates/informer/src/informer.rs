@@ -18,13 +18,16 @@
 //!   mine" from "gone" ([`Lister::presence`]);
 //! * streaming lists where the server serves them, paginated lists where it does not
 //!   ([`Config::prefer_streaming_lists`], [`streaming`](crate::streaming));
-//! * [`has_synced`](Informer::has_synced) / [`wait_for_cache_sync`](Informer::wait_for_cache_sync).
+//! * [`has_synced`](Informer::has_synced) / [`wait_for_cache_sync`](Informer::wait_for_cache_sync);
+//! * how new the cache is ([`seen_version`](Informer::seen_version)), so a controller can tell
+//!   whether it has caught up with an event another informer delivered, and a consistent read
+//!   ([`read_live`](Informer::read_live)) for when it cannot tell.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -124,6 +127,8 @@ struct Inner<K> {
     handlers: Mutex<Vec<Arc<dyn EventHandler<K>>>>,
     synced: AtomicBool,
     synced_notify: Notify,
+    /// The newest numeric `resourceVersion` the cache has applied; 0 before any.
+    seen: AtomicU64,
 }
 
 /// A shared informer for one resource type in one namespace (or all).
@@ -171,6 +176,7 @@ impl<K: Watchable> Informer<K> {
                 handlers: Mutex::new(Vec::new()),
                 synced: AtomicBool::new(false),
                 synced_notify: Notify::new(),
+                seen: AtomicU64::new(0),
             }),
         }
     }
@@ -188,11 +194,26 @@ impl<K: Watchable> Informer<K> {
     ///
     /// Handlers run under the informer's dispatch lock: a handler must not call `add_handler`.
     pub fn add_handler(&self, handler: Arc<dyn EventHandler<K>>) {
+        self.register(handler, false);
+    }
+
+    /// As [`add_handler`](Self::add_handler), but the handler runs before those added so far:
+    /// for bookkeeping that what the others start depends on (a note a reconcile reads must be
+    /// written before the key is enqueued).
+    pub fn add_handler_first(&self, handler: Arc<dyn EventHandler<K>>) {
+        self.register(handler, true);
+    }
+
+    fn register(&self, handler: Arc<dyn EventHandler<K>>, first: bool) {
         let mut handlers = self.inner.handlers.lock();
         for obj in self.inner.cache.read().objects.values() {
             handler.on_add(obj, true);
         }
-        handlers.push(handler);
+        if first {
+            handlers.insert(0, handler);
+        } else {
+            handlers.push(handler);
+        }
     }
 
     /// Sets the transform applied to every object before it is cached and handed to handlers
@@ -352,9 +373,11 @@ impl<K: Watchable> Informer<K> {
                     Some(Err(e)) => tracing::warn!(resource = K::plural(&()).as_ref(), error = %e, "watch failed; retrying with backoff"),
                     Some(Ok(watcher::Event::Init)) => relist = Some(self.listing()),
                     Some(Ok(watcher::Event::InitApply(obj))) => {
+                        let version = numeric_version(&obj);
                         let obj = self.transformed(obj);
+                        let listing = relist.get_or_insert_with(|| self.listing());
+                        listing.newest = listing.newest.max(version);
                         if self.accepted(&obj) {
-                            let listing = relist.get_or_insert_with(|| self.listing());
                             // Rejected objects are dropped here, one at a time, as the pages or
                             // the stream deliver them: only their key's hash stays.
                             if self.kept(&obj) { listing.kept.push(obj) } else { self.note_uncached(listing, obj) }
@@ -362,10 +385,13 @@ impl<K: Watchable> Informer<K> {
                     }
                     Some(Ok(watcher::Event::InitDone)) => {
                         let listing = relist.take().unwrap_or_else(|| self.listing());
+                        let newest = listing.newest;
                         self.replace(listing);
+                        self.inner.seen.fetch_max(newest, Ordering::AcqRel);
                         self.inner.relisted.send_modify(|n| *n = (*n).max(answering));
                     }
                     Some(Ok(watcher::Event::Apply(obj))) => {
+                        let version = numeric_version(&obj);
                         let obj = self.transformed(obj);
                         if !self.accepted(&obj) {
                             self.delete(obj);
@@ -374,8 +400,13 @@ impl<K: Watchable> Informer<K> {
                         } else {
                             self.remember(obj);
                         }
+                        self.inner.seen.fetch_max(version, Ordering::AcqRel);
                     }
-                    Some(Ok(watcher::Event::Delete(obj))) => self.delete(self.transformed(obj)),
+                    Some(Ok(watcher::Event::Delete(obj))) => {
+                        let version = numeric_version(&obj);
+                        self.delete(self.transformed(obj));
+                        self.inner.seen.fetch_max(version, Ordering::AcqRel);
+                    }
                 },
                 _ = ticks.tick(), if !resync.is_zero() && self.has_synced() => self.resync(),
             }
@@ -419,12 +450,50 @@ impl<K: Watchable> Informer<K> {
         *self.inner.streaming.lock()
     }
 
+    /// The newest `resourceVersion` the cache has applied — of an object listed, changed or
+    /// deleted, kept or not — as a number; `None` before any, or where the server's versions are
+    /// not numbers. Every change of this resource up to that version is in the cache: a watch
+    /// delivers a resource's changes in order. Set after the change is applied, so a reader that
+    /// reads this first and the cache second sees a cache at least this new.
+    ///
+    /// ## Warning
+    /// Versions name a point in the API server's storage, shared by the kinds stored together (in
+    /// a cluster, every built-in kind but Events, unless the server splits its storage); compare
+    /// this with another kind's version ([`version::is_at_least`](crate::version::is_at_least))
+    /// only for kinds stored together. The watcher consumes bookmarks without passing them on, so
+    /// a quiet resource's cache stays at its last change's version however current it is.
+    #[must_use]
+    pub fn seen_version(&self) -> Option<u64> {
+        Some(self.inner.seen.load(Ordering::Acquire)).filter(|v| *v > 0)
+    }
+
+    /// Reads `key` from the API server, not the cache: a consistent read, answered from the
+    /// storage's current state (`None` when it does not exist). For the rare decision that must
+    /// not rest on a cache that may be behind ([`seen_version`](Self::seen_version)); the object
+    /// is transformed as cached objects are.
+    ///
+    /// # Errors
+    ///
+    /// The request failed (any answer but the object or 404).
+    pub async fn read_live(&self, key: &ObjectKey) -> Result<Option<K>, kube::Error> {
+        let ns = Some(key.namespace()).filter(|ns| !ns.is_empty());
+        let request = kube::core::Request::new(K::url_path(&(), ns))
+            .get(key.name(), &kube::api::GetParams::default())
+            .map_err(kube::Error::BuildRequest)?;
+        match self.inner.api.clone().into_client().request::<K>(request).await {
+            Ok(obj) => Ok(Some(self.transformed(obj))),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// An empty listing, hashing keys as the cache does.
     fn listing(&self) -> Listing<K> {
         Listing {
             kept: Vec::new(),
             present: self.inner.cache.read().present.empty_like(),
             demoted: Vec::new(),
+            newest: 0,
         }
     }
 
@@ -440,7 +509,7 @@ impl<K: Watchable> Informer<K> {
 
     /// A full list arrived: deletions first (as tombstones), then adds and updates in list order.
     fn replace(&self, listing: Listing<K>) {
-        let Listing { kept: listed, present: uncached, demoted } = listing;
+        let Listing { kept: listed, present: uncached, demoted, .. } = listing;
         let handlers = self.inner.handlers.lock();
         let initial = !self.has_synced();
         let listed: Vec<(ObjectKey, Arc<K>)> =
@@ -566,6 +635,13 @@ struct Listing<K> {
     kept: Vec<K>,
     present: PresentKeys,
     demoted: Vec<K>,
+    /// The newest numeric `resourceVersion` listed.
+    newest: u64,
+}
+
+/// `obj`'s `resourceVersion` as a number, 0 when it has none or it is not one.
+fn numeric_version<K: Resource>(obj: &K) -> u64 {
+    obj.meta().resource_version.as_deref().and_then(crate::version::numeric).unwrap_or(0)
 }
 
 enum Note<K> {

@@ -13,6 +13,7 @@
 //! | [`key`] | [`ObjectKey`]: `namespace/name` keys |
 //! | [`presence`] | [`Presence`]: keys of objects kept uncached, remembered by a hash |
 //! | [`streaming`] | whether the API server serves streaming lists, asked once |
+//! | [`version`] | comparing `resourceVersion`s: has a cache caught up with an event |
 //!
 //! # Example
 //!
@@ -89,6 +90,7 @@ pub mod informer;
 pub mod key;
 pub mod presence;
 pub mod streaming;
+pub mod version;
 
 pub use cache::Lister;
 pub use expectations::{EXPECTATION_TIMEOUT, Expect, Expectations};

@@ -1,5 +1,6 @@
 //! Fault injection: error rates per verb and resource, latency, cut watch streams, forced 410s,
-//! and one client's requests held on the wire and delivered late (a network cut and healed).
+//! a resource's watch events held back (one watch lagging behind the others), and one client's
+//! requests held on the wire and delivered late (a network cut and healed).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -108,6 +109,8 @@ struct State {
     rng: Option<fastrand::Rng>,
     hold: Option<Hold>,
     held_abandoned: u64,
+    /// Resources (plural) whose watch events are held back.
+    paused_watches: Vec<String>,
 }
 
 /// The fault settings of one sandbox. All methods take effect on the next request.
@@ -115,6 +118,7 @@ struct State {
 pub struct Faults {
     state: Mutex<State>,
     cut: tokio::sync::Notify,
+    resumed: tokio::sync::Notify,
 }
 
 impl Faults {
@@ -210,6 +214,50 @@ impl Faults {
     pub fn cut_watches(&self) {
         self.state.lock().cut_generation += 1;
         self.cut.notify_waiters();
+    }
+
+    /// Holds back the events (and bookmarks) of every watch of `resource` (plural), as a watch
+    /// that lags behind the others does: the changes are made and other resources' watches see
+    /// theirs, but these streams send nothing until
+    /// [`resume_watch_events`](Self::resume_watch_events), then everything held, in order. What a
+    /// controller does when an event of one kind overtakes a related event of another is tested
+    /// with it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let sb = sandbox::Sandbox::new();
+    /// sb.faults().pause_watch_events("configmaps");
+    /// // ... delete a ConfigMap: its watchers do not hear of it yet ...
+    /// sb.faults().resume_watch_events("configmaps");
+    /// # }
+    /// ```
+    ///
+    /// ## Warning
+    /// A stream held back longer than its resource's changes fit in the watch buffer ends, and
+    /// its client relists, as a real server's slow watcher does.
+    pub fn pause_watch_events(&self, resource: &str) {
+        let mut st = self.state.lock();
+        if !st.paused_watches.iter().any(|r| r == resource) {
+            st.paused_watches.push(resource.to_owned());
+        }
+    }
+
+    /// Lets the watches of `resource` send what they held back, and go on as before.
+    pub fn resume_watch_events(&self, resource: &str) {
+        self.state.lock().paused_watches.retain(|r| r != resource);
+        self.resumed.notify_waiters();
+    }
+
+    /// Resolves once the watches of `resource` may send (at once, unless they are held back).
+    pub(crate) async fn watch_events_flow(&self, resource: &str) {
+        loop {
+            let notified = self.resumed.notified();
+            if !self.state.lock().paused_watches.iter().any(|r| r == resource) {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Makes the next watch request fail with an ERROR event, 410 Expired.

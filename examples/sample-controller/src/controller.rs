@@ -232,6 +232,14 @@ impl Controller {
                 return Ok(());
             }
             None => {
+                // The Deployment's delete may have overtaken the Foo's (the garbage collector
+                // follows the Foo's): create only for a Foo still there.
+                let uid = foo.metadata.uid.as_deref().unwrap_or_default();
+                let primary = self.coordinator.confirm_primary(key, uid).await.map_err(api_err("read"))?;
+                if !primary.may_act() {
+                    tracing::debug!(%key, "not creating: the Foo is gone, replaced or being deleted; its event follows");
+                    return Ok(());
+                }
                 let params =
                     PostParams { field_manager: Some(CONTROLLER_NAME.into()), ..PostParams::default() };
                 let created = match deployments.create(&params, &new_deployment(&foo)).await {

@@ -604,6 +604,88 @@ async fn a_reconcile_before_the_cache_sees_our_create_does_not_create_again() {
     run.stop().await;
 }
 
+// ---- A Deployment event that overtakes its ConfigMap's ----
+
+/// Creates of Deployments that took effect (the test creates none: all are the controller's).
+fn deployments_created(sb: &Sandbox) -> usize {
+    sb.requests()
+        .all()
+        .iter()
+        .filter(|r| r.verb == "create" && r.resource == "deployments" && r.code < 300)
+        .count()
+}
+
+/// The consistent reads of a ConfigMap the controller's cache could not vouch for, by outcome.
+fn primary_reads(run: &Running, outcome: &str) -> f64 {
+    scraped(&run.metrics(), &format!("counter_controller_primary_reads_total{{outcome=\"{outcome}\"}}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_the_garbage_collector_deleted_before_its_configmaps_delete_arrived_is_not_created_again()
+ {
+    // The garbage collector on: it deletes the Deployment once its owner is gone.
+    let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() });
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    eventually("the controller's cache holds the Deployment", || async {
+        run.controller.deployment_cache().get(&key("web")).is_some()
+    })
+    .await;
+    assert_eq!(deployments_created(&sb), 1);
+
+    // The ConfigMap watch lags: the Deployment's delete, which follows the ConfigMap's, arrives
+    // first, and the reconcile it starts still finds the ConfigMap cached.
+    sb.faults().pause_watch_events("configmaps");
+    cms.delete("web", &DeleteParams::default()).await.unwrap();
+    eventually(
+        "the reconcile after the Deployment's delete (a create, or a read of the ConfigMap)",
+        || async { deployments_created(&sb) > 1 || primary_reads(&run, "stale") > 0.0 },
+    )
+    .await;
+    assert_eq!(presence(&run, "web"), "cached", "the ConfigMap's delete has not reached the cache");
+    sb.faults().resume_watch_events("configmaps");
+    eventually("the ConfigMap's delete reached the cache", || async { presence(&run, "web") == "absent" })
+        .await;
+    eventually("nothing left to do", || async {
+        run.controller.queue().len() == 0 && run.controller.queue().processing() == 0
+    })
+    .await;
+
+    assert_eq!(deployments_created(&sb), 1, "no Deployment created for a ConfigMap already gone");
+    assert_eq!(primary_reads(&run, "stale"), 1.0, "{}", run.metrics());
+    assert_eq!(replicas(&deploys, "web").await, None);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_deleted_by_hand_is_created_again_once_a_read_confirms_its_configmap() {
+    let sb = sandbox();
+    let (cms, deploys) = apis(&sb);
+    let run = start(&sb);
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    eventually("the controller's cache holds the Deployment", || async {
+        run.controller.deployment_cache().get(&key("web")).is_some()
+    })
+    .await;
+    let gets =
+        || sb.requests().all().iter().filter(|r| r.verb == "get" && r.resource == "configmaps").count();
+    assert_eq!(gets(), 0, "a create the ConfigMap's own event asked for reads nothing");
+    // Newer than anything the ConfigMap cache has seen: it cannot vouch for the ConfigMap.
+    deploys.delete("web", &DeleteParams::default()).await.unwrap();
+    wait_replicas(&deploys, "web", Some(2)).await;
+    eventually("the second create is recorded", || async { deployments_created(&sb) == 2 }).await;
+    assert_eq!(primary_reads(&run, "confirmed"), 1.0, "{}", run.metrics());
+    assert_eq!(primary_reads(&run, "stale"), 0.0);
+    assert_eq!(gets(), 1);
+    set_annotation(&cms, "web", Some("3")).await;
+    wait_replicas(&deploys, "web", Some(3)).await;
+    assert_eq!(gets(), 1, "a scale reads nothing");
+    run.stop().await;
+}
+
 // ---- ConfigMaps without the annotation: not cached, only known to exist ----
 
 fn presence(run: &Running, name: &str) -> &'static str {

@@ -1244,6 +1244,7 @@ fn watch(
                     // ends, as upstream's watches end when the CRD's storage is torn down.
                     Ok(c) if c.kind == ChangeType::Deleted && ends_resource(&def, &c) => return,
                     Ok(c) => {
+                        shared.faults.watch_events_flow(def.plural).await;
                         rv = c.rv;
                         if let Some((kind, obj)) = event_for(&def, ns.as_deref(), &q.list, &c)
                             && tx.send(render(kind, obj)).await.is_err()
@@ -1256,6 +1257,7 @@ fn watch(
                     Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
                 },
                 _ = ticks.tick(), if q.allow_bookmarks => {
+                    shared.faults.watch_events_flow(def.plural).await;
                     if tx.send(bookmark(&def, rv, false)).await.is_err() {
                         return;
                     }
