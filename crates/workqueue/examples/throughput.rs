@@ -10,7 +10,9 @@
 //! * `--rounds R`: the producer adds every key R times, in order;
 //! * `--dups D`: each add is repeated D times in a row (merged by the queue);
 //! * `--workers W`: concurrent workers (tokio tasks on a runtime with one thread per core); the
-//!   producer is a task too, as a controller's informer is.
+//!   producer is a task too, as a controller's informer is;
+//! * `--mpsc 0`: leaves out the channel run, so that the whole process, timed from outside, is
+//!   the queue's run (and the keys' building).
 //!
 //! One summary line per implementation: keys processed, wall time, and items/s, where items are
 //! the producer's adds (K × R × D), the unit client-go's benchmark reports. The queue is the
@@ -28,10 +30,11 @@ struct Args {
     keys: usize,
     rounds: usize,
     dups: usize,
+    mpsc: bool,
 }
 
 fn parse() -> Args {
-    let mut a = Args { workers: 2, keys: 1_000_000, rounds: 1, dups: 1 };
+    let mut a = Args { workers: 2, keys: 1_000_000, rounds: 1, dups: 1, mpsc: true };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -41,7 +44,8 @@ fn parse() -> Args {
             "--keys" => a.keys = n.max(1),
             "--rounds" => a.rounds = n.max(1),
             "--dups" => a.dups = n.max(1),
-            other => panic!("unknown flag {other} (use --workers, --keys, --rounds, --dups)"),
+            "--mpsc" => a.mpsc = n != 0,
+            other => panic!("unknown flag {other} (use --workers, --keys, --rounds, --dups, --mpsc)"),
         }
     }
     a
@@ -138,9 +142,12 @@ async fn main() {
     let adds = (a.keys * a.rounds * a.dups) as f64;
     println!("workers {} keys {} rounds {} dups {} ({} adds)", a.workers, a.keys, a.rounds, a.dups, adds);
     let (qn, qt) = run_queue(&a, &keys).await;
-    let (cn, ct) = run_channel(&a, &keys).await;
     let rate = |t: Duration| adds / t.as_secs_f64() / 1e6;
     println!("workqueue:    processed {qn:>9} wall {:>8.3}s  {:>6.3} M items/s", qt.as_secs_f64(), rate(qt));
+    if !a.mpsc {
+        return;
+    }
+    let (cn, ct) = run_channel(&a, &keys).await;
     println!("tokio mpsc:   processed {cn:>9} wall {:>8.3}s  {:>6.3} M items/s", ct.as_secs_f64(), rate(ct));
     println!("ratio workqueue/mpsc: {:.2}", ct.as_secs_f64() / qt.as_secs_f64());
 }
