@@ -29,7 +29,9 @@
 //! * **Parked workers wait in the queue's own list**, under the same lock: an add that queues a
 //!   key wakes the oldest parked `get`, and an add when no worker is parked costs nothing more.
 //!   A `get` dropped after its wake-up, before it took a key, passes the wake-up on, so no key is
-//!   left queued with every worker asleep.
+//!   left queued with every worker asleep. From a task on a multi-thread runtime, a wake-up goes
+//!   through a blocking-pool thread (the `handoff` module), so that the woken worker runs beside
+//!   a producer that keeps adding instead of waiting behind it.
 //! * **A std mutex**: contended, it spins briefly and then sleeps on a futex; parking_lot's
 //!   yields the thread to the OS between spins, which measured slower here.
 //!
@@ -47,6 +49,7 @@ use std::time::Duration;
 use hashbrown::HashTable;
 use tokio::sync::Notify;
 
+use crate::handoff;
 use crate::metrics::{MetricsProvider, QueueMetrics};
 
 /// What a queue can hold: cheap to clone, hashable, shareable between tasks.
@@ -419,7 +422,7 @@ impl<T: Key> Queue<T> {
         };
         drop(guard);
         if let Some(w) = wake {
-            w.wake();
+            handoff::wake(w);
         }
         true
     }
@@ -492,7 +495,7 @@ impl<T: Key> Queue<T> {
         garbage.free();
         drop(key);
         if let Some(w) = wake {
-            w.wake();
+            handoff::wake(w);
         } else if idle {
             self.shared.idle.notify_waiters();
         }
@@ -651,7 +654,7 @@ impl<T: Key> Drop for Get<'_, T> {
             }
         };
         if let Some(w) = wake {
-            w.wake();
+            handoff::wake(w);
         }
     }
 }
