@@ -8,37 +8,66 @@
 //! thread, until the loop ends. Waking from a blocking-pool thread instead puts the worker in the
 //! runtime's shared queue, where any idle worker thread picks it up at once.
 //!
-//! The hop costs a blocking-pool dispatch per wake-up of a *parked* get, that is, once per stretch
-//! in which the workers had caught up; a key added while workers are busy wakes no one.
+//! Wake-ups are delivered in batches: while one blocking task is scheduled, later wake-ups join
+//! its list instead of scheduling another, so the several workers that park each time they catch
+//! up are woken by one hop, not one each. A key added while workers are busy wakes no one.
 
 use std::task::Waker;
 
+use parking_lot::Mutex;
 use tokio::runtime::{Handle, RuntimeFlavor};
+
+/// Wake-ups waiting for the blocking task that delivers them, and whether one is scheduled.
+static PENDING: Mutex<Pending> = Mutex::new(Pending { wakers: Vec::new(), scheduled: false });
+
+struct Pending {
+    wakers: Vec<Waker>,
+    scheduled: bool,
+}
 
 /// Wakes `waker`, through a blocking-pool thread when called from a task on a multi-thread
 /// runtime, directly otherwise (a plain thread, `block_on`, a current-thread runtime: there, a
 /// wake-up already lands where it can run).
 pub(crate) fn wake(waker: Waker) {
-    if tokio::task::try_id().is_some()
-        && let Ok(handle) = Handle::try_current()
-        && handle.runtime_flavor() == RuntimeFlavor::MultiThread
-    {
-        let hop = WakeOnDrop(Some(waker));
-        // Detached: the wake-up is the whole task. A runtime shutting down drops it unrun, and
-        // the guard still wakes.
-        drop(handle.spawn_blocking(move || drop(hop)));
-    } else {
-        waker.wake();
+    if tokio::task::try_id().is_none() {
+        return waker.wake();
     }
+    let Ok(handle) = Handle::try_current() else { return waker.wake() };
+    if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+        return waker.wake();
+    }
+    {
+        let mut pending = PENDING.lock();
+        pending.wakers.push(waker);
+        if pending.scheduled {
+            return; // the scheduled task takes it along
+        }
+        pending.scheduled = true;
+    }
+    let deliver = Deliver;
+    // Detached: the wake-ups are the whole task. A runtime shutting down drops it unrun, and
+    // `Deliver`'s drop wakes them all the same.
+    drop(handle.spawn_blocking(move || drop(deliver)));
 }
 
-/// Wakes its waker when dropped, whether or not the blocking task that holds it ever runs.
-struct WakeOnDrop(Option<Waker>);
+/// Wakes every pending waker when dropped (run or not), until none is left, then lets the next
+/// wake-up schedule a new task.
+struct Deliver;
 
-impl Drop for WakeOnDrop {
+impl Drop for Deliver {
     fn drop(&mut self) {
-        if let Some(w) = self.0.take() {
-            w.wake();
+        loop {
+            let batch = {
+                let mut pending = PENDING.lock();
+                if pending.wakers.is_empty() {
+                    pending.scheduled = false;
+                    return;
+                }
+                std::mem::take(&mut pending.wakers)
+            };
+            for w in batch {
+                w.wake();
+            }
         }
     }
 }
