@@ -51,11 +51,21 @@ fn parse() -> Args {
     a
 }
 
-fn keys(n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("ns-{}/cm-{i:07}", i % 100)).collect()
+/// The keys, one allocation each (as Go's `fmt.Sprintf` makes them; `format!` would reallocate
+/// each key once as it grows), in a vector the producer shares without copying.
+fn keys(n: usize) -> Arc<Vec<String>> {
+    use std::fmt::Write;
+    let keys = (0..n)
+        .map(|i| {
+            let mut k = String::with_capacity(24);
+            write!(k, "ns-{}/cm-{i:07}", i % 100).expect("a String takes any write");
+            k
+        })
+        .collect();
+    Arc::new(keys)
 }
 
-async fn run_queue(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
+async fn run_queue(a: &Args, keys: &Arc<Vec<String>>) -> (u64, Duration) {
     let q: RateLimitingQueue<String> = RateLimitingQueue::new(default_controller_rate_limiter());
     let processed = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -95,7 +105,7 @@ async fn run_queue(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
     (processed.load(Ordering::Relaxed), start.elapsed())
 }
 
-async fn run_channel(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
+async fn run_channel(a: &Args, keys: &Arc<Vec<String>>) -> (u64, Duration) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
     let processed = Arc::new(AtomicU64::new(0));
@@ -138,7 +148,7 @@ async fn run_channel(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
 #[tokio::main]
 async fn main() {
     let a = parse();
-    let keys: Arc<[String]> = keys(a.keys).into();
+    let keys = keys(a.keys);
     let adds = (a.keys * a.rounds * a.dups) as f64;
     println!("workers {} keys {} rounds {} dups {} ({} adds)", a.workers, a.keys, a.rounds, a.dups, adds);
     let (qn, qt) = run_queue(&a, &keys).await;
