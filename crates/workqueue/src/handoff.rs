@@ -8,6 +8,11 @@
 //! thread, until the loop ends. Waking from a blocking-pool thread instead puts the worker in the
 //! runtime's shared queue, where any idle worker thread picks it up at once.
 //!
+//! Only a *lone* wake-up takes the hop: one after which no other get is woken and none is left
+//! parked. When two or more workers were parked, the adder wakes them directly, one key after
+//! another, and each wake-up pushes the previous one out of the LIFO slot into the thread's run
+//! queue, where the idle thread steals it: no hop needed, and none taken.
+//!
 //! Wake-ups are delivered in batches: while one blocking task is scheduled, later wake-ups join
 //! its list instead of scheduling another, so the several workers that park each time they catch
 //! up are woken by one hop, not one each. A key added while workers are busy wakes no one.
@@ -28,6 +33,23 @@ static PENDING: Mutex<Pending> = Mutex::new(Pending { wakers: Vec::new(), schedu
 struct Pending {
     wakers: Vec<Waker>,
     scheduled: bool,
+}
+
+/// A parked get to wake: `alone` when no other get is woken with it or after it.
+pub(crate) struct Wake {
+    pub(crate) waker: Waker,
+    pub(crate) alone: bool,
+}
+
+impl Wake {
+    /// Wakes the get: a lone one through [`wake`], others directly.
+    pub(crate) fn run(self) {
+        if self.alone {
+            wake(self.waker);
+        } else {
+            self.waker.wake();
+        }
+    }
 }
 
 /// Wakes `waker`, through a blocking-pool thread when called from a task on a multi-thread
