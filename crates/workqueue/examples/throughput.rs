@@ -10,7 +10,9 @@
 //! * `--rounds R`: the producer adds every key R times, in order;
 //! * `--dups D`: each add is repeated D times in a row (merged by the queue);
 //! * `--workers W`: concurrent workers (tokio tasks on a runtime with one thread per core); the
-//!   producer is a task too, as a controller's informer is.
+//!   producer is a task too, as a controller's informer is;
+//! * `--mpsc 0`: leaves out the channel run, so that the whole process, timed from outside, is
+//!   the queue's run (and the keys' building).
 //!
 //! One summary line per implementation: keys processed, wall time, and items/s, where items are
 //! the producer's adds (K × R × D), the unit client-go's benchmark reports. The queue is the
@@ -28,10 +30,11 @@ struct Args {
     keys: usize,
     rounds: usize,
     dups: usize,
+    mpsc: bool,
 }
 
 fn parse() -> Args {
-    let mut a = Args { workers: 2, keys: 1_000_000, rounds: 1, dups: 1 };
+    let mut a = Args { workers: 2, keys: 1_000_000, rounds: 1, dups: 1, mpsc: true };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().unwrap_or_else(|| panic!("{flag} needs a value"));
@@ -41,17 +44,28 @@ fn parse() -> Args {
             "--keys" => a.keys = n.max(1),
             "--rounds" => a.rounds = n.max(1),
             "--dups" => a.dups = n.max(1),
-            other => panic!("unknown flag {other} (use --workers, --keys, --rounds, --dups)"),
+            "--mpsc" => a.mpsc = n != 0,
+            other => panic!("unknown flag {other} (use --workers, --keys, --rounds, --dups, --mpsc)"),
         }
     }
     a
 }
 
-fn keys(n: usize) -> Vec<String> {
-    (0..n).map(|i| format!("ns-{}/cm-{i:07}", i % 100)).collect()
+/// The keys, one allocation each (as Go's `fmt.Sprintf` makes them; `format!` would reallocate
+/// each key once as it grows), in a vector the producer shares without copying.
+fn keys(n: usize) -> Arc<Vec<String>> {
+    use std::fmt::Write;
+    let keys = (0..n)
+        .map(|i| {
+            let mut k = String::with_capacity(24);
+            write!(k, "ns-{}/cm-{i:07}", i % 100).expect("a String takes any write");
+            k
+        })
+        .collect();
+    Arc::new(keys)
 }
 
-async fn run_queue(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
+async fn run_queue(a: &Args, keys: &Arc<Vec<String>>) -> (u64, Duration) {
     let q: RateLimitingQueue<String> = RateLimitingQueue::new(default_controller_rate_limiter());
     let processed = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -91,7 +105,7 @@ async fn run_queue(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
     (processed.load(Ordering::Relaxed), start.elapsed())
 }
 
-async fn run_channel(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
+async fn run_channel(a: &Args, keys: &Arc<Vec<String>>) -> (u64, Duration) {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
     let processed = Arc::new(AtomicU64::new(0));
@@ -134,13 +148,16 @@ async fn run_channel(a: &Args, keys: &Arc<[String]>) -> (u64, Duration) {
 #[tokio::main]
 async fn main() {
     let a = parse();
-    let keys: Arc<[String]> = keys(a.keys).into();
+    let keys = keys(a.keys);
     let adds = (a.keys * a.rounds * a.dups) as f64;
     println!("workers {} keys {} rounds {} dups {} ({} adds)", a.workers, a.keys, a.rounds, a.dups, adds);
     let (qn, qt) = run_queue(&a, &keys).await;
-    let (cn, ct) = run_channel(&a, &keys).await;
     let rate = |t: Duration| adds / t.as_secs_f64() / 1e6;
     println!("workqueue:    processed {qn:>9} wall {:>8.3}s  {:>6.3} M items/s", qt.as_secs_f64(), rate(qt));
+    if !a.mpsc {
+        return;
+    }
+    let (cn, ct) = run_channel(&a, &keys).await;
     println!("tokio mpsc:   processed {cn:>9} wall {:>8.3}s  {:>6.3} M items/s", ct.as_secs_f64(), rate(ct));
     println!("ratio workqueue/mpsc: {:.2}", ct.as_secs_f64() / qt.as_secs_f64());
 }

@@ -70,6 +70,7 @@
 pub struct ReadmeDoctests;
 
 pub mod delay;
+mod handoff;
 pub mod limiter;
 pub mod metrics;
 #[cfg(feature = "prometheus")]

@@ -29,7 +29,10 @@
 //! * **Parked workers wait in the queue's own list**, under the same lock: an add that queues a
 //!   key wakes the oldest parked `get`, and an add when no worker is parked costs nothing more.
 //!   A `get` dropped after its wake-up, before it took a key, passes the wake-up on, so no key is
-//!   left queued with every worker asleep.
+//!   left queued with every worker asleep. From a task on a multi-thread runtime, a *lone*
+//!   wake-up (no other get woken, none left parked) goes through a blocking-pool thread (the
+//!   `handoff` module), so that the woken worker runs beside a producer that keeps adding instead
+//!   of waiting behind it.
 //! * **A std mutex**: contended, it spins briefly and then sleeps on a futex; parking_lot's
 //!   yields the thread to the OS between spins, which measured slower here.
 //!
@@ -47,6 +50,7 @@ use std::time::Duration;
 use hashbrown::HashTable;
 use tokio::sync::Notify;
 
+use crate::handoff::Wake;
 use crate::metrics::{MetricsProvider, QueueMetrics};
 
 /// What a queue can hold: cheap to clone, hashable, shareable between tasks.
@@ -155,6 +159,8 @@ struct State<T> {
     processing: usize,
     /// Parked `get`s, oldest first. Each add that queues a key wakes (and removes) the oldest.
     waiters: VecDeque<Waiter>,
+    /// Gets taken off `waiters` to be woken that have not run since.
+    woken: usize,
     next_waiter: u64,
     shutting_down: bool,
     drain: bool,
@@ -163,9 +169,19 @@ struct State<T> {
 
 impl<T: Key> State<T> {
     /// Queues slot `i`; returns the parked `get` to wake, if any (woken after the lock is released).
-    fn push(&mut self, i: u32) -> Option<Waker> {
+    fn push(&mut self, i: u32) -> Option<Wake> {
         self.fifo.push_back(i);
-        self.waiters.pop_front().map(|w| w.waker)
+        self.wake_one()
+    }
+
+    /// Takes the oldest parked `get` off the list, to be woken.
+    fn wake_one(&mut self) -> Option<Wake> {
+        let w = self.waiters.pop_front()?;
+        // No other get woken and none left to wake: a wake-up left in the adder thread's LIFO
+        // slot would not be pushed out of it by a later one (see `handoff`).
+        let alone = self.woken == 0 && self.waiters.is_empty();
+        self.woken += 1;
+        Some(Wake { waker: w.waker, alone })
     }
 
     fn set_retired(&mut self, i: u32, on: bool) {
@@ -341,6 +357,7 @@ impl<T: Key> Queue<T> {
                     retired: 0,
                     processing: 0,
                     waiters: VecDeque::new(),
+                    woken: 0,
                     next_waiter: 0,
                     shutting_down: false,
                     drain: false,
@@ -419,7 +436,7 @@ impl<T: Key> Queue<T> {
         };
         drop(guard);
         if let Some(w) = wake {
-            w.wake();
+            w.run();
         }
         true
     }
@@ -492,7 +509,7 @@ impl<T: Key> Queue<T> {
         garbage.free();
         drop(key);
         if let Some(w) = wake {
-            w.wake();
+            w.run();
         } else if idle {
             self.shared.idle.notify_waiters();
         }
@@ -559,6 +576,7 @@ impl<T: Key> Queue<T> {
             let mut st = self.shared.lock();
             st.drain = drain;
             st.shutting_down = true;
+            st.woken += st.waiters.len();
             std::mem::take(&mut st.waiters)
         };
         for w in waiters {
@@ -603,6 +621,13 @@ impl<'q, T: Key> Future for Get<'q, T> {
         let queue = this.queue;
         let mut guard = queue.shared.lock();
         let st = &mut *guard;
+        if let Some(id) = this.waiter
+            && !st.waiters.iter().any(|w| w.id == id)
+        {
+            // Taken off the list by a wake-up, and running now.
+            st.woken = st.woken.saturating_sub(1);
+            this.waiter = None;
+        }
         let got = match queue.pop(st) {
             Pop::Key(slot, key) => Some(Item { slot, key: Some(key), queue }),
             Pop::Closed => None,
@@ -643,15 +668,18 @@ impl<T: Key> Drop for Get<'_, T> {
             if let Some(pos) = st.waiters.iter().position(|w| w.id == id) {
                 st.waiters.remove(pos);
                 None
-            } else if st.fifo.is_empty() {
-                None
             } else {
-                // Woken for a key it will never take: pass the wake-up on.
-                st.waiters.pop_front().map(|w| w.waker)
+                st.woken = st.woken.saturating_sub(1);
+                if st.fifo.is_empty() {
+                    None
+                } else {
+                    // Woken for a key it will never take: pass the wake-up on.
+                    st.wake_one()
+                }
             }
         };
         if let Some(w) = wake {
-            w.wake();
+            w.run();
         }
     }
 }
@@ -829,6 +857,31 @@ mod tests {
         assert!(q.try_get().is_none(), "the held key is not handed out twice");
         drop(held);
         assert_eq!(*q.try_get().unwrap(), "default/held", "its re-add survived the sweep");
+    }
+
+    #[test]
+    fn only_a_wake_up_with_no_other_woken_or_parked_get_is_lone() {
+        let q: Queue<String> = Queue::new();
+        let mut cx = Context::from_waker(Waker::noop());
+        let (mut a, mut b) = (Box::pin(q.get()), Box::pin(q.get()));
+        assert!(a.as_mut().poll(&mut cx).is_pending());
+        assert!(b.as_mut().poll(&mut cx).is_pending());
+        {
+            let mut st = q.shared.lock();
+            let first = st.wake_one().unwrap();
+            let second = st.wake_one().unwrap();
+            assert!(!first.alone, "another get is still parked");
+            assert!(!second.alone, "another get was woken before it");
+            assert_eq!(st.woken, 2);
+        }
+        assert!(a.as_mut().poll(&mut cx).is_pending(), "nothing queued: woken, it parks again");
+        assert_eq!(q.shared.lock().woken, 1, "a woken get that runs is no longer counted");
+        drop(b);
+        assert_eq!(q.shared.lock().woken, 0, "nor is one dropped");
+        let lone = q.shared.lock().wake_one().unwrap();
+        assert!(lone.alone, "the only parked get, with none woken");
+        drop(a);
+        assert_eq!(q.shared.lock().woken, 0);
     }
 
     #[test]

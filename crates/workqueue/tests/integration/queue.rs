@@ -225,3 +225,46 @@ async fn drain_of_an_idle_queue_returns_at_once() {
     let q: Queue<u8> = Queue::new();
     tokio::time::timeout(Duration::from_secs(1), q.shut_down_with_drain()).await.unwrap();
 }
+
+/// A producer task that adds in a loop without ever yielding does not hold a parked worker
+/// behind it: the worker is woken where the runtime's other thread can run it, and takes keys
+/// while the loop goes on (tokio would otherwise keep it in the producer thread's LIFO slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_worker_runs_beside_a_producer_that_never_yields() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Instant;
+
+    let q: Queue<u64> = Queue::new();
+    let taken = Arc::new(AtomicU64::new(0));
+    let worker = tokio::spawn({
+        let (q, taken) = (q.clone(), Arc::clone(&taken));
+        async move {
+            while let Some(item) = q.get().await {
+                taken.fetch_add(1, Ordering::SeqCst);
+                drop(item);
+            }
+        }
+    });
+    // Let the worker find the queue empty and park.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let producer = tokio::spawn({
+        let (q, taken) = (q.clone(), Arc::clone(&taken));
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut added = 0;
+            // Never awaits: adds (up to a bound), then spins, until the worker has taken a key.
+            while taken.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+                if added < 10_000 {
+                    q.add(added);
+                    added += 1;
+                }
+                std::hint::spin_loop();
+            }
+            taken.load(Ordering::SeqCst)
+        }
+    });
+    assert!(producer.await.unwrap() > 0, "the worker took nothing while the producer ran");
+    q.shut_down();
+    worker.await.unwrap();
+}
