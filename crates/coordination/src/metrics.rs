@@ -227,18 +227,13 @@ pub struct WriteMetrics {
 impl WriteMetrics {
     /// Registers the family under `prefix` (`counter_controller`).
     pub fn register(registry: &mut Registry, prefix: &str) -> Self {
-        let m = Self::default();
-        registry.register(
-            format!("{prefix}_write_conflicts"),
-            "Writes refused because the object had changed since it was read (409 Conflict on a precondition); the key is requeued once the cache holds the newer version",
-            m.conflicts.clone(),
-        );
-        m
+        let help = "Writes refused because the object had changed since it was read (409 Conflict on a precondition); the key is requeued once the cache holds the newer version";
+        Self { conflicts: counters(registry, &format!("{prefix}_write_conflicts"), help) }
     }
 
     /// Counts a refused write to `resource` (plural).
     pub fn conflict(&self, resource: &str) {
-        self.conflicts.get_or_create(&vec![("resource".into(), resource.into())]).inc();
+        count(&self.conflicts, "resource", resource);
     }
 }
 
@@ -253,17 +248,24 @@ pub struct FreshnessMetrics {
 impl FreshnessMetrics {
     /// Registers the family under `prefix` (`counter_controller`).
     pub fn register(registry: &mut Registry, prefix: &str) -> Self {
-        let m = Self::default();
-        registry.register(
-            format!("{prefix}_primary_reads"),
-            "Consistent reads of a primary object whose cache had not caught up with the event that enqueued its key, by outcome: confirmed (acted on) or stale (not acted on)",
-            m.reads.clone(),
-        );
-        m
+        let help = "Consistent reads of a primary object whose cache had not caught up with the event that enqueued its key, by outcome: confirmed (acted on) or stale (not acted on)";
+        Self { reads: counters(registry, &format!("{prefix}_primary_reads"), help) }
     }
 
     /// Counts a read that found `outcome` (`confirmed` or `stale`).
     pub fn read(&self, outcome: &str) {
-        self.reads.get_or_create(&vec![("outcome".into(), outcome.into())]).inc();
+        count(&self.reads, "outcome", outcome);
     }
+}
+
+/// A family of counters with one label, registered as `name`.
+fn counters(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
+    let family = Family::default();
+    registry.register(name, help, family.clone());
+    family
+}
+
+/// Counts one in `family` under `label=value`.
+fn count(family: &Family<Labels, Counter>, label: &str, value: &str) {
+    family.get_or_create(&vec![(label.into(), value.into())]).inc();
 }

@@ -620,19 +620,26 @@ fn primary_reads(run: &Running, outcome: &str) -> f64 {
     scraped(&run.metrics(), &format!("counter_controller_primary_reads_total{{outcome=\"{outcome}\"}}"))
 }
 
+/// Starts the controller, creates `web` with 2 replicas, and waits until the controller's cache
+/// holds its Deployment.
+async fn web_created_and_cached(sb: &Sandbox, cms: &Api<ConfigMap>, deploys: &Api<Deployment>) -> Running {
+    let run = start(sb);
+    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
+    wait_replicas(deploys, "web", Some(2)).await;
+    eventually("the controller's cache holds the Deployment", || async {
+        run.controller.deployment_cache().get(&key("web")).is_some()
+    })
+    .await;
+    run
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deployment_the_garbage_collector_deleted_before_its_configmaps_delete_arrived_is_not_created_again()
  {
     // The garbage collector on: it deletes the Deployment once its owner is gone.
     let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::default() });
     let (cms, deploys) = apis(&sb);
-    let run = start(&sb);
-    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
-    wait_replicas(&deploys, "web", Some(2)).await;
-    eventually("the controller's cache holds the Deployment", || async {
-        run.controller.deployment_cache().get(&key("web")).is_some()
-    })
-    .await;
+    let run = web_created_and_cached(&sb, &cms, &deploys).await;
     assert_eq!(deployments_created(&sb), 1);
 
     // The ConfigMap watch lags: the Deployment's delete, which follows the ConfigMap's, arrives
@@ -663,13 +670,7 @@ async fn a_deployment_the_garbage_collector_deleted_before_its_configmaps_delete
 async fn a_deployment_deleted_by_hand_is_created_again_once_a_read_confirms_its_configmap() {
     let sb = sandbox();
     let (cms, deploys) = apis(&sb);
-    let run = start(&sb);
-    cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
-    wait_replicas(&deploys, "web", Some(2)).await;
-    eventually("the controller's cache holds the Deployment", || async {
-        run.controller.deployment_cache().get(&key("web")).is_some()
-    })
-    .await;
+    let run = web_created_and_cached(&sb, &cms, &deploys).await;
     let gets =
         || sb.requests().all().iter().filter(|r| r.verb == "get" && r.resource == "configmaps").count();
     assert_eq!(gets(), 0, "a create the ConfigMap's own event asked for reads nothing");
