@@ -57,26 +57,33 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn serve_until_signal(args: &ServerArgs) -> anyhow::Result<()> {
+    // Listening before the kubeconfig is printed: a signal sent as soon as it appears is ours.
+    let stop = stop_signal()?;
     let running = args.start().await?;
-    let signal = stop_signal().await?;
+    let signal = stop.await;
     tracing::info!(signal, "stopping");
     running.shutdown();
     Ok(())
 }
 
-/// Waits for SIGINT or SIGTERM; which came.
+/// Listens for SIGINT and SIGTERM from now on; resolves to which came.
 #[cfg(unix)]
-async fn stop_signal() -> std::io::Result<&'static str> {
+fn stop_signal() -> std::io::Result<impl Future<Output = &'static str>> {
     use tokio::signal::unix::{SignalKind, signal};
     let (mut int, mut term) = (signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?);
-    Ok(tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => "SIGINT",
+            _ = term.recv() => "SIGTERM",
+        }
     })
 }
 
-/// Waits for Ctrl-C.
+/// Resolves on Ctrl-C.
 #[cfg(not(unix))]
-async fn stop_signal() -> std::io::Result<&'static str> {
-    tokio::signal::ctrl_c().await.map(|()| "Ctrl-C")
+fn stop_signal() -> std::io::Result<impl Future<Output = &'static str>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    })
 }
