@@ -29,7 +29,8 @@ use serde_json::json;
 /// where the bench runs from); the command that builds it when it is missing.
 fn sandbox_bin() -> PathBuf {
     let exe = std::env::current_exe().expect("the bench's own path");
-    let bin = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<bench>").join("kube-sandbox");
+    let bin =
+        exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<bench>").join("kube-sandbox");
     assert!(bin.exists(), "{} is missing: cargo build --release -p kube-sandbox-server", bin.display());
     bin
 }
@@ -56,14 +57,7 @@ impl Server {
         let kubeconfig = dir.join(format!("k-{nodes}-{}", std::process::id()));
         let _ = std::fs::remove_file(&kubeconfig);
         let child = Command::new(sandbox_bin())
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--pod-ready",
-                "0s",
-                "--log-format",
-                "json",
-            ])
+            .args(["--listen", "127.0.0.1:0", "--pod-ready", "0s", "--log-format", "json"])
             .args(["--nodes", &nodes.to_string(), "--kubeconfig-out"])
             .arg(&kubeconfig)
             .stdout(Stdio::null())

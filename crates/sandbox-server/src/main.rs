@@ -40,7 +40,9 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // RUST_LOG filters (default `info`); colour only on a terminal without NO_COLOR.
     let logs = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none());
     match cli.log_format {

@@ -69,7 +69,11 @@ impl ServerArgs {
 /// # Errors
 ///
 /// The address cannot be bound, or the kubeconfig cannot be written; each names its input.
-pub async fn serve(sb: &Sandbox, listen: SocketAddr, kubeconfig_out: &Path) -> Result<(HttpServer, PathBuf), Error> {
+pub async fn serve(
+    sb: &Sandbox,
+    listen: SocketAddr,
+    kubeconfig_out: &Path,
+) -> Result<(HttpServer, PathBuf), Error> {
     let server = sb
         .serve(listen, sandbox::server::new_token())
         .await

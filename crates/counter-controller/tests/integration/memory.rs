@@ -16,8 +16,11 @@ use crate::common::{BIN, KillOnDrop, serve_sandbox_with, temp_dir};
 /// `key = number` from the budget file (comments and other keys passed over).
 fn budget(file: &Path, key: &str) -> f64 {
     let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let value = text.lines().filter_map(|l| l.split('#').next()?.split_once('=')).find(|(k, _)| k.trim() == key);
-    value.and_then(|(_, v)| v.trim().parse().ok()).unwrap_or_else(|| panic!("{} has no `{key} = <number>`", file.display()))
+    let value =
+        text.lines().filter_map(|l| l.split('#').next()?.split_once('=')).find(|(k, _)| k.trim() == key);
+    value
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{} has no `{key} = <number>`", file.display()))
 }
 
 /// A ConfigMap as an application's, annotated: labels and about 1 KiB of settings.
@@ -39,7 +42,10 @@ fn configmap(i: usize) -> serde_json::Value {
 /// `VmHWM` of process `pid`, in MiB.
 fn peak_rss_mib(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok());
     kib.expect("VmHWM in /proc/<pid>/status") / 1024.0
 }
 

@@ -23,7 +23,14 @@ async fn serves_a_real_client_and_stops_on_sigterm_with_exit_0() {
 
     let client = server.client().await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let names: Vec<_> = namespaces.list(&ListParams::default()).await.unwrap().items.into_iter().map(|n| n.metadata.name.unwrap()).collect();
+    let names: Vec<_> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|n| n.metadata.name.unwrap())
+        .collect();
     assert!(names.contains(&"default".to_owned()), "{names:?}");
     let cms: Api<ConfigMap> = Api::default_namespaced(client);
     let cm = serde_json::from_value(json!({ "metadata": { "name": "web" }, "data": { "k": "v" } })).unwrap();
@@ -55,7 +62,10 @@ fn refused(args: &[&str], input: &str) -> String {
 #[test]
 fn a_non_loopback_address_needs_allow_remote() {
     let e = refused(&["--listen", "0.0.0.0:0", "--kubeconfig-out", "/dev/null"], "0.0.0.0:0");
-    assert_eq!(e.trim(), "kube-sandbox: refusing to listen on 0.0.0.0:0 (not loopback) without --allow-remote");
+    assert_eq!(
+        e.trim(),
+        "kube-sandbox: refusing to listen on 0.0.0.0:0 (not loopback) without --allow-remote"
+    );
 }
 
 #[test]
@@ -86,5 +96,8 @@ fn a_bad_duration_is_named() {
 #[test]
 fn version_is_the_binarys_name_and_the_packages_version() {
     let out = run(&["--version"]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("kube-sandbox {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("kube-sandbox {}", env!("CARGO_PKG_VERSION"))
+    );
 }

@@ -23,7 +23,10 @@ fn budget(file: &Path, key: &str) -> u64 {
 /// `VmRSS` of process `pid`, in bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
     kib.expect("VmRSS in /proc/<pid>/status") * 1024
 }
 
@@ -71,7 +74,9 @@ async fn memory_per_stored_configmap_stays_within_its_budget() {
     create(&cms, warm, warm + n).await;
     let after = rss(server.child.id());
     let per = after.saturating_sub(before) / n as u64;
-    eprintln!("kube-sandbox: {per} bytes of resident memory per stored ConfigMap ({n} of ~1 KiB; budget {limit})");
+    eprintln!(
+        "kube-sandbox: {per} bytes of resident memory per stored ConfigMap ({n} of ~1 KiB; budget {limit})"
+    );
     assert!(
         per <= limit,
         "the sandbox's memory per stored ConfigMap grew to {per} bytes ({n} ConfigMaps of ~1 KiB: {:.1} → {:.1} MiB), over its budget of {limit} bytes in {}; find what grew, or raise the budget there if the growth is wanted",
