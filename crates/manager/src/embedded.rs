@@ -2,12 +2,12 @@
 //! (the `sandbox` feature).
 //!
 //! [`run`] starts the sandbox over HTTPS on loopback (its own CA, in the kubeconfig) and writes a
-//! kubeconfig (mode 0600) as `kube-sandbox` does (`kube_sandbox_server`, whose flags it shares), prepares what the controller needs (a CRD), runs the controller
-//! in-process against it *over HTTPS* — the path a real cluster takes — and either prints the
-//! kubectl commands of the walkthrough and waits for a signal, or with `--demo` plays the
-//! walkthrough itself and prints what converged and how long it took. A controller supplies
-//! only what is its own, as a [`Walkthrough`]; [`step`] and [`follow`] print its steps as
-//! kubectl would.
+//! kubeconfig (mode 0600) as `kube-sandbox` does (`kube_sandbox_server`, whose flags it shares),
+//! prepares what the controller needs (a CRD), runs the controller in-process against it *over
+//! HTTPS* — the path a real cluster takes — and either prints the kubectl commands of the
+//! walkthrough and waits for a signal, or with `--demo` plays the walkthrough itself and prints
+//! what converged and how long it took. A controller supplies only what is its own, as a
+//! [`Walkthrough`]; [`step`] and [`follow`] print its steps as kubectl would.
 
 use std::time::{Duration, Instant};
 
