@@ -36,7 +36,7 @@ enum LogFormat {
 }
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
+async fn main() {
     let cli = Cli::parse();
     // RUST_LOG filters (default `info`); colour only on a terminal without NO_COLOR.
     let logs = tracing_subscriber::fmt()
@@ -49,13 +49,17 @@ async fn main() -> std::process::ExitCode {
         LogFormat::Human => logs.init(),
         LogFormat::Json => logs.json().init(),
     }
-    match serve_until_signal(&cli.server).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    let code = match serve_until_signal(&cli.server).await {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("kube-sandbox: {e:#}");
-            std::process::ExitCode::FAILURE
+            1
         }
-    }
+    };
+    // The process ends here rather than by dropping the runtime under the sandbox's tasks (its
+    // simulation and timers): tokio then at times printed a panic of a timer polled during its
+    // shutdown, after the one line a failed start is allowed.
+    std::process::exit(code)
 }
 
 async fn serve_until_signal(args: &ServerArgs) -> anyhow::Result<()> {

@@ -23,11 +23,10 @@ fn budget(file: &Path, key: &str) -> u64 {
 /// `VmRSS` of process `pid`, in bytes.
 fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
-    kib.expect("VmRSS in /proc/<pid>/status") * 1024
+    // `VmRSS:     12345 kB`
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS in /proc/<pid>/status");
+    let kib: u64 = line["VmRSS:".len()..].trim().trim_end_matches("kB").trim().parse().unwrap();
+    kib * 1024
 }
 
 /// A ConfigMap as an application's: two labels and about 1 KiB of settings.
