@@ -7,9 +7,9 @@
 #   deploy/image/build-offline.sh [OUT.tar]     (default target/image/<binary>-<version>.oci.tar)
 #   CONTAINERFILE=examples/sample-controller/Containerfile deploy/image/build-offline.sh
 #
-# The binary, its package and the image's name are the Containerfile's title label (the
-# workspace's binaries are named as their packages). Needs Debian's buildah and skopeo, and
-# python3. Load the result into a cluster with
+# The binary and the image's name are the Containerfile's title label; the package, the cargo
+# flags (`--no-default-features`), the command and the exposed ports are read from the
+# Containerfile too. Needs Debian's buildah and skopeo, and python3. Load the result into a cluster with
 #   skopeo copy oci-archive:OUT.tar docker-archive:img.tar:<binary>:<version> && kind load image-archive img.tar
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,13 +18,22 @@ containerfile="${CONTAINERFILE:-Containerfile}"
 [ -f "$containerfile" ] || { echo "CONTAINERFILE=$containerfile: no such file"; exit 1; }
 name="$(sed -n 's/.*org.opencontainers.image.title="\([^"]*\)".*/\1/p' "$containerfile" | head -1)"
 [ -n "$name" ] || { echo "$containerfile has no org.opencontainers.image.title label"; exit 1; }
-version="$(cargo pkgid -p "$name" | sed 's/.*[#@]//')"
+# The build stage's `cargo build <flags> --target …`: the same flags here, the package among them.
+read -r -a build_flags < <(sed -n 's/.*cargo build \(.*\) --target.*/\1/p' "$containerfile" | head -1)
+package="$(sed -n 's/.*cargo build .*-p \([^ ]*\).*/\1/p' "$containerfile" | head -1)"
+[ -n "$package" ] && [ "${#build_flags[@]}" -gt 0 ] || { echo "$containerfile has no 'cargo build … -p PACKAGE … --target' line"; exit 1; }
+# The command, as the Containerfile's exec form: CMD ["run"].
+cmd="$(sed -n 's/^CMD //p' "$containerfile" | tail -1)"
+[ -n "$cmd" ] || { echo "$containerfile has no CMD"; exit 1; }
+ports=()
+while read -r p; do ports+=(--port "$p"); done < <(sed -n 's/^EXPOSE //p' "$containerfile" | tr ' ' '\n')
+version="$(cargo pkgid -p "$package" | sed 's/.*[#@]//')"
 out="${1:-target/image/$name-$version.oci.tar}"
 target="$(uname -m)-unknown-linux-gnu"
 mkdir -p "$(dirname "$out")"
 
-echo "== static build ($target)"
-RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --locked -p "$name" --target "$target"
+echo "== static build ($target): cargo build ${build_flags[*]}"
+RUSTFLAGS='-C target-feature=+crt-static' cargo build "${build_flags[@]}" --target "$target"
 bin="target/$target/release/$name"
 if ldd "$bin" 2>&1 | grep -q '=>'; then
   echo "not a static binary:"; ldd "$bin"; exit 1
@@ -49,18 +58,18 @@ ctr="$(buildah --storage-driver vfs from scratch)"
 trap 'buildah --storage-driver vfs rm "$ctr" >/dev/null 2>&1 || true' EXIT
 buildah --storage-driver vfs copy "$ctr" "$bin" "/$name"
 buildah --storage-driver vfs config \
-  --entrypoint "[\"/$name\"]" --cmd run --user "$user" "${labels[@]}" "$ctr"
+  --entrypoint "[\"/$name\"]" --cmd "$cmd" --user "$user" "${ports[@]}" "${labels[@]}" "$ctr"
 rm -f "$out"
 buildah --storage-driver vfs commit --format oci "$ctr" "oci-archive:$out:$name:$version" >/dev/null
 
 echo "== checks"
 skopeo inspect --config "oci-archive:$out" > "$out.config.json"
-python3 - "$out" "$out.config.json" "$version" "$name" <<'PY'
+python3 - "$out" "$out.config.json" "$version" "$name" "$cmd" <<'PY'
 import io, json, sys, tarfile
-archive, config_path, version, name = sys.argv[1:]
+archive, config_path, version, name, cmd = sys.argv[1:]
 cfg = json.load(open(config_path))["config"]
 assert cfg["Entrypoint"] == ["/" + name], cfg
-assert cfg["Cmd"] == ["run"], cfg
+assert cfg["Cmd"] == json.loads(cmd), cfg
 assert cfg["User"] == "65532:65532", cfg
 labels = cfg.get("Labels", {})
 assert labels.get("org.opencontainers.image.version") == version, labels

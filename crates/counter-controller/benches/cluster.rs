@@ -1,5 +1,5 @@
-//! The simulated cluster at scale: the `counter-controller sandbox` binary in its own process
-//! (its memory is its own) with `CLUSTER_NODES` simulated nodes (1,000 by default), and
+//! The simulated cluster at scale: the `kube-sandbox` binary (built beside this bench: `cargo build
+//! --release -p kube-sandbox-server`) in its own process (its memory is its own) with `CLUSTER_NODES` simulated nodes (1,000 by default), and
 //! `CLUSTER_PODS` pods (100,000) created over HTTPS by a `kube::Client`, `CLUSTER_CONCURRENCY`
 //! (32) at a time. Printed: pods created per second; the time until every pod is Running and
 //! Ready (bound by the scheduler, started and made ready by its node's kubelet), from the first
@@ -25,7 +25,15 @@ use kube::core::ObjectList;
 use kube::{Client, Config};
 use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
+/// The `kube-sandbox` binary of this bench's own profile (`target/release/`, beside `deps/`
+/// where the bench runs from); the command that builds it when it is missing.
+fn sandbox_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let bin =
+        exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<bench>").join("kube-sandbox");
+    assert!(bin.exists(), "{} is missing: cargo build --release -p kube-sandbox-server", bin.display());
+    bin
+}
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -48,23 +56,14 @@ impl Server {
     async fn start(dir: &Path, nodes: usize) -> Self {
         let kubeconfig = dir.join(format!("k-{nodes}-{}", std::process::id()));
         let _ = std::fs::remove_file(&kubeconfig);
-        let child = Command::new(BIN)
-            .args([
-                "sandbox",
-                "--no-controller",
-                "--listen",
-                "127.0.0.1:0",
-                "--pod-ready",
-                "0s",
-                "--log-format",
-                "json",
-            ])
+        let child = Command::new(sandbox_bin())
+            .args(["--listen", "127.0.0.1:0", "--pod-ready", "0s", "--log-format", "json"])
             .args(["--nodes", &nodes.to_string(), "--kubeconfig-out"])
             .arg(&kubeconfig)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("the counter-controller binary starts");
+            .expect("the kube-sandbox binary starts");
         while !kubeconfig.exists() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

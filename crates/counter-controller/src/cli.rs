@@ -25,6 +25,7 @@ use manager::{Scope, Startup};
 
 use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 
+#[cfg(feature = "sandbox")]
 pub mod sandbox;
 
 /// Command-line arguments.
@@ -46,6 +47,7 @@ enum Command {
     /// Run the controller against a cluster (the default).
     Run(CounterArgs),
     /// Start the embedded API server, run the controller on it, print the walkthrough.
+    #[cfg(feature = "sandbox")]
     Sandbox(manager::embedded::SandboxArgs),
 }
 
@@ -120,6 +122,7 @@ impl Cli {
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
             Some(Command::Run(args)) => args.common.log_format,
+            #[cfg(feature = "sandbox")]
             Some(Command::Sandbox(args)) => args.log_format,
             None => self.run.common.log_format,
         }
@@ -133,6 +136,7 @@ impl Cli {
     pub async fn execute(self) -> anyhow::Result<()> {
         match self.command {
             Some(Command::Run(args)) => run(args).await,
+            #[cfg(feature = "sandbox")]
             Some(Command::Sandbox(args)) => manager::embedded::run(&args, sandbox::Counter).await,
             None => run(self.run).await,
         }

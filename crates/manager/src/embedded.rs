@@ -1,68 +1,40 @@
-//! A controller on the embedded API server, with no cluster: each binary's `sandbox` command.
+//! A controller on the embedded API server, with no cluster: each binary's `sandbox` command
+//! (the `sandbox` feature).
 //!
-//! [`run`] starts the sandbox over HTTPS on loopback (its own CA, in the kubeconfig), writes a
-//! kubeconfig (mode 0600), prepares what the controller needs (a CRD), runs the controller
-//! in-process against it *over HTTPS* — the path a real cluster takes — and either prints the
-//! kubectl commands of the walkthrough and waits for a signal, or with `--demo` plays the
-//! walkthrough itself and prints what converged and how long it took. A controller supplies
-//! only what is its own, as a [`Walkthrough`]; [`step`] and [`follow`] print its steps as
-//! kubectl would.
+//! [`run`] starts the sandbox over HTTPS on loopback (its own CA, in the kubeconfig) and writes a
+//! kubeconfig (mode 0600) as `kube-sandbox` does (`kube_sandbox_server`, whose flags it shares),
+//! prepares what the controller needs (a CRD), runs the controller in-process against it *over
+//! HTTPS* — the path a real cluster takes — and either prints the kubectl commands of the
+//! walkthrough and waits for a signal, or with `--demo` plays the walkthrough itself and prints
+//! what converged and how long it took. A controller supplies only what is its own, as a
+//! [`Walkthrough`]; [`step`] and [`follow`] print its steps as kubectl would.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use kube::Client;
-use sandbox::cluster::Simulation;
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use kube_sandbox_server::ServerArgs;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::Error;
 use crate::client::{self, Agent};
-use crate::flags::parse_duration;
 use crate::logging::LogFormat;
 use crate::signal::shutdown_signal;
 
-/// Flags of `sandbox`. A binary may give its own defaults with clap's `mut_arg`.
+/// Flags of `sandbox`: the sandbox's own ([`ServerArgs`], as `kube-sandbox` has them) and the
+/// controller's. A binary may give its own defaults with clap's `mut_arg`.
 #[derive(Debug, Args, Clone)]
 pub struct SandboxArgs {
-    /// Address to listen on; port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:6443")]
-    pub listen: SocketAddr,
-    /// Allow listening on a non-loopback address (anyone who can reach it and has the token can
-    /// use the sandbox: TLS with its own CA, one bearer token, no authorization).
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Where to write the kubeconfig (mode 0600).
-    #[arg(long, default_value = "./sandbox.kubeconfig", value_name = "PATH")]
-    pub kubeconfig_out: PathBuf,
+    /// Where the sandbox listens, its kubeconfig, the cluster it simulates.
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// Serve the API only; do not run the controller.
     #[arg(long)]
     pub no_controller: bool,
     /// Play the walkthrough, print what converged, and exit.
     #[arg(long)]
     pub demo: bool,
-    /// Time for one simulated pod to become ready.
-    #[arg(long, default_value = "300ms", value_parser = parse_duration)]
-    pub pod_ready: Duration,
-    /// How long the containers of a simulated pod that does not restart (`restartPolicy: Never`
-    /// or `OnFailure`, a Job's) run before they exit 0: there is no container runtime to run
-    /// their command.
-    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
-    pub pod_run_time: Duration,
-    /// Nodes of the simulated cluster (each with a kubelet that runs the pods bound to it).
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub nodes: usize,
-    /// The simulated components that run, in kube-controller-manager's `--controllers` syntax:
-    /// `*` for all, `name` to add one, `-name` to leave one out (`*,-scheduler`).
-    #[arg(long, default_value = "*", value_name = "LIST")]
-    pub controllers: sandbox::cluster::Controllers,
-    /// A bare API server: no nodes, no scheduler, no kubelets, no controllers (Deployments get
-    /// a simulated status only).
-    #[arg(long)]
-    pub no_simulation: bool,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
@@ -106,29 +78,12 @@ pub trait Walkthrough {
 /// The address cannot be bound or is not loopback without `--allow-remote`, the kubeconfig
 /// cannot be written, `--demo` with `--no-controller`, or the walkthrough's own error.
 pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(), W::Error> {
-    if !args.listen.ip().is_loopback() {
-        if !args.allow_remote {
-            return Err(Error::NotLoopback(args.listen).into());
-        }
-        tracing::warn!(listen = %args.listen, "the sandbox is reachable from other machines: anyone with its bearer token may do anything");
-    }
     if args.demo && args.no_controller {
         return Err(Error::DemoWithoutController.into());
     }
-    let simulation = (!args.no_simulation).then(|| Simulation {
-        nodes: args.nodes,
-        controllers: args.controllers.clone(),
-        run_to_completion: args.pod_run_time,
-        ..Simulation::default()
-    });
-    let sb = Sandbox::with_config(SandboxConfig {
-        rollout: Rollout::Paced(args.pod_ready),
-        simulation,
-        ..SandboxConfig::default()
-    });
-    let (server, kubeconfig) = serve(&sb, args.listen, &args.kubeconfig_out).await?;
+    let running = args.server.start().await.map_err(Error::from)?;
     let result = async {
-        let client = client::client(walkthrough.agent(), Some(&kubeconfig)).await?;
+        let client = client::client(walkthrough.agent(), Some(running.kubeconfig())).await?;
         walkthrough.prepare(&client).await?;
         let stop = CancellationToken::new();
         let controller = (!args.no_controller).then(|| walkthrough.start(client.clone(), stop.clone()));
@@ -149,32 +104,8 @@ pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(
         result
     }
     .await;
-    server.shutdown();
+    running.shutdown();
     result
-}
-
-/// Serves `sb` over HTTPS on `listen` and writes a kubeconfig for it to `kubeconfig_out`;
-/// prints the URL and the `export KUBECONFIG=…` line. Returns the server (its `shutdown` stops
-/// it) and the kubeconfig's absolute path.
-///
-/// # Errors
-///
-/// The address cannot be bound, or the kubeconfig cannot be written; each names its input.
-pub async fn serve(
-    sb: &Sandbox,
-    listen: SocketAddr,
-    kubeconfig_out: &Path,
-) -> Result<(sandbox::server::HttpServer, PathBuf), Error> {
-    let server = sb
-        .serve(listen, sandbox::server::new_token())
-        .await
-        .map_err(|source| Error::Listen { addr: listen, source })?;
-    sandbox::server::write_kubeconfig(kubeconfig_out, &server)
-        .map_err(|source| Error::WriteKubeconfig { path: kubeconfig_out.to_owned(), source })?;
-    let kubeconfig = std::fs::canonicalize(kubeconfig_out).unwrap_or_else(|_| kubeconfig_out.to_owned());
-    println!("sandbox API server listening on {}", server.url());
-    println!("export KUBECONFIG={}", kubeconfig.display());
-    Ok((server, kubeconfig))
 }
 
 /// Prints the pods `selector` selects as `kubectl get pods -o wide` shows them: on the sandbox's

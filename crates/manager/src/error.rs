@@ -76,25 +76,10 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
-    /// The sandbox asked to listen beyond loopback without `--allow-remote`.
-    #[error("refusing to listen on {0} (not loopback) without --allow-remote")]
-    NotLoopback(SocketAddr),
-    /// The sandbox's address cannot be bound.
-    #[error("cannot listen on {addr}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The sandbox's kubeconfig cannot be written.
-    #[error("cannot write kubeconfig {}", path.display())]
-    WriteKubeconfig {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// The sandbox cannot start: its address or its kubeconfig.
+    #[cfg(feature = "sandbox")]
+    #[error(transparent)]
+    Sandbox(#[from] kube_sandbox_server::Error),
     /// `--demo` with `--no-controller`: nothing would converge.
     #[error("--demo needs the controller; drop --no-controller")]
     DemoWithoutController,

@@ -13,7 +13,7 @@
 //! | [`process`] | the process's CPU, memory, threads and file descriptors, read at each scrape |
 //! | [`events`] | Events published off the reconcile path, as client-go's recorder does |
 //! | [`options`] | what a controller is built with: its scope, workers, resync, identity, Events |
-//! | [`embedded`] | `sandbox`: the embedded API server, the controller on it, its walkthrough |
+//! | `embedded` | `sandbox` (with the `sandbox` feature): the embedded API server, the controller on it, its walkthrough |
 //!
 //! A controller's `run` reads, top to bottom:
 //!
@@ -41,6 +41,7 @@
 //! ```
 
 pub mod client;
+#[cfg(feature = "sandbox")]
 pub mod embedded;
 mod error;
 pub mod events;

@@ -12,9 +12,9 @@
 //!   Deployment remains, the garbage collector following their ownerReferences (*delete*).
 //!
 //! Why the figures compare: each controller is its release binary (`target/release/*`, built with
-//! `cargo build --release -p counter-controller -p sample-controller`) in its own process, run as an
-//! operator would (`run --kubeconfig F --workers 16`), against a fresh sandbox that is itself the
-//! release `counter-controller sandbox --no-controller --pod-ready 50ms` in another process; both
+//! `cargo build --release -p counter-controller -p sample-controller -p kube-sandbox-server`) in
+//! its own process, run as an operator would (`run --kubeconfig F --workers 16`), against a fresh
+//! sandbox that is itself the release `kube-sandbox --pod-ready 50ms` in another process; both
 //! run on the same machine in the same run, one after the other. The user's writes come from this
 //! process's client 16 at a time, and convergence is seen the same way for both: a list every
 //! 100 ms, so every figure is an upper bound within 100 ms. Each phase's clock starts before its
@@ -93,7 +93,7 @@ fn release_bin(name: &str) -> PathBuf {
     let bin = dir.join(name);
     assert!(
         bin.exists(),
-        "{} is missing: cargo build --release -p counter-controller -p sample-controller",
+        "{} is missing: cargo build --release -p counter-controller -p sample-controller -p kube-sandbox-server",
         bin.display()
     );
     // A source of either binary newer than the release build means it predates the sources.
@@ -105,7 +105,7 @@ fn release_bin(name: &str) -> PathBuf {
         .find_map(|krate| newer_than(&krate.path().join("src"), built))
     {
         eprintln!(
-            "warning: {} is older than {}: cargo build --release -p counter-controller -p sample-controller",
+            "warning: {} is older than {}: cargo build --release -p counter-controller -p sample-controller -p kube-sandbox-server",
             bin.display(),
             newer.display()
         );
@@ -123,10 +123,10 @@ fn newer_than(dir: &Path, t: std::time::SystemTime) -> Option<PathBuf> {
 
 /// A fresh sandbox in its own process; returns it and its kubeconfig once it prints
 /// `export KUBECONFIG=...`.
-async fn start_sandbox(counter_bin: &Path, dir: &Path) -> (Proc, PathBuf) {
+async fn start_sandbox(sandbox_bin: &Path, dir: &Path) -> (Proc, PathBuf) {
     let kubeconfig = dir.join("kubeconfig");
-    let mut child = Command::new(counter_bin)
-        .args(["sandbox", "--no-controller", "--listen", "127.0.0.1:0", "--pod-ready", POD_READY])
+    let mut child = Command::new(sandbox_bin)
+        .args(["--listen", "127.0.0.1:0", "--pod-ready", POD_READY])
         .arg("--kubeconfig-out")
         .arg(&kubeconfig)
         .stdout(Stdio::piped())
@@ -231,8 +231,8 @@ struct Run {
 }
 
 /// The counter-controller: ConfigMaps annotated with a count → Deployments with that many replicas.
-async fn counter(bin: &Path, counter_bin: &Path, n: usize, dir: &Path) -> Run {
-    let (sandbox, kubeconfig) = start_sandbox(counter_bin, dir).await;
+async fn counter(bin: &Path, sandbox_bin: &Path, n: usize, dir: &Path) -> Run {
+    let (sandbox, kubeconfig) = start_sandbox(sandbox_bin, dir).await;
     let client: Client =
         manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
@@ -292,8 +292,8 @@ async fn counter(bin: &Path, counter_bin: &Path, n: usize, dir: &Path) -> Run {
 }
 
 /// The sample-controller: Foos → Deployments, and each Foo's status.
-async fn sample(bin: &Path, counter_bin: &Path, n: usize, dir: &Path) -> Run {
-    let (sandbox, kubeconfig) = start_sandbox(counter_bin, dir).await;
+async fn sample(bin: &Path, sandbox_bin: &Path, n: usize, dir: &Path) -> Run {
+    let (sandbox, kubeconfig) = start_sandbox(sandbox_bin, dir).await;
     let client: Client =
         manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
 
@@ -371,6 +371,7 @@ async fn main() {
         std::env::var("CONVERGENCE_N").map_or(1000, |v| v.parse().expect("CONVERGENCE_N: a count"));
     let counter_bin = release_bin("counter-controller");
     let sample_bin = release_bin("sample-controller");
+    let sandbox_bin = release_bin("kube-sandbox");
     let dir = std::env::temp_dir().join(format!("sample-convergence-{}", std::process::id()));
     let (counter_dir, sample_dir) = (dir.join("counter"), dir.join("sample"));
     std::fs::create_dir_all(&counter_dir).unwrap();
@@ -379,8 +380,8 @@ async fn main() {
     println!("logs: {}", dir.display());
 
     let runs = [
-        counter(&counter_bin, &counter_bin, n, &counter_dir).await,
-        sample(&sample_bin, &counter_bin, n, &sample_dir).await,
+        counter(&counter_bin, &sandbox_bin, n, &counter_dir).await,
+        sample(&sample_bin, &sandbox_bin, n, &sample_dir).await,
     ];
 
     println!();

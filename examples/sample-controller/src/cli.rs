@@ -21,6 +21,7 @@ use manager::{Scope, Startup};
 use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 use crate::foo::Foo;
 
+#[cfg(feature = "sandbox")]
 pub mod sandbox;
 
 /// Command-line arguments.
@@ -43,6 +44,7 @@ enum Command {
     Run(SampleArgs),
     /// Start the embedded API server with the Foo CRD, run the controller on it; `--demo` plays
     /// the walkthrough.
+    #[cfg(feature = "sandbox")]
     Sandbox(sandbox::SampleSandboxArgs),
 }
 
@@ -116,6 +118,7 @@ impl Cli {
     pub fn log_format(&self) -> LogFormat {
         match &self.command {
             Some(Command::Run(args)) => args.common.log_format,
+            #[cfg(feature = "sandbox")]
             Some(Command::Sandbox(args)) => args.common.log_format,
             None => self.run.common.log_format,
         }
@@ -129,6 +132,7 @@ impl Cli {
     pub async fn execute(self) -> anyhow::Result<()> {
         match self.command {
             Some(Command::Run(args)) => run(args).await,
+            #[cfg(feature = "sandbox")]
             Some(Command::Sandbox(args)) => manager::embedded::run(&args.common, sandbox::Sample).await,
             None => run(self.run).await,
         }

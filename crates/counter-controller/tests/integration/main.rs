@@ -10,6 +10,7 @@ mod controller;
 mod deploy;
 mod e2e;
 mod ha;
+mod memory;
 mod monitoring;
 mod sharding;
 mod tutorial;
