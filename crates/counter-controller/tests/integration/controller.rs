@@ -656,7 +656,7 @@ async fn a_deployment_the_garbage_collector_deleted_before_its_configmaps_delete
     eventually("the ConfigMap's delete reached the cache", || async { presence(&run, "web") == "absent" })
         .await;
     eventually("nothing left to do", || async {
-        run.controller.queue().len() == 0 && run.controller.queue().processing() == 0
+        run.controller.queue().is_empty() && run.controller.queue().processing() == 0
     })
     .await;
 

@@ -251,7 +251,8 @@ async fn a_parked_worker_runs_beside_a_producer_that_never_yields() {
     let producer = tokio::spawn({
         let (q, taken) = (q.clone(), Arc::clone(&taken));
         async move {
-            let deadline = Instant::now() + Duration::from_secs(5);
+            // A guard against a hang, not a timing: without the fix the worker waits for the loop to end.
+            let deadline = Instant::now() + Duration::from_secs(60);
             let mut added = 0;
             // Never awaits: adds (up to a bound), then spins, until the worker has taken a key.
             while taken.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
