@@ -81,6 +81,9 @@ pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(
     if args.demo && args.no_controller {
         return Err(Error::DemoWithoutController.into());
     }
+    // Listening before the kubeconfig is printed: a signal sent as soon as it appears is ours.
+    // Not for the demo, which a signal ends as any program's.
+    let signal = (!args.demo).then(shutdown_signal);
     let running = args.server.start().await.map_err(Error::from)?;
     let result = async {
         let client = client::client(walkthrough.agent(), Some(running.kubeconfig())).await?;
@@ -94,7 +97,9 @@ pub async fn run<W: Walkthrough>(args: &SandboxArgs, walkthrough: W) -> Result<(
             for line in walkthrough.by_hand() {
                 println!("{line}");
             }
-            shutdown_signal().await;
+            if let Some(signal) = signal {
+                signal.await;
+            }
             Ok(())
         };
         stop.cancel();

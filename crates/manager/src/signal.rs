@@ -3,7 +3,9 @@
 //! A controller's `run` takes it as its shutdown future: workers stop taking keys, reconciles in
 //! flight finish, the Lease is released, the process exits 0.
 
-/// Resolves on SIGINT or SIGTERM, and logs which came.
+/// Resolves on SIGINT or SIGTERM, and logs which came. The handlers are installed when this is
+/// called, not when the future is first awaited: call it before announcing anything a caller may
+/// answer with a signal (the sandbox's kubeconfig line), so an early signal is not lost.
 ///
 /// ```no_run
 /// # async fn run() {
@@ -11,23 +13,31 @@
 /// // stop taking keys, finish what is in flight, release the Lease
 /// # }
 /// ```
-pub async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
+        use tokio::signal::unix::{SignalKind, signal};
+        let handlers =
+            signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
+        async move {
+            match handlers {
+                Ok((mut int, mut term)) => {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                // No handler could be installed: Ctrl-C as tokio listens for it.
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+            tracing::info!("signal received");
         }
     }
     #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!("signal received");
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("signal received");
+    }
 }
