@@ -459,7 +459,7 @@ impl<K: Watchable> Informer<K> {
     /// ## Warning
     /// Versions name a point in the API server's storage, shared by the kinds stored together (in
     /// a cluster, every built-in kind but Events, unless the server splits its storage); compare
-    /// this with another kind's version ([`version::is_at_least`](crate::version::is_at_least))
+    /// this with another kind's version (as numbers: [`version::numeric`](crate::version::numeric))
     /// only for kinds stored together. The watcher consumes bookmarks without passing them on, so
     /// a quiet resource's cache stays at its last change's version however current it is.
     #[must_use]

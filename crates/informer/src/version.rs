@@ -8,14 +8,11 @@
 //! consistent read).
 //!
 //! ```
-//! use informer::version::{is_at_least, numeric};
+//! use informer::version::numeric;
 //!
 //! assert_eq!(numeric("1042"), Some(1042));
-//! assert_eq!(numeric("0x2a"), None);
-//! assert_eq!(is_at_least(Some(1042), "999"), Some(true));
-//! assert_eq!(is_at_least(Some(1042), "1043"), Some(false));
-//! assert_eq!(is_at_least(None, "1043"), Some(false)); // nothing seen yet
-//! assert_eq!(is_at_least(Some(1042), "abc"), None); // cannot tell
+//! assert!(numeric("1042") > numeric("999")); // later, though "999" sorts after "1042"
+//! assert_eq!(numeric("0x2a"), None); // cannot tell
 //! ```
 
 /// `version` as a number, when it is one as upstream's comparable versions are: decimal digits,
@@ -30,14 +27,6 @@ pub fn numeric(version: &str) -> Option<u64> {
     version.parse().ok()
 }
 
-/// Whether a cache that has seen up to `seen` (`None`: nothing yet) is at least as new as
-/// `version`; `None` when `version` cannot be compared.
-#[must_use]
-pub fn is_at_least(seen: Option<u64>, version: &str) -> Option<bool> {
-    let wanted = numeric(version)?;
-    Some(seen.is_some_and(|s| s >= wanted))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,12 +39,5 @@ mod tests {
         for bad in ["", "01", "-1", "+1", "1.0", " 1", "abc", "18446744073709551616", "１"] {
             assert_eq!(numeric(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn at_least_compares_numbers_not_strings() {
-        assert_eq!(is_at_least(Some(10), "9"), Some(true));
-        assert_eq!(is_at_least(Some(9), "10"), Some(false));
-        assert_eq!(is_at_least(Some(10), "10"), Some(true));
     }
 }
