@@ -17,61 +17,11 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair};
 use serde_json::{Map, Value, json};
 
-use crate::object::{meta_str, now_rfc3339};
-use crate::resource::ResourceDef;
+use crate::object_meta::{meta_str, now_rfc3339};
+use crate::resource::{ResourceDef, Review, Run, Subresource};
 use crate::status::ApiError;
-use crate::store::{DeleteOptions, Store, Subresource};
-
-/// What an [`Action`](crate::resource::Action) subresource does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Run {
-    /// `pods/binding`: assigns the pod to the Binding's target node, once.
-    Bind,
-    /// `pods/eviction`: deletes the pod, with the Eviction's delete options, when its
-    /// PodDisruptionBudget allows it.
-    Evict,
-    /// `pods/log`: empty for a pod on no node; a 400 for the others, as there is no kubelet to
-    /// read logs from (a stand-in: a real server would reach the node's kubelet).
-    Log,
-    /// `serviceaccounts/token`: a TokenRequest answered with a signed token.
-    Token,
-    /// Reads the whole object and writes only these parts of it (JSON pointers), as `status`
-    /// writes only the status: `ephemeralcontainers`, `approval`, `finalize`.
-    Owns(&'static [&'static str]),
-}
-
-/// How a create-only resource answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Review {
-    /// `SubjectAccessReview`, `SelfSubjectAccessReview`, `LocalSubjectAccessReview`: allowed.
-    Access,
-    /// `SelfSubjectRulesReview`: every verb on everything.
-    Rules,
-    /// `SelfSubjectReview`: the administrator.
-    SelfSubject,
-    /// `TokenReview`: who a token belongs to, if anyone.
-    Token,
-    /// `bindings`: binds the Pod the Binding names.
-    Bind,
-}
-
-/// Who every client of the sandbox is.
-#[must_use]
-pub fn admin_user() -> Value {
-    json!({ "username": "sandbox-admin", "groups": ["system:masters", "system:authenticated"] })
-}
-
-/// The component statuses a v1.32 server reports (`kubectl get cs`): all healthy.
-#[must_use]
-pub fn component_statuses() -> Vec<Value> {
-    ["controller-manager", "scheduler", "etcd-0"]
-        .into_iter()
-        .map(|name| {
-            json!({ "kind": "ComponentStatus", "apiVersion": "v1", "metadata": { "name": name },
-                    "conditions": [{ "type": "Healthy", "status": "True", "message": "ok" }] })
-        })
-        .collect()
-}
+use crate::store::{DeleteOptions, Store};
+use crate::user::admin_user;
 
 /// The issuer and default audience of service account tokens.
 pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -104,7 +54,7 @@ pub fn review(
             return bind(store, ns, &pod, &body);
         }
     };
-    let meta = crate::object::meta_mut(&mut body);
+    let meta = crate::object_meta::meta_mut(&mut body);
     meta.insert("creationTimestamp".into(), Value::Null);
     body["status"] = status;
     Ok((201, body))
@@ -149,7 +99,7 @@ fn success(code: u16) -> Value {
 /// Binds pod `name` to the Binding's target (`assignPod`): a 409 when it is bound already; the
 /// Binding's annotations are copied onto the pod and `PodScheduled` becomes true.
 pub(crate) fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Value), ApiError> {
-    let pods = crate::resource::find("", "v1", "pods").expect("pods are built in");
+    let pods = crate::catalog::find("", "v1", "pods").expect("pods are built in");
     let given = meta_str(binding, "name");
     if !given.is_empty() && given != name {
         return Err(ApiError::bad_request("name in URL does not match name in Binding object".to_owned()));
@@ -176,13 +126,13 @@ pub(crate) fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Resu
         }
         pod["spec"]["nodeName"] = json!(node);
         if let Some(a) = &annotations {
-            let meta = crate::object::meta_mut(pod);
+            let meta = crate::object_meta::meta_mut(pod);
             let into = meta.entry("annotations").or_insert_with(|| json!({}));
             if let Some(into) = into.as_object_mut() {
                 into.extend(a.clone());
             }
         }
-        let status = crate::object::object_at(pod, "status");
+        let status = crate::object_meta::object_at(pod, "status");
         let conditions = status.entry("conditions").or_insert_with(|| json!([]));
         if let Some(list) = conditions.as_array_mut() {
             list.retain(|c| c["type"] != "PodScheduled");
@@ -218,7 +168,7 @@ fn evict(
         return Ok((201, success(201)));
     }
     let budgets_def =
-        crate::resource::find("policy", "v1", "poddisruptionbudgets").expect("a built-in resource");
+        crate::catalog::find("policy", "v1", "poddisruptionbudgets").expect("a built-in resource");
     let (_, budgets) = store.snapshot(budgets_def, Some(ns));
     let labels = pod.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
     // A budget without a selector, or with an empty one, covers no pod here.
@@ -227,8 +177,8 @@ fn evict(
         .filter(|b| {
             b.pointer("/spec/selector").is_some_and(|s| {
                 !s.is_null()
-                    && !crate::kinds::deployment::selector_is_empty(s)
-                    && crate::kinds::deployment::selector_matches(s, &labels)
+                    && !crate::selector::selector_is_empty(s)
+                    && crate::selector::selector_matches(s, &labels)
             })
         })
         .collect();
@@ -307,7 +257,7 @@ fn take_disruption(budget: &mut Value, pod: &str) -> Result<(), ApiError> {
         );
         return Err(ApiError::disruption_refused(why, 0));
     }
-    let status = crate::object::object_at(budget, "status");
+    let status = crate::object_meta::object_at(budget, "status");
     status.insert("disruptionsAllowed".into(), json!(allowed - 1));
     let now = now_rfc3339();
     if allowed == 1 {
@@ -383,7 +333,7 @@ fn unix_now() -> i64 {
 /// `serviceaccounts/<name>/token`: a token for the account, for the audiences asked (the
 /// issuer's by default), for `expirationSeconds` (an hour by default, ten minutes at least).
 fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u16, Value), ApiError> {
-    let accounts = crate::resource::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
+    let accounts = crate::catalog::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
     let account = store.get(accounts, ns, name, Subresource::Main)?;
     let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
     let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
@@ -408,7 +358,7 @@ fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u
     let now = unix_now();
     let claims = json!({
         "aud": audiences, "exp": now + seconds, "iat": now, "nbf": now, "iss": ISSUER,
-        "jti": crate::object::new_uid(),
+        "jti": crate::object_meta::new_uid(),
         "sub": format!("system:serviceaccount:{ns}:{name}"),
         "kubernetes.io": { "namespace": ns, "serviceaccount": { "name": name, "uid": meta_str(&account, "uid") } },
     });
@@ -447,7 +397,7 @@ pub fn service_account_token(store: &Store, token: &str) -> Result<Value, &'stat
     let ns = claims.pointer("/kubernetes.io/namespace").and_then(Value::as_str).unwrap_or("");
     let name = claims.pointer("/kubernetes.io/serviceaccount/name").and_then(Value::as_str).unwrap_or("");
     let uid = claims.pointer("/kubernetes.io/serviceaccount/uid").and_then(Value::as_str).unwrap_or("");
-    let accounts = crate::resource::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
+    let accounts = crate::catalog::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
     match store.get(accounts, ns, name, Subresource::Main) {
         Ok(a) if meta_str(&a, "uid") == uid => Ok(claims),
         _ => Err("[invalid bearer token, service account has been deleted or recreated]"),

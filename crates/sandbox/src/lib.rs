@@ -132,13 +132,13 @@ pub mod cluster;
 pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
-mod gofmt;
+mod go_print;
 pub mod gojson;
 pub mod jsonpath;
 pub mod kinds;
 pub mod managed_fields;
 pub mod metadata;
-pub mod object;
+pub mod object_meta;
 pub mod patch;
 pub mod quantity;
 pub mod quota;
@@ -150,6 +150,7 @@ pub mod selector;
 pub mod shard;
 pub mod status;
 pub mod store;
+pub mod user;
 
 /// How callers serve the sandbox over HTTPS (`sandbox::server::new_token`, kubeconfig writing).
 pub use endpoints::server;
@@ -267,8 +268,9 @@ impl SandboxConfig {
     }
 }
 
-/// What every handle of one sandbox shares.
-pub struct Shared {
+/// The state of one sandbox — its store, fault settings, request log, serving settings and
+/// simulated cluster — that every handle ([`Sandbox`], [`SandboxService`]) holds behind an `Arc`.
+pub struct SandboxState {
     /// The objects.
     pub store: Store,
     /// Fault injection settings.
@@ -290,7 +292,7 @@ pub struct Shared {
 /// dropped.
 #[derive(Clone)]
 pub struct Sandbox {
-    shared: Arc<Shared>,
+    shared: Arc<SandboxState>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -325,7 +327,7 @@ impl Sandbox {
     /// Outside a Tokio runtime.
     #[must_use]
     pub fn with_config(config: SandboxConfig) -> Self {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(SandboxState {
             store: Store::new(config.store),
             faults: Faults::default(),
             requests: Requests::default(),
@@ -386,7 +388,7 @@ impl Sandbox {
         let def = self.shared.store.registry().find_kind(api_version, kind).ok_or_else(|| {
             ApiError::bad_request(format!("the sandbox does not serve {api_version} {kind}"))
         })?;
-        let ns = object::meta_str(&obj, "namespace");
+        let ns = object_meta::meta_str(&obj, "namespace");
         let ns = if ns.is_empty() { "default" } else { ns }.to_owned();
         self.shared.store.create(&def, &ns, obj, None)
     }
@@ -431,7 +433,7 @@ impl Sandbox {
 /// The sandbox as a `tower::Service<http::Request<B>>`.
 #[derive(Clone)]
 pub struct SandboxService {
-    shared: Arc<Shared>,
+    shared: Arc<SandboxState>,
 }
 
 impl<B> tower::Service<Request<B>> for SandboxService
@@ -464,7 +466,7 @@ where
 /// controllers and the resource quota controller: advances rollouts, empties Terminating
 /// namespaces, collects dependents of missing owners, releases claims and volumes no longer in use
 /// and recounts quotas, until the sandbox is dropped.
-async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>, status_only: bool) {
+async fn rollout_loop(shared: Weak<SandboxState>, pace: Rollout, per_second: Option<u32>, status_only: bool) {
     let (every, jump) = match pace {
         Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
         Rollout::Instant => (Duration::from_millis(10), true),

@@ -19,10 +19,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::object::{meta_mut, now_rfc3339};
+use crate::object_meta::{meta_mut, now_rfc3339};
 use crate::patch;
-use crate::resource::ResourceDef;
-use crate::store::Subresource;
+use crate::resource::{ResourceDef, Run, Subresource};
 
 /// Upstream's `FieldManagerMaxLength`.
 pub const MAX_MANAGER_LENGTH: usize = 128;
@@ -72,7 +71,7 @@ fn ownable(def: &ResourceDef, path: &str, sub: Subresource) -> bool {
         Subresource::Status => under(&shown, ".status"),
         Subresource::Scale => under(&shown, def.scale.map_or(".spec.replicas", |s| s.spec_replicas)),
         Subresource::Action(a) => match a.run {
-            crate::actions::Run::Owns(parts) => parts.iter().any(|p| under(&shown, &p.replace('/', "."))),
+            Run::Owns(parts) => parts.iter().any(|p| under(&shown, &p.replace('/', "."))),
             _ => false,
         },
     }

@@ -1,11 +1,98 @@
 //! Object metadata rules every kind shares, checked on create and update before the kind's own
 //! (upstream's `ValidateObjectMeta` in apimachinery's `api/validation/objectmeta.go`, with the
-//! in-tree API's extra finalizer rule from `pkg/apis/core/validation`): label keys and values,
-//! annotation keys, and finalizer names.
+//! in-tree API's extra finalizer rule from `pkg/apis/core/validation`): the shapes a name may
+//! take (DNS-1123 subdomain or label, DNS-1035 label, path segment, as apimachinery's
+//! `util/validation`; a kind picks one), label keys and values, annotation keys, and finalizer
+//! names.
 
 use serde_json::Value;
 
-use crate::object::{check_subdomain, regex_error};
+
+/// upstream's `RegexError`: the message, examples, and the regex (`apimachinery/pkg/util/validation`).
+pub(crate) fn regex_error(msg: &str, regex: &str, examples: &[&str]) -> String {
+    let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!("{msg} (e.g. {}regex used for validation is '{regex}')", examples.join(" or "))
+}
+
+/// Whether `part` is a DNS-1123 label's shape: lowercase alphanumerics and '-', alphanumeric at
+/// both ends.
+fn label_shaped(part: &str) -> bool {
+    !part.is_empty()
+        && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && part.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && part.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+const LABEL_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+
+/// Checks a DNS-1123 subdomain (most object names), as `IsDNS1123Subdomain`: the reasons it is
+/// not one, joined as upstream's causes are (length first).
+pub fn check_subdomain(name: &str) -> Option<String> {
+    let mut errs = Vec::new();
+    if name.len() > 253 {
+        errs.push("must be no more than 253 characters".to_owned());
+    }
+    if !name.split('.').all(label_shaped) {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            &format!("{LABEL_REGEX}(\\.{LABEL_REGEX})*"),
+            &["example.com"],
+        ));
+    }
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
+/// Checks a DNS-1123 label (namespace and container names), as `IsDNS1123Label`.
+pub fn check_label(name: &str) -> Option<String> {
+    let mut errs = Vec::new();
+    if name.len() > 63 {
+        errs.push("must be no more than 63 characters".to_owned());
+    }
+    if !label_shaped(name) {
+        errs.push(regex_error(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            LABEL_REGEX,
+            &["my-name", "123-abc"],
+        ));
+    }
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
+/// Checks a DNS-1035 label (a Service's name, `ValidateServiceName`), as `IsDNS1035Label`.
+pub fn check_dns1035(name: &str) -> Option<String> {
+    let errs = dns1035_errors(name);
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
+/// Checks a path segment name (RBAC's roles and bindings, `ValidatePathSegmentName`): anything
+/// but `.`, `..` and what holds `/` or `%`.
+pub fn check_path_segment(name: &str) -> Option<String> {
+    if name == "." || name == ".." {
+        return Some(format!("may not be '{name}'"));
+    }
+    let errs: Vec<String> =
+        ["/", "%"].iter().filter(|c| name.contains(**c)).map(|c| format!("may not contain '{c}'")).collect();
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
+/// Why `v` is not a DNS-1035 label (`IsDNS1035Label`).
+pub(crate) fn dns1035_errors(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > 63 {
+        errs.push("must be no more than 63 characters".to_owned());
+    }
+    let b = v.as_bytes();
+    let shaped = b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.last() != Some(&b'-');
+    if !shaped {
+        errs.push(regex_error(DNS1035_MSG, DNS1035_FMT, &["my-name", "abc-123"]));
+    }
+    errs
+}
+
+const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const DNS1035_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 
 const QUALIFIED_NAME_REGEX: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_SHAPE: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -100,7 +187,7 @@ pub fn validate(obj: &Value) -> Vec<(String, String)> {
             errs.push(("metadata.annotations".to_owned(), invalid(key, &why)));
         }
     }
-    let finalizers: Vec<String> = crate::object::finalizers(obj);
+    let finalizers: Vec<String> = crate::object_meta::finalizers(obj);
     for f in &finalizers {
         for why in qualified_name_errors(f) {
             errs.push(("metadata.finalizers".to_owned(), invalid(f, &why)));
@@ -170,5 +257,15 @@ mod tests {
             fields,
             ["metadata.labels", "metadata.labels[k]", "metadata.finalizers", "metadata.finalizers[1]"]
         );
+    }
+
+    #[test]
+    fn names() {
+        assert!(check_subdomain("web-1.example").is_none());
+        assert!(check_subdomain("Web").is_some());
+        assert!(check_subdomain("-web").is_some());
+        assert!(check_label("kube-system").is_none());
+        assert!(check_label("a.b").is_some());
+        assert!(check_label(&"a".repeat(64)).is_some());
     }
 }

@@ -290,7 +290,7 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), ApiError
                 {
                     return Err(ApiError::unclassified(format!(
                         "map: {} does not contain declared merge key: {key}",
-                        crate::gofmt::go_print(item)
+                        crate::go_print::go_print(item)
                     )));
                 }
                 let list = t.entry(k.clone()).or_insert_with(|| json!([]));

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 use crate::quantity::Quantity;
 
 /// Resource name → amount, as a quota's `hard` and `used` are.
@@ -341,7 +341,7 @@ fn in_scope(group: &str, plural: &str, requirement: &Value, obj: &Value) -> bool
             };
             let mut expression = requirement.clone();
             expression["key"] = json!("PriorityClass");
-            crate::kinds::deployment::selector_matches(&json!({ "matchExpressions": [expression] }), &labels)
+            crate::selector::selector_matches(&json!({ "matchExpressions": [expression] }), &labels)
         }
         _ => false,
     }
@@ -529,7 +529,7 @@ pub fn to_json(list: &ResourceList) -> Value {
 
 /// `ValidateResourceQuota`'s amounts: none below zero (`spec.hard[pods]: Invalid value: "-1":
 /// must be greater than or equal to 0`).
-pub fn validate(quota: &Value, _old: Option<&Value>) -> Vec<crate::resource::FieldError> {
+pub fn validate(quota: &Value, _old: Option<&Value>) -> Vec<crate::status::FieldError> {
     quota
         .pointer("/spec/hard")
         .and_then(Value::as_object)
@@ -542,7 +542,7 @@ pub fn validate(quota: &Value, _old: Option<&Value>) -> Vec<crate::resource::Fie
                     format!("spec.hard[{name}]"),
                     format!(
                         "Invalid value: {}: must be greater than or equal to 0",
-                        crate::gofmt::go_quote(text)
+                        crate::go_print::go_quote(text)
                     ),
                 )
             })

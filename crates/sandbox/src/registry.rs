@@ -1,6 +1,6 @@
 //! The registry: every resource served right now — the built-in kinds of
 //! [`RESOURCES`], and the versions that established
-//! CustomResourceDefinitions serve, added and removed as the CRDs change (upstream's
+//! CustomResourceDefinitions serve ([`crd_resources`]), added and removed as the CRDs change (upstream's
 //! apiextensions-apiserver swaps its `crdHandler`'s storage map the same way).
 //!
 //! Both kinds of entry are [`ResourceDef`]s: routing, the store, watches, patches, managedFields,
@@ -15,8 +15,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
+use serde_json::Value;
 
-use crate::resource::{RESOURCES, ResourceDef};
+use crate::catalog::RESOURCES;
+use crate::kinds::custom::{CustomStrategy, pointer_of};
+use crate::resource::{ResourceDef, ScalePaths, Strategy};
+use crate::schema::Structural;
 
 /// The served resources.
 #[derive(Debug, Clone)]
@@ -146,8 +150,87 @@ where
     leaked
 }
 
+fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings_at(v: &Value, ptr: &str) -> &'static [&'static str] {
+    let items: Vec<&'static str> = v
+        .pointer(ptr)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(intern).collect())
+        .unwrap_or_default();
+    intern_list(items)
+}
+
+/// The resources an established CRD serves: one per served version, under its accepted names.
+/// None while its names are not accepted.
+#[must_use]
+pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
+    let names = "/status/acceptedNames";
+    let plural = str_at(crd, &format!("{names}/plural"));
+    let kind = str_at(crd, &format!("{names}/kind"));
+    if plural.is_empty() || kind.is_empty() {
+        return Vec::new();
+    }
+    let group = intern(str_at(crd, "/spec/group"));
+    let storage = intern(crate::object_meta::meta_str(crd, "name"));
+    let list_kind = match str_at(crd, &format!("{names}/listKind")) {
+        "" => format!("{kind}List"),
+        l => l.to_owned(),
+    };
+    let singular = match str_at(crd, &format!("{names}/singular")) {
+        "" => kind.to_lowercase(),
+        s => s.to_owned(),
+    };
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    versions
+        .into_iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .map(|v| {
+            let schema = Structural::parse(v.pointer("/schema/openAPIV3Schema").unwrap_or(&Value::Null));
+            let scale = v.pointer("/subresources/scale").map(|s| ScalePaths {
+                spec_replicas: intern(str_at(s, "/specReplicasPath")),
+                status_replicas: intern(str_at(s, "/statusReplicasPath")),
+                label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(intern),
+            });
+            let field_labels: Vec<(&'static str, &'static str)> = v
+                .get("selectableFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                .map(|p| (intern(p.trim_start_matches('.')), intern(&pointer_of(p))))
+                .collect();
+            ResourceDef {
+                group,
+                version: intern(str_at(&v, "/name")),
+                plural: intern(plural),
+                singular: intern(&singular),
+                kind: intern(kind),
+                list_kind: intern(&list_kind),
+                short_names: strings_at(crd, &format!("{names}/shortNames")),
+                categories: strings_at(crd, &format!("{names}/categories")),
+                field_labels: intern_list(field_labels),
+                namespaced: str_at(crd, "/spec/scope") != "Cluster",
+                status_subresource: v.pointer("/subresources/status").is_some(),
+                scale,
+                has_generation: true,
+                storage,
+                strategy: Strategy::Custom(Arc::new(CustomStrategy {
+                    schema,
+                    version: v,
+                    crd: storage,
+                })),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -167,5 +250,32 @@ mod tests {
         let l2 = intern_list(vec!["w", "wd"]);
         assert!(std::ptr::eq(l1, l2));
         assert_eq!(l1, ["w", "wd"]);
+    }
+
+    #[test]
+    fn an_established_crd_serves_its_served_versions_under_its_accepted_names() {
+        let crd = json!({
+            "metadata": { "name": "widgets.example.com" },
+            "spec": { "group": "example.com", "scope": "Namespaced", "versions": [
+                { "name": "v1", "served": true, "storage": true, "schema": { "openAPIV3Schema": { "type": "object" } },
+                  "subresources": { "status": {}, "scale": { "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size" } } },
+                { "name": "v1beta1", "served": false, "storage": false, "schema": { "openAPIV3Schema": { "type": "object" } } },
+            ] },
+            "status": { "acceptedNames": { "plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"] } },
+        });
+        let defs = crd_resources(&crd);
+        assert_eq!(defs.len(), 1);
+        let d = &defs[0];
+        assert_eq!(
+            (d.group, d.version, d.plural, d.kind, d.list_kind, d.singular),
+            ("example.com", "v1", "widgets", "Widget", "WidgetList", "widget")
+        );
+        assert_eq!(d.short_names, ["wd"]);
+        assert!(d.namespaced && d.status_subresource && d.has_generation);
+        assert_eq!(d.scale.unwrap().spec_replicas, ".spec.size");
+        assert_eq!(d.storage, "widgets.example.com");
+        let mut unaccepted = crd.clone();
+        unaccepted["status"] = json!({});
+        assert!(crd_resources(&unaccepted).is_empty());
     }
 }

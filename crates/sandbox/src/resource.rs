@@ -1,23 +1,22 @@
-//! What a served resource is: [`ResourceDef`], its [`Strategy`], how it answers ([`Answer`]) and
-//! the subresources that act on its objects ([`Action`]). The built-in kinds are listed in
+//! What a served resource is: [`ResourceDef`], its [`Strategy`], how it answers ([`Answer`]),
+//! the subresources that act on its objects ([`Action`]) and the part of an object a request
+//! addresses ([`Subresource`]). The built-in kinds are listed in
 //! [`crate::catalog`], one file per API group: adding one is an entry naming its k8s-openapi type
 //! (which gives its shape, unknown fields and schema), plus its strategy's hooks from
 //! [`crate::kinds`] (defaults, validation). Kinds defined at run time by
 //! CustomResourceDefinitions join them in the [`Registry`](crate::registry::Registry).
 
-use std::sync::LazyLock;
-
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// A field error: `(path, message)`, e.g. `("spec.replicas", "must be greater than or equal to 0")`.
-pub type FieldError = (String, String);
+use crate::status::FieldError;
 
 /// One API resource: where it lives in the URL space and what the server does to it.
 ///
-/// Built-in kinds are entries of [`RESOURCES`]; a CustomResourceDefinition adds one per served
-/// version at run time (see [`crate::registry`]), with a [`Strategy::Custom`] driven by its
-/// schema. Both are served by the same store, watches, patches and garbage collector.
+/// Built-in kinds are entries of [`RESOURCES`](crate::catalog::RESOURCES); a
+/// CustomResourceDefinition adds one per served version at run time (see [`crate::registry`]),
+/// with a [`Strategy::Custom`] driven by its schema. Both are served by the same store,
+/// watches, patches and garbage collector.
 #[derive(Debug, Clone)]
 pub struct ResourceDef {
     /// API group; `""` for the core group.
@@ -170,7 +169,7 @@ pub enum Answer {
     Stored,
     /// `create` only: the request's object comes back with its `status` filled in, and nothing
     /// is stored (`SelfSubjectAccessReview`, `TokenReview`, …; a `Binding` binds its Pod).
-    Review(crate::actions::Review),
+    Review(Review),
     /// `get` and `list` only, of objects the server makes up on each request.
     Computed(fn() -> Vec<Value>),
 }
@@ -187,7 +186,77 @@ pub struct Action {
     /// The verbs it answers, for discovery; a request with another is a 405.
     pub verbs: &'static [&'static str],
     /// What it does.
-    pub run: crate::actions::Run,
+    pub run: Run,
+}
+
+/// What an [`Action`] subresource does (the answers are in [`crate::actions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// `pods/binding`: assigns the pod to the Binding's target node, once.
+    Bind,
+    /// `pods/eviction`: deletes the pod, with the Eviction's delete options, when its
+    /// PodDisruptionBudget allows it.
+    Evict,
+    /// `pods/log`: empty for a pod on no node; a 400 for the others, as there is no kubelet to
+    /// read logs from (a stand-in: a real server would reach the node's kubelet).
+    Log,
+    /// `serviceaccounts/token`: a TokenRequest answered with a signed token.
+    Token,
+    /// Reads the whole object and writes only these parts of it (JSON pointers), as `status`
+    /// writes only the status: `ephemeralcontainers`, `approval`, `finalize`.
+    Owns(&'static [&'static str]),
+}
+
+/// How a create-only resource ([`Answer::Review`]) answers (the answers are in
+/// [`crate::actions`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Review {
+    /// `SubjectAccessReview`, `SelfSubjectAccessReview`, `LocalSubjectAccessReview`: allowed.
+    Access,
+    /// `SelfSubjectRulesReview`: every verb on everything.
+    Rules,
+    /// `SelfSubjectReview`: the administrator.
+    SelfSubject,
+    /// `TokenReview`: who a token belongs to, if anyone.
+    Token,
+    /// `bindings`: binds the Pod the Binding names.
+    Bind,
+}
+
+/// Which part of an object a request addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    /// The object itself.
+    Main,
+    /// `/status`.
+    Status,
+    /// `/scale`.
+    Scale,
+    /// One of the resource's [`Action`]s. The store serves those that write only their parts of
+    /// the object ([`Run::Owns`]: `ephemeralcontainers`, `approval`, `finalize`);
+    /// [`crate::actions`] the others.
+    Action(&'static Action),
+}
+
+impl Subresource {
+    /// Its name in a URL, as a request record names it; empty for the object itself.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Main => "",
+            Self::Status => "status",
+            Self::Scale => "scale",
+            Self::Action(a) => a.name,
+        }
+    }
+
+    /// The parts an [`Action`](Self::Action) writes.
+    pub(crate) fn parts(self) -> &'static [&'static str] {
+        match self {
+            Self::Action(Action { run: Run::Owns(parts), .. }) => parts,
+            _ => &[],
+        }
+    }
 }
 
 impl BuiltIn {
@@ -205,7 +274,7 @@ impl BuiltIn {
         internal_group: None,
         default: no_defaults,
         validate: no_validation,
-        name_rule: crate::object::check_subdomain,
+        name_rule: crate::metadata::check_subdomain,
         metadata_order: MetadataOrder::First,
         update_validates_twice: false,
         gc_policy: GcPolicy::DeleteDependents,
@@ -224,15 +293,12 @@ where
     K: DeserializeOwned + serde::Serialize + schemars::JsonSchema,
 {
     BuiltIn {
-        decode: decode_as::<K>,
+        decode: crate::kinds::decode_as::<K>,
         known: Some(known_as::<K>),
         schema: Some(schema_of::<K>),
         ..BuiltIn::PLAIN
     }
 }
-
-/// Every built-in resource the sandbox serves, groups in upstream's discovery order.
-pub static RESOURCES: LazyLock<Vec<ResourceDef>> = LazyLock::new(crate::catalog::all);
 
 impl ResourceDef {
     /// `v1` or `apps/v1`.
@@ -563,18 +629,6 @@ impl serde::Serialize for Presented<'_> {
     }
 }
 
-/// Checks that `obj` decodes as the k8s-openapi type `K`; the error names the field.
-///
-/// # Errors
-///
-/// The decode error, e.g. `spec.ports[0].port: invalid type: string "x", expected i32`.
-pub fn decode_as<K: DeserializeOwned>(obj: &Value) -> Result<(), String> {
-    serde_path_to_error::deserialize::<_, K>(obj).map(drop).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
-    })
-}
-
 /// `obj` decoded as `K` and encoded again: what the kind's schema keeps of it (unknown fields
 /// gone); `None` when it does not decode (the decode step reports why).
 pub fn known_as<K: DeserializeOwned + serde::Serialize>(obj: &Value) -> Option<Value> {
@@ -599,34 +653,4 @@ fn any_shape(_: &Value) -> Result<(), String> {
 }
 fn no_validation(_: &Value, _: Option<&Value>) -> Vec<FieldError> {
     Vec::new()
-}
-
-/// Finds a built-in resource by group, version and plural (custom resources are found through
-/// the [`Registry`](crate::registry::Registry)).
-#[must_use]
-pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
-    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
-}
-
-/// The CustomResourceDefinition resource.
-#[must_use]
-pub fn crds() -> &'static ResourceDef {
-    find("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("CRDs are a built-in kind")
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn a_body_that_does_not_decode_names_its_field() {
-        use k8s_openapi::api::rbac::v1::Role;
-        let ok = json!({ "metadata": { "name": "r" }, "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"] }] });
-        assert_eq!(decode_as::<Role>(&ok), Ok(()));
-        let bad = json!({ "metadata": { "name": "r" }, "rules": [{ "verbs": "get" }] });
-        let e = decode_as::<Role>(&bad).unwrap_err();
-        assert!(e.starts_with("rules[0].verbs: invalid type: string"), "{e}");
-    }
 }

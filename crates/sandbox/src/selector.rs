@@ -1,10 +1,12 @@
-//! Label and field selectors, parsed from the `labelSelector` / `fieldSelector` query parameters.
+//! Label and field selectors, parsed from the `labelSelector` / `fieldSelector` query parameters,
+//! and the `LabelSelector` objects of specs (`matchLabels` + `matchExpressions`): whether one
+//! selects a set of labels ([`selector_matches`]) and how it prints.
 //!
 //! Label selectors support every operator of the API: `k=v`, `k==v`, `k!=v`, `k in (a,b)`,
 //! `k notin (a,b)`, `k` (exists) and `!k` (does not exist), joined by commas (AND). Field
 //! selectors support `metadata.name` and `metadata.namespace` with `=`, `==` and `!=`.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::status::ApiError;
 
@@ -208,7 +210,7 @@ impl Parser {
         if !key_errors.is_empty() {
             return Err(format!(
                 "<nil>: Invalid value: {}: {}",
-                crate::gofmt::go_quote(&key),
+                crate::go_print::go_quote(&key),
                 key_errors.join("; ")
             ));
         }
@@ -234,7 +236,7 @@ impl Parser {
         let shown = || {
             format!(
                 "[]string{{{}}}",
-                values.iter().map(|v| crate::gofmt::go_quote(v)).collect::<Vec<_>>().join(", ")
+                values.iter().map(|v| crate::go_print::go_quote(v)).collect::<Vec<_>>().join(", ")
             )
         };
         match op {
@@ -249,7 +251,7 @@ impl Parser {
                     if v.parse::<i64>().is_err() {
                         errs.push(format!(
                             "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
-                            crate::gofmt::go_quote(v)
+                            crate::go_print::go_quote(v)
                         ));
                     }
                 }
@@ -261,7 +263,7 @@ impl Parser {
             if !why.is_empty() {
                 errs.push(format!(
                     "values[{i}][{key}]: Invalid value: {}: {}",
-                    crate::gofmt::go_quote(v),
+                    crate::go_print::go_quote(v),
                     why.join("; ")
                 ));
             }
@@ -496,6 +498,71 @@ impl LabelRefusal {
             Self::NotSupportedFor(kind) => format!("field label {label:?} not supported for {kind}"),
         }
     }
+}
+
+/// Whether a `LabelSelector` (matchLabels + matchExpressions) selects `labels`.
+#[must_use]
+pub fn selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
+    let get = |k: &str| labels.get(k).and_then(Value::as_str);
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
+    let labels_ok = match_labels.is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
+    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
+    let exprs_ok = exprs.is_none_or(|es| {
+        es.iter().all(|e| {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => get(key).is_some_and(|v| values.contains(&v)),
+                Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
+                Some("Exists") => get(key).is_some(),
+                Some("DoesNotExist") => get(key).is_none(),
+                _ => false,
+            }
+        })
+    });
+    labels_ok && exprs_ok
+}
+
+/// Whether a `LabelSelector` has no requirement (it selects everything).
+pub(crate) fn selector_is_empty(selector: &Value) -> bool {
+    let empty = |k: &str| {
+        selector.get(k).is_none_or(|v| {
+            v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty) || v.is_null()
+        })
+    };
+    empty("matchLabels") && empty("matchExpressions")
+}
+
+/// `metav1.FormatLabelSelector`: match labels then expressions, as the selector's `String()`;
+/// `<none>` for an empty selector.
+pub(crate) fn format_label_selector(sel: Option<&Value>) -> String {
+    let Some(sel) = sel.filter(|s| s.is_object()) else { return "<none>".into() };
+    let mut reqs: Vec<(String, String)> = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), format!("{k}={}", v.as_str().unwrap_or("")))).collect())
+        .unwrap_or_default();
+    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+        let key = e["key"].as_str().unwrap_or("").to_owned();
+        let mut values: Vec<&str> =
+            e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        values.sort_unstable();
+        let text = match e["operator"].as_str().unwrap_or("") {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.clone(),
+            "DoesNotExist" => format!("!{key}"),
+            other => format!("{key} {other}"),
+        };
+        reqs.push((key, text));
+    }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    let text = reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",");
+    if text.is_empty() { "<none>".into() } else { text }
 }
 
 #[cfg(test)]

@@ -104,8 +104,8 @@ impl ShardSelector {
     #[must_use]
     pub fn matches(&self, obj: &Value) -> bool {
         let value = match self.field {
-            ShardField::Uid => crate::object::meta_str(obj, "uid"),
-            ShardField::Namespace => crate::object::meta_str(obj, "namespace"),
+            ShardField::Uid => crate::object_meta::meta_str(obj, "uid"),
+            ShardField::Namespace => crate::object_meta::meta_str(obj, "namespace"),
         };
         let h = fnv1a64(value.as_bytes());
         self.ranges.iter().any(|(s, e)| h >= *s && u128::from(h) < *e)

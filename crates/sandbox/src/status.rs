@@ -3,6 +3,11 @@
 
 use serde_json::{Value, json};
 
+/// A field error (upstream's `field.Error`): `(path, message)`, e.g.
+/// `("spec.replicas", "must be greater than or equal to 0")`. A 422's causes are a list of them
+/// ([`ApiError::invalid`]).
+pub type FieldError = (String, String);
+
 /// An error the API answers with: an HTTP code, a `reason`, and a message naming what was wrong.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]

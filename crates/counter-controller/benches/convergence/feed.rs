@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use sandbox::Sandbox;
-use sandbox::resource::find;
+use sandbox::catalog::find;
 use sandbox::store::{Change, ChangeType};
 use serde_json::Value;
 use tokio::sync::broadcast::Receiver;

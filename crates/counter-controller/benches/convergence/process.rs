@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use sandbox::resource::find;
+use sandbox::catalog::find;
 use sandbox::{RequestRecord, Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 

@@ -29,7 +29,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sandbox::resource::find;
+use sandbox::catalog::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 

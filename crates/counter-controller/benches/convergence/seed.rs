@@ -22,7 +22,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use manager::{Options, Scope};
-use sandbox::resource::find;
+use sandbox::catalog::find;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

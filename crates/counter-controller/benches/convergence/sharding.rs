@@ -27,7 +27,7 @@ use election::ring::Ring;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use sandbox::Sandbox;
-use sandbox::resource::find;
+use sandbox::catalog::find;
 
 use crate::feed::Deployments;
 use crate::process::{BIN, annotate, cpu_seconds, name, sandbox_with, vm_hwm_mib};

@@ -12,7 +12,7 @@ use crate::common::*;
 use election::ring::{Keying, Ring};
 use election::selector::{SelectorCell, ShardSelectorLayer, shard_selector};
 use k8s_openapi::api::core::v1::ConfigMap;
-use sandbox::resource::find;
+use sandbox::catalog::find;
 use serde_json::json;
 
 const N: usize = 3000;

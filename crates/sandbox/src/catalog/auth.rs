@@ -6,8 +6,7 @@
 use k8s_openapi::api::{authentication::v1 as authn, authorization::v1 as authz, rbac::v1 as rbac};
 
 use super::resource;
-use crate::actions::Review;
-use crate::resource::{Answer, BuiltIn, ResourceDef, Strategy, typed};
+use crate::resource::{Answer, BuiltIn, ResourceDef, Review, Strategy, typed};
 
 /// A create-only review answered by `review`.
 const fn answered<K>(review: Review) -> Strategy
@@ -58,7 +57,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                name_rule: crate::object::check_path_segment,
+                name_rule: crate::metadata::check_path_segment,
                 default: default_binding,
                 validate: validate_cluster_binding,
                 ..typed::<rbac::ClusterRoleBinding>()
@@ -67,7 +66,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                name_rule: crate::object::check_path_segment,
+                name_rule: crate::metadata::check_path_segment,
                 default: default_role,
                 validate: validate_role,
                 ..typed::<rbac::ClusterRole>()
@@ -76,7 +75,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                name_rule: crate::object::check_path_segment,
+                name_rule: crate::metadata::check_path_segment,
                 default: default_binding,
                 validate: validate_binding,
                 ..typed::<rbac::RoleBinding>()
@@ -85,7 +84,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
         },
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
-                name_rule: crate::object::check_path_segment,
+                name_rule: crate::metadata::check_path_segment,
                 default: default_role,
                 validate: validate_role,
                 ..typed::<rbac::Role>()

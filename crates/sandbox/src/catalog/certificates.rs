@@ -4,9 +4,8 @@
 use k8s_openapi::api::certificates::v1 as certificates;
 
 use super::resource;
-use crate::actions::Run;
 use crate::kinds::csr;
-use crate::resource::{Action, BuiltIn, ResourceDef, Strategy, typed};
+use crate::resource::{Action, BuiltIn, ResourceDef, Run, Strategy, typed};
 
 /// A CSR's field label beyond the metadata (`spec.signerName`).
 const CSR_FIELDS: &[(&str, &str)] = &[("spec.signerName", "/spec/signerName")];

@@ -1,10 +1,12 @@
 //! The built-in resources, one file per API group (upstream's `pkg/registry/<group>`): what each
 //! is called, its scope, its subresources, its field labels and its strategy's hooks from
 //! [`crate::kinds`]. [`all`] lists them in the order a v1.32 server's discovery lists the groups;
-//! [`RESOURCES`](crate::resource::RESOURCES) holds that list for the life of the process.
+//! [`RESOURCES`] holds that list for the life of the process, and [`find`] looks one up.
 //!
 //! Every entry is served by the same store, watches, patches and garbage collector: nothing here
 //! is more than a description.
+
+use std::sync::LazyLock;
 
 use crate::resource::ResourceDef;
 
@@ -81,6 +83,22 @@ pub fn all() -> Vec<ResourceDef> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// Every built-in resource the sandbox serves, groups in upstream's discovery order.
+pub static RESOURCES: LazyLock<Vec<ResourceDef>> = LazyLock::new(all);
+
+/// Finds a built-in resource by group, version and plural (custom resources are found through
+/// the [`Registry`](crate::registry::Registry)).
+#[must_use]
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
+    RESOURCES.iter().find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The CustomResourceDefinition resource.
+#[must_use]
+pub fn crds() -> &'static ResourceDef {
+    find("apiextensions.k8s.io", "v1", "customresourcedefinitions").expect("CRDs are a built-in kind")
 }
 
 #[cfg(test)]

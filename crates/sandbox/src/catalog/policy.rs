@@ -10,7 +10,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         status_subresource: true,
         has_generation: true,
         strategy: Strategy::BuiltIn(BuiltIn {
-            name_rule: crate::object::check_path_segment,
+            name_rule: crate::metadata::check_path_segment,
             metadata_order: crate::resource::MetadataOrder::AfterKind,
             default: crate::kinds::workload::default_disruption_budget,
             validate: crate::kinds::workload::validate_disruption_budget,

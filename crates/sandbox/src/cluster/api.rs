@@ -8,10 +8,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::clock::Clock;
-use crate::object::{meta_str, new_uid};
-use crate::resource::{self, ResourceDef};
+use crate::object_meta::{meta_str, new_uid};
+use crate::catalog;
+use crate::resource::{ResourceDef, Subresource};
 use crate::status::ApiError;
-use crate::store::{DeleteOptions, Propagation, Store, Subresource};
+use crate::store::{DeleteOptions, Propagation, Store};
 
 /// The resources the simulation reads and writes.
 #[derive(Clone, Copy)]
@@ -39,7 +40,7 @@ pub(crate) struct Defs {
 
 impl Defs {
     pub(crate) fn get() -> Self {
-        let find = |g: &str, v: &str, p: &str| resource::find(g, v, p).expect("a built-in resource");
+        let find = |g: &str, v: &str, p: &str| catalog::find(g, v, p).expect("a built-in resource");
         Self {
             pods: find("", "v1", "pods"),
             nodes: find("", "v1", "nodes"),
@@ -184,7 +185,7 @@ pub(crate) fn sync_each(
 ) {
     for (ns, name) in queue {
         let Some(obj) = api.get(def, ns, name) else { continue };
-        if crate::object::is_deleting(&obj) {
+        if crate::object_meta::is_deleting(&obj) {
             continue;
         }
         if let Err(e) = sync_one(&obj) {
@@ -248,7 +249,7 @@ pub(crate) fn set_condition(
 
 /// Whether the pod is active: not finished and not being deleted (`controller.IsPodActive`).
 pub(crate) fn pod_active(pod: &Value) -> bool {
-    !crate::object::is_deleting(pod) && !matches!(phase(pod), "Succeeded" | "Failed")
+    !crate::object_meta::is_deleting(pod) && !matches!(phase(pod), "Succeeded" | "Failed")
 }
 
 /// `status.phase`, or `""`.

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::api::Api;
 use super::{Controller, Queue, log_failure};
-use crate::object::is_deleting;
+use crate::object_meta::is_deleting;
 
 /// The ConfigMap the root CA publisher keeps in every namespace.
 pub(crate) const ROOT_CA: &str = "kube-root-ca.crt";
@@ -46,7 +46,7 @@ pub(crate) fn root_ca(api: &Api<'_>, queue: &Queue, ca: &str) {
             Some(cm) => {
                 let mut copy = (*cm).clone();
                 copy["data"] = data;
-                let meta = crate::object::meta_mut(&mut copy);
+                let meta = crate::object_meta::meta_mut(&mut copy);
                 let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
                 annotations[ROOT_CA_ANNOTATION] = json!(ROOT_CA_DESCRIPTION);
                 api.update(api.defs.config_maps, copy, "kube-controller-manager").map(drop)

@@ -106,7 +106,7 @@ impl Clock {
 
 /// `t` in whole seconds, as `metav1.Time` holds it.
 pub(crate) fn seconds(t: Timestamp) -> String {
-    crate::object::rfc3339(t)
+    crate::object_meta::rfc3339(t)
 }
 
 #[cfg(test)]

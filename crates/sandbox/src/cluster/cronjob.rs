@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::api::{Api, controller_ref};
 use super::{Controller, Queue, Timers};
 use crate::kinds::cron::Schedule;
-use crate::object::{is_deleting, meta_str};
+use crate::object_meta::{is_deleting, meta_str};
 use crate::store::{DeleteOptions, Propagation};
 
 const SOURCE: &str = "cronjob-controller";

@@ -12,7 +12,7 @@ use super::api::{Api, pod_active, pod_available, pod_ready};
 use super::replicaset::pod_from_template;
 use super::scheduler::node_admits;
 use super::{Controller, Queue, Timers, history, log_failure};
-use crate::object::{is_deleting, meta_str};
+use crate::object_meta::{is_deleting, meta_str};
 
 const SOURCE: &str = "daemonset-controller";
 
@@ -87,7 +87,7 @@ fn sync_one(
     let mut template = ds.pointer("/spec/template").cloned().unwrap_or_default();
     template["spec"]["tolerations"] = json!(daemon_tolerations(&template));
     let generation = ds.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-    let labels = crate::object::meta_mut(&mut template).entry("labels").or_insert_with(|| json!({}));
+    let labels = crate::object_meta::meta_mut(&mut template).entry("labels").or_insert_with(|| json!({}));
     labels["controller-revision-hash"] = json!(hash);
     labels["pod-template-generation"] = json!(generation.to_string());
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, set_condition};
 use super::{Controller, Queue, Timers};
-use crate::object::{is_deleting, meta_str};
+use crate::object_meta::{is_deleting, meta_str};
 
 const REVISION: &str = "deployment.kubernetes.io/revision";
 const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
@@ -173,7 +173,7 @@ fn new_replica_set(d: &Value, template: &Value, replicas: i64, revision: i64, su
     let collisions = int(d, "/status/collisionCount");
     let hash = template_hash(template, collisions);
     let mut template = template.clone();
-    let labels = crate::object::meta_mut(&mut template).entry("labels").or_insert_with(|| json!({}));
+    let labels = crate::object_meta::meta_mut(&mut template).entry("labels").or_insert_with(|| json!({}));
     labels[HASH_LABEL] = json!(hash);
     let labels = labels.clone();
     let mut selector = d.pointer("/spec/selector").cloned().unwrap_or_else(|| json!({}));
@@ -191,7 +191,7 @@ fn new_replica_set(d: &Value, template: &Value, replicas: i64, revision: i64, su
                 DESIRED: desired.to_string(),
                 MAX_REPLICAS: (desired + surge).to_string(),
             },
-            "ownerReferences": [controller_ref(crate::resource::find("apps", "v1", "deployments").expect("deployments"), d)],
+            "ownerReferences": [controller_ref(crate::catalog::find("apps", "v1", "deployments").expect("deployments"), d)],
         },
         "spec": {
             "replicas": replicas,
@@ -208,7 +208,7 @@ fn scale(api: &Api<'_>, d: &Value, rs: &Value, to: i64, surge: i64) -> Result<()
     let desired = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
     let mut copy = rs.clone();
     copy["spec"]["replicas"] = json!(to);
-    let annotations = crate::object::meta_mut(&mut copy).entry("annotations").or_insert_with(|| json!({}));
+    let annotations = crate::object_meta::meta_mut(&mut copy).entry("annotations").or_insert_with(|| json!({}));
     annotations[DESIRED] = json!(desired.to_string());
     annotations[MAX_REPLICAS] = json!((desired + surge).to_string());
     if copy == *rs {
@@ -456,7 +456,7 @@ fn write_status(
     // status write: the generation stays).
     let mut obj = d.clone();
     if let Some(new) = new {
-        let meta = crate::object::meta_mut(&mut obj);
+        let meta = crate::object_meta::meta_mut(&mut obj);
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         annotations[REVISION] = json!(revision(new).to_string());
     }

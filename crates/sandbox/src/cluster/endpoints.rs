@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_ready};
 use super::{Controller, Queue, log_failure};
-use crate::object::{is_deleting, meta_str};
+use crate::object_meta::{is_deleting, meta_str};
 
 const SERVICE_NAME: &str = "kubernetes.io/service-name";
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
@@ -152,7 +152,7 @@ pub(crate) fn endpoints(api: &Api<'_>, queue: &Queue) {
                     }
                     let mut copy = (*current).clone();
                     copy["subsets"] = json!(subsets);
-                    crate::object::meta_mut(&mut copy).insert("labels".into(), labels);
+                    crate::object_meta::meta_mut(&mut copy).insert("labels".into(), labels);
                     api.update(api.defs.endpoints, copy, "kube-controller-manager").map(drop)
                 }
                 None => {
@@ -219,7 +219,7 @@ pub(crate) fn slices(api: &Api<'_>, queue: &Queue) {
                         for f in ["endpoints", "ports"] {
                             copy[f] = body[f].clone();
                         }
-                        crate::object::meta_mut(&mut copy)
+                        crate::object_meta::meta_mut(&mut copy)
                             .insert("labels".into(), Value::Object(labels.clone()));
                         api.update(api.defs.slices, copy, "kube-controller-manager").map(drop)
                     }

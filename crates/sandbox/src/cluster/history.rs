@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::api::{Api, controller_ref};
 use super::deployment::template_hash;
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
@@ -15,7 +15,7 @@ use crate::status::ApiError;
 const HASH: &str = "controller.kubernetes.io/hash";
 
 fn revisions_def() -> &'static ResourceDef {
-    crate::resource::find("apps", "v1", "controllerrevisions").expect("controllerrevisions")
+    crate::catalog::find("apps", "v1", "controllerrevisions").expect("controllerrevisions")
 }
 
 /// The revision of `owner`'s current template — found by its content, else made one above the

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::api::{Api, phase, pod_active, pod_ready, set_condition};
 use super::replicaset::{pod_from_template, to_delete};
 use super::{Controller, Queue, Timers, log_failure};
-use crate::object::{finalizers, is_deleting, meta_str};
+use crate::object_meta::{finalizers, is_deleting, meta_str};
 use crate::store::{DeleteOptions, Propagation};
 
 /// The finalizer that keeps a Job's pod until the Job has counted it.
@@ -76,7 +76,7 @@ fn format_indexes(set: &BTreeSet<i64>) -> String {
 fn release(api: &Api<'_>, pod: &Value) {
     let kept: Vec<String> = finalizers(pod).into_iter().filter(|f| f != TRACKING).collect();
     let mut copy = pod.clone();
-    crate::object::meta_mut(&mut copy).insert("finalizers".into(), json!(kept));
+    crate::object_meta::meta_mut(&mut copy).insert("finalizers".into(), json!(kept));
     if let Err(e) = api.update(api.defs.pods, copy, "kube-controller-manager") {
         log_failure(Controller::Job, meta_str(pod, "name"), &e);
     }
@@ -311,7 +311,7 @@ fn create(
         };
         let prefix = index.map_or_else(|| name.to_owned(), |i| format!("{name}-{i}"));
         let mut pod = pod_from_template(api.defs.jobs, job, &template, &prefix);
-        let meta = crate::object::meta_mut(&mut pod);
+        let meta = crate::object_meta::meta_mut(&mut pod);
         let mut held = meta.get("finalizers").and_then(Value::as_array).cloned().unwrap_or_default();
         held.push(json!(TRACKING));
         meta.insert("finalizers".into(), json!(held));

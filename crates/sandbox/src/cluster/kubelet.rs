@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::api::{Api, phase};
 use super::nodes::{self, is_ready};
 use super::{Controller, Queue, Simulation, Timers, log_failure};
-use crate::object::{is_deleting, meta_str};
+use crate::object_meta::{is_deleting, meta_str};
 
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
 const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);

@@ -66,7 +66,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 pub use clock::Clock;
 
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 use crate::status::ApiError;
 use crate::store::{ChangeType, Followed, Store};
 use api::{Api, Defs};
@@ -712,7 +712,7 @@ fn controller(obj: &Value) -> Option<(&str, &str)> {
 
 /// Creates the nodes, then runs the simulation until the sandbox is dropped: each round takes
 /// what the watch brought (in one batch), what fell due on the clock and what a test ordered.
-pub(crate) async fn run(shared: Weak<crate::Shared>, cluster: Cluster) {
+pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
     let (mut feed, mut world) = {
         let Some(strong) = shared.upgrade() else { return };
         let store = &strong.store;

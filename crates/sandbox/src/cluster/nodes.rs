@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::api::Api;
 use super::{Controller, Queue, Simulation, Timers, log_failure};
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 use crate::status::ApiError;
 use crate::store::ChangeType;
 
@@ -62,7 +62,7 @@ fn node(i: usize, sim: &Simulation, now: &str) -> Value {
             ],
             "daemonEndpoints": { "kubeletEndpoint": { "Port": 10250 } },
             "nodeInfo": {
-                "machineID": format!("{i:032x}"), "systemUUID": format!("{i:032x}"), "bootID": crate::object::new_uid(),
+                "machineID": format!("{i:032x}"), "systemUUID": format!("{i:032x}"), "bootID": crate::object_meta::new_uid(),
                 "kernelVersion": "6.1.0-sandbox", "osImage": "counter-controller sandbox",
                 "containerRuntimeVersion": "sandbox://1.0", "kubeletVersion": "v1.32.0",
                 "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64",

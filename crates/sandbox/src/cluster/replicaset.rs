@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_active, pod_available, pod_ready, set_condition};
 use super::{Controller, Queue, Timers, log_failure};
-use crate::kinds::deployment::selector_matches;
-use crate::object::{is_deleting, meta_str};
+use crate::selector::selector_matches;
+use crate::object_meta::{is_deleting, meta_str};
 use crate::resource::ResourceDef;
 
 /// Most pods created for one owner in one round (upstream's `BurstReplicas`).

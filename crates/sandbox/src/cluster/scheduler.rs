@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::api::{Api, pod_active};
 use super::{Controller, Queue, log_failure};
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 use crate::quantity::Quantity;
 use crate::quota::{ResourceList, pod_requests};
 use crate::store::ChangeType;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_available, pod_ready};
 use super::{Controller, Queue, Timers, history};
-use crate::object::{is_deleting, meta_str};
+use crate::object_meta::{is_deleting, meta_str};
 
 const SOURCE: &str = "statefulset-controller";
 const REVISION_LABEL: &str = "controller-revision-hash";
@@ -258,7 +258,7 @@ fn create(api: &Api<'_>, set: &Value, i: i64, revision: &str) -> Result<(), crat
 
 /// The pod template a ControllerRevision recorded.
 fn revision_template(api: &Api<'_>, set: &Value, revision: &str) -> Option<Value> {
-    let def = crate::resource::find("apps", "v1", "controllerrevisions")?;
+    let def = crate::catalog::find("apps", "v1", "controllerrevisions")?;
     let r = api.get(def, meta_str(set, "namespace"), revision)?;
     let mut t = r.pointer("/data/spec/template")?.clone();
     t.as_object_mut()?.remove("$patch");

@@ -16,16 +16,15 @@ use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::Shared;
-use crate::actions::Run;
+use crate::SandboxState;
 use crate::field_validation::{self, Directive};
 use crate::patch::PatchType;
 use crate::record::RequestRecord;
-use crate::resource::{Answer, ResourceDef};
+use crate::resource::{Answer, ResourceDef, Run, Subresource};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 use crate::store::Store;
-use crate::store::{Change, ChangeType, DeleteOptions, ListQuery, Subresource};
+use crate::store::{Change, ChangeType, DeleteOptions, ListQuery};
 
 /// The body of every sandbox response.
 pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -282,7 +281,7 @@ fn parse_query(q: Option<&str>, def: &ResourceDef) -> Result<Query, ApiError> {
                 let secs: u64 = v.parse().map_err(|_| {
                     ApiError::bad_request(format!(
                         "strconv.ParseInt: parsing {}: invalid syntax",
-                        crate::gofmt::go_quote(&v)
+                        crate::go_print::go_quote(&v)
                     ))
                 })?;
                 out.timeout = Some(Duration::from_secs(secs));
@@ -477,7 +476,7 @@ fn parse_json(bytes: &[u8], what: &str) -> Result<Value, ApiError> {
 }
 
 /// Handles one API request.
-pub async fn handle<B>(shared: Arc<Shared>, req: Request<B>) -> Response<ResponseBody>
+pub async fn handle<B>(shared: Arc<SandboxState>, req: Request<B>) -> Response<ResponseBody>
 where
     B: Body + Send,
     B::Data: Send,
@@ -492,7 +491,7 @@ where
 }
 
 /// Serves one request that has reached the server.
-async fn serve<B>(shared: Arc<Shared>, parts: http::request::Parts, body: B) -> Response<ResponseBody>
+async fn serve<B>(shared: Arc<SandboxState>, parts: http::request::Parts, body: B) -> Response<ResponseBody>
 where
     B: Body + Send,
     B::Data: Send,
@@ -558,7 +557,7 @@ where
 /// comes, in a task of its own, so that a request whose client has gone meanwhile can still be
 /// applied when the hold says so — as a server reads bytes that arrive after their sender reset.
 async fn held<B>(
-    shared: Arc<Shared>,
+    shared: Arc<SandboxState>,
     parts: http::request::Parts,
     body: B,
     ticket: crate::faults::Ticket,
@@ -586,7 +585,7 @@ where
 }
 
 async fn route<B>(
-    shared: &Arc<Shared>,
+    shared: &Arc<SandboxState>,
     parts: &http::request::Parts,
     body: B,
     path: &str,
@@ -723,7 +722,7 @@ where
                 // The component status storage's own error, unclassified: a 500.
                 "get" => objects
                     .into_iter()
-                    .find(|o| crate::object::meta_str(o, "name") == name)
+                    .find(|o| crate::object_meta::meta_str(o, "name") == name)
                     .map(|o| json_response(200, &o))
                     .ok_or_else(|| ApiError::unclassified(format!("Component not found: {name}"))),
                 _ => Ok(json_response(
@@ -757,16 +756,16 @@ where
             let mut body = parse_object(&bytes, content_type, "create", def.kind)?;
             let mut warnings =
                 field_validation::check(def, &mut body, json_bytes(&bytes, content_type), directive)?;
-            let generate = crate::object::meta_str(&body, "generateName").to_owned();
+            let generate = crate::object_meta::meta_str(&body, "generateName").to_owned();
             let mut created = store.create(def, ns, body, Some(&manager()))?;
             if store.may_warn(def, ns, false) {
                 warnings.extend(store.admission_warnings(def, ns, &created, None));
             }
             // The record names what was created (the URL of a create names only the collection).
-            record.name = crate::object::meta_str(&created, "name").to_owned();
+            record.name = crate::object_meta::meta_str(&created, "name").to_owned();
             if q.dry_run {
                 // Nothing was stored: no uid, no version, and a generated name stays ungenerated.
-                let meta = crate::object::meta_mut(&mut created);
+                let meta = crate::object_meta::meta_mut(&mut created);
                 meta.remove("uid");
                 meta.remove("resourceVersion");
                 if !generate.is_empty() {
@@ -938,7 +937,7 @@ fn validate_write_options(
                 "fieldManager".into(),
                 format!(
                     "Invalid value: {}: invalid character U+{:04X} (at position {i})",
-                    crate::gofmt::go_quote(manager),
+                    crate::go_print::go_quote(manager),
                     u32::from(c)
                 ),
             ));
@@ -1026,7 +1025,7 @@ fn delete_response(
     if def.returns_deleted_object() {
         return json_response(200, &deleted);
     }
-    let uid = crate::object::meta_str(&deleted, "uid").to_owned();
+    let uid = crate::object_meta::meta_str(&deleted, "uid").to_owned();
     let mut details = json!({ "name": name, "kind": def.plural, "uid": uid });
     if !def.group.is_empty() {
         details["group"] = json!(def.group);
@@ -1048,10 +1047,10 @@ fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) -> Response
 }
 
 /// A dry-run write answers with the version actually stored (nothing new was stored).
-fn keep_stored_version(shared: &Shared, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {
+fn keep_stored_version(shared: &SandboxState, def: &ResourceDef, ns: &str, name: &str, obj: &mut Value) {
     let stored = shared.store.get(def, ns, name, Subresource::Main).ok();
-    let rv = stored.as_ref().map(|o| crate::object::meta_str(o, "resourceVersion").to_owned());
-    let meta = crate::object::meta_mut(obj);
+    let rv = stored.as_ref().map(|o| crate::object_meta::meta_str(o, "resourceVersion").to_owned());
+    let meta = crate::object_meta::meta_mut(obj);
     match rv {
         Some(rv) => meta.insert("resourceVersion".into(), Value::String(rv)),
         None => meta.remove("resourceVersion"),
@@ -1086,7 +1085,7 @@ fn event_for(
     if c.storage != def.storage {
         return None;
     }
-    let obj_ns = crate::object::meta_str(&c.object, "namespace");
+    let obj_ns = crate::object_meta::meta_str(&c.object, "namespace");
     if ns.is_some_and(|ns| ns != obj_ns) {
         return None;
     }
@@ -1102,7 +1101,7 @@ fn event_for(
         (true, false) if deleted => Some(("DELETED", stored())),
         (true, false) => {
             let mut old = def.present(c.old.as_deref()?);
-            crate::object::meta_mut(&mut old).insert("resourceVersion".into(), json!(c.rv.to_string()));
+            crate::object_meta::meta_mut(&mut old).insert("resourceVersion".into(), json!(c.rv.to_string()));
             Some(("DELETED", EventObject::Made(old)))
         }
         (false, false) => None,
@@ -1166,7 +1165,7 @@ fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
 }
 
 fn watch(
-    shared: &Arc<Shared>,
+    shared: &Arc<SandboxState>,
     def: Arc<ResourceDef>,
     ns: Option<String>,
     q: Query,
@@ -1204,7 +1203,7 @@ fn watch(
                 )
             } else if q.as_table {
                 let obj = obj.into_presented(&def);
-                let rv = crate::object::meta_str(&obj, "resourceVersion").to_owned();
+                let rv = crate::object_meta::meta_str(&obj, "resourceVersion").to_owned();
                 let mut t = crate::endpoints::table::table(&def, &[obj], &rv, headers);
                 if let Render::Table(version) = q.render {
                     t["apiVersion"] = json!(version);
@@ -1273,8 +1272,8 @@ fn watch(
 /// Whether `c` removes the CRD that defines `def`.
 fn ends_resource(def: &ResourceDef, c: &Change) -> bool {
     def.custom().is_some()
-        && c.storage == crate::resource::crds().storage
-        && crate::object::meta_str(&c.object, "name") == def.storage
+        && c.storage == crate::catalog::crds().storage
+        && crate::object_meta::meta_str(&c.object, "name") == def.storage
 }
 
 fn stream_response(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody> {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::api::{self, ResponseBody};
 use super::{discovery, openapi};
-use crate::Shared;
+use crate::SandboxState;
 use crate::status::ApiError;
 
 /// The media type of aggregated discovery.
@@ -73,7 +73,7 @@ fn negotiate_openapi_v2(accept: &str) -> Option<OpenApiV2> {
 }
 
 /// The answer to a GET of a non-resource path; `None` for a resource path.
-pub(crate) fn respond(shared: &Shared, parts: &http::request::Parts) -> Option<Response<ResponseBody>> {
+pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Option<Response<ResponseBody>> {
     let path = parts.uri.path().trim_end_matches('/');
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let aggregated = accept.contains("as=APIGroupDiscoveryList");

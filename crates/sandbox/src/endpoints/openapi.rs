@@ -29,7 +29,8 @@ use crate::endpoints::discovery::{GIT_VERSION, groups};
 use crate::endpoints::openapi_proto;
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
-use crate::resource::{RESOURCES, ResourceDef, Strategy};
+use crate::catalog::RESOURCES;
+use crate::resource::{ResourceDef, Strategy};
 
 /// The schemas of `kinds` and of everything they refer to, by definition name, with references
 /// under `definitions_path` (`/definitions` for v2, `/components/schemas` for v3).

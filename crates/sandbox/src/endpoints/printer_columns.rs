@@ -29,7 +29,7 @@ use schemars::generate::SchemaGenerator;
 use serde_json::{Value, json};
 
 use crate::jsonpath::JsonPath;
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 
 /// One of a CRD version's `additionalPrinterColumns`, ready to print.
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ fn cell(column: &PrinterColumn, obj: &Value, now: Timestamp) -> Value {
     let Some(&value) = column.path.find(obj).first() else { return Value::Null };
     match (column.type_.as_str(), value) {
         ("string", Value::Null) => json!("<no value>"),
-        ("string", v) => Value::String(crate::gofmt::go_print(v)),
+        ("string", v) => Value::String(crate::go_print::go_print(v)),
         ("integer", Value::Number(n)) => {
             json!(n.as_i64().unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64))
         }

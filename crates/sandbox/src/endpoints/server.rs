@@ -195,7 +195,7 @@ impl Authority {
 }
 
 /// The sandbox's CA, made on first use.
-pub(crate) fn authority(shared: &crate::Shared) -> Result<&Authority, String> {
+pub(crate) fn authority(shared: &crate::SandboxState) -> Result<&Authority, String> {
     shared
         .authority
         .get_or_init(|| Authority::new().map_err(|e| e.to_string()))

@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::object::meta_str;
+use crate::object_meta::meta_str;
 use crate::resource::ResourceDef;
+use crate::selector::format_label_selector;
 
 mod workloads;
 
@@ -77,34 +78,6 @@ fn format_labels(m: Option<&Value>) -> String {
     let mut pairs: Vec<String> = m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
     pairs.sort();
     pairs.join(",")
-}
-
-/// `metav1.FormatLabelSelector`: match labels then expressions, as the selector's `String()`;
-/// `<none>` for an empty selector.
-pub(crate) fn format_label_selector(sel: Option<&Value>) -> String {
-    let Some(sel) = sel.filter(|s| s.is_object()) else { return "<none>".into() };
-    let mut reqs: Vec<(String, String)> = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), format!("{k}={}", v.as_str().unwrap_or("")))).collect())
-        .unwrap_or_default();
-    for e in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
-        let key = e["key"].as_str().unwrap_or("").to_owned();
-        let mut values: Vec<&str> =
-            e["values"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        values.sort_unstable();
-        let text = match e["operator"].as_str().unwrap_or("") {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.clone(),
-            "DoesNotExist" => format!("!{key}"),
-            other => format!("{key} {other}"),
-        };
-        reqs.push((key, text));
-    }
-    reqs.sort_by(|a, b| a.0.cmp(&b.0));
-    let text = reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",");
-    if text.is_empty() { "<none>".into() } else { text }
 }
 
 /// A pod template's containers' names or images, joined by `,` (`layoutContainerCells`).
@@ -398,7 +371,7 @@ mod tests {
 
     #[test]
     fn deployment_ready_column() {
-        let def = crate::resource::find("apps", "v1", "deployments").unwrap();
+        let def = crate::catalog::find("apps", "v1", "deployments").unwrap();
         let d = json!({ "metadata": { "name": "web", "creationTimestamp": "2020-01-01T00:00:00Z" }, "spec": { "replicas": 3 }, "status": { "readyReplicas": 2 } });
         let t = table(def, &[d], "7", true);
         assert_eq!(t["rows"][0]["cells"][0], "web");

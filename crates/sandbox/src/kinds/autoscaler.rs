@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::object::{object_at, set_default};
-use crate::resource::FieldError;
+use crate::object_meta::{object_at, set_default};
+use crate::status::FieldError;
 
 const METRICS: &str = "autoscaling.alpha.kubernetes.io/metrics";
 const CURRENT_METRICS: &str = "autoscaling.alpha.kubernetes.io/current-metrics";

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{MAX_SIZE, bad_keys, decoded_size, immutable_errors, too_long};
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 /// Keys valid in `data` and `binaryData` and never in both, the values' total at most 1 MiB;
 /// once `immutable: true`, the data stays and so does the flag.

@@ -1,16 +1,16 @@
 //! certificates.k8s.io/v1 CertificateSigningRequests: what the strategy fills in (the requester,
-//! here the sandbox's administrator, as [`crate::actions`] authenticates every client) and the
+//! here the sandbox's administrator, as [`crate::user`] says every client is) and the
 //! fields a request must carry.
 
 use serde_json::{Value, json};
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 /// The requester's identity (`PrepareForCreate` sets it from the request's user).
 pub fn default(csr: &mut Value) {
     let Some(spec) = csr.get_mut("spec").and_then(Value::as_object_mut) else { return };
     if spec.get("username").is_none_or(Value::is_null) {
-        let user = crate::actions::admin_user();
+        let user = crate::user::admin_user();
         spec.insert("username".into(), user["username"].clone());
         spec.insert("groups".into(), user["groups"].clone());
     }

@@ -11,13 +11,13 @@
 //! * With a status subresource, the main endpoint keeps the stored status and `/status` changes
 //!   only status; `metadata.generation` counts changes to anything but metadata and status.
 //!
-//! [`resources`] turns an established CRD into the [`ResourceDef`]s the registry serves.
+//! [`crd_resources`](crate::registry::crd_resources) turns an established CRD into the
+//! resources the registry serves, each with this strategy.
 
 use serde_json::Value;
 
-use crate::registry::{intern, intern_list};
-use crate::resource::{FieldError, ResourceDef, ScalePaths, Strategy};
 use crate::schema::Structural;
+use crate::status::FieldError;
 
 /// The strategy of one served version of a CRD.
 #[derive(Debug)]
@@ -55,7 +55,7 @@ impl CustomStrategy {
         match obj.get("metadata") {
             None => Ok(()),
             Some(meta) => {
-                crate::resource::decode_as::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(meta)
+                crate::kinds::decode_as::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>(meta)
                     .map_err(|e| format!("metadata.{e}"))
             }
         }
@@ -120,119 +120,13 @@ pub fn pointer_of(path: &str) -> String {
     })
 }
 
-fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
-
-fn strings_at(v: &Value, ptr: &str) -> &'static [&'static str] {
-    let items: Vec<&'static str> = v
-        .pointer(ptr)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(intern).collect())
-        .unwrap_or_default();
-    intern_list(items)
-}
-
-/// The resources an established CRD serves: one per served version, under its accepted names.
-/// None while its names are not accepted.
-#[must_use]
-pub fn resources(crd: &Value) -> Vec<ResourceDef> {
-    let names = "/status/acceptedNames";
-    let plural = str_at(crd, &format!("{names}/plural"));
-    let kind = str_at(crd, &format!("{names}/kind"));
-    if plural.is_empty() || kind.is_empty() {
-        return Vec::new();
-    }
-    let group = intern(str_at(crd, "/spec/group"));
-    let storage = intern(crate::object::meta_str(crd, "name"));
-    let list_kind = match str_at(crd, &format!("{names}/listKind")) {
-        "" => format!("{kind}List"),
-        l => l.to_owned(),
-    };
-    let singular = match str_at(crd, &format!("{names}/singular")) {
-        "" => kind.to_lowercase(),
-        s => s.to_owned(),
-    };
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
-    versions
-        .into_iter()
-        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
-        .map(|v| {
-            let schema = Structural::parse(v.pointer("/schema/openAPIV3Schema").unwrap_or(&Value::Null));
-            let scale = v.pointer("/subresources/scale").map(|s| ScalePaths {
-                spec_replicas: intern(str_at(s, "/specReplicasPath")),
-                status_replicas: intern(str_at(s, "/statusReplicasPath")),
-                label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(intern),
-            });
-            let field_labels: Vec<(&'static str, &'static str)> = v
-                .get("selectableFields")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
-                .map(|p| (intern(p.trim_start_matches('.')), intern(&pointer_of(p))))
-                .collect();
-            ResourceDef {
-                group,
-                version: intern(str_at(&v, "/name")),
-                plural: intern(plural),
-                singular: intern(&singular),
-                kind: intern(kind),
-                list_kind: intern(&list_kind),
-                short_names: strings_at(crd, &format!("{names}/shortNames")),
-                categories: strings_at(crd, &format!("{names}/categories")),
-                field_labels: intern_list(field_labels),
-                namespaced: str_at(crd, "/spec/scope") != "Cluster",
-                status_subresource: v.pointer("/subresources/status").is_some(),
-                scale,
-                has_generation: true,
-                storage,
-                strategy: Strategy::Custom(std::sync::Arc::new(CustomStrategy {
-                    schema,
-                    version: v,
-                    crd: storage,
-                })),
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
     fn paths_become_pointers() {
         assert_eq!(pointer_of(".spec.replicas"), "/spec/replicas");
         assert_eq!(pointer_of(".status.a/b"), "/status/a~1b");
-    }
-
-    #[test]
-    fn an_established_crd_serves_its_served_versions_under_its_accepted_names() {
-        let crd = json!({
-            "metadata": { "name": "widgets.example.com" },
-            "spec": { "group": "example.com", "scope": "Namespaced", "versions": [
-                { "name": "v1", "served": true, "storage": true, "schema": { "openAPIV3Schema": { "type": "object" } },
-                  "subresources": { "status": {}, "scale": { "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size" } } },
-                { "name": "v1beta1", "served": false, "storage": false, "schema": { "openAPIV3Schema": { "type": "object" } } },
-            ] },
-            "status": { "acceptedNames": { "plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"] } },
-        });
-        let defs = resources(&crd);
-        assert_eq!(defs.len(), 1);
-        let d = &defs[0];
-        assert_eq!(
-            (d.group, d.version, d.plural, d.kind, d.list_kind, d.singular),
-            ("example.com", "v1", "widgets", "Widget", "WidgetList", "widget")
-        );
-        assert_eq!(d.short_names, ["wd"]);
-        assert!(d.namespaced && d.status_subresource && d.has_generation);
-        assert_eq!(d.scale.unwrap().spec_replicas, ".spec.size");
-        assert_eq!(d.storage, "widgets.example.com");
-        let mut unaccepted = crd.clone();
-        unaccepted["status"] = json!({});
-        assert!(resources(&unaccepted).is_empty());
     }
 }

@@ -5,11 +5,11 @@
 //! towards `spec.replicas` and records `observedGeneration`, which is what `kubectl get deploy -w`
 //! shows as READY climbing from 0/3 to 3/3.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::kinds::{pod, workload};
-use crate::object::{object_at, set_default};
-use crate::resource::FieldError;
+use crate::object_meta::{object_at, set_default};
+use crate::status::FieldError;
 
 /// The defaults `kube-apiserver` fills in for an apps/v1 Deployment.
 pub fn default(d: &mut Value) {
@@ -44,42 +44,6 @@ pub fn default(d: &mut Value) {
     object_at(d, "status");
 }
 
-/// Whether a `LabelSelector` (matchLabels + matchExpressions) selects `labels`.
-#[must_use]
-pub fn selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
-    let get = |k: &str| labels.get(k).and_then(Value::as_str);
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object);
-    let labels_ok = match_labels.is_none_or(|m| m.iter().all(|(k, v)| get(k) == v.as_str()));
-    let exprs = selector.get("matchExpressions").and_then(Value::as_array);
-    let exprs_ok = exprs.is_none_or(|es| {
-        es.iter().all(|e| {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match e.get("operator").and_then(Value::as_str) {
-                Some("In") => get(key).is_some_and(|v| values.contains(&v)),
-                Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
-                Some("Exists") => get(key).is_some(),
-                Some("DoesNotExist") => get(key).is_none(),
-                _ => false,
-            }
-        })
-    });
-    labels_ok && exprs_ok
-}
-
-pub(crate) fn selector_is_empty(selector: &Value) -> bool {
-    let empty = |k: &str| {
-        selector.get(k).is_none_or(|v| {
-            v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty) || v.is_null()
-        })
-    };
-    empty("matchLabels") && empty("matchExpressions")
-}
-
 /// The validation `kube-apiserver` applies to an apps/v1 Deployment.
 pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = d.get("spec").cloned().unwrap_or(Value::Null);
@@ -101,7 +65,7 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
 /// finalizers, owner references) is the request's.
 pub fn prepare_status_update(d: &mut Value, old: &Value) {
     let labels = old.pointer("/metadata/labels").cloned();
-    let meta = crate::object::meta_mut(d);
+    let meta = crate::object_meta::meta_mut(d);
     match labels {
         Some(l) => meta.insert("labels".into(), l),
         None => meta.remove("labels"),
@@ -113,7 +77,7 @@ pub fn prepare_status_update(d: &mut Value, old: &Value) {
 fn int_or_string_go(v: &Value) -> String {
     match v {
         Value::String(s) => {
-            format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", crate::gofmt::go_quote(s))
+            format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", crate::go_print::go_quote(s))
         }
         other => format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", other.as_i64().unwrap_or(0)),
     }
@@ -143,7 +107,7 @@ pub(crate) fn positive_int_or_percent(v: &Value, field: &str) -> Vec<FieldError>
             format!(
                 "Invalid value: {}: {}",
                 int_or_string_go(v),
-                crate::object::regex_error(
+                crate::metadata::regex_error(
                     "a valid percent string must be a numeric string followed by an ending '%'",
                     "[0-9]+%",
                     &["1%", "93%"],
@@ -224,7 +188,7 @@ fn strategy_errors(spec: &Value) -> Vec<FieldError> {
                 "spec.strategy".into(),
                 format!(
                     "Unsupported value: apps.DeploymentStrategy{{Type:{}, RollingUpdate:{rolling_go}}}: supported values: \"Recreate\", \"RollingUpdate\"",
-                    crate::gofmt::go_quote(other)
+                    crate::go_print::go_quote(other)
                 ),
             ));
         }
@@ -329,7 +293,7 @@ pub fn rollout_step(d: &Value, jump: bool) -> Option<Value> {
         want
     };
     let available = next >= want;
-    let now = crate::object::now_rfc3339();
+    let now = crate::object_meta::now_rfc3339();
     let mut s = json!({
         "observedGeneration": generation,
         "replicas": next,
@@ -343,7 +307,7 @@ pub fn rollout_step(d: &Value, jump: bool) -> Option<Value> {
               "lastUpdateTime": now, "lastTransitionTime": now },
             { "type": "Progressing", "status": "True",
               "reason": if next == want { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
-              "message": format!("ReplicaSet \"{}\" is progressing.", crate::object::meta_str(d, "name")),
+              "message": format!("ReplicaSet \"{}\" is progressing.", crate::object_meta::meta_str(d, "name")),
               "lastUpdateTime": now, "lastTransitionTime": now },
         ],
     });

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "SCTP"];
 

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
 const ACTION_LIMIT: usize = 128;
@@ -36,7 +36,7 @@ fn set(ev: &Value, field: &str) -> bool {
 /// The rules every Event passes, whichever API (`legacyValidateEvent`).
 fn legacy(ev: &Value, n: &Names) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let ns = crate::object::meta_str(ev, "namespace");
+    let ns = crate::object_meta::meta_str(ev, "namespace");
     let involved_ns = ev.pointer(&format!("/{}/namespace", n.involved)).and_then(Value::as_str).unwrap_or("");
     let mismatch = || {
         (

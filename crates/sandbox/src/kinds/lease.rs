@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 /// The layout upstream parses and writes `MicroTime` with.
 const LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
@@ -32,7 +32,7 @@ pub(crate) fn micro_time(s: &str) -> Option<jiff::Timestamp> {
 ///
 /// What does not decode, naming the value and the layout.
 pub fn decode(lease: &Value) -> Result<(), String> {
-    crate::resource::decode_as::<k8s_openapi::api::coordination::v1::Lease>(lease)?;
+    crate::kinds::decode_as::<k8s_openapi::api::coordination::v1::Lease>(lease)?;
     for f in TIMES {
         if let Some(v) = lease.pointer(&format!("/spec/{f}")).and_then(Value::as_str)
             && micro_time(v).is_none()

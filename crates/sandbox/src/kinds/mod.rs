@@ -49,6 +49,18 @@ pub mod service;
 pub mod volume;
 pub mod workload;
 
+/// Checks that `obj` decodes as the k8s-openapi type `K`; the error names the field.
+///
+/// # Errors
+///
+/// The decode error, e.g. `spec.ports[0].port: invalid type: string "x", expected i32`.
+pub fn decode_as<K: serde::de::DeserializeOwned>(obj: &serde_json::Value) -> Result<(), String> {
+    serde_path_to_error::deserialize::<_, K>(obj).map(drop).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
+    })
+}
+
 /// The largest total of a ConfigMap's or a Secret's values (`core.MaxSecretSize`).
 pub const MAX_SIZE: usize = 1024 * 1024;
 
@@ -142,5 +154,16 @@ mod tests {
         assert_eq!(key_errors("..x"), ["must not start with '..'"]);
         assert_eq!(key_errors(&"k".repeat(254)), ["must be no more than 253 characters"]);
         assert_eq!(key_errors("../x"), [KEY_MESSAGE, "must not start with '..'"]);
+    }
+
+    #[test]
+    fn a_body_that_does_not_decode_names_its_field() {
+        use k8s_openapi::api::rbac::v1::Role;
+        use serde_json::json;
+        let ok = json!({ "metadata": { "name": "r" }, "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"] }] });
+        assert_eq!(decode_as::<Role>(&ok), Ok(()));
+        let bad = json!({ "metadata": { "name": "r" }, "rules": [{ "verbs": "get" }] });
+        let e = decode_as::<Role>(&bad).unwrap_err();
+        assert!(e.starts_with("rules[0].verbs: invalid type: string"), "{e}");
     }
 }

@@ -16,11 +16,11 @@ pub fn default(ns: &mut Value) {
     if ns.pointer("/spec/finalizers").is_none() {
         ns["spec"] = json!({ "finalizers": ["kubernetes"] });
     }
-    let name = crate::object::meta_str(ns, "name").to_owned();
+    let name = crate::object_meta::meta_str(ns, "name").to_owned();
     if name.is_empty() {
         return;
     }
-    let meta = crate::object::meta_mut(ns);
+    let meta = crate::object_meta::meta_mut(ns);
     let labels = meta.entry("labels").or_insert_with(|| json!({}));
     if !labels.is_object() {
         *labels = json!({});

@@ -3,14 +3,14 @@
 
 use serde_json::{Value, json};
 
-use crate::object::set_default;
-use crate::resource::FieldError;
+use crate::object_meta::set_default;
+use crate::status::FieldError;
 
 /// An Ingress has no spec defaults in v1 (a path's `pathType` is required); its status starts
 /// with an empty load balancer, as Go writes the struct.
 pub fn default_ingress(ingress: &mut Value) {
     if ingress.is_object() {
-        let status = crate::object::object_at(ingress, "status");
+        let status = crate::object_meta::object_at(ingress, "status");
         status.entry("loadBalancer").or_insert_with(|| json!({}));
     }
 }
@@ -71,7 +71,7 @@ pub fn default_network_policy(np: &mut Value) {
     if !np.is_object() {
         return;
     }
-    let spec = crate::object::object_at(np, "spec");
+    let spec = crate::object_meta::object_at(np, "spec");
     spec.entry("podSelector").or_insert_with(|| json!({}));
     for direction in ["ingress", "egress"] {
         for rule in spec.get_mut(direction).and_then(Value::as_array_mut).into_iter().flatten() {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 /// Each taint has a qualified key and a known effect (`validateNodeTaints`; upstream names the
 /// field `metadata.taints`, and so does this).

@@ -5,8 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::object::{check_label, object_at, set_default};
-use crate::resource::FieldError;
+use crate::metadata::check_label;
+use crate::object_meta::{object_at, set_default};
+use crate::status::FieldError;
 
 /// A probe's defaults (`SetDefaults_Probe`).
 fn default_probe(p: &mut Map<String, Value>) {

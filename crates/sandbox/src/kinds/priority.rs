@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::object::set_default;
-use crate::resource::FieldError;
+use crate::object_meta::set_default;
+use crate::status::FieldError;
 
 /// The highest value a user-defined class may have.
 const HIGHEST_USER_DEFINABLE: i64 = 1_000_000_000;
@@ -55,7 +55,7 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
         return errs;
     }
-    let name = crate::object::meta_str(pc, "name");
+    let name = crate::object_meta::meta_str(pc, "name");
     let value = pc.get("value").and_then(Value::as_i64).unwrap_or(0);
     if name.starts_with("system-") {
         match SYSTEM_CLASSES.iter().find(|(n, ..)| *n == name) {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 

@@ -6,7 +6,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::{MAX_SIZE, bad_keys, decoded_size, immutable_errors, too_long};
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 /// Folds `stringData` into `data` (base64; a `stringData` key wins over the same `data` key) and
 /// removes it, and defaults `type` to `Opaque`.

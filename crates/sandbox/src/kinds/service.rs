@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 /// The next cluster IP, from the default service range 10.96.0.0/12 (10.96.0.1 is the
 /// `kubernetes` Service's in a real cluster, so allocation starts above it).
@@ -96,7 +96,7 @@ pub fn validate(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
             "" if ports.len() > 1 => errs.push((format!("{at}.name"), "Required value".into())),
             "" => {}
             name => {
-                if let Some(why) = crate::object::check_label(name) {
+                if let Some(why) = crate::metadata::check_label(name) {
                     errs.push((format!("{at}.name"), format!("Invalid value: {name:?}: {why}")));
                 }
                 if !names.insert(name.to_owned()) {

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::object::{object_at, set_default};
-use crate::resource::FieldError;
+use crate::object_meta::{object_at, set_default};
+use crate::status::FieldError;
 
 /// A claim's defaults: `Filesystem` volumes, phase `Pending`.
 pub fn default_claim(pvc: &mut Value) {

@@ -6,10 +6,10 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::deployment::{selector_is_empty, selector_matches};
+use crate::selector::{selector_is_empty, selector_matches};
 use crate::kinds::pod;
-use crate::object::{object_at, set_default};
-use crate::resource::FieldError;
+use crate::object_meta::{object_at, set_default};
+use crate::status::FieldError;
 
 /// `spec.replicas`, when given, is a non-negative int32.
 pub(crate) fn replicas_errors(spec: &Value) -> Vec<FieldError> {
@@ -34,7 +34,7 @@ pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
             "spec.template.metadata.labels".to_owned(),
             format!(
                 "Invalid value: {}: `selector` does not match template `labels`",
-                crate::gofmt::go_string_map(given)
+                crate::go_print::go_string_map(given)
             ),
         )
     };
@@ -46,7 +46,7 @@ pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
                 "spec.selector".into(),
                 format!(
                     "Invalid value: {}: empty selector is invalid for {kind}",
-                    crate::gofmt::go_label_selector(s)
+                    crate::go_print::go_label_selector(s)
                 ),
             )]
         }
@@ -74,8 +74,8 @@ pub(crate) fn immutable(new: &Value, old: Option<&Value>, paths: &[(&str, &str)]
             // prints the struct, anything else as its JSON.
             let shown = match &v {
                 Value::Null => "\"null\"".to_owned(),
-                Value::Object(_) if p.ends_with("/selector") => crate::gofmt::go_label_selector(&v),
-                _ => crate::gofmt::go_json(&v),
+                Value::Object(_) if p.ends_with("/selector") => crate::go_print::go_label_selector(&v),
+                _ => crate::go_print::go_json(&v),
             };
             ((*field).to_owned(), format!("Invalid value: {shown}: field is immutable"))
         })
@@ -278,7 +278,7 @@ pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<
             "spec.template.metadata.labels".into(),
             format!(
                 "Invalid value: {}: `selector` does not match template `labels`",
-                crate::gofmt::go_string_map(Some(&labels))
+                crate::go_print::go_string_map(Some(&labels))
             ),
         ));
     }
@@ -388,7 +388,7 @@ pub fn default_daemon_set(ds: &mut Value) {
 /// The DaemonSet strategy's `PrepareForCreate`: the template's generation, 1, in the annotation
 /// kubectl's rollout history reads.
 pub fn prepare_daemon_set(ds: &mut Value) {
-    let meta = crate::object::meta_mut(ds);
+    let meta = crate::object_meta::meta_mut(ds);
     let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
     if let Some(a) = annotations.as_object_mut() {
         a.insert("deprecated.daemonset.template.generation".into(), json!("1"));
@@ -413,8 +413,8 @@ pub fn prepare_job(job: &mut Value) {
     if job.pointer("/spec/manualSelector") == Some(&json!(true)) {
         return;
     }
-    let uid = crate::object::meta_str(job, "uid").to_owned();
-    let name = crate::object::meta_str(job, "name").to_owned();
+    let uid = crate::object_meta::meta_str(job, "uid").to_owned();
+    let name = crate::object_meta::meta_str(job, "name").to_owned();
     let spec = object_at(job, "spec");
     spec.insert("selector".into(), json!({ "matchLabels": { JOB_UID_LABEL: uid } }));
     object_at(&mut job["spec"], "template");
@@ -442,7 +442,7 @@ pub fn default_job(job: &mut Value) {
     default_job_template(&mut job["spec"]["template"]);
     // A Job without labels takes its template's (`SetDefaults_Job`).
     let template_labels = job.pointer("/spec/template/metadata/labels").cloned();
-    let meta = crate::object::meta_mut(job);
+    let meta = crate::object_meta::meta_mut(job);
     if meta.get("labels").is_none_or(|l| l.as_object().is_none_or(serde_json::Map::is_empty))
         && let Some(l) = template_labels
     {

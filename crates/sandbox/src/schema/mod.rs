@@ -27,7 +27,7 @@
 
 use serde_json::Value;
 
-use crate::resource::FieldError;
+use crate::status::FieldError;
 
 mod default;
 mod format;

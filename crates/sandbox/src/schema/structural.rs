@@ -26,8 +26,8 @@ use serde_json::{Map, Value};
 
 use super::node::{Node, compile};
 use super::{prune, validate};
-use crate::gofmt::{bad_value, go_quote};
-use crate::resource::FieldError;
+use crate::go_print::{bad_value, go_quote};
+use crate::status::FieldError;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {

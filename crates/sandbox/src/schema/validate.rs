@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value, json};
 
 use super::node::{Additional, Node};
-use crate::gofmt::{Num, bad_value, go_json, go_quote};
-use crate::resource::FieldError;
+use crate::go_print::{Num, bad_value, go_json, go_quote};
+use crate::status::FieldError;
 
 /// kube-openapi's error codes the conversion to field errors tells apart.
 #[derive(Debug, Clone)]
@@ -444,7 +444,7 @@ impl Run {
         }
         let shown: Vec<String> =
             values.iter().map(|v| v.as_str().map_or_else(|| go_json(v), str::to_owned)).collect();
-        let listed: Vec<String> = values.iter().map(crate::gofmt::go_sharp_v).collect();
+        let listed: Vec<String> = values.iter().map(crate::go_print::go_sharp_v).collect();
         self.errs.push(OpenApiError {
             code: Code::Enum(shown),
             name: Some(path.to_owned()),
@@ -719,8 +719,8 @@ pub(crate) mod embedded {
     use serde_json::{Value, json};
 
     use super::{Node, bad_value, path_child, path_key};
-    use crate::object::regex_error;
-    use crate::resource::FieldError;
+    use crate::metadata::regex_error;
+    use crate::status::FieldError;
 
     /// `objectmeta.Validate` walking `x` under the path `p`.
     pub(crate) fn validate(p: Option<&str>, x: &Value, n: &Node, errs: &mut Vec<FieldError>) {

@@ -23,8 +23,9 @@
 use serde_json::{Map, Value, json};
 
 use super::storage::State;
-use crate::object::meta_str;
-use crate::resource::{self, ResourceDef};
+use crate::object_meta::meta_str;
+use crate::catalog;
+use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
 /// Where the ServiceAccount plugin mounts the token.
@@ -74,12 +75,12 @@ fn pod_security(st: &State, ns: &str, pod: &Value) -> Result<(), ApiError> {
 }
 
 fn list(st: &State, group: &str, plural: &str, ns: Option<&str>) -> Vec<std::sync::Arc<Value>> {
-    let def = resource::find(group, "v1", plural).expect("a built-in resource");
+    let def = catalog::find(group, "v1", plural).expect("a built-in resource");
     st.list_items(def, ns, &super::ListQuery::default())
 }
 
 fn spec(obj: &mut Value) -> &mut Map<String, Value> {
-    crate::object::object_at(obj, "spec")
+    crate::object_meta::object_at(obj, "spec")
 }
 
 /// The five random characters of a generated volume name (`utilrand.String`'s alphabet).
@@ -98,7 +99,7 @@ fn service_account(st: &State, ns: &str, pod: &mut Value) {
     let s = spec(pod);
     s.insert("serviceAccountName".into(), json!(name));
     s.insert("serviceAccount".into(), json!(name));
-    let accounts = resource::find("", "v1", "serviceaccounts").expect("serviceaccounts");
+    let accounts = catalog::find("", "v1", "serviceaccounts").expect("serviceaccounts");
     let account = st.get(accounts, ns, &name).ok();
     let opted_out = match s.get("automountServiceAccountToken").and_then(Value::as_bool) {
         Some(given) => !given,
@@ -199,7 +200,7 @@ fn default_tolerations(pod: &mut Value) {
 /// StorageObjectInUseProtection: the finalizer the protection controllers remove once the claim
 /// or volume is no longer in use ([`Store::protection_tick`](super::Store::protection_tick)).
 fn protect(obj: &mut Value, finalizer: &str) {
-    let meta = crate::object::meta_mut(obj);
+    let meta = crate::object_meta::meta_mut(obj);
     let list = meta.entry("finalizers").or_insert_with(|| json!([]));
     if let Some(l) = list.as_array_mut()
         && !l.iter().any(|f| f == finalizer)
@@ -241,7 +242,7 @@ fn limit_ranges(st: &State, ns: &str, pod: &mut Value) {
                         for (resource, value) in
                             limit.get(from).and_then(Value::as_object).into_iter().flatten()
                         {
-                            let resources = crate::object::object_at(c, "resources");
+                            let resources = crate::object_meta::object_at(c, "resources");
                             let target = resources.entry(into).or_insert_with(|| json!({}));
                             if let Some(t) = target.as_object_mut()
                                 && !t.contains_key(resource)
@@ -259,7 +260,7 @@ fn limit_ranges(st: &State, ns: &str, pod: &mut Value) {
         }
     }
     if !set.is_empty() {
-        let meta = crate::object::meta_mut(pod);
+        let meta = crate::object_meta::meta_mut(pod);
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(a) = annotations.as_object_mut() {
             a.insert(

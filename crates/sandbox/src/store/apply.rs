@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::managed_fields::record_apply;
-use crate::object::meta_mut;
+use crate::object_meta::meta_mut;
 use crate::patch;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;

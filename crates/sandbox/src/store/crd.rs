@@ -15,8 +15,9 @@ use serde_json::{Value, json};
 
 use super::Propagation;
 use super::storage::{ChangeType, Key, State};
-use crate::kinds::{crd, custom};
-use crate::object::{finalizers, is_deleting, meta_mut};
+use crate::kinds::crd;
+use crate::registry::crd_resources;
+use crate::object_meta::{finalizers, is_deleting, meta_mut};
 
 /// The storage of CustomResourceDefinitions.
 pub(crate) const CRD_STORAGE: &str = "customresourcedefinitions.apiextensions.k8s.io";
@@ -51,7 +52,7 @@ impl State {
                 .into_iter()
                 .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group))
             {
-                let other_name = crate::object::meta_str(&other, "name").to_owned();
+                let other_name = crate::object_meta::meta_str(&other, "name").to_owned();
                 self.crd_changed(&other_name, None);
             }
             return;
@@ -61,7 +62,7 @@ impl State {
             return;
         }
         let others: Vec<Arc<Value>> =
-            self.crds().into_iter().filter(|c| crate::object::meta_str(c, "name") != name).collect();
+            self.crds().into_iter().filter(|c| crate::object_meta::meta_str(c, "name") != name).collect();
         let others: Vec<&Value> = others.iter().map(AsRef::as_ref).collect();
         let status = crd::names_status(&current, &others);
         if without_times(current.get("status")) != without_times(Some(&status)) {
@@ -71,7 +72,7 @@ impl State {
             self.commit(key, ChangeType::Modified, updated, Some(current));
             return;
         }
-        let defs = custom::resources(&current);
+        let defs = crd_resources(&current);
         let mut registry = self.registry.write();
         if defs.is_empty() {
             registry.remove(name);

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
-use crate::object::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
-use crate::resource::{self, GcPolicy, ResourceDef};
+use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
+use crate::catalog;
+use crate::resource::{GcPolicy, ResourceDef};
 use crate::status::ApiError;
 
 /// The finalizer StorageObjectInUseProtection admission puts on every claim.
@@ -209,7 +210,7 @@ impl State {
                     });
                     let meta = meta_mut(&mut marked);
                     if let Some(t) = since {
-                        meta.insert("deletionTimestamp".into(), json!(crate::object::rfc3339(t)));
+                        meta.insert("deletionTimestamp".into(), json!(crate::object_meta::rfc3339(t)));
                     }
                     meta.insert("deletionGracePeriodSeconds".into(), json!(0));
                 } else {
@@ -223,7 +224,7 @@ impl State {
             return Some(Arc::clone(old));
         }
         let mut marked = (**old).clone();
-        let until = crate::object::rfc3339(
+        let until = crate::object_meta::rfc3339(
             jiff::Timestamp::now()
                 .checked_add(jiff::SignedDuration::from_secs(period))
                 .unwrap_or(jiff::Timestamp::MAX),
@@ -392,7 +393,7 @@ impl Store {
         if st.protected.is_empty() {
             return 0;
         }
-        let pods = resource::find("", "v1", "pods").expect("a built-in resource");
+        let pods = catalog::find("", "v1", "pods").expect("a built-in resource");
         let due: Vec<(Key, Arc<Value>)> = st
             .protected
             .iter()

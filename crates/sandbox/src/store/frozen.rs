@@ -259,7 +259,7 @@ mod tests {
             ("", "resourcequotas"),
         ];
         for (group, plural) in kinds {
-            let def = crate::resource::find(group, "v1", plural).expect("built in");
+            let def = crate::catalog::find(group, "v1", plural).expect("built in");
             assert!(KEPT_FOR_GOOD.contains(&def.storage), "{}", def.storage);
         }
     }

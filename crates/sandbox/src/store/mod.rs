@@ -41,48 +41,13 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
-use crate::object::{finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid, now_rfc3339};
+use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid, now_rfc3339};
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
-use crate::resource::{self, MetadataOrder, ResourceDef};
+use crate::catalog;
+use crate::resource::{MetadataOrder, ResourceDef, Subresource};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
-
-/// Which part of an object a request addresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Subresource {
-    /// The object itself.
-    Main,
-    /// `/status`.
-    Status,
-    /// `/scale`.
-    Scale,
-    /// One of the resource's [`Action`](crate::resource::Action)s. The store serves those that
-    /// write only their parts of the object ([`Run::Owns`](crate::actions::Run::Owns):
-    /// `ephemeralcontainers`, `approval`, `finalize`); [`crate::actions`] the others.
-    Action(&'static crate::resource::Action),
-}
-
-impl Subresource {
-    /// Its name in a URL, as a request record names it; empty for the object itself.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Main => "",
-            Self::Status => "status",
-            Self::Scale => "scale",
-            Self::Action(a) => a.name,
-        }
-    }
-
-    /// The parts an [`Action`](Self::Action) writes.
-    fn parts(self) -> &'static [&'static str] {
-        match self {
-            Self::Action(crate::resource::Action { run: crate::actions::Run::Owns(parts), .. }) => parts,
-            _ => &[],
-        }
-    }
-}
 
 /// `propagationPolicy` of a delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -119,7 +84,7 @@ pub fn dry_run_causes(values: &[String]) -> Vec<(String, String)> {
     if values.iter().all(|v| v == "All") {
         return Vec::new();
     }
-    let quoted: Vec<String> = values.iter().map(|v| crate::gofmt::go_quote(v)).collect();
+    let quoted: Vec<String> = values.iter().map(|v| crate::go_print::go_quote(v)).collect();
     vec![(
         "dryRun".into(),
         format!("Unsupported value: []string{{{}}}: supported values: \"All\"", quoted.join(", ")),
@@ -143,7 +108,7 @@ impl DeleteOptions {
                 "propagationPolicy".into(),
                 format!(
                     "Invalid value: {}: orphanDependents and deletionPropagation cannot be both set",
-                    crate::gofmt::go_quote(p)
+                    crate::go_print::go_quote(p)
                 ),
             ));
         }
@@ -157,7 +122,7 @@ impl DeleteOptions {
                     "propagationPolicy".into(),
                     format!(
                         "Unsupported value: {}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
-                        crate::gofmt::go_quote(other)
+                        crate::go_print::go_quote(other)
                     ),
                 ));
                 None
@@ -353,7 +318,7 @@ fn parse_rv(rv: &str) -> Result<u64, ApiError> {
         } else {
             "invalid syntax"
         };
-        let quoted = crate::gofmt::go_quote(rv);
+        let quoted = crate::go_print::go_quote(rv);
         ApiError::unclassified(format!(
             "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
         ))
@@ -373,7 +338,7 @@ fn check_body_version(body: &Value) -> Result<(), ApiError> {
 /// A new object's name refused as upstream's `ValidateObjectMeta` refuses it: a generateName
 /// checked as a prefix (a trailing `-` masked, `maskTrailingDash`) with the kind's name rule,
 /// then the name — required, and held to the rule.
-fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::resource::FieldError> {
+fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::status::FieldError> {
     let name_rule = def.name_rule();
     let mut bad = Vec::new();
     if !generate.is_empty() {
@@ -398,7 +363,7 @@ fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::reso
 /// metadata filled in, prepared and defaulted, its `managedFields` recorded.
 struct NewObject {
     obj: Value,
-    name_errors: Vec<crate::resource::FieldError>,
+    name_errors: Vec<crate::status::FieldError>,
     /// The prefix of a generated name.
     generated: Option<String>,
 }
@@ -524,8 +489,8 @@ fn object_errors(
     def: &ResourceDef,
     obj: &Value,
     old: Option<&Value>,
-    mut meta: Vec<crate::resource::FieldError>,
-) -> Vec<crate::resource::FieldError> {
+    mut meta: Vec<crate::status::FieldError>,
+) -> Vec<crate::status::FieldError> {
     let mut kind = def.validate(obj, old);
     if old.is_some() && def.update_validates_twice() {
         kind.splice(0..0, def.validate(obj, None));
@@ -694,18 +659,18 @@ impl Store {
                 registry,
             }),
         };
-        let ns = resource::find("", "v1", "namespaces").expect("namespaces");
+        let ns = catalog::find("", "v1", "namespaces").expect("namespaces");
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             store.create(ns, "", json!({ "metadata": { "name": name } }), None).expect("built-in namespace");
         }
         // As the API server's post-start hook makes them.
-        let classes = resource::find("scheduling.k8s.io", "v1", "priorityclasses").expect("priorityclasses");
+        let classes = catalog::find("scheduling.k8s.io", "v1", "priorityclasses").expect("priorityclasses");
         for class in crate::kinds::priority::system_classes() {
             store.create(classes, "", class, None).expect("system priority class");
         }
         // The API server's own Service (its bootstrap controller) and RBAC's superuser role,
         // bound to `system:masters` (its bootstrap policy), which clients look for.
-        let services = resource::find("", "v1", "services").expect("services");
+        let services = catalog::find("", "v1", "services").expect("services");
         let service = json!({
             "metadata": { "name": "kubernetes", "labels": { "component": "apiserver", "provider": "kubernetes" } },
             "spec": { "type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
@@ -717,7 +682,7 @@ impl Store {
             "labels": { "kubernetes.io/bootstrapping": "rbac-defaults" },
             "annotations": { "rbac.authorization.kubernetes.io/autoupdate": "true" },
         });
-        let roles = resource::find("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles");
+        let roles = catalog::find("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles");
         let mut role = json!({ "metadata": bootstrap.clone(), "rules": [
             { "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] },
             { "nonResourceURLs": ["*"], "verbs": ["*"] },
@@ -725,7 +690,7 @@ impl Store {
         role["metadata"]["name"] = json!("cluster-admin");
         store.create(roles, "", role, None).expect("cluster-admin");
         let bindings =
-            resource::find("rbac.authorization.k8s.io", "v1", "clusterrolebindings").expect("bindings");
+            catalog::find("rbac.authorization.k8s.io", "v1", "clusterrolebindings").expect("bindings");
         let mut binding = json!({ "metadata": bootstrap,
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
             "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters" }] });
@@ -1379,7 +1344,7 @@ impl Store {
             // what it found instead of an object.
             let why = format!(
                 "Invalid value: {}: couldn't get version/kind; json parse error: {}",
-                crate::gofmt::go_quote(&target.to_string()),
+                crate::go_print::go_quote(&target.to_string()),
                 crate::gojson::not_an_object(&target)
             );
             return Err(ApiError::invalid("", "", "", &[("patch".into(), why)]));
@@ -1391,7 +1356,7 @@ impl Store {
             && let Err(e) = def.decode(&target)
         {
             let shown = if ptype == PatchType::Strategic {
-                crate::gofmt::go_print(&target)
+                crate::go_print::go_print(&target)
             } else {
                 target.to_string()
             };
@@ -1399,7 +1364,7 @@ impl Store {
                 "",
                 "",
                 "",
-                &[("patch".into(), format!("Invalid value: {}: {e}", crate::gofmt::go_quote(&shown)))],
+                &[("patch".into(), format!("Invalid value: {}: {e}", crate::go_print::go_quote(&shown)))],
             ));
         }
         if sub == Subresource::Main {
@@ -1656,7 +1621,7 @@ fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiErro
                 meta_str(&body, "name"),
                 &[(
                     "kind".into(),
-                    format!("Invalid value: {}: must be {}", crate::gofmt::go_quote(kind), def.kind),
+                    format!("Invalid value: {}: must be {}", crate::go_print::go_quote(kind), def.kind),
                 )],
             ));
         }
@@ -1699,7 +1664,7 @@ fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
             if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
         {
             // An empty selector selects everything: no requirement to print.
-            let text = crate::endpoints::table::format_label_selector(Some(sel));
+            let text = crate::selector::format_label_selector(Some(sel));
             if text == "<none>" { String::new() } else { text }
         }
         Some(Value::Object(m)) => {
@@ -1812,7 +1777,7 @@ mod tests {
     use super::*;
 
     fn config_maps() -> &'static ResourceDef {
-        crate::resource::find("", "v1", "configmaps").expect("built in")
+        crate::catalog::find("", "v1", "configmaps").expect("built in")
     }
 
     fn store_with(name: &str) -> Store {
@@ -1847,7 +1812,7 @@ mod tests {
 
     #[test]
     fn an_unanswered_status_write_from_a_stale_read_is_a_conflict() {
-        let pods = crate::resource::find("", "v1", "pods").expect("built in");
+        let pods = crate::catalog::find("", "v1", "pods").expect("built in");
         let store = Store::new(StoreConfig::default());
         let pod = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "p" },
             "spec": { "containers": [{ "name": "c", "image": "busybox" }] } });

@@ -358,7 +358,7 @@ pub fn existing_pods_warnings(namespace: &Value, pods: &[std::sync::Arc<Value>])
     for pod in pods {
         let Some(failed) = violations(level, pod) else { continue };
         let reasons = failed.into_iter().map(|(r, _)| r).collect::<Vec<_>>().join(", ");
-        let name = crate::object::meta_str(pod, "name").to_owned();
+        let name = crate::object_meta::meta_str(pod, "name").to_owned();
         let entry = seen.entry(reasons).or_insert_with(|| (name.clone(), 0));
         if name < entry.0 {
             entry.0 = name;
@@ -368,7 +368,7 @@ pub fn existing_pods_warnings(namespace: &Value, pods: &[std::sync::Arc<Value>])
     if seen.is_empty() {
         return Vec::new();
     }
-    let ns = crate::object::meta_str(namespace, "name");
+    let ns = crate::object_meta::meta_str(namespace, "name");
     let mut per_pod: Vec<String> = seen
         .into_iter()
         .map(|(reasons, (name, count))| match count {

@@ -12,14 +12,15 @@ use serde_json::Value;
 use super::storage::{Key, State};
 use super::{ChangeType, ListQuery, Store};
 use crate::quota::{self, Charges};
-use crate::resource::{self, ResourceDef};
+use crate::catalog;
+use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
 /// Where ResourceQuotas are stored.
 pub(super) const QUOTA_STORAGE: &str = "resourcequotas.";
 
 fn quotas_def() -> &'static ResourceDef {
-    resource::find("", "v1", "resourcequotas").expect("resourcequotas are built in")
+    catalog::find("", "v1", "resourcequotas").expect("resourcequotas are built in")
 }
 
 impl State {
@@ -86,7 +87,7 @@ impl Store {
                 }
                 let mut new = (*old).clone();
                 new["status"] = status;
-                let key: Key = (QUOTA_STORAGE, ns.clone(), crate::object::meta_str(&old, "name").to_owned());
+                let key: Key = (QUOTA_STORAGE, ns.clone(), crate::object_meta::meta_str(&old, "name").to_owned());
                 st.commit(key, ChangeType::Modified, new, Some(old));
                 written += 1;
             }

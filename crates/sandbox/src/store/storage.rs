@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::frozen::{Dictionaries, Frozen, Recent};
 use super::{ListQuery, Snapshot, StoreConfig};
 use crate::kinds::deployment;
-use crate::object::{finalizers, is_deleting, meta_mut, meta_str, owner_uids};
+use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, owner_uids};
 use crate::registry::Registry;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;

@@ -292,7 +292,7 @@ async fn pods_scheduled_in_one_round_never_overfill_a_node() {
         node_shape: NodeShape { pods: 2, ..NodeShape::default() },
         ..Simulation::instant()
     });
-    let pods_def = sandbox::resource::find("", "v1", "pods").unwrap();
+    let pods_def = sandbox::catalog::find("", "v1", "pods").unwrap();
     for name in ["a", "b", "c"] {
         let pod = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": name },
             "spec": { "containers": [{ "name": "c", "image": "busybox" }] } });

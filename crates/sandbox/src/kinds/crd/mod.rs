@@ -223,7 +223,7 @@ pub(crate) fn set_condition(
     reason: &str,
     message: &str,
 ) {
-    let now = crate::object::now_rfc3339();
+    let now = crate::object_meta::now_rfc3339();
     let conditions = status.entry("conditions").or_insert(Value::Null);
     if !conditions.is_array() {
         *conditions = json!([]);
@@ -277,7 +277,7 @@ fn set_crd_condition(crd: &mut Value, type_: &str, state: &str, reason: &str, me
 pub fn terminating(crd: &mut Value) {
     let Some(meta) = object_entry(crd, "metadata") else { return };
     if meta.get("deletionTimestamp").is_none_or(Value::is_null) {
-        meta.insert("deletionTimestamp".into(), json!(crate::object::now_rfc3339()));
+        meta.insert("deletionTimestamp".into(), json!(crate::object_meta::now_rfc3339()));
     }
     let finalizers = meta.entry("finalizers").or_insert(Value::Null);
     if !finalizers.is_array() {

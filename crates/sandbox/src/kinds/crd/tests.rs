@@ -862,7 +862,7 @@ fn deletion_adds_the_finalizer_and_the_terminating_condition() {
     let mut c = stored();
     terminating(&mut c);
     assert_eq!(c["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
-    assert!(crate::object::is_deleting(&c));
+    assert!(crate::object_meta::is_deleting(&c));
     let t = condition_of(&c["status"], "Terminating").clone();
     assert_eq!((t["status"].as_str(), t["reason"].as_str()), (Some("True"), Some("InstanceDeletionPending")));
     assert_eq!(

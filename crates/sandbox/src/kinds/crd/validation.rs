@@ -32,11 +32,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::{API_APPROVED_ANNOTATION, NULL, arr_at, condition, get, is_true, str_at};
-use crate::object::regex_error;
-use crate::resource::FieldError;
+use crate::metadata::{dns1035_errors, regex_error};
+use crate::status::FieldError;
 
-const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
-const DNS1035_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
@@ -71,22 +69,6 @@ const ROOT_FORBIDDEN: &[&str] = &[
     "x-kubernetes-list-type",
     "x-kubernetes-map-type",
 ];
-
-/// Why `v` is not a DNS-1035 label (`IsDNS1035Label`).
-pub(crate) fn dns1035_errors(v: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if v.len() > 63 {
-        errs.push("must be no more than 63 characters".to_owned());
-    }
-    let b = v.as_bytes();
-    let shaped = b.first().is_some_and(u8::is_ascii_lowercase)
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.last() != Some(&b'-');
-    if !shaped {
-        errs.push(regex_error(DNS1035_MSG, DNS1035_FMT, &["my-name", "abc-123"]));
-    }
-    errs
-}
 
 /// Why `v` is not a DNS-1123 subdomain (`IsDNS1123Subdomain`), one reason per entry.
 fn subdomain_errors(v: &str) -> Vec<String> {
@@ -311,7 +293,7 @@ pub fn validate(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let names = spec.get("names").unwrap_or(&NULL);
     let (group, plural) = (str_at(spec, "group"), str_at(names, "plural"));
     if old.is_none() {
-        let name = crate::object::meta_str(new, "name");
+        let name = crate::object_meta::meta_str(new, "name");
         if !name.is_empty() && name != format!("{plural}.{group}") {
             e.invalid("metadata.name", &q(name), "must be spec.names.plural+\".\"+spec.group");
         }
