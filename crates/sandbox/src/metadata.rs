@@ -7,7 +7,6 @@
 
 use serde_json::Value;
 
-
 /// upstream's `RegexError`: the message, examples, and the regex (`apimachinery/pkg/util/validation`).
 pub(crate) fn regex_error(msg: &str, regex: &str, examples: &[&str]) -> String {
     let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();

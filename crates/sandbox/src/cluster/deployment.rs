@@ -208,7 +208,8 @@ fn scale(api: &Api<'_>, d: &Value, rs: &Value, to: i64, surge: i64) -> Result<()
     let desired = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
     let mut copy = rs.clone();
     copy["spec"]["replicas"] = json!(to);
-    let annotations = crate::object_meta::meta_mut(&mut copy).entry("annotations").or_insert_with(|| json!({}));
+    let annotations =
+        crate::object_meta::meta_mut(&mut copy).entry("annotations").or_insert_with(|| json!({}));
     annotations[DESIRED] = json!(desired.to_string());
     annotations[MAX_REPLICAS] = json!((desired + surge).to_string());
     if copy == *rs {

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 
 use super::api::{Api, pod_active, pod_ready, set_condition};
 use super::{Controller, Queue, Timers, log_failure};
-use crate::selector::selector_matches;
 use crate::object_meta::meta_str;
+use crate::selector::selector_matches;
 
 /// How long an eviction's entry in `disruptedPods` is kept when the pod is not deleted
 /// (upstream's `DeletionTimeout`).

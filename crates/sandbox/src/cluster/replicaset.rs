@@ -14,9 +14,9 @@ use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_active, pod_available, pod_ready, set_condition};
 use super::{Controller, Queue, Timers, log_failure};
-use crate::selector::selector_matches;
 use crate::object_meta::{is_deleting, meta_str};
 use crate::resource::ResourceDef;
+use crate::selector::selector_matches;
 
 /// Most pods created for one owner in one round (upstream's `BurstReplicas`).
 const BURST: usize = 500;

@@ -25,11 +25,11 @@ use bytes::Bytes;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
+use crate::catalog::RESOURCES;
 use crate::endpoints::discovery::{GIT_VERSION, groups};
 use crate::endpoints::openapi_proto;
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
-use crate::catalog::RESOURCES;
 use crate::resource::{ResourceDef, Strategy};
 
 /// The schemas of `kinds` and of everything they refer to, by definition name, with references

@@ -72,67 +72,6 @@ pub fn prepare_status_update(d: &mut Value, old: &Value) {
     };
 }
 
-/// An `IntOrString` as Go's `%#v` prints it in a field error (`intstr.IntOrString` has no
-/// value-receiver `String`, so `ErrorBody` falls back to the raw struct).
-fn int_or_string_go(v: &Value) -> String {
-    match v {
-        Value::String(s) => {
-            format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", crate::go_print::go_quote(s))
-        }
-        other => format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", other.as_i64().unwrap_or(0)),
-    }
-}
-
-/// `validation.IsValidPercent`'s rule: digits, then `%`; the number when it holds.
-fn percent(s: &str) -> Option<i64> {
-    let digits = s.strip_suffix('%')?;
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| digits.parse().unwrap_or(i64::MAX))
-}
-
-/// `getIntOrPercentValue`: a percentage's number, else `IntValue()` (a string that is not a
-/// percentage reads as `strconv.Atoi` does: 0 when it is not a number).
-fn int_or_percent_value(v: &Value) -> i64 {
-    match v {
-        Value::String(s) => percent(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
-        other => other.as_i64().unwrap_or(0),
-    }
-}
-
-/// `ValidatePositiveIntOrPercent`: an integer at least 0, or a percentage (`N%`).
-pub(crate) fn positive_int_or_percent(v: &Value, field: &str) -> Vec<FieldError> {
-    match v {
-        Value::String(s) if percent(s).is_none() => vec![(
-            field.to_owned(),
-            format!(
-                "Invalid value: {}: {}",
-                int_or_string_go(v),
-                crate::metadata::regex_error(
-                    "a valid percent string must be a numeric string followed by an ending '%'",
-                    "[0-9]+%",
-                    &["1%", "93%"],
-                )
-            ),
-        )],
-        Value::Number(_) if int_or_percent_value(v) < 0 => vec![(
-            field.to_owned(),
-            format!("Invalid value: {}: must be greater than or equal to 0", int_or_percent_value(v)),
-        )],
-        _ => Vec::new(),
-    }
-}
-
-/// `IsNotMoreThan100Percent`: a percentage is at most 100%.
-pub(crate) fn not_more_than_100_percent(v: &Value, field: &str) -> Vec<FieldError> {
-    match v {
-        Value::String(s) if percent(s).is_some_and(|p| p > 100) => vec![(
-            field.to_owned(),
-            format!("Invalid value: {}: must not be greater than 100%", int_or_string_go(v)),
-        )],
-        _ => Vec::new(),
-    }
-}
-
 /// `ValidateDeploymentStrategy` and `ValidateRollingUpdateDeployment`
 /// (`pkg/apis/apps/validation/validation.go`): Recreate takes no rollingUpdate (a client
 /// switching the type must remove it, which `kubectl apply` does with `$retainKeys`); a rolling
@@ -162,18 +101,25 @@ fn strategy_errors(spec: &Value) -> Vec<FieldError> {
             let unavailable = ru.get("maxUnavailable").filter(|v| !v.is_null()).unwrap_or(&zero);
             let surge = ru.get("maxSurge").filter(|v| !v.is_null()).unwrap_or(&zero);
             for (name, v) in [("maxUnavailable", unavailable), ("maxSurge", surge)] {
-                errs.extend(positive_int_or_percent(v, &format!("spec.strategy.rollingUpdate.{name}")));
+                errs.extend(workload::positive_int_or_percent(
+                    v,
+                    &format!("spec.strategy.rollingUpdate.{name}"),
+                ));
             }
-            if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
+            if workload::int_or_percent_value(unavailable) == 0 && workload::int_or_percent_value(surge) == 0
+            {
                 errs.push((
                     "spec.strategy.rollingUpdate.maxUnavailable".into(),
                     format!(
                         "Invalid value: {}: may not be 0 when `maxSurge` is 0",
-                        int_or_string_go(unavailable)
+                        workload::int_or_string_go(unavailable)
                     ),
                 ));
             }
-            errs.extend(not_more_than_100_percent(unavailable, "spec.strategy.rollingUpdate.maxUnavailable"));
+            errs.extend(workload::not_more_than_100_percent(
+                unavailable,
+                "spec.strategy.rollingUpdate.maxUnavailable",
+            ));
         }
         // Defaulting makes an absent type RollingUpdate: only an object validated without its
         // defaults (a unit test's) has none.

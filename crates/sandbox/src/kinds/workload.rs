@@ -2,13 +2,14 @@
 //! rules a user meets first: ReplicaSets and ReplicationControllers, StatefulSets, DaemonSets,
 //! Jobs, CronJobs and PodTemplates. Their templates are defaulted and validated as pod specs
 //! ([`crate::kinds::pod`]); their selectors must select their templates and are immutable; a
-//! StatefulSet's and a Job's specs change only where upstream lets them.
+//! StatefulSet's and a Job's specs change only where upstream lets them. The rules Deployments
+//! share with them (replicas, selectors, a rolling update's int-or-percent bounds) are here too.
 
 use serde_json::{Value, json};
 
-use crate::selector::{selector_is_empty, selector_matches};
 use crate::kinds::pod;
 use crate::object_meta::{object_at, set_default};
+use crate::selector::{selector_is_empty, selector_matches};
 use crate::status::FieldError;
 
 /// `spec.replicas`, when given, is a non-negative int32.
@@ -142,8 +143,8 @@ pub fn validate_disruption_budget(pdb: &Value, _old: Option<&Value>) -> Vec<Fiel
     for f in ["minAvailable", "maxUnavailable"] {
         if let Some(v) = given(f) {
             let at = format!("spec.{f}");
-            errs.extend(crate::kinds::deployment::positive_int_or_percent(v, &at));
-            errs.extend(crate::kinds::deployment::not_more_than_100_percent(v, &at));
+            errs.extend(positive_int_or_percent(v, &at));
+            errs.extend(not_more_than_100_percent(v, &at));
         }
     }
     if let Some(p) = given("unhealthyPodEvictionPolicy").and_then(Value::as_str)
@@ -565,6 +566,67 @@ pub fn default_pod_template(pt: &mut Value) {
 pub fn validate_pod_template(pt: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let template = pt.pointer("/template/spec").cloned().unwrap_or_default();
     pod::validate_spec(&template, "template.spec", &["Always", "OnFailure", "Never"])
+}
+
+/// An `IntOrString` as Go's `%#v` prints it in a field error (`intstr.IntOrString` has no
+/// value-receiver `String`, so `ErrorBody` falls back to the raw struct).
+pub(crate) fn int_or_string_go(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", crate::go_print::go_quote(s))
+        }
+        other => format!("intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}", other.as_i64().unwrap_or(0)),
+    }
+}
+
+/// `validation.IsValidPercent`'s rule: digits, then `%`; the number when it holds.
+fn percent(s: &str) -> Option<i64> {
+    let digits = s.strip_suffix('%')?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().unwrap_or(i64::MAX))
+}
+
+/// `getIntOrPercentValue`: a percentage's number, else `IntValue()` (a string that is not a
+/// percentage reads as `strconv.Atoi` does: 0 when it is not a number).
+pub(crate) fn int_or_percent_value(v: &Value) -> i64 {
+    match v {
+        Value::String(s) => percent(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
+        other => other.as_i64().unwrap_or(0),
+    }
+}
+
+/// `ValidatePositiveIntOrPercent`: an integer at least 0, or a percentage (`N%`).
+pub(crate) fn positive_int_or_percent(v: &Value, field: &str) -> Vec<FieldError> {
+    match v {
+        Value::String(s) if percent(s).is_none() => vec![(
+            field.to_owned(),
+            format!(
+                "Invalid value: {}: {}",
+                int_or_string_go(v),
+                crate::metadata::regex_error(
+                    "a valid percent string must be a numeric string followed by an ending '%'",
+                    "[0-9]+%",
+                    &["1%", "93%"],
+                )
+            ),
+        )],
+        Value::Number(_) if int_or_percent_value(v) < 0 => vec![(
+            field.to_owned(),
+            format!("Invalid value: {}: must be greater than or equal to 0", int_or_percent_value(v)),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `IsNotMoreThan100Percent`: a percentage is at most 100%.
+pub(crate) fn not_more_than_100_percent(v: &Value, field: &str) -> Vec<FieldError> {
+    match v {
+        Value::String(s) if percent(s).is_some_and(|p| p > 100) => vec![(
+            field.to_owned(),
+            format!("Invalid value: {}: must not be greater than 100%", int_or_string_go(v)),
+        )],
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]

@@ -23,8 +23,8 @@
 use serde_json::{Map, Value, json};
 
 use super::storage::State;
-use crate::object_meta::meta_str;
 use crate::catalog;
+use crate::object_meta::meta_str;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
 

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use super::Propagation;
 use super::storage::{ChangeType, Key, State};
 use crate::kinds::crd;
-use crate::registry::crd_resources;
 use crate::object_meta::{finalizers, is_deleting, meta_mut};
+use crate::registry::crd_resources;
 
 /// The storage of CustomResourceDefinitions.
 pub(crate) const CRD_STORAGE: &str = "customresourcedefinitions.apiextensions.k8s.io";

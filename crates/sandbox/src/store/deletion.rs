@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
-use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
 use crate::catalog;
+use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
 use crate::resource::{GcPolicy, ResourceDef};
 use crate::status::ApiError;
 

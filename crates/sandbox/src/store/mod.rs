@@ -39,12 +39,12 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use crate::catalog;
 use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
 use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid, now_rfc3339};
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
-use crate::catalog;
 use crate::resource::{MetadataOrder, ResourceDef, Subresource};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;

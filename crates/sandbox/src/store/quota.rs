@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use super::storage::{Key, State};
 use super::{ChangeType, ListQuery, Store};
-use crate::quota::{self, Charges};
 use crate::catalog;
+use crate::quota::{self, Charges};
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
@@ -87,7 +87,8 @@ impl Store {
                 }
                 let mut new = (*old).clone();
                 new["status"] = status;
-                let key: Key = (QUOTA_STORAGE, ns.clone(), crate::object_meta::meta_str(&old, "name").to_owned());
+                let key: Key =
+                    (QUOTA_STORAGE, ns.clone(), crate::object_meta::meta_str(&old, "name").to_owned());
                 st.commit(key, ChangeType::Modified, new, Some(old));
                 written += 1;
             }

@@ -14,5 +14,6 @@ mod kube_runtime;
 mod kubectl;
 mod kubectl_cluster;
 mod kubectl_workloads;
+mod module_graph;
 mod upstream;
 mod watch;
