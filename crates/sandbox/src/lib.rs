@@ -82,28 +82,36 @@
 //!   version gets 410 Gone and the client must relist, as against a real API server.
 //!   [`Faults`] can force a 410 when a test wants one.
 //!
+//! The modules form layers, listed here from the top: each uses only those below it
+//! (`tests/integration/module_graph.rs` fails on an import cycle, and prints the layers).
+//!
 //! | module | what it is |
 //! |---|---|
-//! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
-//! | [`resource`] | what a served resource is: its strategy, how it answers, its acting subresources |
-//! | [`catalog`] | the built-in resources, one file per API group, one declaration each |
-//! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
 //! | [`cluster`] | a simulated cluster beside the API: nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
+//! | [`endpoints`] | the HTTP layer: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
+//! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
+//! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
 //! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
-//! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
-//! | [`schema`] | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |
-//! | [`jsonpath`] | the JSONPath of printer columns |
-//! | [`metadata`] | metadata rules every kind shares: label, annotation and finalizer names |
+//! | [`catalog`] | the built-in resources, one file per API group, one declaration each, and their table |
 //! | [`field_validation`] | `fieldValidation`: unknown and duplicate fields refused, warned about or dropped |
 //! | [`managed_fields`] | `managedFields`: who set which field, on every write |
+//! | [`resource`] | what a served resource is: its strategy, how it answers, its subresources |
+//! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
+//! | [`quota`] | ResourceQuota: what an object counts, admission's and the quota controller's decisions |
+//! | [`schema`] | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |
+//! | [`selector`] | label and field selectors, and the `LabelSelector` objects of specs |
+//! | [`metadata`] | metadata rules every kind shares: name shapes, label, annotation and finalizer names |
 //! | [`patch`] | merge, JSON and strategic merge patch; the field paths apply and managedFields use |
-//! | [`selector`] | label and field selectors |
 //! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
-//! | [`endpoints`] | the HTTP layer: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | [`faults`] | fault injection |
+//! | [`object_meta`] | reading and stamping an object's metadata: its fields, uids, timestamps |
+//! | [`jsonpath`] | the JSONPath of printer columns |
+//! | `go_print` | Go's printing of values (`%v`, `%q`, `%#v`), so messages are upstream's byte for byte |
+//! | [`gojson`] | Go's `encoding/json` errors for a body that is not JSON |
+//! | [`quantity`] | resource quantities (`500m`, `1Gi`) |
+//! | [`status`] | `metav1.Status` errors, and field errors |
 //! | [`record`] | the request log |
-//! | [`status`] | `metav1.Status` errors |
-//! | [`object`] | helpers for reading and stamping object metadata |
+//! | [`user`] | who makes a request: the sandbox's administrator |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;

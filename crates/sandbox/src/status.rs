@@ -1,5 +1,6 @@
 //! API errors as `metav1.Status` objects, with the codes and reasons the real API server uses, so
 //! client-go's `IsNotFound` / `IsConflict` / `IsAlreadyExists` and kube's `ErrorResponse` work.
+//! Validation's field errors ([`FieldError`]) become the causes of a 422 ([`ApiError::invalid`]).
 
 use serde_json::{Value, json};
 
