@@ -56,9 +56,7 @@ fn the_sandboxs_modules_have_no_import_cycle() {
         }
     }
 
-    if top_cycles.is_empty() {
-        print_layers(&graph, &top);
-    }
+    print_layers(&graph, &top, top_cycles.is_empty());
     assert!(failures.is_empty(), "{failures}");
 }
 
@@ -361,7 +359,8 @@ fn describe(deps: &Deps, component: &BTreeSet<String>) -> String {
     }
     chain.push(start);
     chain.reverse();
-    let mut text = String::from("  cycle:\n");
+    let members = component.iter().cloned().collect::<Vec<_>>().join(", ");
+    let mut text = format!("  {} modules depend on each other: {members}\n  cycle:\n", component.len());
     for pair in chain.windows(2) {
         let places = &deps.edges[pair[0]][pair[1]];
         let _ = writeln!(text, "    {} -> {} ({})", pair[0], pair[1], places[0]);
@@ -378,9 +377,9 @@ fn describe(deps: &Deps, component: &BTreeSet<String>) -> String {
     text
 }
 
-/// Prints the layers (a module's layer is one above the highest it depends on), with lines and
-/// `pub` items, and the crate root's items other modules use.
-fn print_layers(graph: &Graph, deps: &Deps) {
+/// Prints the layers (a module's layer is one above the highest it depends on; all in one when
+/// there is a cycle), with lines and `pub` items, and the crate root's items other modules use.
+fn print_layers(graph: &Graph, deps: &Deps, acyclic: bool) {
     fn layer<'a>(deps: &'a Deps, m: &'a str, memo: &mut BTreeMap<&'a str, usize>) -> usize {
         if let Some(l) = memo.get(m) {
             return *l;
@@ -392,9 +391,14 @@ fn print_layers(graph: &Graph, deps: &Deps) {
     let mut memo = BTreeMap::new();
     let mut layers: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
     for m in graph.sizes.keys().filter(|m| *m != "lib") {
-        layers.entry(layer(deps, m, &mut memo)).or_default().push(m);
+        let l = if acyclic { layer(deps, m, &mut memo) } else { 0 };
+        layers.entry(l).or_default().push(m);
     }
-    println!("layers, lowest first (a module uses only modules of lower layers):");
+    if acyclic {
+        println!("layers, lowest first (a module uses only modules of lower layers):");
+    } else {
+        println!("no layers: the modules have an import cycle");
+    }
     for (l, modules) in &layers {
         println!("  {l}: {}", modules.join(", "));
     }
