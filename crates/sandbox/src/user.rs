@@ -2,6 +2,7 @@
 //! enforces no RBAC, so one identity answers for all: the user a `SelfSubjectReview` or a
 //! `TokenReview` reports, and the requester a CertificateSigningRequest records (upstream's
 //! `user.Info` of the request).
+
 use serde_json::{Value, json};
 
 /// Who every client of the sandbox is.
