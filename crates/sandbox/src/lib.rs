@@ -99,7 +99,7 @@
 //! | [`patch`] | merge, JSON and strategic merge patch; the field paths apply and managedFields use |
 //! | [`selector`] | label and field selectors |
 //! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
-//! | [`endpoints`] | the HTTP layer: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
+//! | [`rest`] | the HTTP (REST) layer: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | [`faults`] | fault injection |
 //! | [`record`] | the request log |
 //! | [`status`] | `metav1.Status` errors |
@@ -129,7 +129,6 @@ pub struct ReadmeDoctests;
 pub mod actions;
 pub mod catalog;
 pub mod cluster;
-pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
 mod gofmt;
@@ -145,6 +144,7 @@ pub mod quota;
 pub mod record;
 pub mod registry;
 pub mod resource;
+pub mod rest;
 pub mod schema;
 pub mod selector;
 pub mod shard;
@@ -152,7 +152,7 @@ pub mod status;
 pub mod store;
 
 /// How callers serve the sandbox over HTTPS (`sandbox::server::new_token`, kubeconfig writing).
-pub use endpoints::server;
+pub use rest::server;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -160,7 +160,6 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use endpoints::api;
 use http::{Request, Response};
 
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
@@ -438,21 +437,21 @@ impl<B> tower::Service<Request<B>> for SandboxService
 where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
-    B::Error: Into<api::BoxError>,
+    B::Error: Into<rest::BoxError>,
 {
-    type Response = Response<api::ResponseBody>;
-    type Error = api::BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, api::BoxError>> + Send>>;
+    type Response = Response<rest::ResponseBody>;
+    type Error = rest::BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, rest::BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), api::BoxError>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), rest::BoxError>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
-            let response = api::handle(shared, req).await;
-            if response.extensions().get::<api::Disconnect>().is_some() {
+            let response = rest::handle(shared, req).await;
+            if response.extensions().get::<rest::Disconnect>().is_some() {
                 return Err("connection dropped by the sandbox (injected fault)".into());
             }
             Ok(response)

@@ -1699,7 +1699,7 @@ fn scale_of(def: &ResourceDef, obj: &Value) -> Value {
             if m.contains_key("matchLabels") || m.contains_key("matchExpressions") =>
         {
             // An empty selector selects everything: no requirement to print.
-            let text = crate::endpoints::table::format_label_selector(Some(sel));
+            let text = crate::rest::table::format_label_selector(Some(sel));
             if text == "<none>" { String::new() } else { text }
         }
         Some(Value::Object(m)) => {
