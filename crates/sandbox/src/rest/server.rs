@@ -13,7 +13,7 @@
 //!
 //! Objects are never answered in protobuf: a client that asks for it gets JSON, as a server may
 //! answer. (Protobuf request bodies of a few kinds and the protobuf OpenAPI v2 document are read
-//! and served: see [`rest`](crate::rest).)
+//! and served: see [`crate::rest`].)
 
 use std::io;
 use std::net::SocketAddr;
