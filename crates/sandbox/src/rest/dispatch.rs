@@ -197,6 +197,7 @@ fn answer(
     record: &mut RequestRecord,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut req = Request::parse(shared, parts, target, record)?;
+    // A stream is refused before faults or the body are judged: its handler answers it alone.
     if let Verb::Connect = req.verb {
         return answer::refuse_stream(&shared.store, &req);
     }
