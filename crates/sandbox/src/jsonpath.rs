@@ -3,7 +3,7 @@
 //!
 //! When kubectl asks for a custom resource as a Table (`Accept:
 //! application/json;as=Table;v=v1;g=meta.k8s.io`), the server prints each printer column by
-//! evaluating its `jsonPath` against the object ([`crate::endpoints::printer_columns`]). Upstream's
+//! evaluating its `jsonPath` against the object ([`crate::rest::printer_columns`]). Upstream's
 //! apiextensions `tableconvertor` wraps the path in `{…}`, parses it with `jsonpath.New(name)
 //! .Parse(...)`, sets `AllowMissingKeys(true)`, and reads the first value of the first result
 //! list. [`JsonPath`] does exactly that: [`JsonPath::parse`] takes the bare path and reports

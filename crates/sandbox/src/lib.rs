@@ -88,7 +88,7 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`cluster`] | a simulated cluster beside the API: nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
-//! | [`endpoints`] | the HTTP layer: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
+//! | [`rest`] | the HTTP (REST) layer, upstream's `endpoints`: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
 //! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
 //! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
@@ -137,7 +137,6 @@ pub struct ReadmeDoctests;
 pub mod actions;
 pub mod catalog;
 pub mod cluster;
-pub mod endpoints;
 pub mod faults;
 pub mod field_validation;
 mod go_print;
@@ -153,6 +152,7 @@ pub mod quota;
 pub mod record;
 pub mod registry;
 pub mod resource;
+pub mod rest;
 pub mod schema;
 pub mod selector;
 pub mod shard;
@@ -161,7 +161,7 @@ pub mod store;
 pub mod user;
 
 /// How callers serve the sandbox over HTTPS (`sandbox::server::new_token`, kubeconfig writing).
-pub use endpoints::server;
+pub use rest::server;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -169,7 +169,6 @@ use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use endpoints::api;
 use http::{Request, Response};
 
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
@@ -448,21 +447,21 @@ impl<B> tower::Service<Request<B>> for SandboxService
 where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
-    B::Error: Into<api::BoxError>,
+    B::Error: Into<rest::BoxError>,
 {
-    type Response = Response<api::ResponseBody>;
-    type Error = api::BoxError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, api::BoxError>> + Send>>;
+    type Response = Response<rest::ResponseBody>;
+    type Error = rest::BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, rest::BoxError>> + Send>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), api::BoxError>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), rest::BoxError>> {
         Poll::Ready(Ok(()))
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
-            let response = api::handle(shared, req).await;
-            if response.extensions().get::<api::Disconnect>().is_some() {
+            let response = rest::handle(shared, req).await;
+            if response.extensions().get::<rest::Disconnect>().is_some() {
                 return Err("connection dropped by the sandbox (injected fault)".into());
             }
             Ok(response)

@@ -132,6 +132,16 @@ pub struct BuiltIn {
     pub answer: Answer,
     /// The subresources beyond `status` and `scale`.
     pub actions: &'static [Action],
+    /// The streaming subresources the object's kubelet serves (a Pod's `exec`, `attach`,
+    /// `portforward`); not in discovery. The sandbox runs no container: a request to one of an
+    /// existing object is refused as a request that did not upgrade its connection.
+    pub kubelet_streams: &'static [&'static str],
+    /// The warning the registry gives on a delete that names neither a propagation policy nor
+    /// `orphanDependents` (a Job's: its pods are preserved).
+    pub orphaning_warning: Option<&'static str>,
+    /// The warning every answer about the resource carries, a refusal too (upstream's
+    /// deprecated resources: `v1 ComponentStatus is deprecated in v1.19+`).
+    pub deprecation: Option<&'static str>,
 }
 
 /// Where a strategy's validation puts the metadata's errors.
@@ -281,6 +291,9 @@ impl BuiltIn {
         returns_deleted_object: false,
         answer: Answer::Stored,
         actions: &[],
+        kubelet_streams: &[],
+        orphaning_warning: None,
+        deprecation: None,
     };
 }
 
@@ -536,6 +549,24 @@ impl ResourceDef {
     #[must_use]
     pub fn returns_deleted_object(&self) -> bool {
         self.built_in().returns_deleted_object
+    }
+
+    /// The streaming subresources its objects' kubelet would serve, refused here.
+    #[must_use]
+    pub fn kubelet_streams(&self) -> &'static [&'static str] {
+        self.built_in().kubelet_streams
+    }
+
+    /// What a delete naming no propagation policy is warned of.
+    #[must_use]
+    pub fn orphaning_warning(&self) -> Option<&'static str> {
+        self.built_in().orphaning_warning
+    }
+
+    /// The deprecation warning of every answer about it.
+    #[must_use]
+    pub fn deprecation(&self) -> Option<&'static str> {
+        self.built_in().deprecation
     }
 
     /// The group a validation error (`Invalid`) names: the internal type's

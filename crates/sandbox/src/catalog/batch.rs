@@ -9,6 +9,10 @@ use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 /// A Job's field label beyond the metadata (`status.successful`).
 const JOB_FIELDS: &[(&str, &str)] = &[("status.successful", "/status/succeeded")];
 
+/// What deleting a Job without a propagation policy warns of: its default policy orphans the pods
+/// (`pkg/registry/batch/job/storage`).
+const JOB_ORPHANS: &str = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
+
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
@@ -29,6 +33,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             field_labels: JOB_FIELDS,
             strategy: Strategy::BuiltIn(BuiltIn {
                 gc_policy: crate::resource::GcPolicy::OrphanDependents,
+                orphaning_warning: Some(JOB_ORPHANS),
                 update_validates_twice: true,
                 prepare_create: workload::prepare_job,
                 default: workload::default_job,

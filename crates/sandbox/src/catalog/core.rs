@@ -96,6 +96,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
                 answer: Answer::Computed(component_statuses),
+                deprecation: Some("v1 ComponentStatus is deprecated in v1.19+"),
                 ..typed::<core::ComponentStatus>()
             }),
             ..resource!("", "v1", "componentstatuses", "componentstatus", "ComponentStatus", ["cs"], namespaced: false)
@@ -189,6 +190,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: pod::default,
                 validate: pod::validate,
                 actions: POD_ACTIONS,
+                kubelet_streams: &["exec", "attach", "portforward"],
                 ..typed::<core::Pod>()
             }),
             ..resource!("", "v1", "pods", "pod", "Pod", ["po"], namespaced: true)

@@ -2090,3 +2090,59 @@ async fn an_apply_keeps_the_maps_it_still_sets_fields_under() {
     assert_eq!(cm["data"], json!({ "app": "web" }), "{cm}");
     assert_eq!(cm["metadata"]["annotations"], json!({ "desired": "4" }), "{cm}");
 }
+
+/// What a kind's declaration makes the HTTP layer do for it: a pod's kubelet streams refused
+/// (`pkg/registry/core/pod/rest/subresources.go`, reached through the pod), a Job's delete warning
+/// (`pkg/registry/batch/job/storage`), ComponentStatus's deprecation on every answer (the
+/// installer's).
+#[tokio::test]
+async fn kinds_declare_their_streams_warnings_and_deprecation() {
+    let sb = Sandbox::with_config(sandbox::SandboxConfig::bare());
+    let pods = "/api/v1/namespaces/default/pods";
+    let (code, _, v) = call(&sb, Method::POST, &format!("{pods}/p/exec?command=ls"), &[], None).await;
+    assert_eq!((code, v["reason"].as_str()), (404, Some("NotFound")), "{v}");
+    create(&sb, pods, json!({ "metadata": { "name": "p" }, "spec": { "containers": [{ "name": "c", "image": "busybox" }] } }))
+        .await;
+    for stream in ["exec", "attach", "portforward"] {
+        let (code, _, v) = call(&sb, Method::POST, &format!("{pods}/p/{stream}"), &[], None).await;
+        assert_eq!((code, v["message"].as_str()), (400, Some("Upgrade request required")), "{stream}: {v}");
+    }
+    // Only a pod has them.
+    create(&sb, CMS, json!({ "metadata": { "name": "c" } })).await;
+    let (code, _, _) = call(&sb, Method::POST, &format!("{CMS}/c/exec"), &[], None).await;
+    assert_eq!(code, 404);
+
+    let jobs = "/apis/batch/v1/namespaces/default/jobs";
+    let spec = json!({ "template": { "spec": { "restartPolicy": "Never", "containers": [{ "name": "c", "image": "busybox" }] } } });
+    for name in ["a", "b"] {
+        create(&sb, jobs, json!({ "metadata": { "name": name }, "spec": spec })).await;
+    }
+    let (code, _, warnings, _) =
+        call_with_headers(&sb, Method::DELETE, &format!("{jobs}/a"), &[], None).await;
+    assert_eq!(code, 200);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("299 - \"child pods are preserved by default when jobs are deleted"),
+        "{warnings:?}"
+    );
+    let background = json!({ "propagationPolicy": "Background" });
+    let (code, _, warnings, _) =
+        call_with_headers(&sb, Method::DELETE, &format!("{jobs}/b"), &[], Some(background)).await;
+    assert_eq!((code, warnings.len()), (200, 0), "{warnings:?}");
+    // A kind that orphans by default without a warning of it.
+    let rcs = "/api/v1/namespaces/default/replicationcontrollers";
+    let (code, _, warnings, _) =
+        call_with_headers(&sb, Method::DELETE, &format!("{rcs}/none"), &[], None).await;
+    assert_eq!((code, warnings.len()), (404, 0), "{warnings:?}");
+
+    let deprecated = vec!["299 - \"v1 ComponentStatus is deprecated in v1.19+\"".to_owned()];
+    let (code, _, warnings, v) =
+        call_with_headers(&sb, Method::GET, "/api/v1/componentstatuses", &[], None).await;
+    assert_eq!((code, &warnings), (200, &deprecated), "{v}");
+    // A refusal carries it too; another resource's answers do not.
+    let (code, _, warnings, _) =
+        call_with_headers(&sb, Method::DELETE, "/api/v1/componentstatuses/etcd-0", &[], None).await;
+    assert_eq!((code, &warnings), (405, &deprecated));
+    let (code, _, warnings, _) = call_with_headers(&sb, Method::GET, CMS, &[], None).await;
+    assert_eq!((code, warnings.len()), (200, 0));
+}

@@ -36,9 +36,7 @@ fn since(o: &Value, ptr: &str) -> Value {
     else {
         return json!("<unknown>");
     };
-    json!(crate::endpoints::printer_columns::human_duration(
-        jiff::Timestamp::now().duration_since(t).as_secs()
-    ))
+    json!(crate::rest::printer_columns::human_duration(jiff::Timestamp::now().duration_since(t).as_secs()))
 }
 
 fn age(o: &Value) -> Value {
@@ -327,12 +325,12 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
 /// definitions, as the API server does after the first event of a watch.
 ///
 /// A custom resource is printed with its CRD version's `additionalPrinterColumns` (see
-/// [`printer_columns`](crate::endpoints::printer_columns)).
+/// [`printer_columns`](crate::rest::printer_columns)).
 #[must_use]
 pub fn table(def: &ResourceDef, objects: &[Value], resource_version: &str, headers: bool) -> Value {
     if let Some(custom) = def.custom() {
-        let columns = crate::endpoints::printer_columns::from_crd_version(&custom.version);
-        return crate::endpoints::printer_columns::table(&columns, objects, resource_version, headers);
+        let columns = crate::rest::printer_columns::from_crd_version(&custom.version);
+        return crate::rest::printer_columns::table(&columns, objects, resource_version, headers);
     }
     let cols = columns(def);
     let definitions: Vec<Value> = if headers {

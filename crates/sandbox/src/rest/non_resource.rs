@@ -7,7 +7,8 @@ use http::{Response, header};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 
-use super::api::{self, ResponseBody};
+use super::ResponseBody;
+use super::response::{error_response, json_response, json_typed};
 use super::{discovery, openapi};
 use crate::SandboxState;
 use crate::status::ApiError;
@@ -78,9 +79,9 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let aggregated = accept.contains("as=APIGroupDiscoveryList");
     let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let ok = |doc: &Value| api::json_response(200, doc);
+    let ok = |doc: &Value| json_response(200, doc);
     // A group/version the sandbox does not serve is a 404 Status, as for any unknown path.
-    let found = |doc: Option<&Value>| doc.map_or_else(|| api::error_response(&ApiError::no_route(path)), ok);
+    let found = |doc: Option<&Value>| doc.map_or_else(|| error_response(&ApiError::no_route(path)), ok);
     let is_resource = matches!(segs.as_slice(), ["api", _, _, ..] | ["apis", _, _, _, ..]);
     if is_resource {
         return None;
@@ -89,11 +90,9 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
     Some(match segs.as_slice() {
         ["healthz"] | ["readyz"] | ["livez"] => text("ok"),
         ["version"] => ok(&discovery::version()),
-        ["api"] if aggregated => api::json_typed(200, AGGREGATED, &discovery::aggregated(&registry(), true)),
+        ["api"] if aggregated => json_typed(200, AGGREGATED, &discovery::aggregated(&registry(), true)),
         ["api"] => ok(&discovery::core_versions()),
-        ["apis"] if aggregated => {
-            api::json_typed(200, AGGREGATED, &discovery::aggregated(&registry(), false))
-        }
+        ["apis"] if aggregated => json_typed(200, AGGREGATED, &discovery::aggregated(&registry(), false)),
         ["apis"] => ok(&discovery::group_list(&registry())),
         ["apis", g] => found(discovery::group(&registry(), g).as_ref()),
         ["api", v] => found(discovery::resource_list(&registry(), "", v).as_ref()),
@@ -117,6 +116,6 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
         ["openapi", "v3"] => ok(&openapi::openapi_v3_index(&registry())),
         ["openapi", "v3", "api", v] => found(openapi::openapi_v3(&registry(), "", v).as_deref()),
         ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(&registry(), g, v).as_deref()),
-        _ => api::error_response(&ApiError::no_route(path)),
+        _ => error_response(&ApiError::no_route(path)),
     })
 }

@@ -26,11 +26,11 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::RESOURCES;
-use crate::endpoints::discovery::{GIT_VERSION, groups};
-use crate::endpoints::openapi_proto;
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
 use crate::resource::{ResourceDef, Strategy};
+use crate::rest::discovery::{GIT_VERSION, groups};
+use crate::rest::openapi_proto;
 
 /// The schemas of `kinds` and of everything they refer to, by definition name, with references
 /// under `definitions_path` (`/definitions` for v2, `/components/schemas` for v3).

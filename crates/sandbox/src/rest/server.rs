@@ -13,7 +13,7 @@
 //!
 //! Objects are never answered in protobuf: a client that asks for it gets JSON, as a server may
 //! answer. (Protobuf request bodies of a few kinds and the protobuf OpenAPI v2 document are read
-//! and served: see [`endpoints`](crate::endpoints).)
+//! and served: see [`crate::rest`].)
 
 use std::io;
 use std::net::SocketAddr;
@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::endpoints::api::{self, ResponseBody};
+use crate::rest::{self, ResponseBody};
 use crate::{Sandbox, status::ApiError};
 
 /// A random bearer token from the operating system's randomness.
@@ -157,7 +157,7 @@ impl Sandbox {
                         async move {
                             let response = respond(&sandbox, &auth, req).await;
                             // An injected dropped connection: an error makes hyper close it unanswered.
-                            if response.extensions().get::<api::Disconnect>().is_some() {
+                            if response.extensions().get::<rest::Disconnect>().is_some() {
                                 return Err(io::Error::other("connection dropped (injected fault)"));
                             }
                             Ok(response)
@@ -240,7 +240,7 @@ async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Respo
             .strip_prefix("Bearer ")
             .is_some_and(|t| crate::actions::service_account_token(sandbox.store(), t).is_ok());
     if !authorized {
-        return api::error_response(&ApiError::unauthorized());
+        return rest::error_response(&ApiError::unauthorized());
     }
-    api::handle(Arc::clone(&sandbox.shared), req).await
+    rest::handle(Arc::clone(&sandbox.shared), req).await
 }

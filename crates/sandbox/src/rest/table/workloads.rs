@@ -135,7 +135,7 @@ fn job_duration(o: &Value) -> Value {
     let at = |p: &str| o.pointer(p).and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok());
     let Some(start) = at("/status/startTime") else { return json!("") };
     let end = at("/status/completionTime").unwrap_or_else(jiff::Timestamp::now);
-    json!(crate::endpoints::printer_columns::human_duration(end.duration_since(start).as_secs()))
+    json!(crate::rest::printer_columns::human_duration(end.duration_since(start).as_secs()))
 }
 
 fn access_modes(o: &Value, ptr: &str) -> Value {

@@ -1,7 +1,7 @@
 //! The non-resource endpoints real clients read before they touch a resource: `/version`,
 //! legacy discovery (`/api`, `/apis`, `/apis/<group>`, `/api/v1`, `/apis/<group>/<version>`),
 //! aggregated discovery (`apidiscovery.k8s.io/v2`), and `/healthz`, `/readyz`, `/livez`. The
-//! OpenAPI documents are in [`crate::endpoints::openapi`]. Every document is made from the
+//! OpenAPI documents are in [`crate::rest::openapi`]. Every document is made from the
 //! [`Registry`] of the moment, so an established CRD's group is discovered at once.
 
 use serde_json::{Value, json};

@@ -465,7 +465,7 @@ mod tests {
     #[test]
     fn the_built_in_document_decodes_field_by_field() {
         let registry = crate::registry::Registry::new();
-        let json_doc = crate::endpoints::openapi::openapi_v2(&registry);
+        let json_doc = crate::rest::openapi::openapi_v2(&registry);
         let doc = decode(&document(&json_doc));
         assert_eq!(text(&doc, 1), "2.0");
         assert_eq!(text(&one(&doc, 2), 1), "Kubernetes (sandbox)");

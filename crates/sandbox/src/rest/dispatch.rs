@@ -1,0 +1,206 @@
+//! One request from arrival to answer: held or served ([`handle`]), the non-resource paths
+//! answered first, the request recorded and its latency injected, the resource request parsed
+//! into a [`Request`] and dispatched on its [`Verb`] to the handler of its family.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request as HttpRequest, Response, StatusCode, header};
+use http_body::Body;
+use http_body_util::Full;
+
+use super::body::read_request_body;
+use super::call::Call;
+use super::request::{Request, Target, Verb};
+use super::response::{Disconnect, error_response, with_warnings};
+use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
+use crate::SandboxState;
+use crate::record::RequestRecord;
+use crate::status::ApiError;
+
+/// Handles one API request.
+pub async fn handle<B>(shared: Arc<SandboxState>, req: HttpRequest<B>) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if let Some(ticket) = shared.faults.hold_request(user_agent) {
+        return held(shared, parts, body, ticket).await;
+    }
+    serve(shared, parts, body).await
+}
+
+/// Serves one request that has reached the server.
+async fn serve<B>(shared: Arc<SandboxState>, parts: http::request::Parts, body: B) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    // Discovery, OpenAPI, health: the same answers in-process as over HTTPS, not in the log.
+    if parts.method == Method::GET
+        && let Some(r) = super::non_resource::respond(&shared, &parts)
+    {
+        return r;
+    }
+    if discovery_refuses(&shared, &parts) {
+        return error_response(&ApiError::method_not_allowed());
+    }
+    let mut record = record_of(&parts);
+    let latency = shared.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let response = route(&shared, &parts, body, &mut record).await;
+    record.code =
+        if response.extensions().get::<Disconnect>().is_some() { 0 } else { response.status().as_u16() };
+    record.took = record.at.elapsed();
+    shared.requests.push(record);
+    response
+}
+
+/// A discovery document's route serves GET alone: go-restful's 405 for the other methods.
+/// (Only paths as deep as a discovery document are probed: a write to a resource is not.)
+fn discovery_refuses(shared: &SandboxState, parts: &http::request::Parts) -> bool {
+    let segments: Vec<&str> = parts.uri.path().trim_matches('/').split('/').collect();
+    let discovery_depth =
+        matches!(segments.as_slice(), ["api"] | ["api", _] | ["apis"] | ["apis", _] | ["apis", _, _]);
+    if parts.method == Method::GET || !discovery_depth {
+        return false;
+    }
+    let mut probe =
+        HttpRequest::get(parts.uri.clone()).body(()).expect("a GET of a valid URI").into_parts().0;
+    probe.headers = parts.headers.clone();
+    super::non_resource::respond(shared, &probe).is_some_and(|r| r.status() == StatusCode::OK)
+}
+
+/// The log's entry for a request, before anything of it is known but its method and client.
+fn record_of(parts: &http::request::Parts) -> RequestRecord {
+    let user_agent =
+        parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    RequestRecord {
+        verb: parts.method.as_str().to_ascii_lowercase(),
+        group: String::new(),
+        resource: String::new(),
+        subresource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        user_agent,
+        code: 0,
+        at: std::time::Instant::now(),
+        took: std::time::Duration::ZERO,
+    }
+}
+
+/// A request held on the wire ([`Faults::hold`](crate::Faults::hold)): handled when its turn
+/// comes, in a task of its own, so that a request whose client has gone meanwhile can still be
+/// applied when the hold says so — as a server reads bytes that arrive after their sender reset.
+async fn held<B>(
+    shared: Arc<SandboxState>,
+    parts: http::request::Parts,
+    body: B,
+    ticket: crate::faults::Ticket,
+) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    // The bytes are all sent; a body that cannot be read is answered when delivered, as any.
+    let bytes = read_request_body(&parts, body).await.unwrap_or_default();
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        // Lost (`drop_held`): its client sees the connection dropped.
+        let Ok((abandoned, handled)) = ticket.await else { return };
+        if answer.is_closed() && abandoned == crate::faults::Abandoned::Cancelled {
+            shared.faults.abandoned_on_release();
+            return;
+        }
+        let response = serve(Arc::clone(&shared), parts, Full::new(bytes)).await;
+        let _ = answer.send(response);
+        let _ = handled.send(());
+    });
+    answered.await.unwrap_or_else(|_| error_response(&crate::faults::FaultKind::Disconnect.error()))
+}
+
+/// Answers a request to a resource, with the deprecation warning of the resource it names.
+async fn route<B>(
+    shared: &Arc<SandboxState>,
+    parts: &http::request::Parts,
+    body: B,
+    record: &mut RequestRecord,
+) -> Response<ResponseBody>
+where
+    B: Body + Send,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    // Read first, whatever the answer: a client still sending its body when an error is answered
+    // (a 404 or a 405 for the URL alone) would otherwise meet a reset connection, not the Status.
+    let bytes = read_request_body(parts, body).await;
+    let target = match Target::parse(&shared.store, parts.uri.path()) {
+        Ok(t) => t,
+        Err(e) => return error_response(&e),
+    };
+    // A deprecated resource warns of it in every answer, a refusal too (the installer's
+    // deprecation warning, before any handler).
+    let deprecation = target.def.deprecation();
+    let response = match answer(shared, parts, target, bytes, record) {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    };
+    match deprecation {
+        Some(warning) => with_warnings(response, &[warning.to_owned()]),
+        None => response,
+    }
+}
+
+/// Parses the request to `target`, then hands it to the handler of its verb.
+fn answer(
+    shared: &Arc<SandboxState>,
+    parts: &http::request::Parts,
+    target: Target,
+    bytes: Result<Bytes, ApiError>,
+    record: &mut RequestRecord,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let mut req = Request::parse(shared, parts, target, record)?;
+    // A stream is refused before faults or the body are judged: its handler answers it alone.
+    if let Verb::Connect = req.verb {
+        return answer::refuse_stream(&shared.store, &req);
+    }
+    if let Some(e) = shared.faults.check(req.verb.name(), req.def.plural) {
+        return Err(e);
+    }
+    let bytes = bytes?;
+    let delete = match req.verb {
+        Verb::Delete | Verb::DeleteCollection => Some(delete::read_options(&bytes, &mut req)?),
+        _ => None,
+    };
+    // dryRun=All: the same request against a throwaway copy of the store — validated, defaulted,
+    // answered, never stored and never seen by a watch.
+    let scratch;
+    let store = if req.query.dry_run && !req.verb.reads() {
+        scratch = shared.store.scratch();
+        &scratch
+    } else {
+        &shared.store
+    };
+    let mut call = Call { shared, store, req, parts, bytes, record, delete };
+    match call.req.verb {
+        Verb::Get => read::get(&call),
+        Verb::List => read::list(&call),
+        Verb::Watch => watch::watch(shared, call.req),
+        Verb::Create => write::create(&mut call),
+        Verb::Update => write::update(&call),
+        Verb::Patch => write::patch(&call),
+        Verb::Delete => delete::delete(&call),
+        Verb::DeleteCollection => delete::delete_collection(&call),
+        Verb::Act { action, .. } => answer::act(&call, action),
+        Verb::Review(review) => answer::review(&call, review),
+        Verb::Compute { objects, one } => answer::compute(&call.req, objects, one),
+        Verb::Connect => answer::refuse_stream(&shared.store, &call.req),
+    }
+}

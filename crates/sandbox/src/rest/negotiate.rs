@@ -1,0 +1,59 @@
+//! Content negotiation (upstream's `endpoints/handlers/negotiation`): which shape the `Accept`
+//! header asks an answer in — the object itself, a Table, or its metadata alone. [`transform`]
+//! (super::transform) turns an answer into that shape.
+
+/// The shape a response is transformed into, from the `Accept` clause negotiated
+/// (`endpoints/handlers/response.go`, `doTransformObject`): the object itself, a
+/// `meta.k8s.io` Table, or `PartialObjectMetadata` / `PartialObjectMetadataList`, each in the
+/// `meta.k8s.io` version the clause named (`v1` or `v1beta1`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) enum Render {
+    #[default]
+    Object,
+    Table(&'static str),
+    Partial(&'static str),
+    PartialList(&'static str),
+}
+
+/// The first clause of `accept` the server can answer, as upstream's
+/// `negotiation.NegotiateOutputMediaType` with the endpoint's transforms
+/// (`AllowsMediaTypeTransform`): a served media type (or a wildcard) with no `as=`, or one
+/// whose `as=` is a `meta.k8s.io/v1|v1beta1` Table (JSON or YAML) or `PartialObjectMetadata[List]`.
+/// `None` when no clause can be served (406); an empty header is the object itself.
+pub(super) fn negotiate(accept: &str) -> Option<Render> {
+    if accept.trim().is_empty() {
+        return Some(Render::Object);
+    }
+    accept.split(',').find_map(|clause| {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let served = matches!(media.as_str(), "*/*" | "application/*")
+            || crate::status::SERVED_MEDIA_TYPES.contains(&media.as_str());
+        if !served {
+            return None;
+        }
+        let (mut as_, mut g, mut v) = ("", "", "");
+        for param in parts {
+            match param.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                Some(("as", x)) => as_ = x,
+                Some(("g", x)) => g = x,
+                Some(("v", x)) => v = x,
+                _ => {}
+            }
+        }
+        if as_.is_empty() {
+            return Some(Render::Object);
+        }
+        let version = match (g, v) {
+            ("meta.k8s.io", "v1") => "meta.k8s.io/v1",
+            ("meta.k8s.io", "v1beta1") => "meta.k8s.io/v1beta1",
+            _ => return None,
+        };
+        match as_ {
+            "Table" if media != "application/vnd.kubernetes.protobuf" => Some(Render::Table(version)),
+            "PartialObjectMetadata" => Some(Render::Partial(version)),
+            "PartialObjectMetadataList" => Some(Render::PartialList(version)),
+            _ => None,
+        }
+    })
+}

@@ -1,0 +1,130 @@
+//! What every answer is made of: JSON bodies written as Go's encoder writes them, `metav1.Status`
+//! errors (with `Retry-After` and the injected disconnect), `Warning` headers and watch streams.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::{Response, StatusCode, header};
+use http_body::Frame;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::status::ApiError;
+
+/// The body of every sandbox response.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The error type bodies must convert into.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Marks a response that must not be sent: the connection is dropped instead (an injected
+/// [`FaultKind::Disconnect`](crate::FaultKind::Disconnect)). The HTTP server closes the connection;
+/// the in-process service answers with an error, as a broken connection would.
+#[derive(Debug, Clone, Copy)]
+pub struct Disconnect;
+
+pub(crate) fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
+    json_typed(code, "application/json", body)
+}
+
+/// An object as Go's encoder writes it: `kind` and `apiVersion` first (the type's embedded
+/// `TypeMeta`), then the rest. A client that reads the wrong kind fails at the same column as
+/// against a real server.
+struct KindFirst<'a>(&'a Value);
+
+impl serde::Serialize for KindFirst<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(fields) = self.0.as_object().filter(|m| m.contains_key("kind")) else {
+            return self.0.serialize(s);
+        };
+        let mut m = s.serialize_map(Some(fields.len()))?;
+        for key in ["kind", "apiVersion"] {
+            if let Some(v) = fields.get(key) {
+                m.serialize_entry(key, v)?;
+            }
+        }
+        for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// A JSON body served under `content_type` (aggregated discovery has its own).
+pub(crate) fn json_typed(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
+    json_body(code, content_type, &KindFirst(body), 0)
+}
+
+/// A JSON answer written by its own serializer (a list page thawing its objects as it goes)
+/// into a buffer of about `size` bytes.
+pub(super) fn json_serialized(
+    code: u16,
+    body: &impl serde::Serialize,
+    size: usize,
+) -> Response<ResponseBody> {
+    json_body(code, "application/json", body, size)
+}
+
+fn json_body(
+    code: u16,
+    content_type: &str,
+    body: &impl serde::Serialize,
+    size: usize,
+) -> Response<ResponseBody> {
+    let mut bytes = Vec::with_capacity(size);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Full::new(Bytes::from(bytes)).boxed_unsync())
+        .expect("valid response")
+}
+
+/// 204 No Content.
+pub(super) fn no_content() -> Response<ResponseBody> {
+    Response::builder()
+        .status(StatusCode::NO_CONTENT)
+        .body(Full::new(Bytes::new()).boxed_unsync())
+        .expect("valid response")
+}
+
+/// An error as a Status response (with Retry-After for 429).
+pub fn error_response(e: &ApiError) -> Response<ResponseBody> {
+    let mut r = json_response(e.code, &e.to_status());
+    if e.reason == crate::faults::DISCONNECTED {
+        r.extensions_mut().insert(Disconnect);
+    }
+    if let Some(secs) = e.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64) {
+        r.headers_mut().insert(header::RETRY_AFTER, secs.into());
+    }
+    r
+}
+
+/// `Warning: 299 - "…"` headers, one per warning (RFC 7234, as upstream writes them).
+pub(super) fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) -> Response<ResponseBody> {
+    for w in warnings {
+        let text = format!("299 - {}", serde_json::Value::String(w.clone()));
+        if let Ok(v) = http::HeaderValue::from_str(&text) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
+/// A chunked stream of the lines `rx` yields (a watch).
+pub(super) fn stream_response(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    });
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::TRANSFER_ENCODING, "chunked")
+        .body(StreamBody::new(stream).boxed_unsync())
+        .expect("valid response")
+}

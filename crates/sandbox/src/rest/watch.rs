@@ -1,0 +1,240 @@
+//! Watch streams (upstream's `endpoints/handlers/watch.go` and the cache watcher): the initial
+//! events, or the history since the version asked, then the live changes a selector sees —
+//! one JSON line each, as the object, a Table row or its metadata — with bookmarks, the end of
+//! a streaming list, timeouts, and the faults a test injects (forced expiry, cuts, pauses).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Response;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::ResponseBody;
+use super::negotiate::Render;
+use super::query::Query;
+use super::request::Request;
+use super::response::stream_response;
+use crate::SandboxState;
+use crate::resource::ResourceDef;
+use crate::status::ApiError;
+use crate::store::{Change, ChangeType, ListQuery, WatchStart};
+
+/// Opens a watch: a 200 whose body streams events until the client leaves, the timeout passes
+/// or the stream is cut. A version too old is one ERROR event, as upstream answers it.
+pub(super) fn watch(shared: &Arc<SandboxState>, req: Request) -> Result<Response<ResponseBody>, ApiError> {
+    let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    if shared.faults.take_forced_expiry() {
+        let e = ApiError::expired("too old resource version: forced by the sandbox's fault injection");
+        let _ = tx.try_send(frame("ERROR", &e.to_status()));
+        return Ok(stream_response(rx));
+    }
+    let Request { def, namespace, query, .. } = req;
+    let start = match shared.store.watch(&def, namespace.as_deref(), &query.list, query.send_initial_events) {
+        Ok(s) => s,
+        Err(e) if e.code == 410 => {
+            // The API server answers an expired watch with 200 and one ERROR event.
+            let _ = tx.try_send(frame("ERROR", &e.to_status()));
+            return Ok(stream_response(rx));
+        }
+        Err(e) => return Err(e),
+    };
+    // Taken now: a cut ordered once the watch is answered ends it.
+    let cut_seen = shared.faults.cut_generation();
+    let watcher = Watcher { shared: Arc::clone(shared), def, namespace, query, tx, headers: true };
+    tokio::spawn(watcher.run(start, cut_seen));
+    Ok(stream_response(rx))
+}
+
+/// One open watch, writing its events to `tx`.
+struct Watcher {
+    shared: Arc<SandboxState>,
+    def: Arc<ResourceDef>,
+    namespace: Option<String>,
+    query: Query,
+    tx: mpsc::Sender<Bytes>,
+    /// Whether the next Table still carries its column definitions (the first event's only, as
+    /// the API server's do).
+    headers: bool,
+}
+
+impl Watcher {
+    /// Sends the initial events, then follows the store's changes.
+    async fn run(mut self, start: WatchStart, cut_seen: u64) {
+        let WatchStart { initial, initial_events_end, rv, feed } = start;
+        // Every initial event is at or below the store's version when the watch began.
+        for retained in &initial {
+            let c = retained.thaw(!self.query.list.selects_all());
+            if !self.send_change(&c).await {
+                return;
+            }
+        }
+        if initial_events_end && self.tx.send(bookmark(&self.def, rv, true)).await.is_err() {
+            return;
+        }
+        self.follow(feed, rv, cut_seen).await;
+    }
+
+    /// The live changes after `rv`, with bookmarks, until the client leaves, the timeout
+    /// passes, the stream is cut or falls behind, or the resource goes.
+    async fn follow(&mut self, mut feed: broadcast::Receiver<Arc<Change>>, mut rv: u64, cut_seen: u64) {
+        let shared = Arc::clone(&self.shared);
+        let timeout = tokio::time::sleep(self.query.timeout.unwrap_or(Duration::from_secs(365 * 24 * 3600)));
+        tokio::pin!(timeout);
+        let mut ticks = tokio::time::interval(shared.bookmark_interval);
+        ticks.tick().await;
+        loop {
+            tokio::select! {
+                // A cut comes first: nothing committed after `cut_watches` reaches this stream.
+                biased;
+                () = shared.faults.cut_after(cut_seen) => return,
+                change = feed.recv() => match change {
+                    Ok(c) if c.rv <= rv => {}
+                    // The CRD defining this resource is gone: so is the resource, and the stream
+                    // ends, as upstream's watches end when the CRD's storage is torn down.
+                    Ok(c) if c.kind == ChangeType::Deleted && ends_resource(&self.def, &c) => return,
+                    Ok(c) => {
+                        shared.faults.watch_events_flow(self.def.plural).await;
+                        rv = c.rv;
+                        if !self.send_change(&c).await {
+                            return;
+                        }
+                    }
+                    // Too slow to keep up, or the store is gone: end the stream; the client
+                    // resumes from the last version it saw, as with a real API server.
+                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => return,
+                },
+                _ = ticks.tick(), if self.query.allow_bookmarks => {
+                    shared.faults.watch_events_flow(self.def.plural).await;
+                    if self.tx.send(bookmark(&self.def, rv, false)).await.is_err() {
+                        return;
+                    }
+                }
+                () = &mut timeout => return,
+                () = self.tx.closed() => return,
+            }
+        }
+    }
+
+    /// Sends the event `c` is to this watch, if any; `false` once the client has gone.
+    async fn send_change(&mut self, c: &Change) -> bool {
+        match event_for(&self.def, self.namespace.as_deref(), &self.query.list, c) {
+            Some((kind, obj)) => {
+                let line = self.render(kind, obj);
+                self.tx.send(line).await.is_ok()
+            }
+            None => true,
+        }
+    }
+
+    /// An event's line, its object in the shape negotiated.
+    fn render(&mut self, kind: &str, obj: EventObject) -> Bytes {
+        let def = &self.def;
+        if let Render::Partial(version) | Render::PartialList(version) = self.query.render {
+            let obj = obj.into_presented(def);
+            frame(
+                kind,
+                &json!({ "kind": "PartialObjectMetadata", "apiVersion": version, "metadata": obj["metadata"] }),
+            )
+        } else if self.query.as_table {
+            let obj = obj.into_presented(def);
+            let rv = crate::object_meta::meta_str(&obj, "resourceVersion").to_owned();
+            let mut t = super::table::table(def, &[obj], &rv, self.headers);
+            if let Render::Table(version) = self.query.render {
+                t["apiVersion"] = json!(version);
+            }
+            self.headers = false;
+            frame(kind, &t)
+        } else {
+            match obj {
+                EventObject::Stored(o) => frame_with(kind, |out| def.write_presented(&o, out)),
+                EventObject::Made(v) => frame(kind, &v),
+            }
+        }
+    }
+}
+
+/// What a watch event carries.
+enum EventObject {
+    /// A stored object, written out as its resource presents it.
+    Stored(Arc<Value>),
+    /// An object made for the event, already presented.
+    Made(Value),
+}
+
+impl EventObject {
+    fn into_presented(self, def: &ResourceDef) -> Value {
+        match self {
+            Self::Stored(o) => def.present(&o),
+            Self::Made(v) => v,
+        }
+    }
+}
+
+/// How a change looks to one watch: ADDED / MODIFIED / DELETED, or nothing, taking selector
+/// transitions into account (an object that stops matching is DELETED for this watch).
+fn event_for(
+    def: &ResourceDef,
+    ns: Option<&str>,
+    q: &ListQuery,
+    c: &Change,
+) -> Option<(&'static str, EventObject)> {
+    if c.storage != def.storage {
+        return None;
+    }
+    let obj_ns = crate::object_meta::meta_str(&c.object, "namespace");
+    if ns.is_some_and(|ns| ns != obj_ns) {
+        return None;
+    }
+    // As upstream's cache watcher (`storage/cacher/cache_watcher.go`, `convertToWatchEvent`): an
+    // object that stops matching is DELETED with its *previous* content, at the change's version.
+    let deleted = c.kind == ChangeType::Deleted;
+    let now = !deleted && q.matches(&c.object);
+    let before = if deleted { q.matches(&c.object) } else { c.old.as_ref().is_some_and(|o| q.matches(o)) };
+    let stored = || EventObject::Stored(Arc::clone(&c.object));
+    match (before, now) {
+        (false, true) => Some(("ADDED", stored())),
+        (true, true) => Some(("MODIFIED", stored())),
+        (true, false) if deleted => Some(("DELETED", stored())),
+        (true, false) => {
+            let mut old = def.present(c.old.as_deref()?);
+            crate::object_meta::meta_mut(&mut old).insert("resourceVersion".into(), json!(c.rv.to_string()));
+            Some(("DELETED", EventObject::Made(old)))
+        }
+        (false, false) => None,
+    }
+}
+
+/// One line of a watch stream: `type` first, then `object`, as the API server writes them.
+fn frame_with(kind: &str, write_object: impl FnOnce(&mut Vec<u8>)) -> Bytes {
+    let mut line = Vec::with_capacity(1024);
+    line.extend_from_slice(b"{\"type\":");
+    // A `&str` always serialises.
+    let _ = serde_json::to_writer(&mut line, kind);
+    line.extend_from_slice(b",\"object\":");
+    write_object(&mut line);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+fn frame(kind: &str, object: &Value) -> Bytes {
+    frame_with(kind, |out| {
+        let _ = serde_json::to_writer(out, object);
+    })
+}
+
+fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
+    let mut meta = json!({ "resourceVersion": rv.to_string() });
+    if initial_end {
+        meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    frame("BOOKMARK", &json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": meta }))
+}
+
+/// Whether `c` removes the CRD that defines `def`.
+fn ends_resource(def: &ResourceDef, c: &Change) -> bool {
+    def.custom().is_some()
+        && c.storage == crate::catalog::crds().storage
+        && crate::object_meta::meta_str(&c.object, "name") == def.storage
+}
