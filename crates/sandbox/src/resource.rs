@@ -133,7 +133,57 @@ pub struct BuiltIn {
     pub answer: Answer,
     /// The subresources beyond `status` and `scale`.
     pub actions: &'static [Action],
+    /// The verbs a stored kind's objects and collection answer, for discovery and routing
+    /// ([`STORED_VERBS`] for most; a Namespace has no `deletecollection`).
+    pub verbs: &'static [&'static str],
+    /// The name the strategy's `PrepareForCreate` gives an object created with neither a name
+    /// nor a `generateName` (a LimitRange is named with a fresh uid); `None`: the name is
+    /// required.
+    pub name_unnamed: Option<fn() -> String>,
+    /// The strategy's `AllowCreateOnUpdate`: a PUT to a missing object creates it (Leases,
+    /// Events, Services, Endpoints, LimitRanges, RBAC's roles and bindings); most kinds answer
+    /// 404.
+    pub create_on_update: bool,
+    /// A create keeps the request's `status` though the kind has a status subresource (the
+    /// Namespace strategy's `PrepareForCreate` keeps the phase); other such kinds drop it.
+    pub create_keeps_status: bool,
+    /// Whether a spec change takes a new `metadata.generation`, from the stored object `old` to
+    /// `new` (the kind's `PrepareForUpdate`): [`spec_changed`] for most kinds.
+    pub generation_changes: fn(&Value, &Value) -> bool,
+    /// What a DELETE does to an object of this kind before the generic rules.
+    pub deletion: Deletion,
+    /// Whether the kind has upstream's watch cache (`DefaultWatchCacheSizes`); Events have none,
+    /// so their lists are served by etcd3's store and a bad `resourceVersion` is its 400.
+    pub watch_cached: bool,
+    /// How a field selector naming an unknown label is refused, when the kind's conversion has
+    /// its own words (batch/v1 Job's); `None`: the common words (see
+    /// [`ResourceDef::label_refusal`]).
+    pub label_refusal: Option<crate::selector::LabelRefusal>,
+    /// Where the kind holds a pod template, as a JSON pointer (Deployments' `/spec/template`,
+    /// PodTemplates' `/template`): what PodSecurity admission checks of it.
+    pub pod_template: Option<&'static str>,
 }
+
+/// What a DELETE does first, by kind (upstream's `rest.RESTDeleteStrategy` and the registries
+/// that override `Delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    /// Finalizers and propagation decide (most kinds).
+    Immediate,
+    /// The Pod strategy's `CheckGracefulDelete`: a pod bound to a node and not finished is given
+    /// its grace period and left for its kubelet.
+    Graceful,
+    /// The Namespace registry's `Delete`: the namespace turns `Terminating` and is emptied and
+    /// removed by the namespace controller.
+    Terminating,
+    /// The object always goes through its finalizer and is answered marked with it (a
+    /// CustomResourceDefinition: its instances go first).
+    Finalized,
+}
+
+/// The verbs of a stored kind.
+pub const STORED_VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// Where a strategy's validation puts the metadata's errors.
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +262,15 @@ impl BuiltIn {
         returns_deleted_object: false,
         answer: Answer::Stored,
         actions: &[],
+        verbs: STORED_VERBS,
+        name_unnamed: None,
+        create_on_update: false,
+        create_keeps_status: false,
+        generation_changes: spec_changed,
+        deletion: Deletion::Immediate,
+        watch_cached: true,
+        label_refusal: None,
+        pod_template: None,
     };
 }
 
@@ -248,15 +307,11 @@ impl ResourceDef {
     /// The verbs its objects and collection answer, as discovery lists them.
     #[must_use]
     pub fn verbs(&self) -> &'static [&'static str] {
-        const ALL: &[&str] =
-            &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
         match &self.strategy {
             Strategy::BuiltIn(BuiltIn { answer: Answer::Review(_), .. }) => &["create"],
             Strategy::BuiltIn(BuiltIn { answer: Answer::Computed(_), .. }) => &["get", "list"],
-            _ if self.plural == "namespaces" && self.group.is_empty() => {
-                &["create", "delete", "get", "list", "patch", "update", "watch"]
-            }
-            _ => ALL,
+            Strategy::BuiltIn(b) => b.verbs,
+            Strategy::Custom(_) => STORED_VERBS,
         }
     }
 
@@ -284,8 +339,8 @@ impl ResourceDef {
     #[must_use]
     pub fn label_refusal(&self) -> crate::selector::LabelRefusal {
         use crate::selector::LabelRefusal;
-        if (self.group, self.plural) == ("batch", "jobs") {
-            LabelRefusal::NotSupportedFor("Job")
+        if let Some(own) = self.built_in().label_refusal {
+            own
         } else if !self.field_labels.is_empty() || self.custom().is_some() {
             LabelRefusal::NotSupported
         } else {
@@ -516,31 +571,51 @@ impl ResourceDef {
             return spec(n) != spec(o)
                 || n.iter().filter(|(k, _)| !skipped(k)).any(|(k, v)| o.get(k) != Some(v));
         }
-        // As the Deployment strategy: a spec change bumps the generation, and so does an
-        // annotation change (annotations are copied to the ReplicaSets).
-        let annotations = |o: &Value| {
-            o.pointer("/metadata/annotations")
-                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
-                .cloned()
-        };
-        if self.plural == "podtemplates" {
-            return new.get("template") != old.get("template");
-        }
-        if self.plural == "endpointslices" {
-            // Its strategy: anything but metadata, and its labels.
-            let body = |o: &Value| {
-                let mut o = o.clone();
-                if let Some(m) = o.as_object_mut() {
-                    m.remove("metadata");
-                }
-                o
-            };
-            return body(new) != body(old)
-                || new.pointer("/metadata/labels") != old.pointer("/metadata/labels");
-        }
-        new.get("spec") != old.get("spec")
-            || (self.plural == "deployments" && annotations(new) != annotations(old))
+        (self.built_in().generation_changes)(new, old)
     }
+
+    /// The name a create with neither a name nor a `generateName` gets, if the kind gives one.
+    #[must_use]
+    pub fn name_unnamed(&self) -> Option<String> {
+        self.built_in().name_unnamed.map(|name| name())
+    }
+
+    /// Whether a PUT to a missing object creates it (custom resources': no).
+    #[must_use]
+    pub fn creates_on_update(&self) -> bool {
+        self.built_in().create_on_update
+    }
+
+    /// Whether a create drops the request's `status` (a kind with a status subresource whose
+    /// strategy does not keep it).
+    #[must_use]
+    pub fn create_drops_status(&self) -> bool {
+        self.status_subresource && !self.built_in().create_keeps_status
+    }
+
+    /// What a DELETE does first.
+    #[must_use]
+    pub fn deletion(&self) -> Deletion {
+        self.built_in().deletion
+    }
+
+    /// Whether the kind has a watch cache (custom resources do).
+    #[must_use]
+    pub fn watch_cached(&self) -> bool {
+        self.built_in().watch_cached
+    }
+
+    /// Where the kind holds a pod template, as a JSON pointer.
+    #[must_use]
+    pub fn pod_template(&self) -> Option<&'static str> {
+        self.built_in().pod_template
+    }
+}
+
+/// The generation rule of most kinds: a change of `spec`.
+#[must_use]
+pub fn spec_changed(new: &Value, old: &Value) -> bool {
+    new.get("spec") != old.get("spec")
 }
 
 /// An object serialised with this resource's `kind` and `apiVersion` first.

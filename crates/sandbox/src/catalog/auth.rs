@@ -61,6 +61,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::object::check_path_segment,
                 default: default_binding,
                 validate: validate_cluster_binding,
+                create_on_update: true,
                 ..typed::<rbac::ClusterRoleBinding>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
@@ -70,6 +71,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::object::check_path_segment,
                 default: default_role,
                 validate: validate_role,
+                create_on_update: true,
                 ..typed::<rbac::ClusterRole>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
@@ -79,6 +81,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::object::check_path_segment,
                 default: default_binding,
                 validate: validate_binding,
+                create_on_update: true,
                 ..typed::<rbac::RoleBinding>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
@@ -88,6 +91,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::object::check_path_segment,
                 default: default_role,
                 validate: validate_role,
+                create_on_update: true,
                 ..typed::<rbac::Role>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)

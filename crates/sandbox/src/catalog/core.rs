@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1 as core;
 use super::{ALL, resource};
 use crate::actions::{Review, Run};
 use crate::kinds::{configmap, endpoints, event, namespace, node, pod, secret, service, volume, workload};
-use crate::resource::{Action, Answer, BuiltIn, ResourceDef, ScalePaths, Strategy, typed};
+use crate::resource::{Action, Answer, BuiltIn, Deletion, ResourceDef, ScalePaths, Strategy, typed};
 
 /// The field labels of core v1 Events (what `kubectl describe` selects on).
 const EVENT_FIELDS: &[(&str, &str)] = &[
@@ -77,6 +77,9 @@ const NAMESPACE_ACTIONS: &[Action] = &[Action {
     run: Run::Owns(&["/spec/finalizers"]),
 }];
 
+/// A Namespace's verbs: every stored kind's but `deletecollection` (its registry has none).
+const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+
 const SERVICE_ACCOUNT_ACTIONS: &[Action] = &[Action {
     name: "token",
     kind: ("authentication.k8s.io", "v1", "TokenRequest"),
@@ -111,6 +114,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: endpoints::default_endpoints,
                 validate: endpoints::validate_endpoints,
+                create_on_update: true,
                 ..typed::<core::Endpoints>()
             }),
             ..resource!("", "v1", "endpoints", "endpoints", "Endpoints", ["ep"], namespaced: true)
@@ -126,6 +130,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: event::default_core,
                 validate: event::validate_core,
                 known: None,
+                create_on_update: true,
+                watch_cached: false,
                 ..typed::<core::Event>()
             }),
             ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
@@ -133,6 +139,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_limit_range,
+                create_on_update: true,
+                name_unnamed: Some(crate::object::new_uid),
                 ..typed::<core::LimitRange>()
             }),
             ..resource!("", "v1", "limitranges", "limitrange", "LimitRange", ["limits"], namespaced: true)
@@ -146,6 +154,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: namespace::default,
                 prepare_update: namespace::prepare_update,
                 actions: NAMESPACE_ACTIONS,
+                verbs: NAMESPACE_VERBS,
+                create_keeps_status: true,
+                deletion: Deletion::Terminating,
                 ..typed::<core::Namespace>()
             }),
             ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
@@ -189,6 +200,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: pod::default,
                 validate: pod::validate,
                 actions: POD_ACTIONS,
+                deletion: Deletion::Graceful,
                 ..typed::<core::Pod>()
             }),
             ..resource!("", "v1", "pods", "pod", "Pod", ["po"], namespaced: true)
@@ -199,6 +211,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 returns_deleted_object: true,
                 default: workload::default_pod_template,
                 validate: workload::validate_pod_template,
+                generation_changes: workload::pod_template_generation,
+                pod_template: Some("/template"),
                 ..typed::<core::PodTemplate>()
             }),
             ..resource!("", "v1", "podtemplates", "podtemplate", "PodTemplate", [], namespaced: true)
@@ -214,6 +228,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 update_validates_twice: true,
                 default: workload::default_replication_controller,
                 validate: workload::validate_replication_controller,
+                pod_template: Some("/spec/template"),
                 ..typed::<core::ReplicationController>()
             }),
             ..resource!("", "v1", "replicationcontrollers", "replicationcontroller", "ReplicationController", ["rc"], namespaced: true)
@@ -261,6 +276,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: service::default,
                 prepare_update: service::prepare_update,
                 validate: service::validate,
+                create_on_update: true,
                 ..typed::<core::Service>()
             }),
             ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
 use crate::object::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
-use crate::resource::{self, GcPolicy, ResourceDef};
+use crate::resource::{self, Deletion, GcPolicy, ResourceDef};
 use crate::status::ApiError;
 
 /// The finalizer StorageObjectInUseProtection admission puts on every claim.
@@ -186,7 +186,7 @@ impl State {
         old: &Arc<Value>,
         requested: Option<i64>,
     ) -> Option<Arc<Value>> {
-        if def.storage != "pods." {
+        if def.deletion() != Deletion::Graceful {
             return None;
         }
         let spec_period = old.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64);
@@ -311,7 +311,7 @@ impl Store {
                 ),
             ));
         }
-        if def.plural == "namespaces" {
+        if def.deletion() == Deletion::Terminating {
             let marked = self.delete_namespace(&mut st, &key, &old);
             return Ok((def.present(&marked), st.objects.contains_key(&key)));
         }
@@ -322,7 +322,7 @@ impl Store {
         let result = st.delete_key(&key, propagation).unwrap_or(old);
         // A CRD is answered as upstream's storage answers it, marked with its finalizer, even
         // when its finalizer ran at once.
-        let lingers = st.objects.contains_key(&key) || def.storage == super::crd::CRD_STORAGE;
+        let lingers = st.objects.contains_key(&key) || def.deletion() == Deletion::Finalized;
         let mut answer = def.present(&result);
         // Orphaning and foreground deletion are, upstream, a finalizer the store adds by an
         // update and the garbage collector removes later: the answer is the object so marked,

@@ -335,7 +335,7 @@ pub struct Store {
 /// calls the error a bad request (`invalid resource version: …`, 400).
 fn parse_list_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
     parse_rv(rv).map_err(|e| {
-        if def.storage == "events" {
+        if !def.watch_cached() {
             ApiError::bad_request(format!("invalid resource version: {}", e.message))
         } else {
             e
@@ -418,9 +418,10 @@ impl NewObject {
             let prefix = generate.char_indices().nth(58).map_or(generate.as_str(), |(i, _)| &generate[..i]);
             name = format!("{prefix}{}", name_suffix());
             generated = Some(prefix.to_owned());
-        } else if name.is_empty() && (def.group, def.plural) == ("", "limitranges") {
-            // The LimitRange strategy's `PrepareForCreate` names a nameless one with a uid.
-            name = new_uid();
+        } else if name.is_empty()
+            && let Some(given) = def.name_unnamed()
+        {
+            name = given;
         }
         let name_errors = name_errors(def, &name, &generate);
         let meta = meta_mut(&mut obj);
@@ -436,7 +437,7 @@ impl NewObject {
         if def.has_generation {
             meta.insert("generation".into(), json!(1));
         }
-        if def.status_subresource && def.plural != "namespaces" {
+        if def.create_drops_status() {
             obj.as_object_mut().expect("object").remove("status");
         }
         def.prepare_create(&mut obj);
@@ -1120,7 +1121,7 @@ impl Store {
     }
 
     /// PUT: an update, or for the kinds whose upstream strategy allows it
-    /// ([`CREATE_ON_UPDATE`]), a create when the object does not exist; `true` when created.
+    /// ([`ResourceDef::creates_on_update`]), a create when the object does not exist; `true` when created.
     ///
     /// # Errors
     ///
@@ -1137,7 +1138,7 @@ impl Store {
         {
             let mut st = self.lock();
             let creates = sub == Subresource::Main
-                && CREATE_ON_UPDATE.contains(&def.plural)
+                && def.creates_on_update()
                 && st.get(def, ns, name).is_err_and(|e| e.code == 404);
             if !creates {
                 let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
@@ -1521,22 +1522,6 @@ fn metadata_update_errors(new: &Value, old: &Value) -> Vec<(String, String)> {
         ),
     )]
 }
-
-/// Kinds whose upstream strategy has `AllowCreateOnUpdate() == true`, so a PUT to a missing
-/// object creates it (`pkg/registry/coordination/lease/strategy.go`, `core/event`, `core/service`,
-/// `core/serviceaccount`, `rbac/*`); ConfigMaps, Secrets, Namespaces, Deployments and
-/// PodDisruptionBudgets answer 404.
-pub const CREATE_ON_UPDATE: &[&str] = &[
-    "endpoints",
-    "leases",
-    "limitranges",
-    "events",
-    "services",
-    "roles",
-    "clusterroles",
-    "rolebindings",
-    "clusterrolebindings",
-];
 
 /// What upstream's field manager checks of an apply configuration before merging it
 /// (`managedfields/internal/structuredmerge.go`, `Apply`): its apiVersion is the request's (a
