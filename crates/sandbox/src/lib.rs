@@ -127,6 +127,7 @@
 pub struct ReadmeDoctests;
 
 pub mod actions;
+mod admission;
 pub mod catalog;
 pub mod cluster;
 pub mod endpoints;
@@ -140,6 +141,7 @@ pub mod managed_fields;
 pub mod metadata;
 pub mod object;
 pub mod patch;
+mod post_start;
 pub mod quantity;
 pub mod quota;
 pub mod record;

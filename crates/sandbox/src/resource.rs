@@ -69,6 +69,9 @@ pub struct ScalePaths {
 
 /// A kind's strategy: upstream's `pkg/registry/<group>/<kind>/strategy.go` for built-in kinds,
 /// apiextensions-apiserver's schema-driven one for custom resources.
+// A built-in strategy is a table of hooks held inline: the defs are made once, and read by
+// reference; boxing it would cost every hook call an indirection for no memory saved.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Strategy {
     /// A built-in kind: its k8s-openapi type and its hooks in [`crate::kinds`].
@@ -162,6 +165,13 @@ pub struct BuiltIn {
     /// Where the kind holds a pod template, as a JSON pointer (Deployments' `/spec/template`,
     /// PodTemplates' `/template`): what PodSecurity admission checks of it.
     pub pod_template: Option<&'static str>,
+    /// Its objects are few, small and read under the store's lock by admission on every create
+    /// in their namespace (namespaces, service accounts, priority classes, limit ranges, storage
+    /// classes, quotas): the store keeps them parsed for good.
+    pub read_by_admission: bool,
+    /// The warning its storage gives a DELETE that names no propagation policy (a Job's: its
+    /// pods are orphaned by default).
+    pub delete_warning: Option<&'static str>,
 }
 
 /// What a DELETE does first, by kind (upstream's `rest.RESTDeleteStrategy` and the registries
@@ -271,6 +281,8 @@ impl BuiltIn {
         watch_cached: true,
         label_refusal: None,
         pod_template: None,
+        read_by_admission: false,
+        delete_warning: None,
     };
 }
 
@@ -603,6 +615,18 @@ impl ResourceDef {
     #[must_use]
     pub fn watch_cached(&self) -> bool {
         self.built_in().watch_cached
+    }
+
+    /// The warning a DELETE without a propagation policy gets.
+    #[must_use]
+    pub fn delete_warning(&self) -> Option<&'static str> {
+        self.built_in().delete_warning
+    }
+
+    /// Whether admission reads its objects on every create (the store keeps them parsed).
+    #[must_use]
+    pub fn read_by_admission(&self) -> bool {
+        self.built_in().read_by_admission
     }
 
     /// Where the kind holds a pod template, as a JSON pointer.

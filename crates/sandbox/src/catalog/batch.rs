@@ -10,6 +10,9 @@ use crate::selector::LabelRefusal;
 /// A Job's field label beyond the metadata (`status.successful`).
 const JOB_FIELDS: &[(&str, &str)] = &[("status.successful", "/status/succeeded")];
 
+/// What a Job's storage warns of a delete that names no propagation policy.
+const JOB_DELETE_WARNING: &str = "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning";
+
 pub(super) fn resources() -> Vec<ResourceDef> {
     vec![
         ResourceDef {
@@ -37,6 +40,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 validate: workload::validate_job,
                 label_refusal: Some(LabelRefusal::NotSupportedFor("Job")),
                 pod_template: Some("/spec/template"),
+                delete_warning: Some(JOB_DELETE_WARNING),
                 ..typed::<batch::Job>()
             }),
             ..resource!("batch", "v1", "jobs", "job", "Job", [], namespaced: true)

@@ -141,6 +141,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: workload::default_limit_range,
                 create_on_update: true,
                 name_unnamed: Some(crate::object::new_uid),
+                read_by_admission: true,
                 ..typed::<core::LimitRange>()
             }),
             ..resource!("", "v1", "limitranges", "limitrange", "LimitRange", ["limits"], namespaced: true)
@@ -157,6 +158,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 verbs: NAMESPACE_VERBS,
                 create_keeps_status: true,
                 deletion: Deletion::Terminating,
+                read_by_admission: true,
                 ..typed::<core::Namespace>()
             }),
             ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
@@ -245,6 +247,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                     }
                 },
                 validate: crate::quota::validate,
+                read_by_admission: true,
                 ..typed::<core::ResourceQuota>()
             }),
             ..resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", ["quota"], namespaced: true)
@@ -262,6 +265,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 actions: SERVICE_ACCOUNT_ACTIONS,
+                read_by_admission: true,
                 ..typed::<core::ServiceAccount>()
             }),
             ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)

@@ -880,17 +880,16 @@ fn patch_type(def: &ResourceDef, content_type: &str) -> Result<PatchType, ApiErr
     })
 }
 
-/// A batch/v1 Job deleted without a propagation policy orphans its pods, which its storage warns
-/// of (`pkg/registry/batch/job/storage`).
+/// The warning of a kind's storage for a delete without a propagation policy (a batch/v1 Job
+/// orphans its pods: `pkg/registry/batch/job/storage`).
 fn orphaning_warning(
     def: &ResourceDef,
     policy: Option<&str>,
     orphan_dependents: Option<bool>,
 ) -> Vec<String> {
-    if (def.group, def.plural) == ("batch", "jobs") && policy.is_none() && orphan_dependents.is_none() {
-        vec!["child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning".into()]
-    } else {
-        Vec::new()
+    match def.delete_warning() {
+        Some(warning) if policy.is_none() && orphan_dependents.is_none() => vec![warning.into()],
+        _ => Vec::new(),
     }
 }
 

@@ -1,0 +1,38 @@
+//! NamespaceLifecycle (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle`): nothing is
+//! created in a namespace that does not exist (404) or is being deleted (403).
+//!
+//! The sandbox checks it in the validating phase, after the strategy's validation, so that an
+//! invalid object in a missing namespace is answered 422 as it always has been here.
+
+use serde_json::Value;
+
+use super::{Effects, Operation, Plugin, Request};
+use crate::object::{is_deleting, meta_str};
+use crate::resource::ResourceDef;
+use crate::status::ApiError;
+
+/// The plugin.
+pub(crate) struct NamespaceLifecycle;
+
+impl Plugin for NamespaceLifecycle {
+    fn name(&self) -> &'static str {
+        "NamespaceLifecycle"
+    }
+
+    fn handles(&self, op: Operation, def: &ResourceDef) -> bool {
+        op == Operation::Create && def.namespaced
+    }
+
+    fn validate(&self, req: &Request<'_>, obj: &Value, _: &mut Effects) -> Result<(), ApiError> {
+        match req.objects.namespace(req.ns) {
+            None => Err(ApiError::not_found("", "namespaces", req.ns)),
+            Some(n) if is_deleting(&n) => Err(ApiError::namespace_terminating(
+                req.def.group,
+                req.def.plural,
+                meta_str(obj, "name"),
+                req.ns,
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
