@@ -1,8 +1,10 @@
 //! NamespaceLifecycle (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle`): nothing is
 //! created in a namespace that does not exist (404) or is being deleted (403).
 //!
-//! The sandbox checks it in the validating phase, after the strategy's validation, so that an
-//! invalid object in a missing namespace is answered 422 as it always has been here.
+//! Upstream's is a mutating-phase plugin (its refusal comes before the strategy's validation);
+//! the sandbox has always checked the namespace after that validation (an invalid object in a
+//! missing namespace is a 422 here, a 404 upstream), so it runs in the validating phase until
+//! that difference is measured against a real server.
 
 use serde_json::Value;
 
