@@ -85,7 +85,9 @@
 //! | module | what it is |
 //! |---|---|
 //! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
+//! | `admission` | the admission plugins, a chain in upstream's order the store runs on every write |
 //! | [`resource`] | what a served resource is: its strategy, how it answers, its acting subresources |
+//! | `post_start` | the objects a new API server makes for itself (system namespaces, priority classes, `cluster-admin`) |
 //! | [`catalog`] | the built-in resources, one file per API group, one declaration each |
 //! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
 //! | [`cluster`] | a simulated cluster beside the API: nodes, scheduler, kubelets, workload controllers, on a clock a test controls |

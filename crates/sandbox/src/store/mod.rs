@@ -14,6 +14,7 @@
 //! | `deletion.rs` | finalizers, propagation, the garbage collector, namespace termination |
 //! | `apply.rs` | server-side apply |
 //! | `crd.rs` | the CRD controllers: names, establishing, finalizing |
+//! | `admission.rs` | what admission's plugins (`crate::admission`) read of the state, and their warnings |
 
 mod admission;
 mod apply;
