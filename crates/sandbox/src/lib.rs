@@ -91,6 +91,8 @@
 //! | [`rest`] | the HTTP (REST) layer, upstream's `endpoints`: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
 //! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
+//! | `admission` | the admission plugins, a chain in upstream's order the store runs on every write |
+//! | `post_start` | the objects a new API server makes for itself (system namespaces, priority classes, `cluster-admin`) |
 //! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
 //! | [`catalog`] | the built-in resources, one file per API group, one declaration each, and their table |
 //! | [`field_validation`] | `fieldValidation`: unknown and duplicate fields refused, warned about or dropped |
@@ -135,6 +137,7 @@
 pub struct ReadmeDoctests;
 
 pub mod actions;
+mod admission;
 pub mod catalog;
 pub mod cluster;
 pub mod faults;
@@ -147,6 +150,7 @@ pub mod managed_fields;
 pub mod metadata;
 pub mod object_meta;
 pub mod patch;
+mod post_start;
 pub mod quantity;
 pub mod quota;
 pub mod record;

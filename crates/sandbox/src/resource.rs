@@ -68,6 +68,9 @@ pub struct ScalePaths {
 
 /// A kind's strategy: upstream's `pkg/registry/<group>/<kind>/strategy.go` for built-in kinds,
 /// apiextensions-apiserver's schema-driven one for custom resources.
+// A built-in strategy is a table of hooks held inline: the defs are made once, and read by
+// reference; boxing it would cost every hook call an indirection for no memory saved.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Strategy {
     /// A built-in kind: its k8s-openapi type and its hooks in [`crate::kinds`].
@@ -142,7 +145,61 @@ pub struct BuiltIn {
     /// The warning every answer about the resource carries, a refusal too (upstream's
     /// deprecated resources: `v1 ComponentStatus is deprecated in v1.19+`).
     pub deprecation: Option<&'static str>,
+    /// The verbs a stored kind's objects and collection answer, for discovery and routing
+    /// ([`STORED_VERBS`] for most; a Namespace has no `deletecollection`).
+    pub verbs: &'static [&'static str],
+    /// The name the strategy's `PrepareForCreate` gives an object created with neither a name
+    /// nor a `generateName` (a LimitRange is named with a fresh uid); `None`: the name is
+    /// required.
+    pub name_unnamed: Option<fn() -> String>,
+    /// The strategy's `AllowCreateOnUpdate`: a PUT to a missing object creates it (Leases,
+    /// Events, Services, Endpoints, LimitRanges, RBAC's roles and bindings); most kinds answer
+    /// 404.
+    pub create_on_update: bool,
+    /// A create keeps the request's `status` though the kind has a status subresource (the
+    /// Namespace strategy's `PrepareForCreate` keeps the phase); other such kinds drop it.
+    pub create_keeps_status: bool,
+    /// Whether a spec change takes a new `metadata.generation`, from the stored object `old` to
+    /// `new` (the kind's `PrepareForUpdate`): [`spec_changed`](crate::kinds::spec_changed) for most kinds.
+    pub generation_changes: fn(&Value, &Value) -> bool,
+    /// What a DELETE does to an object of this kind before the generic rules.
+    pub deletion: Deletion,
+    /// Whether the kind has upstream's watch cache (`DefaultWatchCacheSizes`); Events have none,
+    /// so their lists are served by etcd3's store and a bad `resourceVersion` is its 400.
+    pub watch_cached: bool,
+    /// How a field selector naming an unknown label is refused, when the kind's conversion has
+    /// its own words (batch/v1 Job's); `None`: the common words (see
+    /// [`ResourceDef::label_refusal`]).
+    pub label_refusal: Option<crate::selector::LabelRefusal>,
+    /// Where the kind holds a pod template, as a JSON pointer (Deployments' `/spec/template`,
+    /// PodTemplates' `/template`): what PodSecurity admission checks of it.
+    pub pod_template: Option<&'static str>,
+    /// Its objects are few, small and read under the store's lock by admission on every create
+    /// in their namespace (namespaces, service accounts, priority classes, limit ranges, storage
+    /// classes, quotas): the store keeps them parsed for good.
+    pub read_by_admission: bool,
 }
+
+/// What a DELETE does first, by kind (upstream's `rest.RESTDeleteStrategy` and the registries
+/// that override `Delete`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deletion {
+    /// Finalizers and propagation decide (most kinds).
+    Immediate,
+    /// The Pod strategy's `CheckGracefulDelete`: a pod bound to a node and not finished is given
+    /// its grace period and left for its kubelet.
+    Graceful,
+    /// The Namespace registry's `Delete`: the namespace turns `Terminating` and is emptied and
+    /// removed by the namespace controller.
+    Terminating,
+    /// The object always goes through its finalizer and is answered marked with it (a
+    /// CustomResourceDefinition: its instances go first).
+    Finalized,
+}
+
+/// The verbs of a stored kind.
+pub const STORED_VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 /// Where a strategy's validation puts the metadata's errors.
 #[derive(Debug, Clone, Copy)]
@@ -294,6 +351,16 @@ impl BuiltIn {
         kubelet_streams: &[],
         orphaning_warning: None,
         deprecation: None,
+        verbs: STORED_VERBS,
+        name_unnamed: None,
+        create_on_update: false,
+        create_keeps_status: false,
+        generation_changes: crate::kinds::spec_changed,
+        deletion: Deletion::Immediate,
+        watch_cached: true,
+        label_refusal: None,
+        pod_template: None,
+        read_by_admission: false,
     };
 }
 
@@ -327,15 +394,11 @@ impl ResourceDef {
     /// The verbs its objects and collection answer, as discovery lists them.
     #[must_use]
     pub fn verbs(&self) -> &'static [&'static str] {
-        const ALL: &[&str] =
-            &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
         match &self.strategy {
             Strategy::BuiltIn(BuiltIn { answer: Answer::Review(_), .. }) => &["create"],
             Strategy::BuiltIn(BuiltIn { answer: Answer::Computed(_), .. }) => &["get", "list"],
-            _ if self.plural == "namespaces" && self.group.is_empty() => {
-                &["create", "delete", "get", "list", "patch", "update", "watch"]
-            }
-            _ => ALL,
+            Strategy::BuiltIn(b) => b.verbs,
+            Strategy::Custom(_) => STORED_VERBS,
         }
     }
 
@@ -363,8 +426,8 @@ impl ResourceDef {
     #[must_use]
     pub fn label_refusal(&self) -> crate::selector::LabelRefusal {
         use crate::selector::LabelRefusal;
-        if (self.group, self.plural) == ("batch", "jobs") {
-            LabelRefusal::NotSupportedFor("Job")
+        if let Some(own) = self.built_in().label_refusal {
+            own
         } else if !self.field_labels.is_empty() || self.custom().is_some() {
             LabelRefusal::NotSupported
         } else {
@@ -613,30 +676,50 @@ impl ResourceDef {
             return spec(n) != spec(o)
                 || n.iter().filter(|(k, _)| !skipped(k)).any(|(k, v)| o.get(k) != Some(v));
         }
-        // As the Deployment strategy: a spec change bumps the generation, and so does an
-        // annotation change (annotations are copied to the ReplicaSets).
-        let annotations = |o: &Value| {
-            o.pointer("/metadata/annotations")
-                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
-                .cloned()
-        };
-        if self.plural == "podtemplates" {
-            return new.get("template") != old.get("template");
-        }
-        if self.plural == "endpointslices" {
-            // Its strategy: anything but metadata, and its labels.
-            let body = |o: &Value| {
-                let mut o = o.clone();
-                if let Some(m) = o.as_object_mut() {
-                    m.remove("metadata");
-                }
-                o
-            };
-            return body(new) != body(old)
-                || new.pointer("/metadata/labels") != old.pointer("/metadata/labels");
-        }
-        new.get("spec") != old.get("spec")
-            || (self.plural == "deployments" && annotations(new) != annotations(old))
+        (self.built_in().generation_changes)(new, old)
+    }
+
+    /// The name a create with neither a name nor a `generateName` gets, if the kind gives one.
+    #[must_use]
+    pub fn name_unnamed(&self) -> Option<String> {
+        self.built_in().name_unnamed.map(|name| name())
+    }
+
+    /// Whether a PUT to a missing object creates it (custom resources': no).
+    #[must_use]
+    pub fn creates_on_update(&self) -> bool {
+        self.built_in().create_on_update
+    }
+
+    /// Whether a create drops the request's `status` (a kind with a status subresource whose
+    /// strategy does not keep it).
+    #[must_use]
+    pub fn create_drops_status(&self) -> bool {
+        self.status_subresource && !self.built_in().create_keeps_status
+    }
+
+    /// What a DELETE does first.
+    #[must_use]
+    pub fn deletion(&self) -> Deletion {
+        self.built_in().deletion
+    }
+
+    /// Whether the kind has a watch cache (custom resources do).
+    #[must_use]
+    pub fn watch_cached(&self) -> bool {
+        self.built_in().watch_cached
+    }
+
+    /// Whether admission reads its objects on every create (the store keeps them parsed).
+    #[must_use]
+    pub fn read_by_admission(&self) -> bool {
+        self.built_in().read_by_admission
+    }
+
+    /// Where the kind holds a pod template, as a JSON pointer.
+    #[must_use]
+    pub fn pod_template(&self) -> Option<&'static str> {
+        self.built_in().pod_template
     }
 }
 

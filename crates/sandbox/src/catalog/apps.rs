@@ -31,6 +31,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 prepare_create: workload::prepare_daemon_set,
                 default: workload::default_daemon_set,
                 validate: workload::validate_daemon_set,
+                pod_template: Some("/spec/template"),
                 ..typed::<apps::DaemonSet>()
             }),
             ..resource!("apps", "v1", "daemonsets", "daemonset", "DaemonSet", ["ds"], namespaced: true)
@@ -46,6 +47,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 prepare_status_update: deployment::prepare_status_update,
                 // Any shape reaches `deployment::validate`, which reads the fields it checks.
                 decode: BuiltIn::PLAIN.decode,
+                generation_changes: deployment::generation_changes,
+                pod_template: Some("/spec/template"),
                 ..typed::<apps::Deployment>()
             }),
             ..resource!("apps", "v1", "deployments", "deployment", "Deployment", ["deploy"], namespaced: true)
@@ -59,6 +62,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 update_validates_twice: true,
                 default: workload::default_replica_set,
                 validate: workload::validate_replica_set,
+                pod_template: Some("/spec/template"),
                 ..typed::<apps::ReplicaSet>()
             }),
             ..resource!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", ["rs"], namespaced: true)
@@ -71,6 +75,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_stateful_set,
                 validate: workload::validate_stateful_set,
+                pod_template: Some("/spec/template"),
                 ..typed::<apps::StatefulSet>()
             }),
             ..resource!("apps", "v1", "statefulsets", "statefulset", "StatefulSet", ["sts"], namespaced: true)

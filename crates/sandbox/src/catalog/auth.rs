@@ -60,6 +60,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::metadata::check_path_segment,
                 default: default_binding,
                 validate: validate_cluster_binding,
+                create_on_update: true,
                 ..typed::<rbac::ClusterRoleBinding>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", [], namespaced: false)
@@ -69,6 +70,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::metadata::check_path_segment,
                 default: default_role,
                 validate: validate_role,
+                create_on_update: true,
                 ..typed::<rbac::ClusterRole>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole", "ClusterRole", [], namespaced: false)
@@ -78,6 +80,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::metadata::check_path_segment,
                 default: default_binding,
                 validate: validate_binding,
+                create_on_update: true,
                 ..typed::<rbac::RoleBinding>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding", "RoleBinding", [], namespaced: true)
@@ -87,6 +90,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
                 name_rule: crate::metadata::check_path_segment,
                 default: default_role,
                 validate: validate_role,
+                create_on_update: true,
                 ..typed::<rbac::Role>()
             }),
             ..resource!("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", [], namespaced: true)

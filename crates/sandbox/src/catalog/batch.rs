@@ -5,6 +5,7 @@ use k8s_openapi::api::batch::v1 as batch;
 use super::{ALL, resource};
 use crate::kinds::workload;
 use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
+use crate::selector::LabelRefusal;
 
 /// A Job's field label beyond the metadata (`status.successful`).
 const JOB_FIELDS: &[(&str, &str)] = &[("status.successful", "/status/succeeded")];
@@ -22,6 +23,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_cron_job,
                 validate: workload::validate_cron_job,
+                pod_template: Some("/spec/jobTemplate/spec/template"),
                 ..typed::<batch::CronJob>()
             }),
             ..resource!("batch", "v1", "cronjobs", "cronjob", "CronJob", ["cj"], namespaced: true)
@@ -38,6 +40,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 prepare_create: workload::prepare_job,
                 default: workload::default_job,
                 validate: workload::validate_job,
+                label_refusal: Some(LabelRefusal::NotSupportedFor("Job")),
+                pod_template: Some("/spec/template"),
                 ..typed::<batch::Job>()
             }),
             ..resource!("batch", "v1", "jobs", "job", "Job", [], namespaced: true)

@@ -13,6 +13,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             default: lease::default,
             validate: lease::validate,
             allow_unconditional_update: false,
+            create_on_update: true,
             ..typed::<coordination::Lease>()
         }),
         ..resource!("coordination.k8s.io", "v1", "leases", "lease", "Lease", [], namespaced: true)

@@ -5,7 +5,9 @@ use serde_json::{Value, json};
 
 use super::{ALL, resource};
 use crate::kinds::{configmap, endpoints, event, namespace, node, pod, secret, service, volume, workload};
-use crate::resource::{Action, Answer, BuiltIn, ResourceDef, Review, Run, ScalePaths, Strategy, typed};
+use crate::resource::{
+    Action, Answer, BuiltIn, Deletion, ResourceDef, Review, Run, ScalePaths, Strategy, typed,
+};
 
 /// The field labels of core v1 Events (what `kubectl describe` selects on).
 const EVENT_FIELDS: &[(&str, &str)] = &[
@@ -77,6 +79,9 @@ const NAMESPACE_ACTIONS: &[Action] = &[Action {
     run: Run::Owns(&["/spec/finalizers"]),
 }];
 
+/// A Namespace's verbs: every stored kind's but `deletecollection` (its registry has none).
+const NAMESPACE_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+
 const SERVICE_ACCOUNT_ACTIONS: &[Action] = &[Action {
     name: "token",
     kind: ("authentication.k8s.io", "v1", "TokenRequest"),
@@ -112,6 +117,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: endpoints::default_endpoints,
                 validate: endpoints::validate_endpoints,
+                create_on_update: true,
                 ..typed::<core::Endpoints>()
             }),
             ..resource!("", "v1", "endpoints", "endpoints", "Endpoints", ["ep"], namespaced: true)
@@ -127,6 +133,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: event::default_core,
                 validate: event::validate_core,
                 known: None,
+                create_on_update: true,
+                watch_cached: false,
                 ..typed::<core::Event>()
             }),
             ..resource!("", "v1", "events", "event", "Event", ["ev"], namespaced: true)
@@ -134,6 +142,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_limit_range,
+                create_on_update: true,
+                name_unnamed: Some(crate::object_meta::new_uid),
+                read_by_admission: true,
                 ..typed::<core::LimitRange>()
             }),
             ..resource!("", "v1", "limitranges", "limitrange", "LimitRange", ["limits"], namespaced: true)
@@ -147,6 +158,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: namespace::default,
                 prepare_update: namespace::prepare_update,
                 actions: NAMESPACE_ACTIONS,
+                verbs: NAMESPACE_VERBS,
+                create_keeps_status: true,
+                deletion: Deletion::Terminating,
+                read_by_admission: true,
                 ..typed::<core::Namespace>()
             }),
             ..resource!("", "v1", "namespaces", "namespace", "Namespace", ["ns"], namespaced: false)
@@ -191,6 +206,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 validate: pod::validate,
                 actions: POD_ACTIONS,
                 kubelet_streams: &["exec", "attach", "portforward"],
+                deletion: Deletion::Graceful,
                 ..typed::<core::Pod>()
             }),
             ..resource!("", "v1", "pods", "pod", "Pod", ["po"], namespaced: true)
@@ -201,6 +217,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 returns_deleted_object: true,
                 default: workload::default_pod_template,
                 validate: workload::validate_pod_template,
+                generation_changes: workload::pod_template_generation,
+                pod_template: Some("/template"),
                 ..typed::<core::PodTemplate>()
             }),
             ..resource!("", "v1", "podtemplates", "podtemplate", "PodTemplate", [], namespaced: true)
@@ -216,6 +234,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 update_validates_twice: true,
                 default: workload::default_replication_controller,
                 validate: workload::validate_replication_controller,
+                pod_template: Some("/spec/template"),
                 ..typed::<core::ReplicationController>()
             }),
             ..resource!("", "v1", "replicationcontrollers", "replicationcontroller", "ReplicationController", ["rc"], namespaced: true)
@@ -232,6 +251,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                     }
                 },
                 validate: crate::quota::validate,
+                read_by_admission: true,
                 ..typed::<core::ResourceQuota>()
             }),
             ..resource!("", "v1", "resourcequotas", "resourcequota", "ResourceQuota", ["quota"], namespaced: true)
@@ -249,6 +269,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 actions: SERVICE_ACCOUNT_ACTIONS,
+                read_by_admission: true,
                 ..typed::<core::ServiceAccount>()
             }),
             ..resource!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", ["sa"], namespaced: true)
@@ -263,6 +284,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 default: service::default,
                 prepare_update: service::prepare_update,
                 validate: service::validate,
+                create_on_update: true,
                 ..typed::<core::Service>()
             }),
             ..resource!("", "v1", "services", "service", "Service", ["svc"], namespaced: true)

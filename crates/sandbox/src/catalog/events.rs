@@ -36,6 +36,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             default: event::default_events_v1,
             validate: event::strict_events_v1,
             internal_group: Some(""),
+            create_on_update: true,
+            watch_cached: false,
             ..typed::<events::Event>()
         }),
         ..resource!("events.k8s.io", "v1", "events", "event", "Event", ["ev"], namespaced: true)

@@ -19,6 +19,7 @@ pub(super) fn definitions() -> Vec<ResourceDef> {
             default: crd::default,
             validate: crd::validate,
             allow_unconditional_update: false,
+            deletion: crate::resource::Deletion::Finalized,
             ..typed::<CustomResourceDefinition>()
         }),
         ..resource!("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", ["crd", "crds"], namespaced: false)

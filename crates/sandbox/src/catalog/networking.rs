@@ -51,6 +51,7 @@ pub(super) fn discovery() -> Vec<ResourceDef> {
         strategy: Strategy::BuiltIn(BuiltIn {
             default: crate::kinds::endpoints::default_slice,
             validate: crate::kinds::endpoints::validate_slice,
+            generation_changes: crate::kinds::endpoints::slice_generation,
             ..typed::<discovery::EndpointSlice>()
         }),
         ..resource!("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", [], namespaced: true)

@@ -13,6 +13,7 @@ pub(super) fn priority() -> Vec<ResourceDef> {
         strategy: Strategy::BuiltIn(BuiltIn {
             default: priority::default,
             validate: priority::validate,
+            read_by_admission: true,
             ..typed::<scheduling::PriorityClass>()
         }),
         ..resource!("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", ["pc"], namespaced: false)

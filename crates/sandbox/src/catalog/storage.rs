@@ -37,6 +37,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 returns_deleted_object: true,
                 default: volume::default_storage_class,
                 validate: volume::validate_storage_class,
+                read_by_admission: true,
                 ..typed::<storage::StorageClass>()
             }),
             ..resource!("storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", ["sc"], namespaced: false)

@@ -60,6 +60,16 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs
 }
 
+/// The strategy's rule for `metadata.generation`: a spec change bumps it, and so does an
+/// annotation change (annotations are copied to the ReplicaSets).
+#[must_use]
+pub fn generation_changes(new: &Value, old: &Value) -> bool {
+    let annotations = |o: &Value| {
+        o.pointer("/metadata/annotations").filter(|a| a.as_object().is_some_and(|m| !m.is_empty())).cloned()
+    };
+    super::spec_changed(new, old) || annotations(new) != annotations(old)
+}
+
 /// The status strategy's `PrepareForUpdate` (`pkg/registry/apps/deployment/strategy.go`): a
 /// `/status` write keeps the stored spec and labels; the rest of the metadata (annotations,
 /// finalizers, owner references) is the request's.

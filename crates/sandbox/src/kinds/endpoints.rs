@@ -90,6 +90,20 @@ pub fn validate_endpoints(ep: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     errs
 }
 
+/// The EndpointSlice strategy's rule for `metadata.generation`: anything but the metadata
+/// changed (it has no spec), or its labels.
+#[must_use]
+pub fn slice_generation(new: &Value, old: &Value) -> bool {
+    let body = |o: &Value| {
+        let mut o = o.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.remove("metadata");
+        }
+        o
+    };
+    body(new) != body(old) || new.pointer("/metadata/labels") != old.pointer("/metadata/labels")
+}
+
 /// discovery.k8s.io/v1 EndpointSlice: a known address type, which never changes; each endpoint
 /// has addresses of that type; ports in range.
 pub fn validate_slice(slice: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -1,6 +1,6 @@
 //! coordination.k8s.io/v1 Lease (`pkg/apis/coordination/validation/validation.go`,
 //! `ValidateLeaseSpec`; `apimachinery/pkg/apis/meta/v1/micro_time.go` for the times). A PUT may
-//! create one (`AllowCreateOnUpdate`, see [`crate::store::CREATE_ON_UPDATE`]).
+//! create one (`AllowCreateOnUpdate`, see [`crate::resource::BuiltIn::create_on_update`]).
 
 use serde_json::Value;
 

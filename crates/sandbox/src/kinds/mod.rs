@@ -141,6 +141,12 @@ pub(crate) fn too_long(field: &str) -> (String, String) {
     (field.to_owned(), format!("Too long: may not be more than {MAX_SIZE} bytes"))
 }
 
+/// The generation rule of most kinds: a change of `spec`.
+#[must_use]
+pub fn spec_changed(new: &serde_json::Value, old: &serde_json::Value) -> bool {
+    new.get("spec") != old.get("spec")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -562,6 +562,13 @@ pub fn default_pod_template(pt: &mut Value) {
     }
 }
 
+/// The PodTemplate strategy's rule for `metadata.generation`: a change of its template (it has
+/// no spec).
+#[must_use]
+pub fn pod_template_generation(new: &Value, old: &Value) -> bool {
+    new.get("template") != old.get("template")
+}
+
 /// v1 PodTemplate validation: its template is a pod spec.
 pub fn validate_pod_template(pt: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let template = pt.pointer("/template/spec").cloned().unwrap_or_default();

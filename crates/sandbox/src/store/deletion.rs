@@ -8,15 +8,11 @@ use serde_json::{Value, json};
 
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
-use crate::catalog;
 use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
-use crate::resource::{GcPolicy, ResourceDef};
+use crate::resource::{Deletion, GcPolicy, ResourceDef};
 use crate::status::ApiError;
 
-/// The finalizer StorageObjectInUseProtection admission puts on every claim.
-pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
-/// The finalizer StorageObjectInUseProtection admission puts on every volume.
-pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
+pub use crate::admission::{PV_PROTECTION, PVC_PROTECTION};
 
 /// The protection finalizer of the objects of `storage`: claims' and volumes'.
 pub(super) fn protection_finalizer(storage: &str) -> Option<&'static str> {
@@ -187,7 +183,7 @@ impl State {
         old: &Arc<Value>,
         requested: Option<i64>,
     ) -> Option<Arc<Value>> {
-        if def.storage != "pods." {
+        if def.deletion() != Deletion::Graceful {
             return None;
         }
         let spec_period = old.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64);
@@ -312,7 +308,7 @@ impl Store {
                 ),
             ));
         }
-        if def.plural == "namespaces" {
+        if def.deletion() == Deletion::Terminating {
             let marked = self.delete_namespace(&mut st, &key, &old);
             return Ok((def.present(&marked), st.objects.contains_key(&key)));
         }
@@ -323,7 +319,7 @@ impl Store {
         let result = st.delete_key(&key, propagation).unwrap_or(old);
         // A CRD is answered as upstream's storage answers it, marked with its finalizer, even
         // when its finalizer ran at once.
-        let lingers = st.objects.contains_key(&key) || def.storage == super::crd::CRD_STORAGE;
+        let lingers = st.objects.contains_key(&key) || def.deletion() == Deletion::Finalized;
         let mut answer = def.present(&result);
         // Orphaning and foreground deletion are, upstream, a finalizer the store adds by an
         // update and the garbage collector removes later: the answer is the object so marked,
@@ -393,7 +389,7 @@ impl Store {
         if st.protected.is_empty() {
             return 0;
         }
-        let pods = catalog::find("", "v1", "pods").expect("a built-in resource");
+        let pods = crate::catalog::find("", "v1", "pods").expect("a built-in resource");
         let due: Vec<(Key, Arc<Value>)> = st
             .protected
             .iter()

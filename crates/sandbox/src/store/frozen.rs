@@ -125,17 +125,11 @@ impl Dictionaries {
     }
 }
 
-/// The storages whose objects [`Recent`] keeps for good: few, small, and read under the store's
-/// lock by every create in their namespace — namespaces, and what admission reads for a pod
-/// (its service account, priority classes, limit ranges, storage classes) and quotas.
-const KEPT_FOR_GOOD: [&str; 6] = [
-    "namespaces.",
-    "serviceaccounts.",
-    "priorityclasses.scheduling.k8s.io",
-    "limitranges.",
-    "storageclasses.storage.k8s.io",
-    "resourcequotas.",
-];
+/// The storages whose objects [`Recent`] keeps for good: those of the kinds whose strategy says
+/// they are read by admission ([`ResourceDef::read_by_admission`](crate::resource::ResourceDef::read_by_admission)).
+static KEPT_FOR_GOOD: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    crate::catalog::RESOURCES.iter().filter(|d| d.read_by_admission()).map(|d| d.storage).collect()
+});
 
 /// The last objects written, parsed, by where they live: at most `cap` of them, the oldest
 /// write forgotten first, and every object of [`KEPT_FOR_GOOD`]. Each is the object as stored,

@@ -14,6 +14,7 @@
 //! | `deletion.rs` | finalizers, propagation, the garbage collector, namespace termination |
 //! | `apply.rs` | server-side apply |
 //! | `crd.rs` | the CRD controllers: names, establishing, finalizing |
+//! | `admission.rs` | what admission's plugins (`crate::admission`) read of the state, and their warnings |
 
 mod admission;
 mod apply;
@@ -21,7 +22,6 @@ mod continuation;
 mod crd;
 mod deletion;
 mod frozen;
-pub mod pod_security;
 mod quota;
 mod storage;
 
@@ -39,7 +39,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::catalog;
+use crate::admission::Operation;
 use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
 use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid, now_rfc3339};
@@ -300,7 +300,7 @@ pub struct Store {
 /// calls the error a bad request (`invalid resource version: …`, 400).
 fn parse_list_rv(def: &ResourceDef, rv: &str) -> Result<u64, ApiError> {
     parse_rv(rv).map_err(|e| {
-        if def.storage == "events" {
+        if !def.watch_cached() {
             ApiError::bad_request(format!("invalid resource version: {}", e.message))
         } else {
             e
@@ -383,9 +383,10 @@ impl NewObject {
             let prefix = generate.char_indices().nth(58).map_or(generate.as_str(), |(i, _)| &generate[..i]);
             name = format!("{prefix}{}", name_suffix());
             generated = Some(prefix.to_owned());
-        } else if name.is_empty() && (def.group, def.plural) == ("", "limitranges") {
-            // The LimitRange strategy's `PrepareForCreate` names a nameless one with a uid.
-            name = new_uid();
+        } else if name.is_empty()
+            && let Some(given) = def.name_unnamed()
+        {
+            name = given;
         }
         let name_errors = name_errors(def, &name, &generate);
         let meta = meta_mut(&mut obj);
@@ -401,7 +402,7 @@ impl NewObject {
         if def.has_generation {
             meta.insert("generation".into(), json!(1));
         }
-        if def.status_subresource && def.plural != "namespaces" {
+        if def.create_drops_status() {
             obj.as_object_mut().expect("object").remove("status");
         }
         def.prepare_create(&mut obj);
@@ -433,10 +434,11 @@ impl NewObject {
 
 impl ValidObject {
     /// What comes after the strategy's validation upstream (validating admission, then
-    /// storage), against the store as it is now: a CRD being
-    /// deleted takes no new instances (405), the namespace must exist and not be terminating
-    /// (404, 403), the quota must allow it (403), and the name must be free (409; a generated
-    /// name is drawn again). Returns the object to store and what it charges to quotas.
+    /// storage), against the store as it is now: a CRD being deleted takes no new instances
+    /// (405), a generated name is drawn again while it is taken, the validating phase of
+    /// [admission](crate::admission) must let it through (the namespace must exist and not be
+    /// terminating, PodSecurity and the quota must allow it), and the name must be free (409).
+    /// Returns the object to store and what it charges to quotas.
     fn admit(
         self,
         st: &State,
@@ -451,35 +453,22 @@ impl ValidObject {
                 "create not allowed while custom resource definition is terminating",
             ));
         }
-        if def.namespaced {
-            match st.namespace_state(ns) {
-                None => return Err(ApiError::not_found("", "namespaces", ns)),
-                Some(n) if is_deleting(&n) => {
-                    return Err(ApiError::namespace_terminating(
-                        def.group,
-                        def.plural,
-                        meta_str(&obj, "name"),
-                        ns,
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
         if let Some(prefix) = generated {
             // Another suffix has the same shape, so what was validated holds for it.
             while st.objects.contains_key(&key_of(def, ns, meta_str(&obj, "name"))) {
                 meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", name_suffix())));
             }
         }
-        let name = meta_str(&obj, "name").to_owned();
-        // Validating admission's ResourceQuota comes before storage, so a full quota answers 403
-        // even for a name that is taken.
-        let charges = st.quota_admit(def, ns, &name, &obj, None)?;
-        if st.objects.contains_key(&key_of(def, ns, &name)) {
-            return Err(ApiError::already_exists(def.group, def.plural, &name));
+        // Validating admission comes before storage, so a full quota answers 403 even for a
+        // name that is taken.
+        let effects =
+            crate::admission::validate(&st.admission_request(Operation::Create, def, ns, None), &obj)?;
+        let name = meta_str(&obj, "name");
+        if st.objects.contains_key(&key_of(def, ns, name)) {
+            return Err(ApiError::already_exists(def.group, def.plural, name));
         }
         def.stamp(&mut obj);
-        Ok((obj, charges))
+        Ok((obj, effects.charges))
     }
 }
 
@@ -626,7 +615,8 @@ fn same_but_version(a: &Value, b: &Value) -> bool {
 impl Store {
     /// A store holding what a new cluster has: the namespaces `default`, `kube-system`,
     /// `kube-public` and `kube-node-lease`, the two system PriorityClasses, the `kubernetes`
-    /// Service and the `cluster-admin` ClusterRole with its binding.
+    /// Service and the `cluster-admin` ClusterRole with its binding (the API server's
+    /// post-start objects).
     #[must_use]
     pub fn new(config: StoreConfig) -> Self {
         let (tx, _) = broadcast::channel(WATCH_BUFFER);
@@ -659,43 +649,9 @@ impl Store {
                 registry,
             }),
         };
-        let ns = catalog::find("", "v1", "namespaces").expect("namespaces");
-        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            store.create(ns, "", json!({ "metadata": { "name": name } }), None).expect("built-in namespace");
+        for (def, ns, obj) in crate::post_start::objects() {
+            store.create(def, ns, obj, None).expect("a post-start object");
         }
-        // As the API server's post-start hook makes them.
-        let classes = catalog::find("scheduling.k8s.io", "v1", "priorityclasses").expect("priorityclasses");
-        for class in crate::kinds::priority::system_classes() {
-            store.create(classes, "", class, None).expect("system priority class");
-        }
-        // The API server's own Service (its bootstrap controller) and RBAC's superuser role,
-        // bound to `system:masters` (its bootstrap policy), which clients look for.
-        let services = catalog::find("", "v1", "services").expect("services");
-        let service = json!({
-            "metadata": { "name": "kubernetes", "labels": { "component": "apiserver", "provider": "kubernetes" } },
-            "spec": { "type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
-                      "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443 }],
-                      "sessionAffinity": "None" },
-        });
-        store.create(services, "default", service, None).expect("the kubernetes service");
-        let bootstrap = json!({
-            "labels": { "kubernetes.io/bootstrapping": "rbac-defaults" },
-            "annotations": { "rbac.authorization.kubernetes.io/autoupdate": "true" },
-        });
-        let roles = catalog::find("rbac.authorization.k8s.io", "v1", "clusterroles").expect("clusterroles");
-        let mut role = json!({ "metadata": bootstrap.clone(), "rules": [
-            { "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] },
-            { "nonResourceURLs": ["*"], "verbs": ["*"] },
-        ] });
-        role["metadata"]["name"] = json!("cluster-admin");
-        store.create(roles, "", role, None).expect("cluster-admin");
-        let bindings =
-            catalog::find("rbac.authorization.k8s.io", "v1", "clusterrolebindings").expect("bindings");
-        let mut binding = json!({ "metadata": bootstrap,
-            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
-            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters" }] });
-        binding["metadata"]["name"] = json!("cluster-admin");
-        store.create(bindings, "", binding, None).expect("cluster-admin binding");
         store
     }
 
@@ -1008,8 +964,9 @@ impl Store {
         // admission reads what it needs under the lock, as upstream's plugins read their
         // informers' caches — what changes in between is seen by the next create.
         let mut new = NewObject::prepare(def, ns, body, manager)?;
-        if admission::reads_state(def) {
-            admission::admit(&self.lock(), def, ns, &mut new.obj)?;
+        if crate::admission::mutates(Operation::Create, def) {
+            let st = self.lock();
+            crate::admission::admit(&st.admission_request(Operation::Create, def, ns, None), &mut new.obj)?;
         }
         let new = new.validate(def)?;
         let mut st = self.lock();
@@ -1029,7 +986,7 @@ impl Store {
         manager: Option<&str>,
     ) -> Result<(Value, crate::quota::Charges), ApiError> {
         let mut new = NewObject::prepare(def, ns, body, manager)?;
-        admission::admit(st, def, ns, &mut new.obj)?;
+        crate::admission::admit(&st.admission_request(Operation::Create, def, ns, None), &mut new.obj)?;
         new.validate(def)?.admit(st, def, ns)
     }
 
@@ -1085,7 +1042,7 @@ impl Store {
     }
 
     /// PUT: an update, or for the kinds whose upstream strategy allows it
-    /// ([`CREATE_ON_UPDATE`]), a create when the object does not exist; `true` when created.
+    /// ([`ResourceDef::creates_on_update`]), a create when the object does not exist; `true` when created.
     ///
     /// # Errors
     ///
@@ -1102,7 +1059,7 @@ impl Store {
         {
             let mut st = self.lock();
             let creates = sub == Subresource::Main
-                && CREATE_ON_UPDATE.contains(&def.plural)
+                && def.creates_on_update()
                 && st.get(def, ns, name).is_err_and(|e| e.code == 404);
             if !creates {
                 let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
@@ -1254,8 +1211,10 @@ impl Store {
         sub: Subresource,
     ) -> Result<Arc<Value>, ApiError> {
         if sub == Subresource::Main {
-            let charges = st.quota_admit(def, ns, name, &new, Some(&def.view(&old)))?;
-            st.charge(ns, charges);
+            let old_view = def.view(&old);
+            let req = st.admission_request(Operation::Update, def, ns, Some(&old_view));
+            let effects = crate::admission::validate(&req, &new)?;
+            st.charge(ns, effects.charges);
         }
         let key = key_of(def, ns, name);
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
@@ -1486,22 +1445,6 @@ fn metadata_update_errors(new: &Value, old: &Value) -> Vec<(String, String)> {
         ),
     )]
 }
-
-/// Kinds whose upstream strategy has `AllowCreateOnUpdate() == true`, so a PUT to a missing
-/// object creates it (`pkg/registry/coordination/lease/strategy.go`, `core/event`, `core/service`,
-/// `core/serviceaccount`, `rbac/*`); ConfigMaps, Secrets, Namespaces, Deployments and
-/// PodDisruptionBudgets answer 404.
-pub const CREATE_ON_UPDATE: &[&str] = &[
-    "endpoints",
-    "leases",
-    "limitranges",
-    "events",
-    "services",
-    "roles",
-    "clusterroles",
-    "rolebindings",
-    "clusterrolebindings",
-];
 
 /// What upstream's field manager checks of an apply configuration before merging it
 /// (`managedfields/internal/structuredmerge.go`, `Apply`): its apiVersion is the request's (a

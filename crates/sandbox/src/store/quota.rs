@@ -1,4 +1,5 @@
-//! ResourceQuota in the store: the admission plugin's check and charge on a write, and the quota
+//! ResourceQuota in the store: the charges the admission plugin
+//! ([`crate::admission`]'s ResourceQuota) leaves to write with an object, and the quota
 //! controller's recount ([`Store::quota_tick`]) — the decisions are [`crate::quota`]'s, this
 //! module reads what they need under the store's lock and commits what they decide.
 //!
@@ -14,7 +15,6 @@ use super::{ChangeType, ListQuery, Store};
 use crate::catalog;
 use crate::quota::{self, Charges};
 use crate::resource::ResourceDef;
-use crate::status::ApiError;
 
 /// Where ResourceQuotas are stored.
 pub(super) const QUOTA_STORAGE: &str = "resourcequotas.";
@@ -24,24 +24,6 @@ fn quotas_def() -> &'static ResourceDef {
 }
 
 impl State {
-    /// The ResourceQuota plugin for a write of `new` (over `old`) in `ns`: the quotas to charge,
-    /// or a 403 naming `shown`.
-    pub(super) fn quota_admit(
-        &self,
-        def: &ResourceDef,
-        ns: &str,
-        shown: &str,
-        new: &Value,
-        old: Option<&Value>,
-    ) -> Result<Charges, ApiError> {
-        if ns.is_empty() || !self.quota_namespaces.contains_key(ns) {
-            return Ok(Vec::new());
-        }
-        let quotas = self.list_items(quotas_def(), Some(ns), &ListQuery::default());
-        quota::admit(&quotas, def.group, def.plural, new, old, jiff::Timestamp::now())
-            .map_err(|why| ApiError::admission_forbidden(def.group, def.plural, shown, &why))
-    }
-
     /// Writes each charged quota's new `status.used`, as the plugin does before the object is
     /// stored.
     pub(super) fn charge(&mut self, ns: &str, charges: Charges) {

@@ -170,6 +170,31 @@ async fn pod_security_warns_at_its_warn_level_and_of_pods_a_new_enforce_level_br
 }
 
 #[tokio::test]
+async fn mutating_admission_runs_before_the_strategys_validation_and_validating_admission_after() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    namespace(&sb, "locked", json!({ "pod-security.kubernetes.io/enforce": "baseline" })).await;
+    // Priority is a mutating plugin: its refusal comes before the strategy finds the pod invalid.
+    let invalid = |extra: Value| {
+        let mut p = pod("web", extra);
+        p["spec"]["containers"][0]["image"] = json!("");
+        p
+    };
+    let (code, _, v) =
+        post(&sb, "/api/v1/namespaces/locked/pods", invalid(json!({ "priorityClassName": "nope" }))).await;
+    assert_eq!(code, 403, "{v}");
+    assert!(v["message"].as_str().unwrap().ends_with("no PriorityClass with name nope was found"), "{v}");
+    // PodSecurity is a validating plugin: an invalid pod is refused by the strategy first (422),
+    // a valid one that breaks the level by the plugin (403).
+    let (code, _, v) =
+        post(&sb, "/api/v1/namespaces/locked/pods", invalid(json!({ "hostNetwork": true }))).await;
+    assert_eq!(code, 422, "{v}");
+    let (code, _, v) =
+        post(&sb, "/api/v1/namespaces/locked/pods", pod("web", json!({ "hostNetwork": true }))).await;
+    assert_eq!(code, 403, "{v}");
+    assert!(v["message"].as_str().unwrap().contains("violates PodSecurity \"baseline:latest\""), "{v}");
+}
+
+#[tokio::test]
 async fn an_eviction_takes_a_disruption_from_the_pods_budget_or_is_refused() {
     let sb = Sandbox::with_config(SandboxConfig::bare());
     let pods = "/api/v1/namespaces/default/pods";

@@ -1,4 +1,4 @@
-//! PodSecurity admission (`staging/src/k8s.io/pod-security-admission`): a namespace's
+//! PodSecurity's levels (`staging/src/k8s.io/pod-security-admission`): a namespace's
 //! `pod-security.kubernetes.io/enforce` label (`privileged`, `baseline` or `restricted`) refuses
 //! the pods that break its level, with upstream's message — the failed checks in their ids'
 //! order, each with its reason and what the pod must (not) set; its `warn` label warns of them,
@@ -9,7 +9,9 @@
 //! escalation, capabilities, volume types, `runAsNonRoot`, `runAsUser=0` and seccomp profile.
 //! Not checked: AppArmor, `procMount`, SELinux options and sysctls. The `warn` level answers
 //! Warning headers (for pods and for the pod templates of workloads); `audit` writes to an audit
-//! log upstream, which the sandbox does not keep.
+//! log upstream, which the sandbox does not keep. Which kinds hold a pod template is their
+//! strategy's [`pod_template`](crate::resource::ResourceDef::pod_template); the plugin that
+//! applies these checks is [`super::PodSecurity`].
 
 use serde_json::Value;
 
@@ -314,25 +316,6 @@ fn forbidden_detail(policy: &str, pod: &Value) -> Option<String> {
 pub fn enforce_refusal(namespace: &Value, pod: &Value) -> Option<String> {
     let policy = policy(namespace, "enforce")?;
     forbidden_detail(&policy, pod).map(|d| format!("violates PodSecurity {policy:?}: {d}"))
-}
-
-/// Where the kinds PodSecurity checks keep the pod they make (`DefaultPodSpecExtractor`).
-const TEMPLATES: [(&str, &str, &str); 8] = [
-    ("apps", "deployments", "/spec/template"),
-    ("apps", "replicasets", "/spec/template"),
-    ("apps", "statefulsets", "/spec/template"),
-    ("apps", "daemonsets", "/spec/template"),
-    ("batch", "jobs", "/spec/template"),
-    ("batch", "cronjobs", "/spec/jobTemplate/spec/template"),
-    ("", "replicationcontrollers", "/spec/template"),
-    ("", "podtemplates", "/template"),
-];
-
-/// Where a `plural.group` object keeps the pod template PodSecurity checks; `None` for the kinds
-/// without one.
-#[must_use]
-pub fn template_path(group: &str, plural: &str) -> Option<&'static str> {
-    TEMPLATES.iter().find(|(g, p, _)| *g == group && *p == plural).map(|(_, _, path)| *path)
 }
 
 /// The `warn` level's warnings for a pod, or for a workload's pod template (which `enforce` does
