@@ -156,7 +156,7 @@ pub use endpoints::server;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -341,17 +341,24 @@ impl Sandbox {
                 cluster::Cluster::new(sim)
             }),
         });
-        // The Deployment controller, when simulated, writes real status; the status-only
-        // rollout is for a bare API server.
+        // The Deployment controller, when simulated, writes real status; its status-only mode is
+        // for a sandbox without it.
         let status_only = shared
             .cluster
             .as_ref()
             .is_none_or(|c| !c.settings().controllers.runs(cluster::Controller::Deployment));
-        tokio::spawn(rollout_loop(
+        let deployments = status_only
+            .then(|| cluster::deployment::StatusOnly::new(config.rollout, config.status_writes_per_second));
+        // Followed here, before anything is written, so the controllers see every change.
+        let feed = shared.store.follow();
+        let core = cluster::core_controllers::CoreControllers::new(&shared.store, deployments);
+        let clock = shared.cluster.as_ref().map(|c| c.clock().clone()).unwrap_or_default();
+        tokio::spawn(cluster::core_controllers::run(
             Arc::downgrade(&shared),
+            feed,
+            core,
             config.rollout,
-            config.status_writes_per_second,
-            status_only,
+            clock,
         ));
         if let Some(c) = &shared.cluster {
             tokio::spawn(cluster::run(Arc::downgrade(&shared), c.clone()));
@@ -457,62 +464,5 @@ where
             }
             Ok(response)
         })
-    }
-}
-
-/// Plays the Deployment and namespace controllers, the garbage collector, the PVC/PV protection
-/// controllers and the resource quota controller: advances rollouts, empties Terminating
-/// namespaces, collects dependents of missing owners, releases claims and volumes no longer in use
-/// and recounts quotas, until the sandbox is dropped.
-async fn rollout_loop(shared: Weak<Shared>, pace: Rollout, per_second: Option<u32>, status_only: bool) {
-    let (every, jump) = match pace {
-        Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
-        Rollout::Instant => (Duration::from_millis(10), true),
-    };
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut bucket = per_second.map(StatusBucket::new);
-    loop {
-        tick.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
-        if status_only {
-            let budget = bucket.as_mut().map(StatusBucket::available);
-            let made = shared.store.rollout_tick(jump, budget);
-            if let Some(b) = bucket.as_mut() {
-                b.take(made);
-            }
-        }
-        shared.store.namespace_tick();
-        shared.store.gc_tick();
-        shared.store.protection_tick();
-        shared.store.quota_tick();
-    }
-}
-
-/// The Deployment controller's client-side rate limiter: a token bucket refilled at `rate` a
-/// second, holding one and a half seconds' worth (client-go's QPS and burst, 20 and 30 in
-/// kube-controller-manager).
-struct StatusBucket {
-    rate: f64,
-    tokens: f64,
-    at: tokio::time::Instant,
-}
-
-impl StatusBucket {
-    fn new(rate: u32) -> Self {
-        let rate = f64::from(rate);
-        Self { rate, tokens: rate * 1.5, at: tokio::time::Instant::now() }
-    }
-
-    /// Whole writes allowed now.
-    fn available(&mut self) -> usize {
-        let now = tokio::time::Instant::now();
-        self.tokens = (self.tokens + self.rate * (now - self.at).as_secs_f64()).min(self.rate * 1.5);
-        self.at = now;
-        self.tokens as usize
-    }
-
-    fn take(&mut self, n: usize) {
-        self.tokens -= n as f64;
     }
 }

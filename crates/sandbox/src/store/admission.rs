@@ -197,7 +197,7 @@ fn default_tolerations(pod: &mut Value) {
 }
 
 /// StorageObjectInUseProtection: the finalizer the protection controllers remove once the claim
-/// or volume is no longer in use ([`Store::protection_tick`](super::Store::protection_tick)).
+/// or volume is no longer in use (`cluster/protection.rs`).
 fn protect(obj: &mut Value, finalizer: &str) {
     let meta = crate::object::meta_mut(obj);
     let list = meta.entry("finalizers").or_insert_with(|| json!([]));
