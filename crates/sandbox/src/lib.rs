@@ -74,7 +74,7 @@
 //!   whose objects a webhook would refuse, passes here and fails there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
-//! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the simulated rollouts' task, and
+//! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the controllers' task, and
 //!   panics outside a runtime. Nothing is persisted: the objects live in memory, shared by the
 //!   sandbox's clones.
 //! * **Watch history is bounded, as upstream's.** Each resource keeps the changes of the last
@@ -88,7 +88,7 @@
 //! | [`resource`] | what a served resource is: its strategy, how it answers, its acting subresources |
 //! | [`catalog`] | the built-in resources, one file per API group, one declaration each |
 //! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
-//! | [`cluster`] | a simulated cluster beside the API: nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
+//! | [`cluster`] | the controllers beside the API: those every sandbox runs (garbage collector, namespace, protection, quota), and a simulated cluster — nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
 //! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
 //! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
 //! | [`schema`] | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |
@@ -254,8 +254,8 @@ impl SandboxConfig {
     }
 
     /// The default settings without a simulated cluster: no nodes, no scheduler, no kubelets,
-    /// no controllers but the API server's own (garbage collection, namespaces, quotas), and the
-    /// Deployments' status simulated at the [`rollout`](Self::rollout) pace — for a test that
+    /// no controllers but those every sandbox runs (garbage collector, namespace, PVC/PV
+    /// protection, quota), and the Deployments' status simulated at the [`rollout`](Self::rollout) pace — for a test that
     /// wants the API alone.
     ///
     /// ```
@@ -286,8 +286,8 @@ pub struct Shared {
 
 /// An in-memory Kubernetes API server.
 ///
-/// Cheap to clone; clones share the same objects. The rollout task stops when the last clone is
-/// dropped.
+/// Cheap to clone; clones share the same objects. The controllers' task stops when the last clone
+/// is dropped.
 #[derive(Clone)]
 pub struct Sandbox {
     shared: Arc<Shared>,
@@ -312,7 +312,7 @@ impl Sandbox {
     ///
     /// # Panics
     ///
-    /// Outside a Tokio runtime (it starts the rollout task).
+    /// Outside a Tokio runtime (it starts the controllers' task).
     #[must_use]
     pub fn new() -> Self {
         Self::with_config(SandboxConfig::default())
