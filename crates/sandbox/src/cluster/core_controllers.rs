@@ -120,3 +120,78 @@ pub(crate) async fn run(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    use crate::{Rollout, Sandbox, SandboxConfig};
+
+    /// The managers and subresources of an object's `managedFields`.
+    fn managers(obj: &Value) -> Vec<(String, String)> {
+        let entries = obj.pointer("/metadata/managedFields").and_then(Value::as_array).cloned();
+        entries
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                let field = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                (field("manager"), field("subresource"))
+            })
+            .collect()
+    }
+
+    /// Waits (up to 10 s) until `ready` holds of the object `plural` `name` in `default`.
+    async fn until(
+        sb: &Sandbox,
+        group: &str,
+        plural: &str,
+        name: &str,
+        ready: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let def = crate::resource::find(group, "v1", plural).expect("built in");
+        for _ in 0..1000 {
+            if let Some(obj) = sb.store().stored(def, "default", name).filter(|o| ready(o)) {
+                return (*obj).clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{plural}/{name} never got there: {:?}", sb.store().stored(def, "default", name));
+    }
+
+    #[tokio::test]
+    async fn the_core_controllers_write_through_the_verbs_as_kube_controller_manager() {
+        let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::bare() });
+        let kcm = |sub: &str| ("kube-controller-manager".to_owned(), sub.to_owned());
+        // The Deployment controller's status-only mode, through the status verb.
+        sb.seed(json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web" }, "spec": {
+            "replicas": 2, "selector": { "matchLabels": { "app": "web" } },
+            "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
+        .expect("created");
+        let d = until(&sb, "apps", "deployments", "web", |d| {
+            d.pointer("/status/readyReplicas") == Some(&json!(2))
+        })
+        .await;
+        assert!(managers(&d).contains(&kcm("status")), "{d}");
+        // The garbage collector's removal of a reference to a missing owner, through update.
+        let owner = sb
+            .seed(json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "owner" } }))
+            .expect("created");
+        let real = json!({ "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner["metadata"]["uid"] });
+        let ghost = json!({ "apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "00000000-0000-0000-0000-000000000001" });
+        sb.seed(json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "half", "ownerReferences": [ghost, real.clone()] } }))
+            .expect("created");
+        let half = until(&sb, "", "configmaps", "half", |o| {
+            o.pointer("/metadata/ownerReferences") == Some(&json!([real]))
+        })
+        .await;
+        assert!(managers(&half).contains(&kcm("")), "{half}");
+        // The quota controller's recount, through the status verb.
+        sb.seed(json!({ "apiVersion": "v1", "kind": "ResourceQuota", "metadata": { "name": "q" }, "spec": { "hard": { "configmaps": "10" } } }))
+            .expect("created");
+        let q =
+            until(&sb, "", "resourcequotas", "q", |q| q.pointer("/status/used/configmaps").is_some()).await;
+        assert!(managers(&q).contains(&kcm("status")), "{q}");
+    }
+}
