@@ -74,7 +74,7 @@
 //!   whose objects a webhook would refuse, passes here and fails there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
-//! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the simulated rollouts' task, and
+//! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the controllers' task, and
 //!   panics outside a runtime. Nothing is persisted: the objects live in memory, shared by the
 //!   sandbox's clones.
 //! * **Watch history is bounded, as upstream's.** Each resource keeps the changes of the last
@@ -87,7 +87,7 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`cluster`] | a simulated cluster beside the API: nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
+//! | [`cluster`] | the controllers beside the API: those every sandbox runs (garbage collector, namespace, protection, quota), and a simulated cluster — nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
 //! | [`rest`] | the HTTP (REST) layer, upstream's `endpoints`: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
 //! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
@@ -169,7 +169,7 @@ pub use rest::server;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -266,8 +266,8 @@ impl SandboxConfig {
     }
 
     /// The default settings without a simulated cluster: no nodes, no scheduler, no kubelets,
-    /// no controllers but the API server's own (garbage collection, namespaces, quotas), and the
-    /// Deployments' status simulated at the [`rollout`](Self::rollout) pace — for a test that
+    /// no controllers but those every sandbox runs (garbage collector, namespace, PVC/PV
+    /// protection, quota), and the Deployments' status simulated at the [`rollout`](Self::rollout) pace — for a test that
     /// wants the API alone.
     ///
     /// ```
@@ -299,8 +299,8 @@ pub struct SandboxState {
 
 /// An in-memory Kubernetes API server.
 ///
-/// Cheap to clone; clones share the same objects. The rollout task stops when the last clone is
-/// dropped.
+/// Cheap to clone; clones share the same objects. The controllers' task stops when the last clone
+/// is dropped.
 #[derive(Clone)]
 pub struct Sandbox {
     shared: Arc<SandboxState>,
@@ -325,7 +325,7 @@ impl Sandbox {
     ///
     /// # Panics
     ///
-    /// Outside a Tokio runtime (it starts the rollout task).
+    /// Outside a Tokio runtime (it starts the controllers' task).
     #[must_use]
     pub fn new() -> Self {
         Self::with_config(SandboxConfig::default())
@@ -354,17 +354,24 @@ impl Sandbox {
                 cluster::Cluster::new(sim)
             }),
         });
-        // The Deployment controller, when simulated, writes real status; the status-only
-        // rollout is for a bare API server.
+        // The Deployment controller, when simulated, writes real status; its status-only mode is
+        // for a sandbox without it.
         let status_only = shared
             .cluster
             .as_ref()
             .is_none_or(|c| !c.settings().controllers.runs(cluster::Controller::Deployment));
-        tokio::spawn(rollout_loop(
+        let deployments = status_only
+            .then(|| cluster::deployment::StatusOnly::new(config.rollout, config.status_writes_per_second));
+        // Followed here, before anything is written, so the controllers see every change.
+        let feed = shared.store.follow();
+        let core = cluster::core_controllers::CoreControllers::new(&shared.store, deployments);
+        let clock = shared.cluster.as_ref().map(|c| c.clock().clone()).unwrap_or_default();
+        tokio::spawn(cluster::core_controllers::run(
             Arc::downgrade(&shared),
+            feed,
+            core,
             config.rollout,
-            config.status_writes_per_second,
-            status_only,
+            clock,
         ));
         if let Some(c) = &shared.cluster {
             tokio::spawn(cluster::run(Arc::downgrade(&shared), c.clone()));
@@ -470,62 +477,5 @@ where
             }
             Ok(response)
         })
-    }
-}
-
-/// Plays the Deployment and namespace controllers, the garbage collector, the PVC/PV protection
-/// controllers and the resource quota controller: advances rollouts, empties Terminating
-/// namespaces, collects dependents of missing owners, releases claims and volumes no longer in use
-/// and recounts quotas, until the sandbox is dropped.
-async fn rollout_loop(shared: Weak<SandboxState>, pace: Rollout, per_second: Option<u32>, status_only: bool) {
-    let (every, jump) = match pace {
-        Rollout::Paced(d) => (d.max(Duration::from_millis(1)), false),
-        Rollout::Instant => (Duration::from_millis(10), true),
-    };
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut bucket = per_second.map(StatusBucket::new);
-    loop {
-        tick.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
-        if status_only {
-            let budget = bucket.as_mut().map(StatusBucket::available);
-            let made = shared.store.rollout_tick(jump, budget);
-            if let Some(b) = bucket.as_mut() {
-                b.take(made);
-            }
-        }
-        shared.store.namespace_tick();
-        shared.store.gc_tick();
-        shared.store.protection_tick();
-        shared.store.quota_tick();
-    }
-}
-
-/// The Deployment controller's client-side rate limiter: a token bucket refilled at `rate` a
-/// second, holding one and a half seconds' worth (client-go's QPS and burst, 20 and 30 in
-/// kube-controller-manager).
-struct StatusBucket {
-    rate: f64,
-    tokens: f64,
-    at: tokio::time::Instant,
-}
-
-impl StatusBucket {
-    fn new(rate: u32) -> Self {
-        let rate = f64::from(rate);
-        Self { rate, tokens: rate * 1.5, at: tokio::time::Instant::now() }
-    }
-
-    /// Whole writes allowed now.
-    fn available(&mut self) -> usize {
-        let now = tokio::time::Instant::now();
-        self.tokens = (self.tokens + self.rate * (now - self.at).as_secs_f64()).min(self.rate * 1.5);
-        self.at = now;
-        self.tokens as usize
-    }
-
-    fn take(&mut self, n: usize) {
-        self.tokens -= n as f64;
     }
 }

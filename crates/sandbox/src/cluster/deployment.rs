@@ -9,6 +9,12 @@
 //! their pods to go first. Old sets beyond `revisionHistoryLimit` are deleted. The status sums the
 //! sets (`updatedReplicas` is the new one's) and carries `Available` and `Progressing` as upstream
 //! words them, `ProgressDeadlineExceeded` included — what `kubectl rollout status` waits on.
+//!
+//! Without ReplicaSets and pods to count — a sandbox with no simulated cluster, or one whose
+//! Deployment controller is switched off — the controller runs in its status-only mode
+//! ([`StatusOnly`]): each Deployment's status climbs one pod at the [`Rollout`](crate::Rollout)
+//! pace (all the way at once for `Instant`), written through the status verb and held to the
+//! sandbox's `status_writes_per_second`, so `kubectl get deploy -w` shows READY climbing.
 
 use std::sync::Arc;
 
@@ -468,6 +474,149 @@ fn write_status(
     api.update_status(api.defs.deployments, obj, "kube-controller-manager")
 }
 
+/// Whether a Deployment's status has not caught up with its spec and generation.
+#[must_use]
+pub fn needs_rollout(d: &Value) -> bool {
+    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let have = |k: &str| d.pointer(&format!("/status/{k}")).and_then(Value::as_i64).unwrap_or(0);
+    ["readyReplicas", "replicas", "availableReplicas"].iter().any(|k| have(k) != want)
+        || have("observedGeneration") != generation
+}
+
+/// One rollout step: the status a Deployment's pods would reach one pod later.
+///
+/// Returns `None` when the status already matches the spec.
+#[must_use]
+pub fn rollout_step(d: &Value, jump: bool) -> Option<Value> {
+    if !needs_rollout(d) {
+        return None;
+    }
+    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+    let current = d.pointer("/status/readyReplicas").and_then(Value::as_i64).unwrap_or(0);
+    let next = if jump {
+        want
+    } else if current < want {
+        current + 1
+    } else if current > want {
+        current - 1
+    } else {
+        want
+    };
+    let available = next >= want;
+    let now = crate::object_meta::now_rfc3339();
+    let mut s = json!({
+        "observedGeneration": generation,
+        "replicas": next,
+        "updatedReplicas": next,
+        "readyReplicas": next,
+        "availableReplicas": next,
+        "conditions": [
+            { "type": "Available", "status": if available { "True" } else { "False" },
+              "reason": if available { "MinimumReplicasAvailable" } else { "MinimumReplicasUnavailable" },
+              "message": if available { "Deployment has minimum availability." } else { "Deployment does not have minimum availability." },
+              "lastUpdateTime": now, "lastTransitionTime": now },
+            { "type": "Progressing", "status": "True",
+              "reason": if next == want { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
+              "message": format!("ReplicaSet \"{}\" is progressing.", crate::object_meta::meta_str(d, "name")),
+              "lastUpdateTime": now, "lastTransitionTime": now },
+        ],
+    });
+    if next < want {
+        s["unavailableReplicas"] = json!(want - next);
+    }
+    if next == 0 {
+        for k in ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"] {
+            s.as_object_mut().expect("object").remove(k);
+        }
+    }
+    Some(s)
+}
+
+/// The Deployment controller's status-only mode: the Deployments whose status lags their spec,
+/// each advanced by one [`rollout_step`] a pass.
+pub(crate) struct StatusOnly {
+    /// Deployments whose status has not caught up with their spec, in key order.
+    rolling: Queue,
+    /// All the way in one step (`Rollout::Instant`).
+    jump: bool,
+    /// The client's rate limiter, when the sandbox has one.
+    limiter: Option<StatusBucket>,
+}
+
+impl StatusOnly {
+    /// The mode for the sandbox's `rollout` pace and `status_writes_per_second`.
+    pub(crate) fn new(pace: crate::Rollout, per_second: Option<u32>) -> Self {
+        Self {
+            rolling: Queue::new(),
+            jump: pace == crate::Rollout::Instant,
+            limiter: per_second.map(StatusBucket::new),
+        }
+    }
+
+    /// A Deployment changed (`None`: it is gone).
+    pub(crate) fn observe(&mut self, ns: &str, name: &str, d: Option<&Value>) {
+        let key = (ns.to_owned(), name.to_owned());
+        if d.is_some_and(|d| needs_rollout(d) && !is_deleting(d)) {
+            self.rolling.insert(key);
+        } else {
+            self.rolling.remove(&key);
+        }
+    }
+
+    /// One pass: each lagging Deployment's status one step on, as many as the rate limiter
+    /// allows (in key order: held to 20 writes a second, thousands stay rolling for minutes).
+    /// The write is conditional on the version read; a stale one waits for the next pass.
+    pub(crate) fn sync(&mut self, api: &Api<'_>) {
+        let budget = self.limiter.as_mut().map_or(usize::MAX, StatusBucket::available);
+        let mut made = 0;
+        for (ns, name) in &self.rolling {
+            if made == budget {
+                break;
+            }
+            let Some(d) = api.get(api.defs.deployments, ns, name) else { continue };
+            let Some(status) = rollout_step(&d, self.jump) else { continue };
+            made += 1;
+            if let Err(e) = api.write_status(api.defs.deployments, &d, status, "kube-controller-manager") {
+                super::log_failure(Controller::Deployment, name, &e);
+            }
+        }
+        if let Some(limiter) = self.limiter.as_mut() {
+            limiter.take(made);
+        }
+    }
+}
+
+/// The Deployment controller's client-side rate limiter: a token bucket refilled at `rate` a
+/// second, holding one and a half seconds' worth (client-go's QPS and burst, 20 and 30 in
+/// kube-controller-manager).
+struct StatusBucket {
+    rate: f64,
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+impl StatusBucket {
+    fn new(rate: u32) -> Self {
+        let rate = f64::from(rate);
+        Self { rate, tokens: rate * 1.5, at: tokio::time::Instant::now() }
+    }
+
+    /// Whole writes allowed now.
+    fn available(&mut self) -> usize {
+        let now = tokio::time::Instant::now();
+        let refilled = self.rate * (now - self.at).as_secs_f64();
+        self.tokens = (self.tokens + refilled).min(self.rate * 1.5);
+        self.at = now;
+        self.tokens as usize
+    }
+
+    fn take(&mut self, n: usize) {
+        self.tokens -= n as f64;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,5 +636,29 @@ mod tests {
         assert_eq!(fenceposts(&d(json!("25%"), json!("25%")), 10), (3, 2));
         assert_eq!(fenceposts(&d(json!(0), json!(0)), 10), (0, 1));
         assert_eq!(fenceposts(&d(json!(2), json!("50%")), 3), (2, 1));
+    }
+
+    fn web() -> Value {
+        json!({
+            "metadata": { "name": "web" },
+            "spec": {
+                "selector": { "matchLabels": { "app": "web" } },
+                "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "web", "image": "nginx:1.27" }] } },
+            },
+        })
+    }
+
+    #[test]
+    fn rollout_climbs_one_pod_at_a_time() {
+        let mut d = web();
+        d["spec"]["replicas"] = json!(3);
+        d["metadata"]["generation"] = json!(1);
+        let mut seen = Vec::new();
+        while let Some(s) = rollout_step(&d, false) {
+            seen.push(s["readyReplicas"].as_i64().unwrap_or(0));
+            d["status"] = s;
+        }
+        assert_eq!(seen, [1, 2, 3]);
+        assert_eq!(d["status"]["observedGeneration"], 1);
     }
 }

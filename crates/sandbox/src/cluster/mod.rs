@@ -29,6 +29,17 @@
 //!
 //! Each part can be switched off ([`Controllers`]), and the whole left out for a bare API server.
 //!
+//! Some controllers run with every sandbox, simulated cluster or not, and cannot be switched off
+//! (`core_controllers`):
+//!
+//! | module | plays |
+//! |---|---|
+//! | `garbage_collector` | the garbage collector, for dependents written with a missing owner |
+//! | `namespace` | the namespace controller: a Terminating namespace emptied, then finalized |
+//! | `protection` | the PVC and PV protection controllers |
+//! | `quota` | the resource quota controller: quotas' `status.used` |
+//! | `deployment` | without the simulated Deployment controller, its status-only mode |
+//!
 //! ## Warning
 //!
 //! * There are no containers: a pod "runs" by its status alone. Logs, exec, attach and
@@ -39,15 +50,20 @@
 mod api;
 mod bootstrap;
 pub mod clock;
+pub(crate) mod core_controllers;
 mod cronjob;
 mod daemonset;
-mod deployment;
+pub(crate) mod deployment;
 mod disruption;
 mod endpoints;
+mod garbage_collector;
 mod history;
 mod job;
 mod kubelet;
+mod namespace;
 mod nodes;
+mod protection;
+mod quota;
 mod replicaset;
 mod scheduler;
 mod statefulset;
@@ -65,6 +81,8 @@ use tokio::runtime::RuntimeFlavor;
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use clock::Clock;
+pub use garbage_collector::DANGLING_OWNER_DELAY;
+pub use namespace::NAMESPACE_CLEANUP_DELAY;
 
 use crate::object_meta::meta_str;
 use crate::status::ApiError;
@@ -839,7 +857,7 @@ impl PodGlance {
 
 /// Builds the error a part logs when a write it wanted failed for another reason than a stale
 /// read (which the next round retries quietly).
-pub(crate) fn log_failure(component: Controller, what: &str, e: &ApiError) {
+pub(crate) fn log_failure(component: impl fmt::Display, what: &str, e: &ApiError) {
     if e.code != 409 && e.code != 404 {
         tracing::warn!(component = %component, object = what, code = e.code, error = %e.message, "simulated write refused");
     }

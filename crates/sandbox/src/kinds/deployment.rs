@@ -218,66 +218,6 @@ fn status_errors(d: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// Whether a Deployment's status has not caught up with its spec and generation.
-#[must_use]
-pub fn needs_rollout(d: &Value) -> bool {
-    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-    let have = |k: &str| d.pointer(&format!("/status/{k}")).and_then(Value::as_i64).unwrap_or(0);
-    ["readyReplicas", "replicas", "availableReplicas"].iter().any(|k| have(k) != want)
-        || have("observedGeneration") != generation
-}
-
-/// One rollout step: the status a Deployment's pods would reach one pod later.
-///
-/// Returns `None` when the status already matches the spec.
-#[must_use]
-pub fn rollout_step(d: &Value, jump: bool) -> Option<Value> {
-    if !needs_rollout(d) {
-        return None;
-    }
-    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let generation = d.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-    let current = d.pointer("/status/readyReplicas").and_then(Value::as_i64).unwrap_or(0);
-    let next = if jump {
-        want
-    } else if current < want {
-        current + 1
-    } else if current > want {
-        current - 1
-    } else {
-        want
-    };
-    let available = next >= want;
-    let now = crate::object_meta::now_rfc3339();
-    let mut s = json!({
-        "observedGeneration": generation,
-        "replicas": next,
-        "updatedReplicas": next,
-        "readyReplicas": next,
-        "availableReplicas": next,
-        "conditions": [
-            { "type": "Available", "status": if available { "True" } else { "False" },
-              "reason": if available { "MinimumReplicasAvailable" } else { "MinimumReplicasUnavailable" },
-              "message": if available { "Deployment has minimum availability." } else { "Deployment does not have minimum availability." },
-              "lastUpdateTime": now, "lastTransitionTime": now },
-            { "type": "Progressing", "status": "True",
-              "reason": if next == want { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
-              "message": format!("ReplicaSet \"{}\" is progressing.", crate::object_meta::meta_str(d, "name")),
-              "lastUpdateTime": now, "lastTransitionTime": now },
-        ],
-    });
-    if next < want {
-        s["unavailableReplicas"] = json!(want - next);
-    }
-    if next == 0 {
-        for k in ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"] {
-            s.as_object_mut().expect("object").remove(k);
-        }
-    }
-    Some(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,19 +262,5 @@ mod tests {
         changed["spec"]["selector"]["matchLabels"]["tier"] = json!("x");
         changed["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
         assert!(validate(&changed, Some(&web()))[0].1.contains("immutable"));
-    }
-
-    #[test]
-    fn rollout_climbs_one_pod_at_a_time() {
-        let mut d = web();
-        d["spec"]["replicas"] = json!(3);
-        d["metadata"]["generation"] = json!(1);
-        let mut seen = Vec::new();
-        while let Some(s) = rollout_step(&d, false) {
-            seen.push(s["readyReplicas"].as_i64().unwrap_or(0));
-            d["status"] = s;
-        }
-        assert_eq!(seen, [1, 2, 3]);
-        assert_eq!(d["status"]["observedGeneration"], 1);
     }
 }

@@ -1,6 +1,7 @@
 //! Deletion: finalizers, preconditions, propagation (background, foreground, orphan), the
-//! garbage collector's dependents, namespaces that empty themselves while Terminating, and the
-//! protection of claims and volumes in use.
+//! dependents a delete cascades to, and the namespace's finalize. What acts later — the garbage
+//! collector's dangling dependents, the namespace controller, the PVC/PV protection controllers —
+//! is in [`crate::cluster`]'s controllers, which write through these verbs.
 
 use std::sync::Arc;
 
@@ -14,15 +15,6 @@ use crate::status::ApiError;
 
 pub use crate::admission::{PV_PROTECTION, PVC_PROTECTION};
 
-/// The protection finalizer of the objects of `storage`: claims' and volumes'.
-pub(super) fn protection_finalizer(storage: &str) -> Option<&'static str> {
-    match storage {
-        "persistentvolumeclaims." => Some(PVC_PROTECTION),
-        "persistentvolumes." => Some(PV_PROTECTION),
-        _ => None,
-    }
-}
-
 /// The entries of an object's `metadata.ownerReferences`.
 fn owner_refs(obj: &Value) -> impl Iterator<Item = &Value> {
     obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten()
@@ -31,15 +23,6 @@ fn owner_refs(obj: &Value) -> impl Iterator<Item = &Value> {
 fn ref_str<'a>(r: &'a Value, field: &str) -> &'a str {
     r.get(field).and_then(Value::as_str).unwrap_or("")
 }
-
-/// How long a deleted namespace stays Terminating, with its contents, before the namespace
-/// controller empties it (upstream's takes about as long: it works through discovery first).
-pub const NAMESPACE_CLEANUP_DELAY: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// How long a dependent written with a missing owner stays before the garbage collector acts on
-/// it (upstream's sees it through its informers and looks the owner up first: a client reading
-/// the object right after writing it still finds it).
-pub const DANGLING_OWNER_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl State {
     /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
@@ -56,9 +39,6 @@ impl State {
             if let Some(owner_key) = self.uids.get(&owner).cloned() {
                 self.finish_foreground(&owner_key);
             }
-        }
-        if !key.1.is_empty() {
-            self.finish_namespace(&key.1.clone());
         }
         // The last instance of a terminating CRD lets the CRD go.
         if self.crd_terminating(key.0) {
@@ -84,43 +64,6 @@ impl State {
     pub(super) fn owner_exists(&self, dependent_ns: &str, r: &Value) -> bool {
         let (uid, name) = (ref_str(r, "uid"), ref_str(r, "name"));
         self.uids.get(uid).is_some_and(|k| k.2 == name && (k.1.is_empty() || k.1 == dependent_ns))
-    }
-
-    /// Whether some owner the object names does not exist.
-    pub(super) fn has_absent_owner(&self, ns: &str, obj: &Value) -> bool {
-        owner_refs(obj).any(|r| !self.owner_exists(ns, r))
-    }
-
-    /// The garbage collector's `attemptToDeleteItem` for a dependent with a missing owner: when
-    /// none of its owners exists it is deleted (in the foreground or orphaning its own dependents
-    /// when it carries that finalizer, in the background otherwise); when some still exist, the
-    /// references to the missing ones are removed.
-    fn collect_dangling(&mut self, key: &Key) {
-        let Some(obj) = self.object(key) else { return };
-        if is_deleting(&obj) {
-            return;
-        }
-        let (absent, present): (Vec<&Value>, Vec<&Value>) =
-            owner_refs(&obj).partition(|r| !self.owner_exists(&key.1, r));
-        if absent.is_empty() {
-            return;
-        }
-        if present.is_empty() {
-            let f = finalizers(&obj);
-            let propagation = if f.iter().any(|x| x == "orphan") {
-                Propagation::Orphan
-            } else if f.iter().any(|x| x == "foregroundDeletion") {
-                Propagation::Foreground
-            } else {
-                Propagation::Background
-            };
-            self.delete_key(key, propagation);
-            return;
-        }
-        let kept: Vec<Value> = present.into_iter().cloned().collect();
-        let mut o = (*obj).clone();
-        meta_mut(&mut o).insert("ownerReferences".into(), Value::Array(kept));
-        self.commit(key.clone(), ChangeType::Modified, o, Some(obj));
     }
 
     /// The delete verb's effect on one object.
@@ -253,15 +196,6 @@ impl State {
             self.commit(key.clone(), ChangeType::Modified, o, Some(obj));
         }
     }
-
-    /// Removes a terminating namespace once it holds nothing.
-    pub(super) fn finish_namespace(&mut self, ns: &str) {
-        let Some(obj) = self.namespace_state(ns) else { return };
-        if !is_deleting(&obj) || self.namespace_objects(ns).next().is_some() {
-            return;
-        }
-        self.remove(&("namespaces.", String::new(), ns.to_owned()));
-    }
 }
 
 impl Store {
@@ -346,10 +280,10 @@ impl Store {
             meta_mut(&mut marked).insert("deletionTimestamp".into(), json!(now_rfc3339()));
             marked["status"] = json!({ "phase": "Terminating" });
         }
-        // As upstream, the namespace only turns Terminating here; its contents go (and then the
-        // namespace itself) a moment later, in [`namespace_tick`](Self::namespace_tick), so a
-        // client deleting the namespace and then its objects finds them still there.
-        st.terminating.entry(key.2.clone()).or_insert_with(std::time::Instant::now);
+        // As upstream, the namespace only turns Terminating here; the namespace controller
+        // deletes its contents a moment later and then finalizes it
+        // ([`finalize_namespace`](Self::finalize_namespace)), so a client deleting the namespace
+        // and then its objects finds them still there.
         if is_deleting(old) {
             Arc::clone(old)
         } else {
@@ -357,98 +291,31 @@ impl Store {
         }
     }
 
-    /// Plays the namespace controller: empties every namespace that has been Terminating for at
-    /// least [`NAMESPACE_CLEANUP_DELAY`], then removes it (unless objects with finalizers remain).
-    /// Returns how many namespaces were worked on.
-    pub fn namespace_tick(&self) -> usize {
+    /// The namespace's `finalize`, as the namespace controller calls it once it has deleted
+    /// the contents of a Terminating namespace: the namespace goes if it holds nothing (the
+    /// sandbox keeps no step between an emptied `spec.finalizers` and the removal). Returns
+    /// whether the namespace is gone (or was never there).
+    pub fn finalize_namespace(&self, name: &str) -> bool {
         let mut st = self.lock();
-        let due: Vec<String> = st
-            .terminating
-            .iter()
-            .filter(|(_, since)| since.elapsed() >= NAMESPACE_CLEANUP_DELAY)
-            .map(|(ns, _)| ns.clone())
-            .collect();
-        for ns in &due {
-            for k in st.namespace_objects(ns).cloned().collect::<Vec<_>>() {
-                st.delete_key(&k, Propagation::Background);
-            }
-            st.finish_namespace(ns);
-            if st.namespace_state(ns).is_none() {
-                st.terminating.remove(ns);
-            }
+        let Some(obj) = st.namespace_state(name) else { return true };
+        if !is_deleting(&obj) || st.namespace_objects(name).next().is_some() {
+            return false;
         }
-        due.len()
+        st.remove(&("namespaces.", String::new(), name.to_owned()));
+        true
     }
 
-    /// Plays kube-controller-manager's PVC and PV protection controllers: a claim being deleted
-    /// loses its `kubernetes.io/pvc-protection` finalizer once no pod that has not finished uses
-    /// it, a volume its `kubernetes.io/pv-protection` once no claim is bound to it; either goes
-    /// when no finalizer is left. Returns how many were released.
-    pub fn protection_tick(&self) -> usize {
-        let mut st = self.lock();
-        if st.protected.is_empty() {
-            return 0;
-        }
-        let pods = crate::catalog::find("", "v1", "pods").expect("a built-in resource");
-        let due: Vec<(Key, Arc<Value>)> = st
-            .protected
-            .iter()
-            .filter_map(|key| {
-                let obj = st.object(key)?;
-                let in_use = if protection_finalizer(key.0) == Some(PVC_PROTECTION) {
-                    st.list_items(pods, Some(&key.1), &ListQuery::default()).iter().any(|p| {
-                        !matches!(
-                            p.pointer("/status/phase").and_then(Value::as_str),
-                            Some("Succeeded" | "Failed")
-                        ) && p.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(
-                            |v| {
-                                v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str)
-                                    == Some(&key.2)
-                            },
-                        )
-                    })
-                } else {
-                    obj.pointer("/status/phase").and_then(Value::as_str) == Some("Bound")
-                };
-                (!in_use).then(|| (key.clone(), obj))
-            })
-            .collect();
-        for (key, obj) in &due {
-            let finalizer = protection_finalizer(key.0).unwrap_or(PV_PROTECTION);
-            let mut new = (**obj).clone();
-            if let Some(list) = new.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
-                list.retain(|f| f.as_str() != Some(finalizer));
-            }
-            let done = finalizers(&new).is_empty();
-            st.commit(key.clone(), ChangeType::Modified, new, Some(Arc::clone(obj)));
-            if done {
-                st.remove(key);
-            }
-        }
-        due.len()
+    /// Whether the owner an owner reference names exists, for a dependent in `dependent_ns` (the
+    /// garbage collector's look-up of an owner, by its uid).
+    #[must_use]
+    pub fn owner_exists(&self, dependent_ns: &str, owner_ref: &Value) -> bool {
+        self.lock().owner_exists(dependent_ns, owner_ref)
     }
 
-    /// Plays the garbage collector for dependents written with a missing owner (say, created
-    /// pointing at a uid that is not there): once they have waited [`DANGLING_OWNER_DELAY`], each
-    /// is deleted when all its owners are missing, or loses its references to the missing ones.
-    /// Returns how many were looked at.
-    pub fn gc_tick(&self) -> usize {
-        let mut st = self.lock();
-        if !st.config.garbage_collection {
-            st.dangling.clear();
-            return 0;
-        }
-        let due: Vec<Key> = st
-            .dangling
-            .iter()
-            .filter(|(_, since)| since.elapsed() >= DANGLING_OWNER_DELAY)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for key in &due {
-            st.dangling.remove(key);
-            st.collect_dangling(key);
-        }
-        due.len()
+    /// Whether the store collects dependents ([`StoreConfig::garbage_collection`](super::StoreConfig)).
+    #[must_use]
+    pub fn collects_garbage(&self) -> bool {
+        self.lock().config.garbage_collection
     }
 
     /// DELETECOLLECTION: deletes every object a list with the same selectors would return.

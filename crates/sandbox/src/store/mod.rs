@@ -11,7 +11,7 @@
 //! | `mod.rs` (this one) | reads (get, list with `continue`, watch start) and writes (create, update, patch) |
 //! | `storage.rs` | objects, revision counter, indexes, history, watch fan-out |
 //! | `frozen.rs` | the form objects are kept in (their JSON), and the last ones written, parsed |
-//! | `deletion.rs` | finalizers, propagation, the garbage collector, namespace termination |
+//! | `deletion.rs` | finalizers, propagation, dependents a delete cascades to, namespace finalize |
 //! | `apply.rs` | server-side apply |
 //! | `crd.rs` | the CRD controllers: names, establishing, finalizing |
 //! | `admission.rs` | what admission's plugins (`crate::admission`) read of the state, and their warnings |
@@ -26,12 +26,12 @@ mod quota;
 mod storage;
 
 use apply::server_side_apply;
-pub use deletion::{DANGLING_OWNER_DELAY, NAMESPACE_CLEANUP_DELAY, PV_PROTECTION, PVC_PROTECTION};
+pub use deletion::{PV_PROTECTION, PVC_PROTECTION};
 pub use frozen::Frozen;
 pub use storage::{Change, ChangeType, Followed, HISTORY_FLOOR, Key, Retained};
 use storage::{State, key_of};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::admission::Operation;
-use crate::kinds::deployment;
 use crate::managed_fields::{record_apply, record_update};
 use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, name_suffix, new_uid, now_rfc3339};
 use crate::patch::{self, PatchType};
@@ -633,12 +632,7 @@ impl Store {
                 config,
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
-                rolling: BTreeSet::new(),
-                protected: BTreeSet::new(),
                 quota_namespaces: HashMap::new(),
-                quota_dirty: BTreeSet::new(),
-                terminating: BTreeMap::new(),
-                dangling: BTreeMap::new(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -676,12 +670,7 @@ impl Store {
                 config: st.config.clone(),
                 uids: st.uids.clone(),
                 dependents: st.dependents.clone(),
-                rolling: st.rolling.clone(),
-                protected: st.protected.clone(),
                 quota_namespaces: st.quota_namespaces.clone(),
-                quota_dirty: st.quota_dirty.clone(),
-                terminating: st.terminating.clone(),
-                dangling: BTreeMap::new(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -1384,32 +1373,6 @@ impl Store {
                 return Ok(());
             }
         }
-    }
-
-    /// Advances every Deployment whose status lags its spec by one rollout step (all the way
-    /// when `jump`), at most `budget` of them (in key order) when given. Returns how many status
-    /// writes it made.
-    pub fn rollout_tick(&self, jump: bool, budget: Option<usize>) -> usize {
-        let mut st = self.lock();
-        // Only as many as the budget allows are looked at: held to 20 writes a second, thousands
-        // of Deployments stay rolling for minutes.
-        let due: Vec<(Key, Arc<Value>, Value)> = st
-            .rolling
-            .iter()
-            .filter_map(|key| {
-                let old = st.object(key)?;
-                let status = deployment::rollout_step(&old, jump)?;
-                Some((key.clone(), old, status))
-            })
-            .take(budget.unwrap_or(usize::MAX))
-            .collect();
-        let made = due.len();
-        for (key, old, status) in due {
-            let mut new = (*old).clone();
-            new["status"] = status;
-            st.commit(key, ChangeType::Modified, new, Some(old));
-        }
-        made
     }
 
     /// How many objects the store holds.

@@ -15,8 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::frozen::{Dictionaries, Frozen, Recent};
 use super::{ListQuery, Snapshot, StoreConfig};
-use crate::kinds::deployment;
-use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, owner_uids};
+use crate::object_meta::{meta_mut, meta_str, owner_uids};
 use crate::registry::Registry;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
@@ -177,21 +176,8 @@ pub(super) struct State {
     pub(super) uids: HashMap<String, Key>,
     /// owner uid → objects naming it in `ownerReferences`.
     pub(super) dependents: HashMap<String, BTreeSet<Key>>,
-    /// Deployments whose status has not caught up with their spec.
-    pub(super) rolling: BTreeSet<Key>,
-    /// Claims and volumes being deleted that still hold their protection finalizer (the PVC and
-    /// PV protection controllers' queue, see `protection_tick`).
-    pub(super) protected: BTreeSet<Key>,
     /// Namespaces holding ResourceQuotas, with how many.
     pub(super) quota_namespaces: HashMap<String, usize>,
-    /// Namespaces with quotas whose usage may have changed since it was last counted (the quota
-    /// controller's queue, see `quota_tick`).
-    pub(super) quota_dirty: BTreeSet<String>,
-    /// Namespaces being deleted, and when that started (the namespace controller's queue).
-    pub(super) terminating: BTreeMap<String, std::time::Instant>,
-    /// Dependents written with an owner that does not exist, and since when: the garbage
-    /// collector's attempt-to-delete queue (see `gc_tick`).
-    pub(super) dangling: BTreeMap<Key, Instant>,
     pub(super) snapshots: HashMap<u64, Snapshot>,
     pub(super) next_snapshot: u64,
     pub(super) tx: broadcast::Sender<Arc<Change>>,
@@ -328,9 +314,6 @@ impl State {
             self.recent.put(&key, self.rv, &obj, &mut self.garbage.objects);
             self.objects.insert(key.clone(), Arc::clone(&frozen))
         };
-        if !self.quota_namespaces.is_empty() && self.quota_namespaces.contains_key(&key.1) {
-            self.quota_dirty.insert(key.1.clone());
-        }
         let storage = key.0;
         let retained = Retained { rv: self.rv, key, kind, object: frozen, old: was };
         let change = Arc::new(Change { rv: self.rv, storage, kind, object: Arc::clone(&obj), old });
@@ -375,23 +358,8 @@ impl State {
         for owner in owner_uids(obj) {
             self.dependents.entry(owner).or_default().insert(key.clone());
         }
-        if self.config.garbage_collection && !is_deleting(obj) && self.has_absent_owner(&key.1, obj) {
-            self.dangling.entry(key.clone()).or_insert_with(Instant::now);
-        }
-        if key.0 == "deployments.apps" && deployment::needs_rollout(obj) && !is_deleting(obj) {
-            self.rolling.insert(key.clone());
-        } else {
-            self.rolling.remove(key);
-        }
         if key.0 == super::quota::QUOTA_STORAGE {
             *self.quota_namespaces.entry(key.1.clone()).or_default() += 1;
-            self.quota_dirty.insert(key.1.clone());
-        }
-        let protection = super::deletion::protection_finalizer(key.0);
-        if is_deleting(obj) && protection.is_some_and(|p| finalizers(obj).iter().any(|f| f == p)) {
-            self.protected.insert(key.clone());
-        } else {
-            self.protected.remove(key);
         }
     }
 
@@ -405,15 +373,12 @@ impl State {
                 }
             }
         }
-        self.rolling.remove(key);
-        self.protected.remove(key);
         if key.0 == super::quota::QUOTA_STORAGE
             && let Some(n) = self.quota_namespaces.get_mut(&key.1)
         {
             *n -= 1;
             if *n == 0 {
                 self.quota_namespaces.remove(&key.1);
-                self.quota_dirty.remove(&key.1);
             }
         }
     }
