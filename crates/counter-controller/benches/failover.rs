@@ -120,9 +120,9 @@ async fn main() {
     let dir: PathBuf = std::env::temp_dir().join(format!("cc-failover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
     let leases: Api<Lease> = Api::default_namespaced(sb.client());
     println!("durations: lease {}, renew deadline {}, retry {}", durations[0], durations[1], durations[2]);
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use sandbox::cluster::{Controllers, Simulation};
+use sandbox::{Controllers, Simulation};
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 
 /// Where the sandbox listens, where its kubeconfig goes, and the cluster it simulates.

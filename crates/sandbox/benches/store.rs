@@ -280,7 +280,7 @@ async fn time_creates(case: Case) -> Duration {
     match case.kind {
         Kind::ConfigMap => {
             let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
-            let def = sandbox::catalog::find("", "v1", "configmaps").unwrap();
+            let def = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
             let start = Instant::now();
             for i in 0..N {
                 if case.through_client {
@@ -424,7 +424,7 @@ fn bench(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                                 })
                             })
                             .collect();
-                        let def = sandbox::catalog::find("", "v1", "configmaps").unwrap();
+                        let def = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
                         for i in 0..N {
                             sb.store()
                                 .create(def, "default", serde_json::to_value(cm(i)).unwrap(), None)

@@ -45,7 +45,6 @@ const MAX_DEPTH: usize = 32;
 /// A parsed JSONPath expression (the bare `jsonPath` of a printer column, without braces).
 #[derive(Debug, Clone)]
 pub struct JsonPath {
-    raw: String,
     /// The template's top-level blocks: each `{…}` action, and the text between them as a
     /// one-node list.
     blocks: Vec<Vec<Node>>,
@@ -104,13 +103,7 @@ impl JsonPath {
     /// `invalid array index "a"`, `unrecognized character in action: U+002A '*'`, ….
     pub fn parse(expr: &str) -> Result<Self, String> {
         let blocks = parse_template(&format!("{{{expr}}}"), 0)?;
-        Ok(Self { raw: expr.to_owned(), blocks })
-    }
-
-    /// The expression as written.
-    #[must_use]
-    pub fn as_str(&self) -> &str {
-        &self.raw
+        Ok(Self { blocks })
     }
 
     /// The values the first `{…}` block selects in `obj` (with missing keys allowed): what

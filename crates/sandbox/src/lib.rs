@@ -70,7 +70,7 @@
 //!
 //! * **Passing here is not passing on a cluster.** The sandbox enforces no RBAC, calls no
 //!   admission or conversion webhooks, evaluates no CEL rules and runs no containers (a
-//!   [`cluster`] simulation runs pods by their status): a controller missing a permission, or
+//!   [`Simulation`] runs pods by their status): a controller missing a permission, or
 //!   whose objects a webhook would refuse, passes here and fails there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
@@ -82,38 +82,52 @@
 //!   version gets 410 Gone and the client must relist, as against a real API server.
 //!   [`Faults`] can force a 410 when a test wants one.
 //!
-//! The modules form layers, listed here from the top: each uses only those below it
+//! ## What the crate offers
+//!
+//! | item | for |
+//! |---|---|
+//! | [`Sandbox`], [`SandboxConfig`] | the API server and its settings ([`Rollout`], [`StreamingLists`], [`StoreConfig`]) |
+//! | [`Sandbox::client`], [`SandboxService`] | a `kube::Client` in-process, or the server as a `tower::Service` |
+//! | [`Sandbox::serve`], [`HttpServer`], [`new_token`], [`write_kubeconfig`] | the same over HTTPS, for kubectl and other processes |
+//! | [`Simulation`], [`Cluster`], [`Clock`], [`Controllers`], [`NodeShape`] | the simulated cluster, its handle and the clock a test moves |
+//! | [`Faults`], [`FaultRule`], [`FaultKind`], [`Abandoned`] | failures injected into requests |
+//! | [`Requests`], [`RequestRecord`] | what the clients asked, to assert on |
+//! | [`Store`], [`builtin_resource`], [`Change`] | the objects directly, below the HTTP layer (seeding, benchmarks) |
+//! | [`ApiError`] | the Status a refused request gets |
+//!
+//! Everything else is the crate's own. Its modules form layers, listed here from the top: each
+//! uses only those below it
 //! (`tests/integration/module_graph.rs` fails on an import cycle, and prints the layers).
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`cluster`] | the controllers beside the API: those every sandbox runs (garbage collector, namespace, protection, quota), and a simulated cluster — nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
-//! | [`rest`] | the HTTP (REST) layer, upstream's `endpoints`: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
-//! | [`actions`] | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
-//! | [`store`] | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
+//! | `cluster` | the controllers beside the API: those every sandbox runs (garbage collector, namespace, protection, quota), and a simulated cluster — nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
+//! | `rest` | the HTTP (REST) layer, upstream's `endpoints`: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
+//! | `actions` | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
+//! | `store` | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
 //! | `admission` | the admission plugins, a chain in upstream's order the store runs on every write |
 //! | `post_start` | the objects a new API server makes for itself (system namespaces, priority classes, `cluster-admin`) |
-//! | [`registry`] | the resources served now: the built-in kinds and those established CRDs define |
-//! | [`catalog`] | the built-in resources, one file per API group, one declaration each, and their table |
-//! | [`field_validation`] | `fieldValidation`: unknown and duplicate fields refused, warned about or dropped |
-//! | [`managed_fields`] | `managedFields`: who set which field, on every write |
-//! | [`resource`] | what a served resource is: its strategy, how it answers, its subresources |
-//! | [`kinds`] | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
-//! | [`quota`] | ResourceQuota: what an object counts, admission's and the quota controller's decisions |
-//! | [`schema`] | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |
-//! | [`selector`] | label and field selectors, and the `LabelSelector` objects of specs |
-//! | [`metadata`] | metadata rules every kind shares: name shapes, label, annotation and finalizer names |
-//! | [`patch`] | merge, JSON and strategic merge patch; the field paths apply and managedFields use |
-//! | [`shard`] | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
-//! | [`faults`] | fault injection |
-//! | [`object_meta`] | reading and stamping an object's metadata: its fields, uids, timestamps |
-//! | [`jsonpath`] | the JSONPath of printer columns |
+//! | `registry` | the resources served now: the built-in kinds and those established CRDs define |
+//! | `catalog` | the built-in resources, one file per API group, one declaration each, and their table |
+//! | `field_validation` | `fieldValidation`: unknown and duplicate fields refused, warned about or dropped |
+//! | `managed_fields` | `managedFields`: who set which field, on every write |
+//! | `resource` | what a served resource is: its strategy, how it answers, its subresources |
+//! | `kinds` | a strategy per kind: defaults, validation, generation and status rules; custom resources' schema-driven one |
+//! | `quota` | ResourceQuota: what an object counts, admission's and the quota controller's decisions |
+//! | `schema` | structural schemas: the checks on a CRD's schema, validation, pruning, defaulting |
+//! | `selector` | label and field selectors, and the `LabelSelector` objects of specs |
+//! | `metadata` | metadata rules every kind shares: name shapes, label, annotation and finalizer names |
+//! | `patch` | merge, JSON and strategic merge patch; the field paths apply and managedFields use |
+//! | `shard` | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
+//! | `faults` | fault injection |
+//! | `object_meta` | reading and stamping an object's metadata: its fields, uids, timestamps |
+//! | `jsonpath` | the JSONPath of printer columns |
 //! | `go_print` | Go's printing of values (`%v`, `%q`, `%#v`), so messages are upstream's byte for byte |
-//! | [`gojson`] | Go's `encoding/json` errors for a body that is not JSON |
-//! | [`quantity`] | resource quantities (`500m`, `1Gi`) |
-//! | [`status`] | `metav1.Status` errors, and field errors |
-//! | [`record`] | the request log |
-//! | [`user`] | who makes a request: the sandbox's administrator |
+//! | `gojson` | Go's `encoding/json` errors for a body that is not JSON |
+//! | `quantity` | resource quantities (`500m`, `1Gi`) |
+//! | `status` | `metav1.Status` errors, and field errors |
+//! | `record` | the request log |
+//! | `user` | who makes a request: the sandbox's administrator |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -136,36 +150,33 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub mod actions;
+mod actions;
 mod admission;
-pub mod catalog;
-pub mod cluster;
-pub mod faults;
-pub mod field_validation;
+mod catalog;
+mod cluster;
+mod faults;
+mod field_validation;
 mod go_print;
-pub mod gojson;
-pub mod jsonpath;
-pub mod kinds;
-pub mod managed_fields;
-pub mod metadata;
-pub mod object_meta;
-pub mod patch;
+mod gojson;
+mod jsonpath;
+mod kinds;
+mod managed_fields;
+mod metadata;
+mod object_meta;
+mod patch;
 mod post_start;
-pub mod quantity;
-pub mod quota;
-pub mod record;
-pub mod registry;
-pub mod resource;
-pub mod rest;
-pub mod schema;
-pub mod selector;
-pub mod shard;
-pub mod status;
-pub mod store;
-pub mod user;
-
-/// How callers serve the sandbox over HTTPS (`sandbox::server::new_token`, kubeconfig writing).
-pub use rest::server;
+mod quantity;
+mod quota;
+mod record;
+mod registry;
+mod resource;
+mod rest;
+mod schema;
+mod selector;
+mod shard;
+mod status;
+mod store;
+mod user;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -175,12 +186,29 @@ use std::time::Duration;
 
 use http::{Request, Response};
 
+pub use cluster::{Clock, Cluster, Controller, Controllers, NodeShape, Simulation, UnknownController};
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
 pub use record::{RequestRecord, Requests};
+pub use resource::ResourceDef;
+pub use rest::server::{HttpServer, new_token, write_kubeconfig};
 pub use status::ApiError;
-pub use store::{ListPage, Store, StoreConfig};
+pub use store::{Change, ChangeType, ListQuery, Store, StoreConfig};
 
-/// How fast pods become ready: each simulated pod once started (with a [`cluster`]), or one
+/// The built-in resource `plural` of `group`/`version` (`""` for the core group), for the
+/// [`Store`]'s verbs; `None` for one the sandbox does not serve. A custom resource is found with
+/// [`Store::find`] once its CRD is established.
+///
+/// ```
+/// let cms = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
+/// assert_eq!(cms.kind, "ConfigMap");
+/// assert!(sandbox::builtin_resource("", "v1", "widgets").is_none());
+/// ```
+#[must_use]
+pub fn builtin_resource(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
+    catalog::find(group, version, plural)
+}
+
+/// How fast pods become ready: each simulated pod once started (with a [`Simulation`]), or one
 /// pod of each rolling Deployment's simulated status (without one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rollout {
@@ -214,7 +242,7 @@ pub struct SandboxConfig {
     /// answered: served, as today's API servers do, or as servers without it do.
     pub streaming_lists: StreamingLists,
     /// A simulated cluster beside the API — nodes, scheduler, kubelets, workload controllers,
-    /// namespace bootstrap (see [`cluster`]); three nodes and every part by default. `None`
+    /// namespace bootstrap (see [`Simulation`]); three nodes and every part by default. `None`
     /// ([`bare`](Self::bare)): an API server alone, whose only simulation is the Deployments'
     /// status ([`rollout`](Self::rollout)).
     pub simulation: Option<cluster::Simulation>,
@@ -256,7 +284,7 @@ impl SandboxConfig {
     /// controllers.
     ///
     /// ```
-    /// use sandbox::cluster::Simulation;
+    /// use sandbox::Simulation;
     /// let config = sandbox::SandboxConfig::with_cluster(Simulation { nodes: 5, ..Simulation::instant() });
     /// assert_eq!(config.simulation.map(|s| s.nodes), Some(5));
     /// ```
@@ -281,7 +309,7 @@ impl SandboxConfig {
 
 /// The state of one sandbox — its store, fault settings, request log, serving settings and
 /// simulated cluster — that every handle ([`Sandbox`], [`SandboxService`]) holds behind an `Arc`.
-pub struct SandboxState {
+pub(crate) struct SandboxState {
     /// The objects.
     pub store: Store,
     /// Fault injection settings.
@@ -292,7 +320,7 @@ pub struct SandboxState {
     sharded_list_watch: bool,
     streaming_lists: StreamingLists,
     /// The CA that signs serving certificates, made on first use.
-    authority: std::sync::OnceLock<Result<server::Authority, String>>,
+    authority: std::sync::OnceLock<Result<rest::server::Authority, String>>,
     /// The simulated cluster, when there is one.
     cluster: Option<cluster::Cluster>,
 }

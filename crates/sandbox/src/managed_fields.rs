@@ -29,11 +29,6 @@ pub const MAX_MANAGER_LENGTH: usize = 128;
 /// The manager a request without `fieldManager` writes as: the User-Agent up to its first `/`,
 /// without unprintable characters, cut to [`MAX_MANAGER_LENGTH`] bytes (upstream's
 /// `prefixFromUserAgent`): `kubectl/v1.32.0 (linux/amd64)` → `kubectl`.
-///
-/// ```
-/// assert_eq!(sandbox::managed_fields::manager_from_user_agent("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"), "kubectl");
-/// assert_eq!(sandbox::managed_fields::manager_from_user_agent("python-requests"), "python-requests");
-/// ```
 #[must_use]
 pub fn manager_from_user_agent(user_agent: &str) -> String {
     let mut out = String::new();
@@ -193,4 +188,15 @@ fn entry(manager: &str, operation: &str, api_version: &str, paths: &BTreeSet<Str
         "manager": manager, "operation": operation, "apiVersion": api_version, "time": now_rfc3339(),
         "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(paths),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manager_is_the_user_agent_up_to_its_first_slash() {
+        assert_eq!(manager_from_user_agent("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"), "kubectl");
+        assert_eq!(manager_from_user_agent("python-requests"), "python-requests");
+    }
 }

@@ -473,6 +473,7 @@ fn collect_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 
 /// The leaf fields (as [`leaf_paths`] names them) that `new` sets to something `old` (absent for
 /// a create) did not have, and those `old` had that `new` has not — in one walk of both.
+#[cfg(test)]
 #[must_use]
 pub fn changed_leaves(old: Option<&Value>, new: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
     changed_fields(old, new, &|_| false)

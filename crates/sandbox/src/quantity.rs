@@ -21,16 +21,8 @@ pub enum Format {
     DecimalExponent,
 }
 
-/// An exact resource quantity.
-///
-/// ```
-/// use sandbox::quantity::Quantity;
-///
-/// let sum = Quantity::parse("1Gi").unwrap() + Quantity::parse("512Mi").unwrap();
-/// assert_eq!(sum.to_string(), "1536Mi");
-/// assert_eq!(Quantity::parse("0.5").unwrap().to_string(), "500m");
-/// assert!(Quantity::parse("10GB").is_err());
-/// ```
+/// An exact resource quantity: `1Gi + 512Mi` is `1536Mi`, `0.5` prints as `500m`, and `10GB` is
+/// not a quantity.
 #[derive(Debug, Clone, Copy)]
 pub struct Quantity {
     nanos: i128,
@@ -256,6 +248,14 @@ impl fmt::Display for Quantity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sums_print_in_the_largest_exact_unit() {
+        let sum = Quantity::parse("1Gi").unwrap() + Quantity::parse("512Mi").unwrap();
+        assert_eq!(sum.to_string(), "1536Mi");
+        assert_eq!(Quantity::parse("0.5").unwrap().to_string(), "500m");
+        assert!(Quantity::parse("10GB").is_err());
+    }
 
     fn canonical(s: &str) -> String {
         Quantity::parse(s).unwrap().to_string()

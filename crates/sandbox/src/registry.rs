@@ -217,7 +217,7 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
                 scale,
                 has_generation: true,
                 storage,
-                strategy: Strategy::Custom(Arc::new(CustomStrategy { schema, version: v, crd: storage })),
+                strategy: Strategy::Custom(Arc::new(CustomStrategy { schema, version: v })),
             }
         })
         .collect()

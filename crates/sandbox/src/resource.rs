@@ -13,9 +13,9 @@ use crate::status::FieldError;
 
 /// One API resource: where it lives in the URL space and what the server does to it.
 ///
-/// Built-in kinds are entries of [`RESOURCES`](crate::catalog::RESOURCES); a
-/// CustomResourceDefinition adds one per served version at run time (see [`crate::registry`]),
-/// with a [`Strategy::Custom`] driven by its schema. Both are served by the same store,
+/// Built-in kinds are entries of the crate's catalog ([`builtin_resource`](crate::builtin_resource));
+/// a CustomResourceDefinition adds one per served version at run time, with a strategy driven
+/// by its schema ([`Store::find`](crate::Store::find)). Both are served by the same store,
 /// watches, patches and garbage collector.
 #[derive(Debug, Clone)]
 pub struct ResourceDef {
@@ -26,31 +26,31 @@ pub struct ResourceDef {
     /// Plural name, as in URLs.
     pub plural: &'static str,
     /// Singular name, for discovery.
-    pub singular: &'static str,
+    pub(crate) singular: &'static str,
     /// Kind.
     pub kind: &'static str,
     /// Kind of the list, `<Kind>List` for every built-in kind.
-    pub list_kind: &'static str,
+    pub(crate) list_kind: &'static str,
     /// Short names for kubectl, e.g. `cm`.
-    pub short_names: &'static [&'static str],
+    pub(crate) short_names: &'static [&'static str],
     /// Discovery categories, e.g. `all` (what `kubectl get all` lists).
-    pub categories: &'static [&'static str],
+    pub(crate) categories: &'static [&'static str],
     /// Field selector labels beyond `metadata.name` and `metadata.namespace`, as
     /// `(label, JSON pointer into the stored object)`.
-    pub field_labels: &'static [(&'static str, &'static str)],
+    pub(crate) field_labels: &'static [(&'static str, &'static str)],
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
     /// Has a `status` subresource: the main endpoint ignores status, `/status` changes only status.
-    pub status_subresource: bool,
+    pub(crate) status_subresource: bool,
     /// Has a `scale` subresource, and where its fields are.
-    pub scale: Option<ScalePaths>,
+    pub(crate) scale: Option<ScalePaths>,
     /// `metadata.generation` counts spec changes.
-    pub has_generation: bool,
+    pub(crate) has_generation: bool,
     /// Storage this resource's objects live in; two resources may share one (the two Event APIs,
     /// the versions of a custom resource).
-    pub storage: &'static str,
+    pub(crate) storage: &'static str,
     /// What the server does to this resource's objects beyond the generic rules.
-    pub strategy: Strategy,
+    pub(crate) strategy: Strategy,
 }
 
 /// Where a `scale` subresource reads and writes, as `.`-separated paths (a CRD's
@@ -58,12 +58,12 @@ pub struct ResourceDef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScalePaths {
     /// `specReplicasPath`: what `spec.replicas` of the Scale reads and writes.
-    pub spec_replicas: &'static str,
+    pub(crate) spec_replicas: &'static str,
     /// `statusReplicasPath`: what `status.replicas` of the Scale reads.
-    pub status_replicas: &'static str,
+    pub(crate) status_replicas: &'static str,
     /// `labelSelectorPath`: what `status.selector` of the Scale reads (a selector string, or a
     /// `LabelSelector` object as a Deployment's `spec.selector`).
-    pub label_selector: Option<&'static str>,
+    pub(crate) label_selector: Option<&'static str>,
 }
 
 /// A kind's strategy: upstream's `pkg/registry/<group>/<kind>/strategy.go` for built-in kinds,
@@ -83,101 +83,101 @@ pub enum Strategy {
 #[derive(Debug, Clone, Copy)]
 pub struct BuiltIn {
     /// Converts an object of this resource's version into the storage form.
-    pub to_storage: fn(Value) -> Value,
+    pub(crate) to_storage: fn(Value) -> Value,
     /// Converts a stored object into this resource's version; `None` when the stored form is
     /// this version's (so it is written out without a copy).
-    pub from_storage: Option<fn(Value) -> Value>,
+    pub(crate) from_storage: Option<fn(Value) -> Value>,
     /// Checks that the object decodes as the kind's type (a failure is a 400 naming the field).
-    pub decode: fn(&Value) -> Result<(), String>,
+    pub(crate) decode: fn(&Value) -> Result<(), String>,
     /// The object as the kind's schema keeps it (decoded as the typed kind and encoded again), to
     /// find the fields the schema does not declare (`fieldValidation`); `None` for kinds served
     /// without a schema.
-    pub known: Option<fn(&Value) -> Option<Value>>,
+    pub(crate) known: Option<fn(&Value) -> Option<Value>>,
     /// The kind's OpenAPI schema, registered with the generator (a reference to its definition),
     /// for the OpenAPI documents.
-    pub schema: Option<fn(&mut schemars::SchemaGenerator) -> schemars::Schema>,
+    pub(crate) schema: Option<fn(&mut schemars::SchemaGenerator) -> schemars::Schema>,
     /// What the strategy's `PrepareForCreate` sets beyond the generic rules (a CRD's initial
     /// status).
-    pub prepare_create: fn(&mut Value),
+    pub(crate) prepare_create: fn(&mut Value),
     /// What the strategy's `PrepareForUpdate` sets on an update of the main resource, from the
     /// stored object (a CRD's stored versions).
-    pub prepare_update: fn(&mut Value, &Value),
+    pub(crate) prepare_update: fn(&mut Value, &Value),
     /// What the *status* strategy's `PrepareForUpdate` restores from the stored object beyond the
     /// spec, on a `/status` write (which otherwise takes the request's metadata and status): a
     /// Deployment's labels.
-    pub prepare_status_update: fn(&mut Value, &Value),
+    pub(crate) prepare_status_update: fn(&mut Value, &Value),
     /// The strategy's `AllowUnconditionalUpdate`: a PUT without `metadata.resourceVersion` is
     /// accepted (most kinds); `false` refuses it with 422 (Leases, CRDs).
-    pub allow_unconditional_update: bool,
+    pub(crate) allow_unconditional_update: bool,
     /// The group of the internal type the registry validates, when it is not the resource's:
     /// an `Invalid` error names the internal kind (events.k8s.io Events are stored and validated
     /// as core Events, so their 422s have no group).
-    pub internal_group: Option<&'static str>,
+    pub(crate) internal_group: Option<&'static str>,
     /// Fills in the API server's defaults.
-    pub default: fn(&mut Value),
+    pub(crate) default: fn(&mut Value),
     /// Validates `new` (and, on update, against `old`).
-    pub validate: fn(&Value, Option<&Value>) -> Vec<FieldError>,
+    pub(crate) validate: fn(&Value, Option<&Value>) -> Vec<FieldError>,
     /// The rule a name is held to (`ValidateObjectMeta`'s name function): why a name is not one,
     /// or `None`.
-    pub name_rule: fn(&str) -> Option<String>,
+    pub(crate) name_rule: fn(&str) -> Option<String>,
     /// Where the metadata's errors stand among the kind's.
-    pub metadata_order: MetadataOrder,
+    pub(crate) metadata_order: MetadataOrder,
     /// The strategy's `ValidateUpdate` validates the new object as on a create, then as an
     /// update — which validates it again: each error of the object is reported twice.
-    pub update_validates_twice: bool,
+    pub(crate) update_validates_twice: bool,
     /// The strategy's `DefaultGarbageCollectionPolicy`: what a delete without a propagation
     /// policy does to the object's dependents.
-    pub gc_policy: GcPolicy,
+    pub(crate) gc_policy: GcPolicy,
     /// The registry's `ReturnDeletedObject`: a DELETE that removes an object answers with it
     /// rather than a `Status`.
-    pub returns_deleted_object: bool,
+    pub(crate) returns_deleted_object: bool,
     /// Whether objects are stored, or each request is answered without storing anything.
-    pub answer: Answer,
+    pub(crate) answer: Answer,
     /// The subresources beyond `status` and `scale`.
-    pub actions: &'static [Action],
+    pub(crate) actions: &'static [Action],
     /// The streaming subresources the object's kubelet serves (a Pod's `exec`, `attach`,
     /// `portforward`); not in discovery. The sandbox runs no container: a request to one of an
     /// existing object is refused as a request that did not upgrade its connection.
-    pub kubelet_streams: &'static [&'static str],
+    pub(crate) kubelet_streams: &'static [&'static str],
     /// The warning the registry gives on a delete that names neither a propagation policy nor
     /// `orphanDependents` (a Job's: its pods are preserved).
-    pub orphaning_warning: Option<&'static str>,
+    pub(crate) orphaning_warning: Option<&'static str>,
     /// The warning every answer about the resource carries, a refusal too (upstream's
     /// deprecated resources: `v1 ComponentStatus is deprecated in v1.19+`).
-    pub deprecation: Option<&'static str>,
+    pub(crate) deprecation: Option<&'static str>,
     /// The verbs a stored kind's objects and collection answer, for discovery and routing
     /// ([`STORED_VERBS`] for most; a Namespace has no `deletecollection`).
-    pub verbs: &'static [&'static str],
+    pub(crate) verbs: &'static [&'static str],
     /// The name the strategy's `PrepareForCreate` gives an object created with neither a name
     /// nor a `generateName` (a LimitRange is named with a fresh uid); `None`: the name is
     /// required.
-    pub name_unnamed: Option<fn() -> String>,
+    pub(crate) name_unnamed: Option<fn() -> String>,
     /// The strategy's `AllowCreateOnUpdate`: a PUT to a missing object creates it (Leases,
     /// Events, Services, Endpoints, LimitRanges, RBAC's roles and bindings); most kinds answer
     /// 404.
-    pub create_on_update: bool,
+    pub(crate) create_on_update: bool,
     /// A create keeps the request's `status` though the kind has a status subresource (the
     /// Namespace strategy's `PrepareForCreate` keeps the phase); other such kinds drop it.
-    pub create_keeps_status: bool,
+    pub(crate) create_keeps_status: bool,
     /// Whether a spec change takes a new `metadata.generation`, from the stored object `old` to
     /// `new` (the kind's `PrepareForUpdate`): [`spec_changed`](crate::kinds::spec_changed) for most kinds.
-    pub generation_changes: fn(&Value, &Value) -> bool,
+    pub(crate) generation_changes: fn(&Value, &Value) -> bool,
     /// What a DELETE does to an object of this kind before the generic rules.
-    pub deletion: Deletion,
+    pub(crate) deletion: Deletion,
     /// Whether the kind has upstream's watch cache (`DefaultWatchCacheSizes`); Events have none,
     /// so their lists are served by etcd3's store and a bad `resourceVersion` is its 400.
-    pub watch_cached: bool,
+    pub(crate) watch_cached: bool,
     /// How a field selector naming an unknown label is refused, when the kind's conversion has
     /// its own words (batch/v1 Job's); `None`: the common words (see
     /// [`ResourceDef::label_refusal`]).
-    pub label_refusal: Option<crate::selector::LabelRefusal>,
+    pub(crate) label_refusal: Option<crate::selector::LabelRefusal>,
     /// Where the kind holds a pod template, as a JSON pointer (Deployments' `/spec/template`,
     /// PodTemplates' `/template`): what PodSecurity admission checks of it.
-    pub pod_template: Option<&'static str>,
+    pub(crate) pod_template: Option<&'static str>,
     /// Its objects are few, small and read under the store's lock by admission on every create
     /// in their namespace (namespaces, service accounts, priority classes, limit ranges, storage
     /// classes, quotas): the store keeps them parsed for good.
-    pub read_by_admission: bool,
+    pub(crate) read_by_admission: bool,
 }
 
 /// What a DELETE does first, by kind (upstream's `rest.RESTDeleteStrategy` and the registries
@@ -247,13 +247,13 @@ pub enum Answer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Action {
     /// The name after the object's, as in `pods/<name>/binding`.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// What its requests and answers are: `(group, version, kind)`.
-    pub kind: (&'static str, &'static str, &'static str),
+    pub(crate) kind: (&'static str, &'static str, &'static str),
     /// The verbs it answers, for discovery; a request with another is a 405.
-    pub verbs: &'static [&'static str],
+    pub(crate) verbs: &'static [&'static str],
     /// What it does.
-    pub run: Run,
+    pub(crate) run: Run,
 }
 
 /// What an [`Action`] subresource does (the answers are in [`crate::actions`]).
@@ -308,7 +308,7 @@ pub enum Subresource {
 impl Subresource {
     /// Its name in a URL, as a request record names it; empty for the object itself.
     #[must_use]
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Main => "",
             Self::Status => "status",
@@ -383,7 +383,7 @@ where
 impl ResourceDef {
     /// `v1` or `apps/v1`.
     #[must_use]
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         if self.group.is_empty() {
             self.version.to_owned()
         } else {
@@ -393,7 +393,7 @@ impl ResourceDef {
 
     /// The verbs its objects and collection answer, as discovery lists them.
     #[must_use]
-    pub fn verbs(&self) -> &'static [&'static str] {
+    pub(crate) fn verbs(&self) -> &'static [&'static str] {
         match &self.strategy {
             Strategy::BuiltIn(BuiltIn { answer: Answer::Review(_), .. }) => &["create"],
             Strategy::BuiltIn(BuiltIn { answer: Answer::Computed(_), .. }) => &["get", "list"],
@@ -404,7 +404,7 @@ impl ResourceDef {
 
     /// How it answers ([`Answer::Stored`] for custom resources).
     #[must_use]
-    pub fn answer(&self) -> Answer {
+    pub(crate) fn answer(&self) -> Answer {
         match &self.strategy {
             Strategy::BuiltIn(b) => b.answer,
             Strategy::Custom(_) => Answer::Stored,
@@ -413,7 +413,7 @@ impl ResourceDef {
 
     /// Its subresources beyond `status` and `scale`.
     #[must_use]
-    pub fn actions(&self) -> &'static [Action] {
+    pub(crate) fn actions(&self) -> &'static [Action] {
         match &self.strategy {
             Strategy::BuiltIn(b) => b.actions,
             Strategy::Custom(_) => &[],
@@ -424,7 +424,7 @@ impl ResourceDef {
     /// its field label conversion — batch/v1 Job's own, the common ones of the other kinds that
     /// have a conversion (those with field labels, and custom resources), else the default's.
     #[must_use]
-    pub fn label_refusal(&self) -> crate::selector::LabelRefusal {
+    pub(crate) fn label_refusal(&self) -> crate::selector::LabelRefusal {
         use crate::selector::LabelRefusal;
         if let Some(own) = self.built_in().label_refusal {
             own
@@ -437,7 +437,7 @@ impl ResourceDef {
 
     /// The custom strategy, for a resource a CRD defines.
     #[must_use]
-    pub fn custom(&self) -> Option<&crate::kinds::custom::CustomStrategy> {
+    pub(crate) fn custom(&self) -> Option<&crate::kinds::custom::CustomStrategy> {
         match &self.strategy {
             Strategy::Custom(c) => Some(c),
             Strategy::BuiltIn(_) => None,
@@ -445,7 +445,7 @@ impl ResourceDef {
     }
 
     /// Sets `apiVersion` and `kind` on an object of this resource.
-    pub fn stamp(&self, obj: &mut Value) {
+    pub(crate) fn stamp(&self, obj: &mut Value) {
         if let Some(o) = obj.as_object_mut() {
             o.insert("apiVersion".into(), Value::String(self.api_version()));
             o.insert("kind".into(), Value::String(self.kind.to_owned()));
@@ -454,7 +454,7 @@ impl ResourceDef {
 
     /// An object of this resource's version in the storage form.
     #[must_use]
-    pub fn to_storage(&self, obj: Value) -> Value {
+    pub(crate) fn to_storage(&self, obj: Value) -> Value {
         match &self.strategy {
             Strategy::BuiltIn(b) => (b.to_storage)(obj),
             Strategy::Custom(_) => obj,
@@ -471,7 +471,7 @@ impl ResourceDef {
 
     /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
     #[must_use]
-    pub fn in_version(&self, stored: &Value) -> Value {
+    pub(crate) fn in_version(&self, stored: &Value) -> Value {
         self.in_version_owned(stored.clone())
     }
 
@@ -488,7 +488,7 @@ impl ResourceDef {
 
     /// The stored object as this version sees it, borrowed when no conversion is needed.
     #[must_use]
-    pub fn view<'a>(&self, stored: &'a Value) -> std::borrow::Cow<'a, Value> {
+    pub(crate) fn view<'a>(&self, stored: &'a Value) -> std::borrow::Cow<'a, Value> {
         if self.converts() {
             std::borrow::Cow::Owned(self.in_version(stored))
         } else {
@@ -498,14 +498,14 @@ impl ResourceDef {
 
     /// A stored object as this resource presents it.
     #[must_use]
-    pub fn present(&self, stored: &Value) -> Value {
+    pub(crate) fn present(&self, stored: &Value) -> Value {
         self.present_owned(stored.clone())
     }
 
     /// [`present`](Self::present) for a stored object the caller owns (one just thawed): it is
     /// converted and stamped in place, not copied.
     #[must_use]
-    pub fn present_owned(&self, stored: Value) -> Value {
+    pub(crate) fn present_owned(&self, stored: Value) -> Value {
         let mut v = self.in_version_owned(stored);
         self.stamp(&mut v);
         v
@@ -515,7 +515,7 @@ impl ResourceDef {
     /// `apiVersion` first, as the API server writes them (a client decoding a watch event or a
     /// list item meets them before the body), and without copying the object when it is stored
     /// in this version.
-    pub fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) {
+    pub(crate) fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) {
         let obj = self.view(stored);
         // Serialising a `Value` into a Vec cannot fail.
         let _ = serde_json::to_writer(out, &Presented { def: self, obj: &obj });
@@ -526,7 +526,7 @@ impl ResourceDef {
     /// # Errors
     ///
     /// The decode error, naming the field.
-    pub fn decode(&self, obj: &Value) -> Result<(), String> {
+    pub(crate) fn decode(&self, obj: &Value) -> Result<(), String> {
         match &self.strategy {
             Strategy::BuiltIn(b) => (b.decode)(obj),
             Strategy::Custom(c) => c.decode(obj),
@@ -536,7 +536,7 @@ impl ResourceDef {
     /// The object as the kind's schema keeps it, to find the fields the schema does not declare;
     /// `None` for kinds served without a schema.
     #[must_use]
-    pub fn known(&self, obj: &Value) -> Option<Value> {
+    pub(crate) fn known(&self, obj: &Value) -> Option<Value> {
         match &self.strategy {
             Strategy::BuiltIn(b) => b.known.and_then(|k| k(obj)),
             Strategy::Custom(c) => Some(c.known(obj)),
@@ -544,14 +544,14 @@ impl ResourceDef {
     }
 
     /// What a create sets beyond the generic rules, before defaults.
-    pub fn prepare_create(&self, obj: &mut Value) {
+    pub(crate) fn prepare_create(&self, obj: &mut Value) {
         if let Strategy::BuiltIn(b) = &self.strategy {
             (b.prepare_create)(obj);
         }
     }
 
     /// What an update of the main resource sets beyond the generic rules, from the stored object.
-    pub fn prepare_update(&self, new: &mut Value, old: &Value) {
+    pub(crate) fn prepare_update(&self, new: &mut Value, old: &Value) {
         if let Strategy::BuiltIn(b) = &self.strategy {
             (b.prepare_update)(new, old);
         }
@@ -560,7 +560,7 @@ impl ResourceDef {
     /// What a `/status` write restores from the stored object beyond the spec (the status
     /// strategy's `PrepareForUpdate`). A custom resource's status strategy restores everything
     /// but the status (apiextensions' `customresource/status_strategy.go`): see the store.
-    pub fn prepare_status_update(&self, new: &mut Value, old: &Value) {
+    pub(crate) fn prepare_status_update(&self, new: &mut Value, old: &Value) {
         if let Strategy::BuiltIn(b) = &self.strategy {
             (b.prepare_status_update)(new, old);
         }
@@ -569,7 +569,7 @@ impl ResourceDef {
     /// The strategy's `AllowUnconditionalUpdate`; custom resources' is `false`
     /// (apiextensions' `customresource/strategy.go`).
     #[must_use]
-    pub fn allows_unconditional_update(&self) -> bool {
+    pub(crate) fn allows_unconditional_update(&self) -> bool {
         match &self.strategy {
             Strategy::BuiltIn(b) => b.allow_unconditional_update,
             Strategy::Custom(_) => false,
@@ -586,56 +586,56 @@ impl ResourceDef {
 
     /// The rule a new object's name is held to.
     #[must_use]
-    pub fn name_rule(&self) -> fn(&str) -> Option<String> {
+    pub(crate) fn name_rule(&self) -> fn(&str) -> Option<String> {
         self.built_in().name_rule
     }
 
     /// Where the metadata's errors stand among the kind's.
     #[must_use]
-    pub fn metadata_order(&self) -> MetadataOrder {
+    pub(crate) fn metadata_order(&self) -> MetadataOrder {
         self.built_in().metadata_order
     }
 
     /// Whether an update's errors are reported twice.
     #[must_use]
-    pub fn update_validates_twice(&self) -> bool {
+    pub(crate) fn update_validates_twice(&self) -> bool {
         self.built_in().update_validates_twice
     }
 
     /// What a delete without a propagation policy does to dependents.
     #[must_use]
-    pub fn gc_policy(&self) -> GcPolicy {
+    pub(crate) fn gc_policy(&self) -> GcPolicy {
         self.built_in().gc_policy
     }
 
     /// Whether a DELETE that removes an object answers with it.
     #[must_use]
-    pub fn returns_deleted_object(&self) -> bool {
+    pub(crate) fn returns_deleted_object(&self) -> bool {
         self.built_in().returns_deleted_object
     }
 
     /// The streaming subresources its objects' kubelet would serve, refused here.
     #[must_use]
-    pub fn kubelet_streams(&self) -> &'static [&'static str] {
+    pub(crate) fn kubelet_streams(&self) -> &'static [&'static str] {
         self.built_in().kubelet_streams
     }
 
     /// What a delete naming no propagation policy is warned of.
     #[must_use]
-    pub fn orphaning_warning(&self) -> Option<&'static str> {
+    pub(crate) fn orphaning_warning(&self) -> Option<&'static str> {
         self.built_in().orphaning_warning
     }
 
     /// The deprecation warning of every answer about it.
     #[must_use]
-    pub fn deprecation(&self) -> Option<&'static str> {
+    pub(crate) fn deprecation(&self) -> Option<&'static str> {
         self.built_in().deprecation
     }
 
     /// The group a validation error (`Invalid`) names: the internal type's
     /// (`rest.BeforeCreate`/`BeforeUpdate` take it from `ObjectKinds` of the internal object).
     #[must_use]
-    pub fn internal_group(&self) -> &'static str {
+    pub(crate) fn internal_group(&self) -> &'static str {
         match &self.strategy {
             Strategy::BuiltIn(BuiltIn { internal_group: Some(g), .. }) => g,
             _ => self.group,
@@ -643,7 +643,7 @@ impl ResourceDef {
     }
 
     /// Fills in the API server's defaults.
-    pub fn apply_defaults(&self, obj: &mut Value) {
+    pub(crate) fn apply_defaults(&self, obj: &mut Value) {
         match &self.strategy {
             Strategy::BuiltIn(b) => (b.default)(obj),
             Strategy::Custom(c) => c.default(obj),
@@ -652,7 +652,7 @@ impl ResourceDef {
 
     /// Validates `new` (and, on update, against `old`).
     #[must_use]
-    pub fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    pub(crate) fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
         match &self.strategy {
             Strategy::BuiltIn(b) => (b.validate)(new, old),
             Strategy::Custom(c) => c.validate(new, old),
@@ -661,7 +661,7 @@ impl ResourceDef {
 
     /// Whether an update from `old` to `new` takes a new `metadata.generation`.
     #[must_use]
-    pub fn generation_changes(&self, new: &Value, old: &Value) -> bool {
+    pub(crate) fn generation_changes(&self, new: &Value, old: &Value) -> bool {
         if !self.has_generation {
             return false;
         }
@@ -681,44 +681,44 @@ impl ResourceDef {
 
     /// The name a create with neither a name nor a `generateName` gets, if the kind gives one.
     #[must_use]
-    pub fn name_unnamed(&self) -> Option<String> {
+    pub(crate) fn name_unnamed(&self) -> Option<String> {
         self.built_in().name_unnamed.map(|name| name())
     }
 
     /// Whether a PUT to a missing object creates it (custom resources': no).
     #[must_use]
-    pub fn creates_on_update(&self) -> bool {
+    pub(crate) fn creates_on_update(&self) -> bool {
         self.built_in().create_on_update
     }
 
     /// Whether a create drops the request's `status` (a kind with a status subresource whose
     /// strategy does not keep it).
     #[must_use]
-    pub fn create_drops_status(&self) -> bool {
+    pub(crate) fn create_drops_status(&self) -> bool {
         self.status_subresource && !self.built_in().create_keeps_status
     }
 
     /// What a DELETE does first.
     #[must_use]
-    pub fn deletion(&self) -> Deletion {
+    pub(crate) fn deletion(&self) -> Deletion {
         self.built_in().deletion
     }
 
     /// Whether the kind has a watch cache (custom resources do).
     #[must_use]
-    pub fn watch_cached(&self) -> bool {
+    pub(crate) fn watch_cached(&self) -> bool {
         self.built_in().watch_cached
     }
 
     /// Whether admission reads its objects on every create (the store keeps them parsed).
     #[must_use]
-    pub fn read_by_admission(&self) -> bool {
+    pub(crate) fn read_by_admission(&self) -> bool {
         self.built_in().read_by_admission
     }
 
     /// Where the kind holds a pod template, as a JSON pointer.
     #[must_use]
-    pub fn pod_template(&self) -> Option<&'static str> {
+    pub(crate) fn pod_template(&self) -> Option<&'static str> {
         self.built_in().pod_template
     }
 }

@@ -391,32 +391,19 @@ impl FieldSelector {
 }
 
 impl FieldSelector {
-    /// Parses a selector string over the metadata fields only.
-    ///
-    /// # Errors
-    ///
-    /// A 400 naming the field when it is not one the server can select on.
+    /// A selector over the metadata fields only.
+    #[cfg(test)]
     pub fn parse(input: &str) -> Result<Self, ApiError> {
-        Self::parse_for(input, &[])
+        Self::parse_converted(input, &[], LabelRefusal::Default)
     }
 
     /// Parses a selector string for a kind whose extra field labels are `labels`
-    /// (`(label, JSON pointer into the stored object)`).
+    /// (`(label, JSON pointer into the stored object)`), refusing an unknown label in the words
+    /// of the kind's field label conversion (`refusal`).
     ///
     /// # Errors
     ///
     /// A 400 naming the field when it is not one the server can select on.
-    pub fn parse_for(input: &str, labels: &'static [(&'static str, &'static str)]) -> Result<Self, ApiError> {
-        let refusal = if labels.is_empty() { LabelRefusal::Default } else { LabelRefusal::NotSupported };
-        Self::parse_converted(input, labels, refusal)
-    }
-
-    /// As [`parse_for`](Self::parse_for), refusing an unknown label in the words of the kind's
-    /// field label conversion (`refusal`).
-    ///
-    /// # Errors
-    ///
-    /// As [`parse_for`](Self::parse_for).
     pub fn parse_converted(
         input: &str,
         labels: &'static [(&'static str, &'static str)],
@@ -631,10 +618,22 @@ mod tests {
         let ev =
             json!({ "metadata": { "name": "e" }, "involvedObject": { "name": "web" }, "reason": "Scaled" });
         assert!(
-            FieldSelector::parse_for("involvedObject.name=web,reason=Scaled", LABELS).unwrap().matches(&ev)
+            FieldSelector::parse_converted(
+                "involvedObject.name=web,reason=Scaled",
+                LABELS,
+                LabelRefusal::NotSupported
+            )
+            .unwrap()
+            .matches(&ev)
         );
-        assert!(!FieldSelector::parse_for("reason!=Scaled", LABELS).unwrap().matches(&ev));
-        let e = FieldSelector::parse_for("spec.x=1", LABELS).unwrap_err().message;
+        assert!(
+            !FieldSelector::parse_converted("reason!=Scaled", LABELS, LabelRefusal::NotSupported)
+                .unwrap()
+                .matches(&ev)
+        );
+        let e = FieldSelector::parse_converted("spec.x=1", LABELS, LabelRefusal::NotSupported)
+            .unwrap_err()
+            .message;
         assert_eq!(e, "field label not supported: spec.x");
         let e = FieldSelector::parse("spec.x=1").unwrap_err().message;
         assert_eq!(

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use sandbox::Sandbox;
-use sandbox::catalog::find;
-use sandbox::store::{Change, ChangeType};
+use sandbox::builtin_resource;
+use sandbox::{Change, ChangeType};
 use serde_json::Value;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::TryRecvError;
@@ -79,7 +79,7 @@ fn name_of(d: &Value) -> &str {
 /// Replaces the view with the store's Deployments; returns the store's version at that moment
 /// (changes up to it are in the view).
 fn reread(sb: &Sandbox, view: &Mutex<View>) -> u64 {
-    let deploys = find("apps", "v1", "deployments").unwrap();
+    let deploys = builtin_resource("apps", "v1", "deployments").unwrap();
     // Shared objects, no copies.
     // Every namespace: the scale run spreads its Deployments over many (names stay unique).
     let (rv, items) = sb.store().snapshot(deploys, None);

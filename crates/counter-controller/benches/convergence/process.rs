@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use sandbox::catalog::find;
+use sandbox::builtin_resource;
 use sandbox::{RequestRecord, Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
@@ -108,7 +108,7 @@ pub fn sandbox_with(n: usize) -> Sandbox {
         status_writes_per_second: status_qps,
         ..SandboxConfig::bare()
     });
-    let cms = find("", "v1", "configmaps").unwrap();
+    let cms = builtin_resource("", "v1", "configmaps").unwrap();
     for i in 0..n {
         sb.store().create(cms, "default", realistic_configmap(i), None).unwrap();
     }
@@ -199,12 +199,12 @@ pub fn status_mib(pid: u32, field: &str) -> f64 {
 
 /// `sb` over HTTPS on a free port, and a kubeconfig for it in a fresh directory
 /// `cc-<label>-<pid>` under the temp dir: (the server, the directory, the kubeconfig).
-pub async fn serve(sb: &Sandbox, label: &str) -> (sandbox::server::HttpServer, PathBuf, PathBuf) {
+pub async fn serve(sb: &Sandbox, label: &str) -> (sandbox::HttpServer, PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!("cc-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
     (server, dir, kubeconfig)
 }
 

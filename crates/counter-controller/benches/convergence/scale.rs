@@ -29,7 +29,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sandbox::catalog::find;
+use sandbox::builtin_resource;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
@@ -86,14 +86,14 @@ impl Workload {
             status_writes_per_second: Some(status_qps),
             ..SandboxConfig::bare()
         });
-        let namespaces = find("", "v1", "namespaces").unwrap();
+        let namespaces = builtin_resource("", "v1", "namespaces").unwrap();
         for n in 0..self.namespaces {
             if self.namespaces > 1 {
                 let ns = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": self.namespace(n) } });
                 sb.store().create(namespaces, "", ns, None).unwrap();
             }
         }
-        let cms = find("", "v1", "configmaps").unwrap();
+        let cms = builtin_resource("", "v1", "configmaps").unwrap();
         for i in 0..self.total {
             sb.store().create(cms, &self.namespace(i), self.configmap(i), None).unwrap();
         }

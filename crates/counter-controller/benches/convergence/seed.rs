@@ -22,7 +22,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use manager::{Options, Scope};
-use sandbox::catalog::find;
+use sandbox::builtin_resource;
 use sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -115,7 +115,7 @@ async fn run_seed_controller(client: kube::Client, stop: CancellationToken) {
 
 async fn child(variant: &str, n: usize) -> Value {
     let sb = Sandbox::with_config(SandboxConfig { rollout: Rollout::Instant, ..SandboxConfig::bare() });
-    let cm_def = find("", "v1", "configmaps").unwrap();
+    let cm_def = builtin_resource("", "v1", "configmaps").unwrap();
     for i in 0..n {
         sb.store().create(cm_def, "default", configmap(i), None).unwrap();
     }

@@ -27,7 +27,7 @@ use election::ring::Ring;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use sandbox::Sandbox;
-use sandbox::catalog::find;
+use sandbox::builtin_resource;
 
 use crate::feed::Deployments;
 use crate::process::{BIN, annotate, cpu_seconds, name, sandbox_with, vm_hwm_mib};
@@ -93,7 +93,7 @@ impl Drop for Replica {
 
 /// Holder identities of the live shard Leases.
 fn members(sb: &Sandbox) -> Vec<String> {
-    let leases = find("coordination.k8s.io", "v1", "leases").unwrap();
+    let leases = builtin_resource("coordination.k8s.io", "v1", "leases").unwrap();
     let list = sb.store().list(leases, Some("default"), &Default::default()).unwrap();
     list["items"]
         .as_array()

@@ -108,7 +108,7 @@ pub fn sample(metrics: &str, family: &str, labels: &[&str]) -> Option<f64> {
 /// A sandbox in this process, served over HTTPS, with a kubeconfig for the binary and kubectl.
 pub struct ServedSandbox {
     pub sandbox: sandbox::Sandbox,
-    pub server: sandbox::server::HttpServer,
+    pub server: sandbox::HttpServer,
     pub kubeconfig: PathBuf,
 }
 
@@ -128,9 +128,9 @@ pub async fn serve_sandbox_with(dir: &Path, config: sandbox::SandboxConfig) -> S
         rollout: sandbox::Rollout::Instant,
         ..config
     });
-    let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
     let kubeconfig = dir.join("sandbox.kubeconfig");
-    sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+    sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
     ServedSandbox { sandbox, server, kubeconfig }
 }
 

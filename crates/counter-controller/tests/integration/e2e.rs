@@ -413,10 +413,10 @@ fn the_python_kubernetes_client_works_against_the_sandbox() {
 async fn malformed_http_gets_a_status_and_the_server_keeps_serving() {
     use http::{Request, header};
     let sb = sandbox::Sandbox::new();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await.unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
     let dir = temp_dir("http");
     let kc = dir.join("kubeconfig");
-    sandbox::server::write_kubeconfig(&kc, &server).unwrap();
+    sandbox::write_kubeconfig(&kc, &server).unwrap();
     let client = manager::client::client(counter_controller::AGENT, Some(&kc)).await.unwrap();
 
     let send = |method: &str, path: &str, ct: &str, body: Vec<u8>| {

@@ -12,7 +12,7 @@ use crate::common::*;
 use election::ring::{Keying, Ring};
 use election::selector::{SelectorCell, ShardSelectorLayer, shard_selector};
 use k8s_openapi::api::core::v1::ConfigMap;
-use sandbox::catalog::find;
+use sandbox::builtin_resource;
 use serde_json::json;
 
 const N: usize = 3000;
@@ -49,7 +49,7 @@ async fn converged_n(sb: &sandbox::Sandbox, n: usize, replicas: i64, stall: Dura
 /// progresses: it fails only when no further Deployment has reached the count for `stall` (a busy
 /// machine is slow, not stuck).
 async fn converged_in(sb: &sandbox::Sandbox, ns: Option<&str>, n: usize, replicas: i64, stall: Duration) {
-    let deploys = find("apps", "v1", "deployments").unwrap();
+    let deploys = builtin_resource("apps", "v1", "deployments").unwrap();
     let (mut best, mut progressed) = (0, Instant::now());
     loop {
         // Off the runtime's threads: the sandbox serving the replicas shares them.
@@ -98,7 +98,7 @@ async fn until_steady<S: PartialEq + std::fmt::Debug>(
 
 /// `n` ConfigMaps `shop-00000…` wanting 2 replicas, straight in the store.
 fn seed(sb: &sandbox::Sandbox, n: usize) {
-    let cms = find("", "v1", "configmaps").unwrap();
+    let cms = builtin_resource("", "v1", "configmaps").unwrap();
     for i in 0..n {
         let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": { "name": format!("shop-{i:05}"), "namespace": "default",
@@ -224,7 +224,7 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
 /// Sets every ConfigMap's desired count, straight in the store (off the runtime's threads, which
 /// serve the replicas meanwhile).
 fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
-    let cms = find("", "v1", "configmaps").unwrap();
+    let cms = builtin_resource("", "v1", "configmaps").unwrap();
     let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": desired } } });
     tokio::task::block_in_place(|| {
         for i in 0..n {
@@ -235,7 +235,7 @@ fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
 
 /// The holder identities of the ring's live shard Leases.
 fn ring_members(sb: &sandbox::Sandbox) -> Vec<String> {
-    let leases = find("coordination.k8s.io", "v1", "leases").unwrap();
+    let leases = builtin_resource("coordination.k8s.io", "v1", "leases").unwrap();
     let list = sb.store().list(leases, Some("default"), &Default::default()).unwrap();
     list["items"]
         .as_array()
@@ -309,7 +309,10 @@ fn namespace(i: usize) -> String {
 
 /// `count` namespaces (at most 48), and `per` ConfigMaps in each wanting 2 replicas.
 fn seed_namespaces(sb: &sandbox::Sandbox, count: usize, per: usize) -> Vec<String> {
-    let (nss, cms) = (find("", "v1", "namespaces").unwrap(), find("", "v1", "configmaps").unwrap());
+    let (nss, cms) = (
+        builtin_resource("", "v1", "namespaces").unwrap(),
+        builtin_resource("", "v1", "configmaps").unwrap(),
+    );
     let names: Vec<String> = (0..count).map(namespace).collect();
     for ns in &names {
         let obj = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": ns } });

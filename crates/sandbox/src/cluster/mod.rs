@@ -81,8 +81,6 @@ use tokio::runtime::RuntimeFlavor;
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use clock::Clock;
-pub use garbage_collector::DANGLING_OWNER_DELAY;
-pub use namespace::NAMESPACE_CLEANUP_DELAY;
 
 use crate::object_meta::meta_str;
 use crate::status::ApiError;
@@ -309,7 +307,7 @@ impl Default for NodeShape {
 ///
 /// ```
 /// use std::time::Duration;
-/// use sandbox::cluster::{Controller, Controllers, Simulation};
+/// use sandbox::{Controller, Controllers, Simulation};
 /// let sim = Simulation {
 ///     nodes: 5,
 ///     pod_ready_after: Some(Duration::ZERO),
@@ -735,7 +733,7 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
         let Some(strong) = shared.upgrade() else { return };
         let store = &strong.store;
         let feed = store.follow();
-        let ca = crate::server::authority(&strong).map(|a| a.pem.clone()).unwrap_or_else(|e| {
+        let ca = crate::rest::server::authority(&strong).map(|a| a.pem.clone()).unwrap_or_else(|e| {
             tracing::error!(error = %e, "the sandbox's CA could not be made");
             String::new()
         });

@@ -26,18 +26,11 @@ pub struct CustomStrategy {
     pub schema: Structural,
     /// The version's entry of the CRD's `spec.versions` (printer columns, schema as written).
     pub version: Value,
-    /// The name of the CRD (`<plural>.<group>`).
-    pub crd: &'static str,
 }
 
 impl CustomStrategy {
-    /// A stored object as this version reads it: pruned and defaulted by its schema.
-    #[must_use]
-    pub fn read(&self, stored: &Value) -> Value {
-        self.read_owned(stored.clone())
-    }
-
-    /// [`read`](Self::read) of an object the caller owns, in place.
+    /// A stored object (which the caller owns) as this version reads it: pruned and defaulted
+    /// by its schema, in place.
     #[must_use]
     pub fn read_owned(&self, mut obj: Value) -> Value {
         self.schema.prune(&mut obj);

@@ -70,6 +70,5 @@ mod transform;
 mod watch;
 mod write;
 
-pub use body::MAX_BODY;
 pub use dispatch::handle;
 pub use response::{BoxError, Disconnect, ResponseBody, error_response};

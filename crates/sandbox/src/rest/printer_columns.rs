@@ -306,7 +306,6 @@ mod tests {
             (age.name.as_str(), age.type_.as_str(), age.format.as_str(), age.priority),
             ("Age", "date", "", 0)
         );
-        assert_eq!(age.path.as_str(), ".metadata.creationTimestamp");
         assert!(age.description.starts_with("CreationTimestamp is a timestamp representing the server time"));
         assert_eq!(from_crd_version(&json!({ "additionalPrinterColumns": [] })).len(), 1);
         assert_eq!(cell(age, &widget(), now()), json!("5m"));

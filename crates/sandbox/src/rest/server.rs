@@ -53,7 +53,7 @@ pub fn kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
     )
 }
 
-/// Writes [`kubeconfig`] to `path`, readable by its owner only (mode 0600).
+/// Writes a kubeconfig for `server` (its URL, CA and token) to `path`, readable by its owner only (mode 0600).
 ///
 /// # Errors
 ///

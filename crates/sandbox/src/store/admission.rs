@@ -44,7 +44,7 @@ impl super::Store {
     /// Whether a create (or an update) of `def` in `ns` may draw admission warnings, so that a
     /// writer reads the object as it was first only then.
     #[must_use]
-    pub fn may_warn(&self, def: &ResourceDef, ns: &str, update: bool) -> bool {
+    pub(crate) fn may_warn(&self, def: &ResourceDef, ns: &str, update: bool) -> bool {
         let op = if update { Operation::Update } else { Operation::Create };
         if !admission::warns(op, def) {
             return false;
@@ -56,7 +56,7 @@ impl super::Store {
     /// The Warning headers admission adds to a write of `new` (over `old`, on an update) that
     /// was allowed.
     #[must_use]
-    pub fn admission_warnings(
+    pub(crate) fn admission_warnings(
         &self,
         def: &ResourceDef,
         ns: &str,

@@ -207,7 +207,7 @@ impl Store {
     /// # Errors
     ///
     /// 404 when it does not exist; 409 when a precondition fails.
-    pub fn delete(
+    pub(crate) fn delete(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -295,7 +295,7 @@ impl Store {
     /// the contents of a Terminating namespace: the namespace goes if it holds nothing (the
     /// sandbox keeps no step between an emptied `spec.finalizers` and the removal). Returns
     /// whether the namespace is gone (or was never there).
-    pub fn finalize_namespace(&self, name: &str) -> bool {
+    pub(crate) fn finalize_namespace(&self, name: &str) -> bool {
         let mut st = self.lock();
         let Some(obj) = st.namespace_state(name) else { return true };
         if !is_deleting(&obj) || st.namespace_objects(name).next().is_some() {
@@ -308,13 +308,13 @@ impl Store {
     /// Whether the owner an owner reference names exists, for a dependent in `dependent_ns` (the
     /// garbage collector's look-up of an owner, by its uid).
     #[must_use]
-    pub fn owner_exists(&self, dependent_ns: &str, owner_ref: &Value) -> bool {
+    pub(crate) fn owner_exists(&self, dependent_ns: &str, owner_ref: &Value) -> bool {
         self.lock().owner_exists(dependent_ns, owner_ref)
     }
 
     /// Whether the store collects dependents ([`StoreConfig::garbage_collection`](super::StoreConfig)).
     #[must_use]
-    pub fn collects_garbage(&self) -> bool {
+    pub(crate) fn collects_garbage(&self) -> bool {
         self.lock().config.garbage_collection
     }
 
@@ -323,7 +323,7 @@ impl Store {
     /// # Errors
     ///
     /// As [`list`](Self::list).
-    pub fn delete_collection(
+    pub(crate) fn delete_collection(
         &self,
         def: &ResourceDef,
         ns: Option<&str>,

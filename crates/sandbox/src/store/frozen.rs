@@ -38,15 +38,16 @@ pub struct Frozen {
 impl Frozen {
     /// Freezes `obj` as it stands, uncompressed (the store compresses what it keeps against its
     /// resource's dictionary).
+    #[cfg(test)]
     #[must_use]
-    pub fn new(obj: &Value) -> Arc<Self> {
+    pub(crate) fn new(obj: &Value) -> Arc<Self> {
         let json = to_json(obj);
         Arc::new(Self { dictionary: None, len: json.len(), data: json.into_boxed_slice() })
     }
 
     /// The object, parsed again.
     #[must_use]
-    pub fn thaw(&self) -> Value {
+    pub(crate) fn thaw(&self) -> Value {
         // The text was written from a `Value`, so it parses; `float_roundtrip` keeps every
         // number as it was written. Anything else is a bug of the store's, said out loud.
         serde_json::from_slice(&self.json()).unwrap_or_else(|e| {
@@ -57,7 +58,7 @@ impl Frozen {
 
     /// The object's JSON.
     #[must_use]
-    pub fn json(&self) -> Cow<'_, [u8]> {
+    pub(crate) fn json(&self) -> Cow<'_, [u8]> {
         match &self.dictionary {
             None => Cow::Borrowed(&self.data),
             // Compressed by `Dictionaries::freeze` from this length with this dictionary.
@@ -72,14 +73,15 @@ impl Frozen {
     }
 
     /// Bytes kept for the object.
+    #[cfg(test)]
     #[must_use]
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.data.len()
     }
 
     /// Bytes of the object's JSON text, once thawed.
     #[must_use]
-    pub fn json_len(&self) -> usize {
+    pub(crate) fn json_len(&self) -> usize {
         self.len
     }
 }

@@ -28,7 +28,7 @@ mod storage;
 use apply::server_side_apply;
 pub use deletion::{PV_PROTECTION, PVC_PROTECTION};
 pub use frozen::Frozen;
-pub use storage::{Change, ChangeType, Followed, HISTORY_FLOOR, Key, Retained};
+pub use storage::{Change, ChangeType, Followed, Key, Retained};
 use storage::{State, key_of};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -67,14 +67,14 @@ pub struct DeleteOptions {
     /// and then to its kind, as upstream's `DefaultGarbageCollectionPolicy`: batch/v1 Jobs and
     /// v1 ReplicationControllers orphan their dependents, every other kind deletes them in the
     /// background.
-    pub propagation: Option<Propagation>,
+    pub(crate) propagation: Option<Propagation>,
     /// `preconditions.uid`.
-    pub uid: Option<String>,
+    pub(crate) uid: Option<String>,
     /// `preconditions.resourceVersion`.
-    pub resource_version: Option<String>,
+    pub(crate) resource_version: Option<String>,
     /// `gracePeriodSeconds`: how long a pod on a node is given to stop (its
     /// `terminationGracePeriodSeconds` when `None`); other kinds go at once.
-    pub grace_period: Option<i64>,
+    pub(crate) grace_period: Option<i64>,
 }
 
 /// `ValidateDryRun`: `All` is the only value; any other names them all, as Go prints a slice.
@@ -99,7 +99,11 @@ impl DeleteOptions {
     ///
     /// 422 on `DeleteOptions.meta.k8s.io` for an unknown propagation policy, one given beside
     /// `orphanDependents`, or a dry-run value other than `All`.
-    pub fn from_body(body: &Value, propagation: Option<&str>, dry_run: &[String]) -> Result<Self, ApiError> {
+    pub(crate) fn from_body(
+        body: &Value,
+        propagation: Option<&str>,
+        dry_run: &[String],
+    ) -> Result<Self, ApiError> {
         let policy = body.get("propagationPolicy").and_then(Value::as_str).or(propagation);
         let mut causes = Vec::new();
         if let Some(p) = policy.filter(|_| body.get("orphanDependents").is_some_and(|o| !o.is_null())) {
@@ -153,19 +157,19 @@ impl DeleteOptions {
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
     /// `labelSelector`.
-    pub labels: LabelSelector,
+    pub(crate) labels: LabelSelector,
     /// `fieldSelector`.
-    pub fields: FieldSelector,
+    pub(crate) fields: FieldSelector,
     /// `limit`; 0 means no limit.
-    pub limit: usize,
+    pub(crate) limit: usize,
     /// `continue`.
-    pub continue_token: Option<String>,
+    pub(crate) continue_token: Option<String>,
     /// `resourceVersion`.
-    pub resource_version: Option<String>,
+    pub(crate) resource_version: Option<String>,
     /// `resourceVersionMatch`.
-    pub resource_version_match: Option<String>,
+    pub(crate) resource_version_match: Option<String>,
     /// `shardSelector` (KEP-5866).
-    pub shard: Option<crate::shard::ShardSelector>,
+    pub(crate) shard: Option<crate::shard::ShardSelector>,
 }
 
 impl ListQuery {
@@ -176,7 +180,7 @@ impl ListQuery {
     /// # Errors
     ///
     /// The 422 with one cause per rule broken.
-    pub fn validate(&self) -> Result<(), ApiError> {
+    pub(crate) fn validate(&self) -> Result<(), ApiError> {
         let Some(m) = self.resource_version_match.as_deref().filter(|m| !m.is_empty()) else { return Ok(()) };
         let rv = self.resource_version.as_deref().unwrap_or("");
         let field = "resourceVersionMatch".to_owned();
@@ -214,13 +218,13 @@ impl ListQuery {
 
     /// Whether this query selects every object (it has no selector to look into one with).
     #[must_use]
-    pub fn selects_all(&self) -> bool {
+    pub(crate) fn selects_all(&self) -> bool {
         self.labels.is_empty() && self.fields.is_empty() && self.shard.is_none()
     }
 
     /// Whether `obj` is selected by the labels, fields and shard of this query.
     #[must_use]
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.labels.matches(obj)
             && self.fields.matches(obj)
             && self.shard.as_ref().is_none_or(|s| s.matches(obj))
@@ -231,13 +235,13 @@ impl ListQuery {
 pub struct WatchStart {
     /// Events to send before the live feed (replayed history or the initial state), frozen:
     /// each is thawed as it is sent.
-    pub initial: Vec<Retained>,
+    pub(crate) initial: Vec<Retained>,
     /// Whether to follow the initial events with the initial-events-end bookmark.
-    pub initial_events_end: bool,
+    pub(crate) initial_events_end: bool,
     /// Version the initial events bring the client to.
-    pub rv: u64,
+    pub(crate) rv: u64,
     /// The live feed; changes with `rv` at or below [`WatchStart::rv`] are to be skipped.
-    pub feed: broadcast::Receiver<Arc<Change>>,
+    pub(crate) feed: broadcast::Receiver<Arc<Change>>,
 }
 
 /// Changes an open watch may fall behind the store before it is ended (and its client resumes
@@ -271,7 +275,7 @@ pub struct StoreConfig {
     /// watch cache holds up to 100 × 1024). A watch from before what is kept gets 410 Expired.
     pub history_limit: usize,
     /// Changes younger than this are kept (up to `history_limit`); older ones go once a resource
-    /// has more than [`HISTORY_FLOOR`]. Upstream's watch cache sizes itself to hold 75 s
+    /// has more than 100. Upstream's watch cache sizes itself to hold 75 s
     /// (`eventFreshDuration`), so a watcher that was cut off and resumes within that gets the
     /// changes it missed rather than a relist.
     pub history_window: Duration,
@@ -515,13 +519,13 @@ impl ListPage<'_> {
     /// About how many bytes the page's JSON takes: its objects' stored text and a little more
     /// (a buffer this large is written without growing, and copied, as it goes).
     #[must_use]
-    pub fn json_len_hint(&self) -> usize {
+    pub(crate) fn json_len_hint(&self) -> usize {
         self.items.iter().map(|o| o.json_len() + 64).sum::<usize>() + 512
     }
 
     /// The list as one value, every object thawed into it as it is (no copy).
     #[must_use]
-    pub fn into_value(self) -> Value {
+    pub(crate) fn into_value(self) -> Value {
         let items: Vec<Value> = self.items.iter().map(|o| self.def.present_owned(o.thaw())).collect();
         let mut list = Map::new();
         list.insert("kind".into(), Value::String(format!("{}List", self.def.kind)));
@@ -617,7 +621,7 @@ impl Store {
     /// Service and the `cluster-admin` ClusterRole with its binding (the API server's
     /// post-start objects).
     #[must_use]
-    pub fn new(config: StoreConfig) -> Self {
+    pub(crate) fn new(config: StoreConfig) -> Self {
         let (tx, _) = broadcast::channel(WATCH_BUFFER);
         let registry = Arc::new(RwLock::new(Registry::new()));
         let store = Self {
@@ -652,7 +656,7 @@ impl Store {
     /// A throwaway copy for a `dryRun=All` request: the same objects and rules, its own version
     /// counter, no history and no watchers, so whatever is done to it is seen by nobody.
     #[must_use]
-    pub fn scratch(&self) -> Self {
+    pub(crate) fn scratch(&self) -> Self {
         let st = self.lock();
         const SCRATCH_BUFFER: usize = 16;
         let (tx, _) = broadcast::channel(SCRATCH_BUFFER);
@@ -697,7 +701,7 @@ impl Store {
 
     /// The resources served now.
     #[must_use]
-    pub fn registry(&self) -> Registry {
+    pub(crate) fn registry(&self) -> Registry {
         self.registry.read().clone()
     }
 
@@ -720,7 +724,7 @@ impl Store {
     ///
     /// A follower that stops taking changes keeps them all; drop the receiver to stop.
     #[must_use]
-    pub fn follow(&self) -> mpsc::UnboundedReceiver<Followed> {
+    pub(crate) fn follow(&self) -> mpsc::UnboundedReceiver<Followed> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.lock().followers.push(tx);
         rx
@@ -731,7 +735,13 @@ impl Store {
     /// # Errors
     ///
     /// 404 when it does not exist.
-    pub fn get(&self, def: &ResourceDef, ns: &str, name: &str, sub: Subresource) -> Result<Value, ApiError> {
+    pub(crate) fn get(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        sub: Subresource,
+    ) -> Result<Value, ApiError> {
         let obj = self.lock().get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
         Ok(match sub {
             Subresource::Scale => scale_of(def, &obj),
@@ -772,7 +782,7 @@ impl Store {
     /// The stored objects of `def` whose `ownerReferences` name the owner `uid`, shared: what a
     /// controller's informer finds by its owner index.
     #[must_use]
-    pub fn dependents(&self, def: &ResourceDef, uid: &str) -> Vec<Arc<Value>> {
+    pub(crate) fn dependents(&self, def: &ResourceDef, uid: &str) -> Vec<Arc<Value>> {
         let reads: Vec<_> = {
             let st = self.lock();
             let keys = st.dependents.get(uid).into_iter().flatten();
@@ -798,7 +808,7 @@ impl Store {
     /// # Errors
     ///
     /// As [`list`](Self::list).
-    pub fn list_page<'d>(
+    pub(crate) fn list_page<'d>(
         &self,
         def: &'d ResourceDef,
         ns: Option<&str>,
@@ -879,7 +889,7 @@ impl Store {
     /// # Errors
     ///
     /// 410 when the version is older than the retained history; 400 for a malformed version.
-    pub fn watch(
+    pub(crate) fn watch(
         &self,
         def: &ResourceDef,
         ns: Option<&str>,
@@ -923,7 +933,7 @@ impl Store {
     /// namespace does not exist; 403 when it is terminating; 409 AlreadyExists; 422 for an invalid
     /// name or object.
     ///
-    /// `manager` is who writes, for `managedFields` (see [`crate::managed_fields`]); `None`
+    /// `manager` is who writes, for `managedFields`; `None`
     /// records nothing (an object put in place, not written through the API).
     pub fn create(
         &self,
@@ -941,7 +951,7 @@ impl Store {
     /// # Errors
     ///
     /// As [`create`](Self::create).
-    pub fn create_stored(
+    pub(crate) fn create_stored(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -985,7 +995,7 @@ impl Store {
     ///
     /// 404 when it does not exist; 409 Conflict on a stale resourceVersion; 400 when the body
     /// disagrees with the URL; 422 for an invalid object.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -1036,7 +1046,7 @@ impl Store {
     /// # Errors
     ///
     /// As [`update`](Self::update) and [`create`](Self::create).
-    pub fn update_or_create(
+    pub(crate) fn update_or_create(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -1228,7 +1238,7 @@ impl Store {
     /// `check` sees the patched object of a JSON, merge or strategic patch before it is validated
     /// (the request's `fieldValidation`: see [`crate::field_validation::check_patched`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn patch(
+    pub(crate) fn patch(
         &self,
         def: &ResourceDef,
         ns: &str,
@@ -1327,7 +1337,7 @@ impl Store {
     ///
     /// # Errors
     ///
-    /// As [`patch`](Self::patch).
+    /// As a PATCH request does.
     pub fn merge(&self, def: &ResourceDef, ns: &str, name: &str, patch: &Value) -> Result<Value, ApiError> {
         self.patch(def, ns, name, PatchType::Merge, patch, Subresource::Main, None, false, &mut |_| Ok(()))
             .map(|(obj, _)| obj)
@@ -1352,7 +1362,7 @@ impl Store {
     /// # Errors
     ///
     /// 404 when it does not exist; whatever `change` refuses with.
-    pub fn modify(
+    pub(crate) fn modify(
         &self,
         def: &ResourceDef,
         ns: &str,

@@ -34,18 +34,6 @@ pub enum ChangeType {
     Deleted,
 }
 
-impl ChangeType {
-    /// The watch event type.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Modified => "MODIFIED",
-            Self::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One committed change, as watches see it.
 #[derive(Debug)]
 pub struct Change {
@@ -69,22 +57,22 @@ pub const HISTORY_FLOOR: usize = 100;
 #[derive(Debug, Clone)]
 pub struct Retained {
     /// The resourceVersion the change got.
-    pub rv: u64,
+    pub(crate) rv: u64,
     /// Where the object lives.
-    pub key: Key,
+    pub(crate) key: Key,
     /// What happened.
-    pub kind: ChangeType,
+    pub(crate) kind: ChangeType,
     /// The object after the change (for deletes: its last state, with the delete's version).
-    pub object: Arc<Frozen>,
+    pub(crate) object: Arc<Frozen>,
     /// The object before the change.
-    pub old: Option<Arc<Frozen>>,
+    pub(crate) old: Option<Arc<Frozen>>,
 }
 
 impl Retained {
     /// The change as watches see it, parsed; the object before it only `with_old` (a watch
     /// without selectors never looks at it).
     #[must_use]
-    pub fn thaw(&self, with_old: bool) -> Change {
+    pub(crate) fn thaw(&self, with_old: bool) -> Change {
         Change {
             rv: self.rv,
             storage: self.key.0,
@@ -102,7 +90,7 @@ impl Retained {
 #[derive(Debug, Clone)]
 pub struct Followed {
     /// The change.
-    pub retained: Retained,
+    pub(crate) retained: Retained,
     object: Weak<Value>,
     old: Option<Weak<Value>>,
 }
@@ -110,15 +98,8 @@ pub struct Followed {
 impl Followed {
     /// The object after the change, parsed.
     #[must_use]
-    pub fn object(&self) -> Arc<Value> {
+    pub(crate) fn object(&self) -> Arc<Value> {
         self.object.upgrade().unwrap_or_else(|| Arc::new(self.retained.object.thaw()))
-    }
-
-    /// The object before the change, parsed.
-    #[must_use]
-    pub fn old(&self) -> Option<Arc<Value>> {
-        let old = self.retained.old.as_ref()?;
-        Some(self.old.as_ref().and_then(Weak::upgrade).unwrap_or_else(|| Arc::new(old.thaw())))
     }
 
     /// The fields `T` names of the object after the change: from the parsed object while the
@@ -128,7 +109,7 @@ impl Followed {
     /// # Errors
     ///
     /// When the object's fields do not have the shapes `T` wants.
-    pub fn object_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+    pub(crate) fn object_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         glance(&self.object, &self.retained.object)
     }
 
@@ -137,7 +118,7 @@ impl Followed {
     /// # Errors
     ///
     /// As [`object_as`](Self::object_as).
-    pub fn old_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+    pub(crate) fn old_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
         let frozen = self.retained.old.as_ref()?;
         Some(glance(self.old.as_ref().unwrap_or(&Weak::new()), frozen))
     }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use sandbox::HttpServer;
 use sandbox::Sandbox;
-use sandbox::server::HttpServer;
 
 const CRD: &str = "examples/crd/widget-crd.yaml";
 const WIDGETS: &str = "examples/crd/widgets.yaml";
@@ -59,11 +59,11 @@ impl Kubectl {
         // The sandbox spawns its background tasks (and the server its connections) on `runtime`.
         let (sandbox, server) = runtime.block_on(async {
             let sandbox = Sandbox::with_config(config);
-            let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::server::new_token()).await;
+            let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await;
             (sandbox, server.expect("the sandbox serves"))
         });
         let kubeconfig = dir.join("kubeconfig");
-        sandbox::server::write_kubeconfig(&kubeconfig, &server).unwrap();
+        sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
         Some(Self { kubectl, dir, kubeconfig, server, _sandbox: sandbox, _runtime: runtime })
     }
 

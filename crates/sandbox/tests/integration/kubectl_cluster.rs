@@ -4,7 +4,7 @@
 //! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes.
 
 use sandbox::SandboxConfig;
-use sandbox::cluster::Simulation;
+use sandbox::Simulation;
 
 use super::kubectl::{Kubectl, cells};
 

@@ -13,7 +13,7 @@
 //! - `pkg/registry/customresourcedefinition/etcd.go` (`Delete`) and
 //!   `pkg/controller/finalizer/crd_finalizer.go` — [`terminating`], [`cleanup_started`],
 //!   [`cleanup_finished`];
-//! - `k8s.io/apimachinery/pkg/version` — [`version_priority_sort`].
+//! - `k8s.io/apimachinery/pkg/version` — [`compare_kube_aware_versions`].
 //!
 //! **When the cleanup finalizer is added.** Not at create: the strategy's PrepareForCreate only
 //! resets the status. The CRD registry's own `Delete` does it: on the *first* delete request
@@ -34,8 +34,8 @@ pub mod validation;
 mod version;
 
 pub use names::names_status;
-pub use validation::{validate, validate_status_update};
-pub use version::{compare_kube_aware_versions, version_priority_sort};
+pub use validation::validate;
+pub use version::compare_kube_aware_versions;
 
 /// The finalizer a CRD's delete adds, removed once every instance is gone
 /// (`apiextensions.CustomResourceCleanupFinalizer`).
@@ -191,7 +191,8 @@ pub fn storage_version(crd: &Value) -> Option<String> {
 }
 
 /// The served versions, in `spec.versions` order: `(name, whether it is the storage version)`.
-/// Sort the names with [`version_priority_sort`] for discovery's order.
+/// Discovery orders the names by [`compare_kube_aware_versions`].
+#[cfg(test)]
 #[must_use]
 pub fn served_versions(crd: &Value) -> Vec<(String, bool)> {
     versions(crd)

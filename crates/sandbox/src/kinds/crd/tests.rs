@@ -8,6 +8,7 @@
 
 use serde_json::{Value, json};
 
+use super::version::version_priority_sort;
 use super::*;
 
 const DNS1035: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
@@ -697,17 +698,6 @@ fn updates() {
     let mut new = old.clone();
     new["metadata"]["labels"] = json!({"a": "b"});
     assert_eq!(validate(&new, Some(&old)), []);
-}
-
-#[test]
-fn status_updates_check_the_accepted_names() {
-    let old = stored();
-    let mut new = old.clone();
-    new["status"]["acceptedNames"]["plural"] = json!("Widgets");
-    assert_eq!(
-        validate_status_update(&new, &old),
-        [err("status.acceptedNames.plural", &format!("Invalid value: \"Widgets\": {DNS1035}"))]
-    );
 }
 
 #[test]

@@ -330,16 +330,6 @@ pub fn validate(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     e.0
 }
 
-/// Validates a write to the `status` subresource (`ValidateUpdateCustomResourceDefinitionStatus`):
-/// only the accepted names' syntax (the metadata rules are the store's).
-#[must_use]
-pub fn validate_status_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    let _ = old;
-    let mut e = Errs::default();
-    names_errors(&mut e, new.pointer("/status/acceptedNames").unwrap_or(&NULL), "status.acceptedNames");
-    e.0
-}
-
 fn spec_errors(e: &mut Errs, spec: &Value, opts: &Opts) {
     let group = str_at(spec, "group");
     let group_errs = subdomain_errors(group);

@@ -58,6 +58,7 @@ pub fn compare_kube_aware_versions(a: &str, b: &str) -> Ordering {
 /// Sorts version names highest priority first (`v2, v1, v1beta2, v1beta1, v1alpha1, foo1,
 /// foo2`), as discovery lists a custom resource's served versions; the first is the group's
 /// preferred version.
+#[cfg(test)]
 pub fn version_priority_sort(versions: &mut [String]) {
     versions.sort_by(|a, b| compare_kube_aware_versions(b, a));
 }
