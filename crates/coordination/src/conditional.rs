@@ -21,7 +21,7 @@
 //! the cache holds a newer version of the object — no backoff, no Warning, no error line.
 //!
 //! ```
-//! use coordination::conditional::ReadVersion;
+//! use kube_coordination::conditional::ReadVersion;
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use serde_json::json;
 //!
@@ -54,9 +54,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use informer::ObjectKey;
 use kube::Resource;
 use kube::api::{DeleteParams, Preconditions};
+use kube_informer::ObjectKey;
 use serde_json::{Value, json};
 
 /// The version of an object a write is decided from: what the server must still hold for the

@@ -13,9 +13,9 @@ use std::collections::hash_map::Entry;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use informer::ObjectKey;
+use kube_informer::ObjectKey;
+use kube_workqueue::RateLimitingQueue;
 use parking_lot::Mutex;
-use workqueue::RateLimitingQueue;
 
 use crate::conditional::Conflict;
 use crate::source::Source;
@@ -159,7 +159,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_key_waits_for_a_newer_version_then_goes_back_once() {
-        let queue = RateLimitingQueue::new(workqueue::default_controller_rate_limiter());
+        let queue = RateLimitingQueue::new(kube_workqueue::default_controller_rate_limiter());
         let conflicts = Conflicts::new(queue.clone());
         let hook = conflicts.hook();
         let cache = OneObject(Mutex::new(Some("7".into())));

@@ -5,13 +5,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use election::Leadership;
-use election::shard::{Ownership, ShardHandle};
-use informer::ObjectKey;
+use kube_informer::ObjectKey;
+use kube_lease_election::Leadership;
+use kube_lease_election::shard::{Ownership, ShardHandle};
+use kube_workqueue::RateLimitingQueue;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use workqueue::RateLimitingQueue;
 
 use crate::conditional::Conflict;
 use crate::conflicts::Conflicts;
@@ -34,8 +34,8 @@ impl From<Option<watch::Receiver<Leadership>>> for Coordination {
     /// with or without `--leader-elect` runs as.
     ///
     /// ```
-    /// use coordination::Coordination;
-    /// use election::Leadership;
+    /// use kube_coordination::Coordination;
+    /// use kube_lease_election::Leadership;
     ///
     /// assert!(matches!(Coordination::from(None), Coordination::Alone));
     /// let (_tx, leadership) = tokio::sync::watch::channel(Leadership::Candidate);
@@ -264,7 +264,7 @@ impl Coordinator {
     /// object; otherwise a consistent read decides. Call it after deciding, before the write.
     ///
     /// ```no_run
-    /// # async fn f(coordinator: &coordination::Coordinator, key: &informer::ObjectKey) -> Result<(), kube::Error> {
+    /// # async fn f(coordinator: &kube_coordination::Coordinator, key: &kube_informer::ObjectKey) -> Result<(), kube::Error> {
     /// if !coordinator.confirm_primary(key, "uid-of-the-cached-owner").await?.may_act() {
     ///     return Ok(()); // the owner's own event is on its way and enqueues the key again
     /// }

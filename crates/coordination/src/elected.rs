@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use election::Leadership;
+use kube_lease_election::Leadership;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 

@@ -9,7 +9,7 @@
 //!
 //! The coordinator closes it. For every event of a secondary kind it notes, under the work key,
 //! the event's `resourceVersion` — unless the primary cache has already seen a version at least
-//! as new ([`Informer::seen_version`](informer::Informer::seen_version)). Before a reconcile
+//! as new ([`Informer::seen_version`](kube_informer::Informer::seen_version)). Before a reconcile
 //! acts on a cached primary object as the reason to create, it asks
 //! [`Coordinator::confirm_primary`](crate::Coordinator::confirm_primary):
 //!
@@ -26,8 +26,8 @@
 
 use std::collections::HashMap;
 
-use informer::ObjectKey;
-use informer::version::numeric;
+use kube_informer::ObjectKey;
+use kube_informer::version::numeric;
 use parking_lot::Mutex;
 
 /// What [`Coordinator::confirm_primary`](crate::Coordinator::confirm_primary) found.
@@ -48,7 +48,7 @@ impl Primary {
     /// Whether the reconcile may act on the cached object.
     ///
     /// ```
-    /// use coordination::Primary;
+    /// use kube_coordination::Primary;
     /// assert!(Primary::CaughtUp.may_act() && Primary::Confirmed.may_act());
     /// assert!(!Primary::Stale.may_act());
     /// ```

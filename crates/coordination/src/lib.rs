@@ -11,7 +11,7 @@
 //!   cache has synced;
 //! * leader-elected: workers run only while this replica leads, starting each term by enqueueing
 //!   every cached key (the previous leader may have left work undone);
-//! * sharded: a worker reconciles a key only while [`Ownership::may_work`](election::shard::Ownership::may_work)
+//! * sharded: a worker reconciles a key only while [`Ownership::may_work`](kube_lease_election::shard::Ownership::may_work)
 //!   says so, holding the ownership for the whole reconcile; a new member set waits for the
 //!   reconciles in flight, narrows the caches to the new share or, when it grew, lists again
 //!   with the new filter (and `shardSelector`), and only then is reported drained; a lapse of
@@ -48,12 +48,12 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use coordination::{Coordination, Coordinator, Reconcile, Settings, Watched};
-//! use informer::{Config, EnqueueKey, Informer, ObjectKey};
+//! use kube_coordination::{Coordination, Coordinator, Reconcile, Settings, Watched};
+//! use kube_informer::{Config, EnqueueKey, Informer, ObjectKey};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::api::{Api, PostParams};
 //! use tokio::sync::{mpsc, oneshot};
-//! use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
+//! use kube_workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 //!
 //! /// The controller's reconcile; this one only reports the key it was given.
 //! struct Report(mpsc::UnboundedSender<ObjectKey>);
@@ -68,7 +68,7 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), kube::Error> {
-//! let sandbox = sandbox::Sandbox::new();
+//! let sandbox = kube_sandbox::Sandbox::new();
 //! let api: Api<ConfigMap> = Api::default_namespaced(sandbox.client());
 //! let mut cm = ConfigMap::default();
 //! cm.metadata.name = Some("web".into());
@@ -112,9 +112,9 @@
 //! * **Fence the controller's client.** The coordinator stops workers when this replica stops
 //!   leading (or owning a key), but a write already under way is held back only by the fence:
 //!   the client the reconcile writes through must carry [`Membership::fence`] as an
-//!   [`election::FenceLayer`].
+//!   [`kube_lease_election::FenceLayer`].
 //! * **Say which errors are the fence's.** Implement [`Reconcile::is_fenced`] (usually with
-//!   [`election::is_fenced`]); otherwise every write withheld after a lost Lease is logged as a
+//!   [`kube_lease_election::is_fenced`]); otherwise every write withheld after a lost Lease is logged as a
 //!   warning and counted as a reconcile error, which is what alerts watch.
 //! * **The first source is the primary kind**: the one whose keys the workqueue holds and the
 //!   shard metrics count. Every source's `key_of` must map its objects to those keys (an owned

@@ -5,10 +5,10 @@
 
 use std::future::Future;
 
-use election::ring::Keying;
-use election::selector::SelectorCell;
-use election::shard::{ShardHandle, ShardMember};
-use election::{ConfigError, ElectionConfig, ElectionHandle, Fence, LeaderElector};
+use kube_lease_election::ring::Keying;
+use kube_lease_election::selector::SelectorCell;
+use kube_lease_election::shard::{ShardHandle, ShardMember};
+use kube_lease_election::{ConfigError, ElectionConfig, ElectionHandle, Fence, LeaderElector};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -55,7 +55,7 @@ impl Membership {
         Ok(Self::Sharded(member, handle))
     }
 
-    /// The fence the controller's client must carry ([`election::FenceLayer`]); `None` alone.
+    /// The fence the controller's client must carry ([`kube_lease_election::FenceLayer`]); `None` alone.
     #[must_use]
     pub fn fence(&self) -> Option<Fence> {
         match self {

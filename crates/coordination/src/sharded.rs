@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use election::selector::{SelectorCell, shard_selector};
-use election::shard::{Ownership, ShardHandle};
-use informer::ObjectKey;
+use kube_informer::ObjectKey;
+use kube_lease_election::selector::{SelectorCell, shard_selector};
+use kube_lease_election::shard::{Ownership, ShardHandle};
 
 use crate::coordinator::Coordinator;
 
@@ -96,7 +96,7 @@ impl Coordinator {
     async fn ask_server_to_filter(&self, cell: &SelectorCell, first: &Ownership) {
         let filters = match &self.settings.shard_probe {
             None => false,
-            Some((client, path)) => match election::selector::server_filters(client, path).await {
+            Some((client, path)) => match kube_lease_election::selector::server_filters(client, path).await {
                 Ok(true) => {
                     tracing::info!(
                         "the API server filters lists and watches to this replica's share (shardSelector)"
@@ -168,7 +168,7 @@ impl CacheStep {
 
 #[cfg(test)]
 mod tests {
-    use election::ring::{Keying, Ring};
+    use kube_lease_election::ring::{Keying, Ring};
 
     use super::*;
 

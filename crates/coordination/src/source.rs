@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use informer::{Deleted, EventHandler, Informer, ObjectKey, Watchable};
+use kube_informer::{Deleted, EventHandler, Informer, ObjectKey, Watchable};
 use tokio_util::sync::CancellationToken;
 
 use crate::conflicts::VersionHook;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use manager::flags::parse_duration;
+use kube_manager::flags::parse_duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_counter-controller");
 
@@ -119,10 +119,10 @@ async fn main() {
 
     let dir: PathBuf = std::env::temp_dir().join(format!("cc-failover-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
+    let sb = kube_sandbox::Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
+    kube_sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
     let leases: Api<Lease> = Api::default_namespaced(sb.client());
     println!("durations: lease {}, renew deadline {}, retry {}", durations[0], durations[1], durations[2]);
 

@@ -19,9 +19,9 @@ use clap::{Args, Parser, Subcommand};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Client;
 use kube::api::{Api, ListParams};
-use manager::logging::LogFormat;
-use manager::signal::shutdown_signal;
-use manager::{Scope, Startup};
+use kube_manager::logging::LogFormat;
+use kube_manager::signal::shutdown_signal;
+use kube_manager::{Scope, Startup};
 
 use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 
@@ -48,7 +48,7 @@ enum Command {
     Run(CounterArgs),
     /// Start the embedded API server, run the controller on it, print the walkthrough.
     #[cfg(feature = "sandbox")]
-    Sandbox(manager::embedded::SandboxArgs),
+    Sandbox(kube_manager::embedded::SandboxArgs),
 }
 
 /// Flags of `run`.
@@ -61,7 +61,7 @@ enum Command {
 pub struct CounterArgs {
     /// The `run` flags every controller of these parts shares.
     #[command(flatten)]
-    pub common: manager::flags::RunArgs,
+    pub common: kube_manager::flags::RunArgs,
 }
 
 fn unreachable(e: kube::Error) -> anyhow::Error {
@@ -137,7 +137,7 @@ impl Cli {
         match self.command {
             Some(Command::Run(args)) => run(args).await,
             #[cfg(feature = "sandbox")]
-            Some(Command::Sandbox(args)) => manager::embedded::run(&args, sandbox::Counter).await,
+            Some(Command::Sandbox(args)) => kube_manager::embedded::run(&args, sandbox::Counter).await,
             None => run(self.run).await,
         }
     }

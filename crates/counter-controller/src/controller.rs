@@ -20,26 +20,26 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use coordination::Coordination;
-use coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
-use informer::{
-    Config as InformerConfig, Deleted, EventHandler, Expect, Expectations, Informer, Lister, ObjectKey,
-};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
+pub use kube_coordination::Coordination;
+use kube_coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
+use kube_informer::{
+    Config as InformerConfig, Deleted, EventHandler, Expect, Expectations, Informer, Lister, ObjectKey,
+};
+use kube_workqueue::prometheus::PrometheusMetrics;
+use kube_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use prometheus_client::registry::Registry;
 use serde_json::json;
-use workqueue::prometheus::PrometheusMetrics;
-use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 use crate::annotation::ANNOTATION;
 use crate::cached::{CachedConfigMap, CachedDeployment, slim_configmap, slim_deployment};
 use crate::decision::{Action, MANAGED_BY, decide};
-use manager::client::Agent;
-use manager::events::EventRecorder;
-use manager::{Options, Scope};
+use kube_manager::client::Agent;
+use kube_manager::events::EventRecorder;
+use kube_manager::{Options, Scope};
 
 /// The name this controller reports in Events, field managers and queue metrics.
 pub const CONTROLLER_NAME: &str = "counter-controller";
@@ -90,7 +90,7 @@ impl Error {
     /// not a failure of the reconcile, and not retried here — the new leader does it.
     #[must_use]
     pub fn is_fenced(&self) -> bool {
-        matches!(self, Self::Api { source, .. } if election::is_fenced(source))
+        matches!(self, Self::Api { source, .. } if kube_lease_election::is_fenced(source))
     }
 }
 
@@ -117,7 +117,7 @@ impl Controller {
     ///
     /// ## Warning
     /// With leader election, `client` must carry the election's fence
-    /// ([`client::build_for`](manager::client::build_for)): the fence is what stops a replica that lost the
+    /// ([`client::build_for`](kube_manager::client::build_for)): the fence is what stops a replica that lost the
     /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
@@ -441,7 +441,7 @@ impl EventHandler<CachedConfigMap> for EnqueueConfigMap {
     /// A relist found unannotated ConfigMaps gone, which the cache cannot name: the keys that
     /// need a delete are those of our Deployments (the informer holds only those) whose
     /// ConfigMap is now absent — neither cached nor known to exist
-    /// ([`Presence`](informer::Presence)); annotated ones the relist has reported each on its own.
+    /// ([`Presence`](kube_informer::Presence)); annotated ones the relist has reported each on its own.
     fn on_uncached_deleted(&self, count: usize) {
         let owners: Vec<ObjectKey> = self
             .deployments

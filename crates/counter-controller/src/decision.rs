@@ -21,7 +21,7 @@
 //! own watch: a Deployment event (its delete, when the garbage collector follows the ConfigMap's
 //! delete) can arrive before the ConfigMap's. So before a create the controller asks the
 //! coordinator whether the ConfigMap cache has caught up with every event that enqueued the key
-//! ([`coordination::freshness`]): compared by `resourceVersion` where the versions are numbers;
+//! ([`kube_coordination::freshness`]): compared by `resourceVersion` where the versions are numbers;
 //! where they are not, or the Deployment's delete was found at a relist (its order cannot be
 //! known), a consistent read of the ConfigMap decides. Scale and Delete need no such check:
 //! each carries the version it was decided from, and a newer ConfigMap event decides again.
@@ -30,7 +30,7 @@
 //! exist ([`Presence::Uncached`]). That is "no annotation", never "gone": only an absent
 //! ConfigMap may lead to a delete.
 
-pub use informer::Presence;
+pub use kube_informer::Presence;
 
 use crate::annotation::{InvalidCount, parse_desired};
 use crate::cached::{CachedConfigMap as ConfigMap, CachedDeployment as Deployment};

@@ -10,7 +10,7 @@ use counter_controller::cli::Cli;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Cli::parse();
-    manager::logging::init_logging(args.log_format());
+    kube_manager::logging::init_logging(args.log_format());
     match args.execute().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -21,7 +21,7 @@ impl std::fmt::Display for LeaseRef {
 ///
 /// ```
 /// use std::time::Duration;
-/// let config = election::ElectionConfig::new("default", "my-controller", "host-1_abc");
+/// let config = kube_lease_election::ElectionConfig::new("default", "my-controller", "host-1_abc");
 /// assert_eq!(config.lease_duration, Duration::from_secs(15));
 /// assert!(config.validate().is_ok());
 /// ```

@@ -107,7 +107,7 @@ pub enum Decision {
 ///
 /// ```
 /// use std::time::Duration;
-/// use election::decide::{decide, Decision, Record};
+/// use kube_lease_election::decide::{decide, Decision, Record};
 /// let held = Record { holder: Some("other".into()), duration_seconds: Some(15), ..Record::default() };
 /// let d = decide(Some(&held), "me", Duration::from_secs(3), Duration::from_secs(15));
 /// assert_eq!(d, Decision::Follow { holder: "other".into(), expires_in: Duration::from_secs(12) });

@@ -103,10 +103,10 @@ impl ElectionHandle {
 /// One candidate in a leader election on a `coordination.k8s.io/v1` Lease.
 ///
 /// ```no_run
-/// # async fn f(client: kube::Client) -> Result<(), election::ConfigError> {
+/// # async fn f(client: kube::Client) -> Result<(), kube_lease_election::ConfigError> {
 /// use tokio_util::sync::CancellationToken;
-/// let config = election::ElectionConfig::new("default", "my-controller", &election::new_identity());
-/// let elector = election::LeaderElector::new(client, config)?;
+/// let config = kube_lease_election::ElectionConfig::new("default", "my-controller", &kube_lease_election::new_identity());
+/// let elector = kube_lease_election::LeaderElector::new(client, config)?;
 /// let handle = elector.handle();
 /// let stop = CancellationToken::new();
 /// let task = tokio::spawn(elector.run(stop.clone()));

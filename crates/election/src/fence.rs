@@ -63,13 +63,13 @@ pub struct Entitlement {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// let fence = election::Fence::new("Lease ns/name", Duration::from_secs(10));
+/// let fence = kube_lease_election::Fence::new("Lease ns/name", Duration::from_secs(10));
 /// assert!(!fence.is_held());
 /// fence.renewed(Instant::now());
 /// assert!(fence.is_held());
 /// fence.revoke();
 /// assert!(fence.check().is_err());
-/// assert!(election::Fence::open().is_held());
+/// assert!(kube_lease_election::Fence::open().is_held());
 /// ```
 #[derive(Clone, Debug)]
 pub struct Fence(Arc<State>);
@@ -190,7 +190,7 @@ impl Fence {
     ///
     /// ```
     /// use std::time::{Duration, Instant};
-    /// let fence = election::Fence::new("Lease ns/name", Duration::from_secs(10));
+    /// let fence = kube_lease_election::Fence::new("Lease ns/name", Duration::from_secs(10));
     /// fence.renewed(Instant::now());
     /// let e = fence.entitle().unwrap();
     /// fence.renewed(Instant::now());
@@ -227,9 +227,9 @@ pub fn is_write(method: &Method) -> bool {
 ///
 /// ```no_run
 /// # async fn f(config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-/// let fence = election::Fence::new("Lease ns/name", std::time::Duration::from_secs(10));
+/// let fence = kube_lease_election::Fence::new("Lease ns/name", std::time::Duration::from_secs(10));
 /// let client = kube::client::ClientBuilder::try_from(config)?
-///     .with_layer(&election::FenceLayer::new(fence))
+///     .with_layer(&kube_lease_election::FenceLayer::new(fence))
 ///     .build();
 /// # Ok(()) }
 /// ```

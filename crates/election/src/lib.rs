@@ -28,14 +28,14 @@
 //! workspace (an in-memory API server) stands in for a cluster.
 //!
 //! ```
-//! use election::{ElectionConfig, FenceLayer, LeaderElector, is_fenced, new_identity};
+//! use kube_lease_election::{ElectionConfig, FenceLayer, LeaderElector, is_fenced, new_identity};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::api::{Api, PostParams};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let sandbox = sandbox::Sandbox::new();
+//! let sandbox = kube_sandbox::Sandbox::new();
 //! let config = ElectionConfig::new("default", "my-controller", &new_identity());
 //! // The elector writes its Lease through a client of its own, without the fence.
 //! let elector = LeaderElector::new(sandbox.client(), config)?;

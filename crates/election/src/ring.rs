@@ -24,7 +24,7 @@
 //! namespaces (`shop-prod`, `payments-staging`); the spread is only as even as they are varied.
 //!
 //! ```
-//! use election::ring::Ring;
+//! use kube_lease_election::ring::Ring;
 //! let ring = Ring::new(["replica-a", "replica-b", "replica-c"]);
 //! let owner = ring.owner("default/web").unwrap();
 //! assert!(ring.members().iter().any(|m| m == owner));
@@ -87,7 +87,7 @@ impl Ring {
     /// A ring of `members` that hashes keys as `keying` says.
     ///
     /// ```
-    /// use election::ring::{Keying, Ring};
+    /// use kube_lease_election::ring::{Keying, Ring};
     /// let ring = Ring::with_keying(["a", "b"], Keying::Namespace);
     /// // A namespace is never split.
     /// assert_eq!(ring.owner("shop/web"), ring.owner("shop/db"));
@@ -145,7 +145,7 @@ impl Ring {
     /// give to `member` (any of them), merged and in order; `None` with [`Keying::Name`].
     ///
     /// ```
-    /// use election::ring::{fnv1a64, Keying, Ring};
+    /// use kube_lease_election::ring::{fnv1a64, Keying, Ring};
     /// let ring = Ring::with_keying(["a", "b"], Keying::Namespace);
     /// let ranges = Ring::ranges([&ring], "a").unwrap();
     /// let h = fnv1a64(b"shop");

@@ -30,7 +30,7 @@ const FIELD: &str = "object.metadata.namespace";
 /// `[0, 1)`: the server sends next to nothing, and the controller's own filter drops the rest.
 ///
 /// ```
-/// use election::selector::shard_selector;
+/// use kube_lease_election::selector::shard_selector;
 /// let s = shard_selector(&[(0, 1 << 63)]);
 /// assert_eq!(s, "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')");
 /// assert!(shard_selector(&[]).ends_with("'0x0000000000000001')"));
@@ -105,12 +105,12 @@ fn with_selector(uri: &Uri, selector: &str) -> Option<Uri> {
 ///
 /// ```no_run
 /// # async fn f(config: kube::Config) -> Result<(), Box<dyn std::error::Error>> {
-/// use election::selector::{SelectorCell, ShardSelectorLayer};
+/// use kube_lease_election::selector::{SelectorCell, ShardSelectorLayer};
 /// let cell = SelectorCell::default();
 /// let client = kube::client::ClientBuilder::try_from(config)?
 ///     .with_layer(&ShardSelectorLayer::new(["configmaps", "deployments"], cell.clone()))
 ///     .build();
-/// cell.set(Some(election::selector::shard_selector(&[(0, 1 << 63)])));
+/// cell.set(Some(kube_lease_election::selector::shard_selector(&[(0, 1 << 63)])));
 /// # Ok(()) }
 /// ```
 ///

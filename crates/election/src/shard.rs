@@ -118,8 +118,8 @@ impl Ownership {
     /// under a ring `R` lies within its share under `S` when every other member of `S` is in `R`.
     ///
     /// ```
-    /// use election::ring::Ring;
-    /// use election::shard::Ownership;
+    /// use kube_lease_election::ring::Ring;
+    /// use kube_lease_election::shard::Ownership;
     /// let three = Ring::new(["a", "b", "c"]);
     /// let settled = Ownership::new("a", three.clone(), Some(three.clone()));
     /// // A joiner only takes keys away from "a"; a member leaving gives it some.

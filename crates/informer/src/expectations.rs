@@ -6,7 +6,7 @@
 //! hold a key forever.
 //!
 //! ```
-//! use informer::{Expect, Expectations, ObjectKey};
+//! use kube_informer::{Expect, Expectations, ObjectKey};
 //! let expected = Expectations::default();
 //! let key = ObjectKey::new("default", "web");
 //! expected.expect(&key, Expect::Created);

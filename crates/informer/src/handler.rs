@@ -67,10 +67,10 @@ pub trait EventHandler<K>: Send + Sync {
 /// the usual controller handler, which only enqueues.
 ///
 /// ```
-/// use informer::{EnqueueKey, ObjectKey};
+/// use kube_informer::{EnqueueKey, ObjectKey};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// let handler = EnqueueKey::new(|key: ObjectKey| println!("enqueue {key}"));
-/// # let _: &dyn informer::EventHandler<ConfigMap> = &handler;
+/// # let _: &dyn kube_informer::EventHandler<ConfigMap> = &handler;
 /// ```
 pub struct EnqueueKey<F> {
     f: F,

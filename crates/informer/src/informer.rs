@@ -135,7 +135,7 @@ struct Inner<K> {
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use informer::{Config, EnqueueKey, Informer};
+/// use kube_informer::{Config, EnqueueKey, Informer};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// # async fn f(client: kube::Client) {
 /// let informer = Informer::new(kube::Api::<ConfigMap>::namespaced(client, "default"), Config::default());
@@ -228,7 +228,7 @@ impl<K: Watchable> Informer<K> {
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// # fn f(informer: informer::Informer<ConfigMap>) {
+    /// # fn f(informer: kube_informer::Informer<ConfigMap>) {
     /// informer.set_transform(Arc::new(|mut cm: ConfigMap| {
     ///     cm.metadata.managed_fields = None;
     ///     cm

@@ -13,13 +13,13 @@ use kube::Resource;
 /// prints keys.
 ///
 /// ```
-/// use informer::ObjectKey;
+/// use kube_informer::ObjectKey;
 /// let key: ObjectKey = "default/web".parse()?;
 /// assert_eq!((key.namespace(), key.name()), ("default", "web"));
 /// assert_eq!(key.to_string(), "default/web");
 /// assert_eq!("node-1".parse::<ObjectKey>()?.to_string(), "node-1");
 /// assert!("a/b/c".parse::<ObjectKey>().is_err());
-/// # Ok::<(), informer::KeyError>(())
+/// # Ok::<(), kube_informer::KeyError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {

@@ -26,13 +26,13 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
-//! use informer::{Config, EnqueueKey, Informer, ObjectKey};
+//! use kube_informer::{Config, EnqueueKey, Informer, ObjectKey};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kube::api::{Api, PostParams};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), kube::Error> {
-//! let sandbox = sandbox::Sandbox::new();
+//! let sandbox = kube_sandbox::Sandbox::new();
 //! let api: Api<ConfigMap> = Api::namespaced(sandbox.client(), "default");
 //! let mut cm = ConfigMap::default();
 //! cm.metadata.name = Some("web".into());

@@ -58,7 +58,7 @@ impl<T> Presence<T> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use informer::Presence;
+    /// use kube_informer::Presence;
     ///
     /// let p = Presence::Cached(Arc::new(3));
     /// assert_eq!(p.as_deref(), Presence::Cached(&3));

@@ -8,7 +8,7 @@
 //! consistent read).
 //!
 //! ```
-//! use informer::version::numeric;
+//! use kube_informer::version::numeric;
 //!
 //! assert_eq!(numeric("1042"), Some(1042));
 //! assert!(numeric("1042") > numeric("999")); // later, though "999" sorts after "1042"

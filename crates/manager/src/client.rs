@@ -6,7 +6,7 @@
 //!   in-cluster service account.
 //! * `User-Agent: <controller>/<version> (<identity>)` ([`Agent`]), so an API server's audit log (and the
 //!   sandbox's request record) tells replicas apart.
-//! * Layers, outermost first: the leader-election [`Fence`](election::Fence) (a refused write never
+//! * Layers, outermost first: the leader-election [`Fence`](kube_lease_election::Fence) (a refused write never
 //!   leaves the process and is not counted), then `rest_client_requests_total`.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use election::selector::ShardSelectorLayer;
+use kube_lease_election::selector::ShardSelectorLayer;
 
 use crate::Error;
 use crate::metrics::RestClientMetrics;
@@ -25,7 +25,7 @@ use crate::metrics::RestClientMetrics;
 /// watches (those a sharded-by-namespace replica asks the API server to filter).
 ///
 /// ```
-/// use manager::client::Agent;
+/// use kube_manager::client::Agent;
 ///
 /// const AGENT: Agent = Agent {
 ///     name: "my-controller",
@@ -121,8 +121,8 @@ pub fn build_for(
     mut config: Config,
     identity: &str,
     metrics: &RestClientMetrics,
-    fence: Option<&election::Fence>,
-    selector: Option<election::selector::SelectorCell>,
+    fence: Option<&kube_lease_election::Fence>,
+    selector: Option<kube_lease_election::selector::SelectorCell>,
 ) -> Result<Client, Error> {
     let url = config.cluster_url.clone();
     if let Ok(ua) = HeaderValue::from_str(&agent.user_agent(identity)) {
@@ -135,7 +135,9 @@ pub fn build_for(
         .with_layer(&tower::util::option_layer(
             selector.map(|s| ShardSelectorLayer::new(agent.watched.iter().copied(), s)),
         ))
-        .with_layer(&tower::util::option_layer(fence.map(|f| election::FenceLayer::new(f.clone()))));
+        .with_layer(&tower::util::option_layer(
+            fence.map(|f| kube_lease_election::FenceLayer::new(f.clone())),
+        ));
     Ok(builder.build())
 }
 

@@ -67,7 +67,7 @@ pub enum Error {
     NoLeaseNamespace,
     /// Leader-election settings that break its rules (durations out of order, say).
     #[error("leader election: {0}")]
-    Election(#[source] election::ConfigError),
+    Election(#[source] kube_lease_election::ConfigError),
     /// The operations endpoint's address cannot be bound.
     #[error("cannot serve metrics on {addr}")]
     ServeMetrics {

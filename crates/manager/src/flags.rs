@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use clap::{Args, Parser};
-//! use manager::flags::RunArgs;
+//! use kube_manager::flags::RunArgs;
 //!
 //! #[derive(Parser)]
 //! #[command(
@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
-use election::{ElectionConfig, LeaseRef};
+use kube_lease_election::{ElectionConfig, LeaseRef};
 
 use crate::Error;
 use crate::events::EventsMode;
@@ -116,7 +116,7 @@ pub enum ShardKey {
     Namespace,
 }
 
-impl From<ShardKey> for election::ring::Keying {
+impl From<ShardKey> for kube_lease_election::ring::Keying {
     fn from(k: ShardKey) -> Self {
         match k {
             ShardKey::Name => Self::Name,

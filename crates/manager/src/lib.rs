@@ -19,22 +19,22 @@
 //!
 //! ```no_run
 //! # use std::sync::Arc;
-//! # use manager::{Options, Startup, client::Agent, flags::RunArgs};
+//! # use kube_manager::{Options, Startup, client::Agent, flags::RunArgs};
 //! # struct Controller;
 //! # impl Controller {
 //! #     fn new(_: kube::Client, _: Options, _: &mut prometheus_client::registry::Registry) -> Arc<Self> { Arc::new(Self) }
 //! #     fn has_synced(&self) -> bool { true }
-//! #     async fn run_coordinated(self: Arc<Self>, _: coordination::Coordination, _: impl Future) -> bool { true }
+//! #     async fn run_coordinated(self: Arc<Self>, _: kube_coordination::Coordination, _: impl Future) -> bool { true }
 //! # }
 //! const AGENT: Agent = Agent { name: "my-controller", version: "0.1.0", watched: &["configmaps"] };
 //!
-//! async fn run(args: RunArgs) -> Result<(), manager::Error> {
+//! async fn run(args: RunArgs) -> Result<(), kube_manager::Error> {
 //!     let mut start = Startup::connect(&args, AGENT).await?;
 //!     let controller = Controller::new(start.client.clone(), start.options(&args), &mut start.registry);
 //!     let c = Arc::clone(&controller);
 //!     start
 //!         .serve_and_run(args.metrics_addr, move || c.has_synced(), |how| {
-//!             controller.run_coordinated(how, manager::signal::shutdown_signal())
+//!             controller.run_coordinated(how, kube_manager::signal::shutdown_signal())
 //!         })
 //!         .await
 //! }

@@ -20,7 +20,7 @@ pub enum LogFormat {
 /// stays), so tests may call it freely.
 ///
 /// ```
-/// manager::logging::init_logging(manager::logging::LogFormat::Json);
+/// kube_manager::logging::init_logging(kube_manager::logging::LogFormat::Json);
 /// tracing::info!(key = "default/web", "reconciled");
 /// ```
 pub fn init_logging(format: LogFormat) {

@@ -43,7 +43,7 @@ impl Probes {
     #[must_use]
     pub fn of_controller(
         synced: impl Fn() -> bool + Send + Sync + 'static,
-        election: Option<election::ElectionHandle>,
+        election: Option<kube_lease_election::ElectionHandle>,
     ) -> Self {
         let ready: Probe =
             Arc::new(move || if synced() { Ok(()) } else { Err("informer caches have not synced".into()) });

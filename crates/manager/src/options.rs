@@ -28,7 +28,7 @@ impl std::fmt::Display for Scope {
 /// Controller settings shared by every controller of these parts.
 ///
 /// ```
-/// use manager::{Options, Scope};
+/// use kube_manager::{Options, Scope};
 ///
 /// let options = Options { scope: Scope::All, workers: 8, ..Options::default() };
 /// assert_eq!(options.resync.as_secs(), 30);
@@ -53,7 +53,7 @@ impl Default for Options {
             scope: Scope::Namespace("default".into()),
             workers: 2,
             resync: Duration::from_secs(30),
-            identity: election::hostname(),
+            identity: kube_lease_election::hostname(),
             events: EventConfig::default(),
         }
     }

@@ -9,7 +9,7 @@
 ///
 /// ```no_run
 /// # async fn run() {
-/// manager::signal::shutdown_signal().await;
+/// kube_manager::signal::shutdown_signal().await;
 /// // stop taking keys, finish what is in flight, release the Lease
 /// # }
 /// ```

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use coordination::{Coordination, Membership};
 use kube::Client;
+use kube_coordination::{Coordination, Membership};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -47,7 +47,7 @@ impl Startup {
     /// A missing or unreadable kubeconfig, election durations out of order, a bad ring name.
     pub async fn connect(args: &RunArgs, agent: Agent) -> Result<Self, Error> {
         let scope = if args.all_namespaces { Scope::All } else { Scope::Namespace(args.namespace.clone()) };
-        let identity = election::new_identity();
+        let identity = kube_lease_election::new_identity();
         let election_config = args.election.config(&scope, &identity)?;
         let (config, source) = client::config(args.kubeconfig.as_deref()).await?;
         match &source {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use sandbox::{Controllers, Simulation};
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use kube_sandbox::{Controllers, Simulation};
+use kube_sandbox::{Rollout, Sandbox, SandboxConfig};
 
 /// Where the sandbox listens, where its kubeconfig goes, and the cluster it simulates.
 #[derive(Debug, Args, Clone)]

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use sandbox::HttpServer;
-use sandbox::Sandbox;
+use kube_sandbox::HttpServer;
+use kube_sandbox::Sandbox;
 
 use crate::{Error, ServerArgs};
 
@@ -75,10 +75,10 @@ pub async fn serve(
     kubeconfig_out: &Path,
 ) -> Result<(HttpServer, PathBuf), Error> {
     let server = sb
-        .serve(listen, sandbox::new_token())
+        .serve(listen, kube_sandbox::new_token())
         .await
         .map_err(|source| Error::Listen { addr: listen, source })?;
-    if let Err(source) = sandbox::write_kubeconfig(kubeconfig_out, &server) {
+    if let Err(source) = kube_sandbox::write_kubeconfig(kubeconfig_out, &server) {
         server.shutdown();
         return Err(Error::WriteKubeconfig { path: kubeconfig_out.to_owned(), source });
     }

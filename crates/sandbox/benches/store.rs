@@ -32,7 +32,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::CustomResource;
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
-use sandbox::{Sandbox, SandboxConfig};
+use kube_sandbox::{Sandbox, SandboxConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -280,7 +280,7 @@ async fn time_creates(case: Case) -> Duration {
     match case.kind {
         Kind::ConfigMap => {
             let api: Api<ConfigMap> = Api::default_namespaced(sb.client());
-            let def = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
+            let def = kube_sandbox::builtin_resource("", "v1", "configmaps").unwrap();
             let start = Instant::now();
             for i in 0..N {
                 if case.through_client {
@@ -424,7 +424,7 @@ fn bench(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
                                 })
                             })
                             .collect();
-                        let def = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
+                        let def = kube_sandbox::builtin_resource("", "v1", "configmaps").unwrap();
                         for i in 0..N {
                             sb.store()
                                 .create(def, "default", serde_json::to_value(cm(i)).unwrap(), None)

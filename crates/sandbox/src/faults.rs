@@ -226,7 +226,7 @@ impl Faults {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
-    /// let sb = sandbox::Sandbox::new();
+    /// let sb = kube_sandbox::Sandbox::new();
     /// sb.faults().pause_watch_events("configmaps");
     /// // ... delete a ConfigMap: its watchers do not hear of it yet ...
     /// sb.faults().resume_watch_events("configmaps");

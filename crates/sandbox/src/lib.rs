@@ -44,7 +44,7 @@
 //! // #[tokio::test]
 //! # #[tokio::main(flavor = "current_thread")]
 //! async fn reconcile_reports_the_size() -> Result<(), kube::Error> {
-//!     let sandbox = sandbox::Sandbox::new();
+//!     let sandbox = kube_sandbox::Sandbox::new();
 //!     let crds: Api<CustomResourceDefinition> = Api::all(sandbox.client());
 //!     crds.create(&PostParams::default(), &Widget::crd()).await?;
 //!
@@ -134,7 +134,7 @@
 //! use kube::api::{Api, PostParams};
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), kube::Error> {
-//! let sandbox = sandbox::Sandbox::new();
+//! let sandbox = kube_sandbox::Sandbox::new();
 //! let cms: Api<ConfigMap> = Api::default_namespaced(sandbox.client());
 //! let mut cm = ConfigMap::default();
 //! cm.metadata.name = Some("web".into());
@@ -199,9 +199,9 @@ pub use store::{Change, ChangeType, ListQuery, Store, StoreConfig};
 /// [`Store::find`] once its CRD is established.
 ///
 /// ```
-/// let cms = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
+/// let cms = kube_sandbox::builtin_resource("", "v1", "configmaps").unwrap();
 /// assert_eq!(cms.kind, "ConfigMap");
-/// assert!(sandbox::builtin_resource("", "v1", "widgets").is_none());
+/// assert!(kube_sandbox::builtin_resource("", "v1", "widgets").is_none());
 /// ```
 #[must_use]
 pub fn builtin_resource(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
@@ -284,8 +284,8 @@ impl SandboxConfig {
     /// controllers.
     ///
     /// ```
-    /// use sandbox::Simulation;
-    /// let config = sandbox::SandboxConfig::with_cluster(Simulation { nodes: 5, ..Simulation::instant() });
+    /// use kube_sandbox::Simulation;
+    /// let config = kube_sandbox::SandboxConfig::with_cluster(Simulation { nodes: 5, ..Simulation::instant() });
     /// assert_eq!(config.simulation.map(|s| s.nodes), Some(5));
     /// ```
     #[must_use]
@@ -299,7 +299,7 @@ impl SandboxConfig {
     /// wants the API alone.
     ///
     /// ```
-    /// assert!(sandbox::SandboxConfig::bare().simulation.is_none());
+    /// assert!(kube_sandbox::SandboxConfig::bare().simulation.is_none());
     /// ```
     #[must_use]
     pub fn bare() -> Self {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use workqueue::Queue;
+use kube_workqueue::Queue;
 
 const N: u64 = 10_000;
 const DUPLICATE_KEYS: u64 = 16;

@@ -3,7 +3,7 @@
 //! doing the same hand-off in the same run.
 //!
 //! ```text
-//! cargo run --release -p workqueue --example throughput -- --workers 2 --keys 1000000 --rounds 1 --dups 1
+//! cargo run --release -p kube-workqueue --example throughput -- --workers 2 --keys 1000000 --rounds 1 --dups 1
 //! ```
 //!
 //! * `--keys K`: distinct keys (`ns-<i % 100>/cm-<i>`), built before the clock starts;
@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
+use kube_workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
 struct Args {
     workers: usize,

@@ -117,7 +117,7 @@ impl<T: Key> Drop for Inner<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::DelayingQueue;
+/// use kube_workqueue::DelayingQueue;
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let queue = DelayingQueue::new();

@@ -30,7 +30,7 @@
 //! # Example: the canonical worker loop
 //!
 //! ```
-//! use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
+//! use kube_workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {

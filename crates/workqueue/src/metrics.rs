@@ -57,7 +57,7 @@ pub trait HistogramMetric: Send + Sync {
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};
-/// use workqueue::metrics::*;
+/// use kube_workqueue::metrics::*;
 ///
 /// /// Counts adds across all queues; ignores the rest.
 /// #[derive(Default)]

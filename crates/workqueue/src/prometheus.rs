@@ -54,7 +54,7 @@ fn duration_histogram() -> Histogram {
 /// ```
 /// use std::sync::Arc;
 /// use prometheus_client::{encoding::text::encode, registry::Registry};
-/// use workqueue::{Queue, QueueConfig, prometheus::PrometheusMetrics};
+/// use kube_workqueue::{Queue, QueueConfig, prometheus::PrometheusMetrics};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let mut registry = Registry::default();

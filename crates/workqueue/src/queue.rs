@@ -70,11 +70,11 @@ pub const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 ///
 /// ```
 /// use std::sync::Arc;
-/// use workqueue::{Queue, QueueConfig};
+/// use kube_workqueue::{Queue, QueueConfig};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let registry = &mut prometheus_client::registry::Registry::default();
-/// let provider = Arc::new(workqueue::prometheus::PrometheusMetrics::register(registry));
+/// let provider = Arc::new(kube_workqueue::prometheus::PrometheusMetrics::register(registry));
 /// let queue: Queue<String> = Queue::with_config(QueueConfig::named("configmaps").metrics(provider));
 /// # }
 /// ```
@@ -282,7 +282,7 @@ impl<T> Shared<T> {
 /// Cloning gives another handle to the same queue, so producers and workers can each hold one.
 ///
 /// ```
-/// use workqueue::Queue;
+/// use kube_workqueue::Queue;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let queue = Queue::new();
@@ -763,14 +763,14 @@ impl<T: Key> Drop for Item<'_, T> {
 /// There is no way to release a key the worker does not hold:
 ///
 /// ```compile_fail
-/// let queue: workqueue::Queue<&str> = workqueue::Queue::new();
+/// let queue: kube_workqueue::Queue<&str> = kube_workqueue::Queue::new();
 /// queue.done(&"default/web"); // no such method: release happens through `Item`
 /// ```
 ///
 /// and no way to release one twice:
 ///
 /// ```compile_fail
-/// # async fn f(queue: workqueue::Queue<&'static str>) {
+/// # async fn f(queue: kube_workqueue::Queue<&'static str>) {
 /// let item = queue.get().await.unwrap();
 /// item.done();
 /// item.done(); // use of moved value

@@ -24,7 +24,7 @@ use crate::queue::{Key, QueueConfig};
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
+/// use kube_workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let queue = RateLimitingQueue::new(default_controller_rate_limiter());

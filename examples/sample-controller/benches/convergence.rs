@@ -234,7 +234,7 @@ struct Run {
 async fn counter(bin: &Path, sandbox_bin: &Path, n: usize, dir: &Path) -> Run {
     let (sandbox, kubeconfig) = start_sandbox(sandbox_bin, dir).await;
     let client: Client =
-        manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
+        kube_manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let deploys: Api<Deployment> = Api::default_namespaced(client);
     let managed = ListParams::default().labels(&format!("{}={}", MANAGED_BY.0, MANAGED_BY.1));
@@ -295,7 +295,7 @@ async fn counter(bin: &Path, sandbox_bin: &Path, n: usize, dir: &Path) -> Run {
 async fn sample(bin: &Path, sandbox_bin: &Path, n: usize, dir: &Path) -> Run {
     let (sandbox, kubeconfig) = start_sandbox(sandbox_bin, dir).await;
     let client: Client =
-        manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
+        kube_manager::client::client(sample_controller::controller::AGENT, Some(&kubeconfig)).await.unwrap();
 
     // The CRD first: the controller refuses to start on a cluster that does not serve Foos.
     let yaml =

@@ -14,9 +14,9 @@ use clap::{Args, Parser, Subcommand};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use manager::logging::LogFormat;
-use manager::signal::shutdown_signal;
-use manager::{Scope, Startup};
+use kube_manager::logging::LogFormat;
+use kube_manager::signal::shutdown_signal;
+use kube_manager::{Scope, Startup};
 
 use crate::controller::{AGENT, CONTROLLER_NAME, Controller};
 use crate::foo::Foo;
@@ -58,7 +58,7 @@ enum Command {
 pub struct SampleArgs {
     /// The `run` flags every controller of these parts shares.
     #[command(flatten)]
-    pub common: manager::flags::RunArgs,
+    pub common: kube_manager::flags::RunArgs,
 }
 
 /// Fails fast, with one clear line, when the server cannot be reached, the namespace is missing
@@ -133,7 +133,7 @@ impl Cli {
         match self.command {
             Some(Command::Run(args)) => run(args).await,
             #[cfg(feature = "sandbox")]
-            Some(Command::Sandbox(args)) => manager::embedded::run(&args.common, sandbox::Sample).await,
+            Some(Command::Sandbox(args)) => kube_manager::embedded::run(&args.common, sandbox::Sample).await,
             None => run(self.run).await,
         }
     }

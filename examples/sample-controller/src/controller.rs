@@ -14,23 +14,23 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use coordination::Coordination;
-use coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
-use informer::{
-    Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Expect, Expectations, Informer, Lister,
-    ObjectKey,
-};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource, ResourceExt};
-use manager::Scope;
-use manager::client::Agent;
-use manager::events::EventRecorder;
+pub use kube_coordination::Coordination;
+use kube_coordination::{Conflict, Coordinator, ReadVersion, Reconcile, Settings, Watched};
+use kube_informer::{
+    Config as InformerConfig, Deleted, EnqueueKey, EventHandler, Expect, Expectations, Informer, Lister,
+    ObjectKey,
+};
+use kube_manager::Scope;
+use kube_manager::client::Agent;
+use kube_manager::events::EventRecorder;
+use kube_workqueue::prometheus::PrometheusMetrics;
+use kube_workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use prometheus_client::registry::Registry;
 use serde_json::json;
-use workqueue::prometheus::PrometheusMetrics;
-use workqueue::{QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 use crate::foo::Foo;
 
@@ -54,7 +54,7 @@ pub const DELETED_SYNC_DELAY: Duration = Duration::from_secs(1);
 
 /// Controller settings: those of every controller of these parts (its resync is the Foo
 /// informer's).
-pub use manager::Options;
+pub use kube_manager::Options;
 
 /// A sync that did not converge; the key is retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +86,7 @@ impl Error {
     /// or owning the key): the coordinator requeues the key instead of counting a failure.
     #[must_use]
     pub fn is_fenced(&self) -> bool {
-        matches!(self, Self::Api { source, .. } if election::is_fenced(source))
+        matches!(self, Self::Api { source, .. } if kube_lease_election::is_fenced(source))
     }
 }
 
@@ -112,7 +112,7 @@ impl Controller {
     ///
     /// ## Warning
     /// With leader election or sharding, `client` must carry the membership's fence
-    /// ([`manager::client::build_for`]): the fence is what stops a replica that lost its
+    /// ([`kube_manager::client::build_for`]): the fence is what stops a replica that lost its
     /// Lease from writing.
     #[must_use]
     pub fn new(client: Client, options: Options, registry: &mut Registry) -> Arc<Self> {
@@ -187,7 +187,7 @@ impl Controller {
     }
 
     /// As [`run`](Self::run), with the work shared as `how` says (see [`coordination`]; a
-    /// [`Membership`](coordination::Membership) gives it).
+    /// [`Membership`](kube_coordination::Membership) gives it).
     pub async fn run_coordinated(self: Arc<Self>, how: Coordination, shutdown: impl Future) -> bool {
         let synced = self.coordinator.run(Arc::clone(&self), how, shutdown).await;
         self.events.close().await;

@@ -1,7 +1,7 @@
 //! The `sample-controller` binary: parses flags, sets up logging, runs; errors end as one line.
 
 use clap::Parser;
-use manager::logging::init_logging;
+use kube_manager::logging::init_logging;
 use sample_controller::cli::Cli;
 
 #[tokio::main]

@@ -7,16 +7,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use coordination::{Coordination, Coordinator, Reconcile, Settings, Watched};
-use election::Leadership;
-use informer::{Config, EnqueueKey, Informer, ObjectKey};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
+use kube_coordination::{Coordination, Coordinator, Reconcile, Settings, Watched};
+use kube_informer::{Config, EnqueueKey, Informer, ObjectKey};
+use kube_lease_election::Leadership;
+use kube_sandbox::{Sandbox, SandboxConfig};
+use kube_workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
-use sandbox::{Sandbox, SandboxConfig};
 use tokio::sync::{Notify, watch};
-use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
 /// Records every key it reconciles; with `fence_first`, a key's first reconcile fails as a
 /// write the fence withheld.
@@ -200,9 +200,9 @@ fn the_part_depends_on_no_controller() {
 /// the field's value, so a value that came back does not make the stale decision current.
 #[tokio::test]
 async fn a_late_conditional_write_is_refused_after_an_a_b_a() {
-    use coordination::ReadVersion;
     use k8s_openapi::api::apps::v1::Deployment;
     use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+    use kube_coordination::ReadVersion;
     use serde_json::json;
 
     let sb = Sandbox::with_config(SandboxConfig::bare());

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use kube_sandbox::Sandbox;
+use kube_sandbox::builtin_resource;
+use kube_sandbox::{Change, ChangeType};
 use parking_lot::Mutex;
-use sandbox::Sandbox;
-use sandbox::builtin_resource;
-use sandbox::{Change, ChangeType};
 use serde_json::Value;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::TryRecvError;

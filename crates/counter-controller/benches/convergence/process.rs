@@ -51,8 +51,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use sandbox::builtin_resource;
-use sandbox::{RequestRecord, Rollout, Sandbox, SandboxConfig};
+use kube_sandbox::builtin_resource;
+use kube_sandbox::{RequestRecord, Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 pub const ANNOTATION: &str = "counter.example.com/desired";
@@ -199,12 +199,12 @@ pub fn status_mib(pid: u32, field: &str) -> f64 {
 
 /// `sb` over HTTPS on a free port, and a kubeconfig for it in a fresh directory
 /// `cc-<label>-<pid>` under the temp dir: (the server, the directory, the kubeconfig).
-pub async fn serve(sb: &Sandbox, label: &str) -> (sandbox::HttpServer, PathBuf, PathBuf) {
+pub async fn serve(sb: &Sandbox, label: &str) -> (kube_sandbox::HttpServer, PathBuf, PathBuf) {
     let dir = std::env::temp_dir().join(format!("cc-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
+    kube_sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
     (server, dir, kubeconfig)
 }
 
@@ -409,7 +409,7 @@ async fn run_controller(n: usize, workers: usize) -> ControllerRun {
 
     // The bulk changes come through the API, as from `kubectl annotate` / `kubectl delete` run
     // by a fast client (16 at a time), so they take the API server's time as the controller does.
-    let user = manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap();
+    let user = kube_manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let user_cms: Api<ConfigMap> = Api::default_namespaced(user);
     annotate(&user_cms, n, |_| "5".into()).await;
     let last_change = Instant::now();
@@ -527,7 +527,7 @@ async fn run_baseline(n: usize, workers: usize, baseline: Baseline) -> Vec<Basel
     let sb = sandbox_with(n);
     let (server, _dir, kubeconfig) = serve(&sb, &format!("convergence-raw-{workers}")).await;
     let user_cms: Api<ConfigMap> = Api::default_namespaced(
-        manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap(),
+        kube_manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap(),
     );
     let writer = crate::writer::Writer::spawn(&kubeconfig, n, workers).await;
     let mut out = Vec::new();

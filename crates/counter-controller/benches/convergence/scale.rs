@@ -29,8 +29,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sandbox::builtin_resource;
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use kube_sandbox::builtin_resource;
+use kube_sandbox::{Rollout, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 use crate::process::{ANNOTATION, BIN, name, serve, spawn_controller, status_mib, vm_hwm_mib};

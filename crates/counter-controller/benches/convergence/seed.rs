@@ -17,16 +17,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use counter_controller::Controller;
-use informer::{Config as InformerConfig, EnqueueKey, Informer, ObjectKey};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use manager::{Options, Scope};
-use sandbox::builtin_resource;
-use sandbox::{Rollout, Sandbox, SandboxConfig};
+use kube_informer::{Config as InformerConfig, EnqueueKey, Informer, ObjectKey};
+use kube_manager::{Options, Scope};
+use kube_sandbox::builtin_resource;
+use kube_sandbox::{Rollout, Sandbox, SandboxConfig};
+use kube_workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use workqueue::{RateLimitingQueue, default_controller_rate_limiter};
 
 const ANNOTATION: &str = "counter.example.com/desired";
 

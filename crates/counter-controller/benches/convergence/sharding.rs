@@ -23,11 +23,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use election::ring::Ring;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use sandbox::Sandbox;
-use sandbox::builtin_resource;
+use kube_lease_election::ring::Ring;
+use kube_sandbox::Sandbox;
+use kube_sandbox::builtin_resource;
 
 use crate::feed::Deployments;
 use crate::process::{BIN, annotate, cpu_seconds, name, sandbox_with, vm_hwm_mib};
@@ -166,7 +166,7 @@ async fn run(n: usize, size: usize, lease: &[String]) {
     let mut replicas: Vec<Replica> =
         (0..size).map(|i| Replica::start(&dir, &kubeconfig, &format!("shard-{i}"), lease)).collect();
     let t1 = view.until(LIMIT, Deployments::all(n, 3)).await;
-    let user = manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap();
+    let user = kube_manager::client::client(counter_controller::AGENT, Some(&kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(user);
     annotate(&cms, n, |_| "5".into()).await;
     let t2 = view.until(LIMIT, Deployments::all(n, 5)).await;

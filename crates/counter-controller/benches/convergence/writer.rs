@@ -175,8 +175,9 @@ pub fn main(spec: &str) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async move {
         let kubeconfig = std::env::var("KUBECONFIG").unwrap();
-        let client =
-            manager::client::client(counter_controller::AGENT, Some(Path::new(&kubeconfig))).await.unwrap();
+        let client = kube_manager::client::client(counter_controller::AGENT, Some(Path::new(&kubeconfig)))
+            .await
+            .unwrap();
         let cms = if scale {
             annotated_configmaps(&client).await
         } else {

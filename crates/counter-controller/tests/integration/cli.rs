@@ -4,7 +4,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use counter_controller::cli::preflight;
-use manager::Scope;
+use kube_manager::Scope;
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_counter-controller"));
@@ -122,7 +122,7 @@ fn bad_flags_are_named() {
 
 #[tokio::test]
 async fn a_namespace_that_does_not_exist_is_named() {
-    let sb = sandbox::Sandbox::new();
+    let sb = kube_sandbox::Sandbox::new();
     let err = preflight(&sb.client(), &Scope::Namespace("nope".into())).await.unwrap_err();
     assert_eq!(err.to_string(), "namespace \"nope\" does not exist");
     preflight(&sb.client(), &Scope::Namespace("default".into())).await.unwrap();

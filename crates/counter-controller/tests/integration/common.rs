@@ -107,8 +107,8 @@ pub fn sample(metrics: &str, family: &str, labels: &[&str]) -> Option<f64> {
 
 /// A sandbox in this process, served over HTTPS, with a kubeconfig for the binary and kubectl.
 pub struct ServedSandbox {
-    pub sandbox: sandbox::Sandbox,
-    pub server: sandbox::HttpServer,
+    pub sandbox: kube_sandbox::Sandbox,
+    pub server: kube_sandbox::HttpServer,
     pub kubeconfig: PathBuf,
 }
 
@@ -119,18 +119,18 @@ impl Drop for ServedSandbox {
 }
 
 pub async fn serve_sandbox(dir: &Path) -> ServedSandbox {
-    serve_sandbox_with(dir, sandbox::SandboxConfig::default()).await
+    serve_sandbox_with(dir, kube_sandbox::SandboxConfig::default()).await
 }
 
 /// As [`serve_sandbox`], with `config` (its rollout made instant).
-pub async fn serve_sandbox_with(dir: &Path, config: sandbox::SandboxConfig) -> ServedSandbox {
-    let sandbox = sandbox::Sandbox::with_config(sandbox::SandboxConfig {
-        rollout: sandbox::Rollout::Instant,
+pub async fn serve_sandbox_with(dir: &Path, config: kube_sandbox::SandboxConfig) -> ServedSandbox {
+    let sandbox = kube_sandbox::Sandbox::with_config(kube_sandbox::SandboxConfig {
+        rollout: kube_sandbox::Rollout::Instant,
         ..config
     });
-    let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
+    let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
     let kubeconfig = dir.join("sandbox.kubeconfig");
-    sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
+    kube_sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
     ServedSandbox { sandbox, server, kubeconfig }
 }
 

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use counter_controller::Controller;
 use counter_controller::controller::Error;
-use informer::ObjectKey;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use manager::{Options, Scope};
+use kube_informer::ObjectKey;
+use kube_manager::{Options, Scope};
+use kube_sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig};
 use prometheus_client::registry::Registry;
-use sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -368,7 +368,7 @@ async fn steady_state_makes_no_reads_and_no_writes() {
 /// relist that would follow fail. First waits until that view holds `name` at `replicas` (on a busy
 /// machine the watch may still be behind the API).
 async fn freeze_deployment_watch(sb: &Sandbox, run: &Running, name: &str, replicas: i32) {
-    let key: informer::ObjectKey = format!("default/{name}").parse().unwrap();
+    let key: kube_informer::ObjectKey = format!("default/{name}").parse().unwrap();
     eventually("the controller's cache shows the Deployment", || async {
         run.controller.deployment_cache().get(&key).is_some_and(|d| d.spec.replicas == Some(replicas))
     })
@@ -500,7 +500,7 @@ fn the_scale_patch_is_conditional_on_the_uid_and_version_read_then_sets_replicas
         "spec": { "replicas": 2, "selector": {}, "template": {} },
     }))
     .unwrap();
-    let read = coordination::ReadVersion::of(&d);
+    let read = kube_coordination::ReadVersion::of(&d);
     let ops = serde_json::to_value(counter_controller::controller::scale_patch(&read, 5)).unwrap();
     assert_eq!(
         ops,
@@ -691,9 +691,9 @@ async fn a_deployment_deleted_by_hand_is_created_again_once_a_read_confirms_its_
 
 fn presence(run: &Running, name: &str) -> &'static str {
     match run.controller.configmap_cache().presence(&key(name)) {
-        informer::Presence::Cached(_) => "cached",
-        informer::Presence::Uncached => "uncached",
-        informer::Presence::Absent => "absent",
+        kube_informer::Presence::Cached(_) => "cached",
+        kube_informer::Presence::Uncached => "uncached",
+        kube_informer::Presence::Absent => "absent",
     }
 }
 

@@ -177,7 +177,7 @@ fn start_pods(d: &Deployment, dir: &Path, kubeconfig: &Path) -> Vec<Replica> {
 
 /// The work every layout must do with its rights: create, scale, an invalid value (a Warning,
 /// repeated: an Event patch), delete.
-fn exercise(kubectl: &Path, kc: &Path, sb: &sandbox::Sandbox) {
+fn exercise(kubectl: &Path, kc: &Path, sb: &kube_sandbox::Sandbox) {
     kubectl_ok(kubectl, kc, &["apply", "-f", "examples/cm-web.yaml"]);
     let replicas_of =
         || kubectl_run(kubectl, kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).1;
@@ -214,7 +214,7 @@ fn stop_pods(pods: &mut [Replica]) {
 /// Roles grant (and nothing is granted cluster-wide); `fallback`, when given, is granted and must
 /// not have been used (the server streamed the lists it is for).
 async fn assert_rights_are_exactly_the_used_ones(
-    sb: &sandbox::Sandbox,
+    sb: &kube_sandbox::Sandbox,
     pods: &[Replica],
     fallback: Option<Right>,
 ) {
@@ -281,8 +281,10 @@ fn the_all_namespaces_overlay_swaps_the_role_for_a_cluster_role() {
 async fn apply_k_sharded_runs_three_active_replicas_with_exactly_the_rights_they_use() {
     let Some(kubectl) = kubectl() else { return };
     let dir = temp_dir("deploy-sharded");
-    let config =
-        sandbox::SandboxConfig { streaming_lists: sandbox::StreamingLists::Rejected, ..Default::default() };
+    let config = kube_sandbox::SandboxConfig {
+        streaming_lists: kube_sandbox::StreamingLists::Rejected,
+        ..Default::default()
+    };
     let sb = serve_sandbox_with(&dir, config).await;
     let kc = sb.kubeconfig.clone();
     let out = kubectl_ok(&kubectl, &kc, &["apply", "-k", "deploy/sharded"]);

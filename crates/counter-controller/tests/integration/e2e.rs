@@ -346,7 +346,7 @@ async fn the_controller_binary_converges_against_the_https_sandbox() {
         .unwrap();
     // Killed if an assertion fails first, so no process outlives the test.
     let mut controller = KillOnDrop(controller);
-    let client = manager::client::client(counter_controller::AGENT, Some(&sb.kubeconfig)).await.unwrap();
+    let client = kube_manager::client::client(counter_controller::AGENT, Some(&sb.kubeconfig)).await.unwrap();
     let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
     let deploys: Api<Deployment> = Api::default_namespaced(client);
     let cm: ConfigMap = serde_json::from_value(
@@ -412,12 +412,12 @@ fn the_python_kubernetes_client_works_against_the_sandbox() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_http_gets_a_status_and_the_server_keeps_serving() {
     use http::{Request, header};
-    let sb = sandbox::Sandbox::new();
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await.unwrap();
+    let sb = kube_sandbox::Sandbox::new();
+    let server = sb.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
     let dir = temp_dir("http");
     let kc = dir.join("kubeconfig");
-    sandbox::write_kubeconfig(&kc, &server).unwrap();
-    let client = manager::client::client(counter_controller::AGENT, Some(&kc)).await.unwrap();
+    kube_sandbox::write_kubeconfig(&kc, &server).unwrap();
+    let client = kube_manager::client::client(counter_controller::AGENT, Some(&kc)).await.unwrap();
 
     let send = |method: &str, path: &str, ct: &str, body: Vec<u8>| {
         let req =
@@ -445,7 +445,8 @@ async fn malformed_http_gets_a_status_and_the_server_keeps_serving() {
     // A wrong token: 401 Status.
     let bad = std::fs::read_to_string(&kc).unwrap().replace(server.token(), "wrong");
     std::fs::write(dir.join("bad"), bad).unwrap();
-    let intruder = manager::client::client(counter_controller::AGENT, Some(&dir.join("bad"))).await.unwrap();
+    let intruder =
+        kube_manager::client::client(counter_controller::AGENT, Some(&dir.join("bad"))).await.unwrap();
     let err = Api::<ConfigMap>::default_namespaced(intruder).list(&Default::default()).await.unwrap_err();
     assert!(matches!(&err, kube::Error::Api(s) if s.code == 401), "{err:?}");
 

@@ -18,7 +18,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use sandbox::{Abandoned, FaultKind, FaultRule};
+use kube_sandbox::{Abandoned, FaultKind, FaultRule};
 use serde_json::json;
 
 const LEASE: Duration = Duration::from_secs(3);
@@ -144,14 +144,14 @@ impl Cluster {
         .await;
     }
 
-    /// Cuts `r` off: its requests are held on the wire (see [`sandbox::Faults::hold`]).
+    /// Cuts `r` off: its requests are held on the wire (see [`kube_sandbox::Faults::hold`]).
     fn cut_off(&self, r: &Replica, abandoned: Abandoned) {
         self.sb.sandbox.faults().hold(&format!("({}_", r.hostname), abandoned);
     }
 
     /// Heals the cut: what was held is delivered, in order; returns how many requests were held
     /// and the writes of `r` that reached the server from then on.
-    async fn heal(&self, r: &Replica) -> (usize, Vec<sandbox::RequestRecord>) {
+    async fn heal(&self, r: &Replica) -> (usize, Vec<kube_sandbox::RequestRecord>) {
         let held = self.sb.sandbox.faults().held();
         let healed = Instant::now();
         self.sb.sandbox.faults().release_held().await;
@@ -159,7 +159,7 @@ impl Cluster {
     }
 
     /// Writes sent by `r` that reached the server at or after `since`.
-    fn writes_since(&self, r: &Replica, since: Instant) -> Vec<sandbox::RequestRecord> {
+    fn writes_since(&self, r: &Replica, since: Instant) -> Vec<kube_sandbox::RequestRecord> {
         self.sb
             .sandbox
             .requests()

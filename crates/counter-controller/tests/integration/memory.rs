@@ -54,8 +54,8 @@ async fn the_controllers_peak_memory_stays_within_its_budget() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/memory-budget.toml");
     let (n, limit) = (budget(&file, "configmaps") as usize, budget(&file, "peak_rss_mib"));
     let dir = temp_dir("memory");
-    let sb = serve_sandbox_with(&dir, sandbox::SandboxConfig::bare()).await;
-    let cms = sandbox::builtin_resource("", "v1", "configmaps").unwrap();
+    let sb = serve_sandbox_with(&dir, kube_sandbox::SandboxConfig::bare()).await;
+    let cms = kube_sandbox::builtin_resource("", "v1", "configmaps").unwrap();
     for i in 0..n {
         sb.sandbox.store().create(cms, "default", configmap(i), None).unwrap();
     }

@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use election::ring::{Keying, Ring};
-use election::selector::{SelectorCell, ShardSelectorLayer, shard_selector};
 use k8s_openapi::api::core::v1::ConfigMap;
-use sandbox::builtin_resource;
+use kube_lease_election::ring::{Keying, Ring};
+use kube_lease_election::selector::{SelectorCell, ShardSelectorLayer, shard_selector};
+use kube_sandbox::builtin_resource;
 use serde_json::json;
 
 const N: usize = 3000;
@@ -36,19 +36,25 @@ fn args() -> Vec<String> {
 }
 
 /// Waits until all N Deployments exist with `replicas`.
-async fn converged(sb: &sandbox::Sandbox, replicas: i64, stall: Duration) {
+async fn converged(sb: &kube_sandbox::Sandbox, replicas: i64, stall: Duration) {
     converged_n(sb, N, replicas, stall).await;
 }
 
 /// Waits until `n` Deployments in `default` exist with `replicas`.
-async fn converged_n(sb: &sandbox::Sandbox, n: usize, replicas: i64, stall: Duration) {
+async fn converged_n(sb: &kube_sandbox::Sandbox, n: usize, replicas: i64, stall: Duration) {
     converged_in(sb, Some("default"), n, replicas, stall).await;
 }
 
 /// Waits until `n` Deployments (in `ns`, or anywhere) exist with `replicas`, as long as it
 /// progresses: it fails only when no further Deployment has reached the count for `stall` (a busy
 /// machine is slow, not stuck).
-async fn converged_in(sb: &sandbox::Sandbox, ns: Option<&str>, n: usize, replicas: i64, stall: Duration) {
+async fn converged_in(
+    sb: &kube_sandbox::Sandbox,
+    ns: Option<&str>,
+    n: usize,
+    replicas: i64,
+    stall: Duration,
+) {
     let deploys = builtin_resource("apps", "v1", "deployments").unwrap();
     let (mut best, mut progressed) = (0, Instant::now());
     loop {
@@ -97,7 +103,7 @@ async fn until_steady<S: PartialEq + std::fmt::Debug>(
 }
 
 /// `n` ConfigMaps `shop-00000…` wanting 2 replicas, straight in the store.
-fn seed(sb: &sandbox::Sandbox, n: usize) {
+fn seed(sb: &kube_sandbox::Sandbox, n: usize) {
     let cms = builtin_resource("", "v1", "configmaps").unwrap();
     for i in 0..n {
         let cm = json!({ "apiVersion": "v1", "kind": "ConfigMap",
@@ -123,7 +129,7 @@ async fn converged_ring(
 }
 
 /// Deployment writes (create, patch, delete that succeeded) per key: (when, which replica).
-fn writes(sb: &sandbox::Sandbox, replicas: &[&Replica]) -> BTreeMap<String, Vec<(Instant, String)>> {
+fn writes(sb: &kube_sandbox::Sandbox, replicas: &[&Replica]) -> BTreeMap<String, Vec<(Instant, String)>> {
     let mut out: BTreeMap<String, Vec<(Instant, String)>> = BTreeMap::new();
     for r in sb.requests().all() {
         if r.resource != "deployments" || !r.is_write() || r.code >= 300 {
@@ -223,7 +229,7 @@ async fn three_replicas_share_the_keys_and_a_killed_ones_move_after_its_lease() 
 
 /// Sets every ConfigMap's desired count, straight in the store (off the runtime's threads, which
 /// serve the replicas meanwhile).
-fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
+fn desire(sb: &kube_sandbox::Sandbox, n: usize, desired: &str) {
     let cms = builtin_resource("", "v1", "configmaps").unwrap();
     let patch = json!({ "metadata": { "annotations": { "counter.example.com/desired": desired } } });
     tokio::task::block_in_place(|| {
@@ -234,7 +240,7 @@ fn desire(sb: &sandbox::Sandbox, n: usize, desired: &str) {
 }
 
 /// The holder identities of the ring's live shard Leases.
-fn ring_members(sb: &sandbox::Sandbox) -> Vec<String> {
+fn ring_members(sb: &kube_sandbox::Sandbox) -> Vec<String> {
     let leases = builtin_resource("coordination.k8s.io", "v1", "leases").unwrap();
     let list = sb.store().list(leases, Some("default"), &Default::default()).unwrap();
     list["items"]
@@ -265,7 +271,7 @@ async fn a_joiner_takes_its_share_and_a_woken_replica_writes_nothing_it_no_longe
     converged_n(&sb.sandbox, M, 4, Duration::from_secs(90)).await;
     let members = ring_members(&sb.sandbox);
     assert_eq!(members.len(), 4, "{members:?}");
-    let ring = election::ring::Ring::new(members.clone());
+    let ring = kube_lease_election::ring::Ring::new(members.clone());
     let id_of = |host: &str| members.iter().find(|m| m.starts_with(&format!("{host}_"))).cloned().unwrap();
 
     let all: Vec<&Replica> = replicas.iter().collect();
@@ -308,7 +314,7 @@ fn namespace(i: usize) -> String {
 }
 
 /// `count` namespaces (at most 48), and `per` ConfigMaps in each wanting 2 replicas.
-fn seed_namespaces(sb: &sandbox::Sandbox, count: usize, per: usize) -> Vec<String> {
+fn seed_namespaces(sb: &kube_sandbox::Sandbox, count: usize, per: usize) -> Vec<String> {
     let (nss, cms) = (
         builtin_resource("", "v1", "namespaces").unwrap(),
         builtin_resource("", "v1", "configmaps").unwrap(),
@@ -329,7 +335,7 @@ fn seed_namespaces(sb: &sandbox::Sandbox, count: usize, per: usize) -> Vec<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_namespace_the_server_sends_each_member_exactly_its_share() {
-    let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
+    let sb = kube_sandbox::Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
     seed_namespaces(&sb, 40, 3);
     let ring = Ring::with_keying(["r-a", "r-b", "r-c"], Keying::Namespace);
     let all = listed_keys(&kube::Api::<ConfigMap>::all(sb.client())).await;
@@ -373,7 +379,7 @@ async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assign
     const PER: usize = 20;
     for served in [true, false] {
         let dir = temp_dir(if served { "shard-ns-server" } else { "shard-ns-client" });
-        let config = sandbox::SandboxConfig { sharded_list_watch: served, ..Default::default() };
+        let config = kube_sandbox::SandboxConfig { sharded_list_watch: served, ..Default::default() };
         let sb = serve_sandbox_with(&dir, config).await;
         seed_namespaces(&sb.sandbox, NAMESPACES, PER);
         let mut args = args();
@@ -455,7 +461,7 @@ async fn by_namespace_server_side_and_client_side_filtering_give_the_same_assign
 
 /// On a stall, says how the shard Leases fared: per replica, its Lease writes, the longest gap
 /// between two of them and how many gaps exceeded the renew deadline (each one a lapse).
-fn dump_leases(sb: &sandbox::Sandbox) {
+fn dump_leases(sb: &kube_sandbox::Sandbox) {
     let mut last: BTreeMap<String, (Instant, usize, Duration, usize)> = BTreeMap::new();
     for r in sb.requests().all() {
         if r.resource != "leases" || r.verb != "update" {
@@ -474,7 +480,7 @@ fn dump_leases(sb: &sandbox::Sandbox) {
 /// A replica cut off from the API server — its requests held on the wire — loses its keys to
 /// the others once its shard Lease lapses; when the cut heals its held writes arrive late, after
 /// the new owners have written the same Deployments, and the server applies each if it can
-/// ([`sandbox::Abandoned::Applied`], the worst case). Every one was conditional on the version it
+/// ([`kube_sandbox::Abandoned::Applied`], the worst case). Every one was conditional on the version it
 /// was decided from: refused, nothing reverts, everything converges.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_off_replicas_late_writes_arrive_after_its_keys_moved_and_never_win() {
@@ -487,7 +493,7 @@ async fn a_cut_off_replicas_late_writes_arrive_after_its_keys_moved_and_never_wi
     .await;
 
     let faults = sb.sandbox.faults();
-    faults.hold("(l-c_", sandbox::Abandoned::Applied);
+    faults.hold("(l-c_", kube_sandbox::Abandoned::Applied);
     desire(&sb.sandbox, M, "3");
     // Its keys move to the two others after its Lease lapses; they converge them all.
     converged_n(&sb.sandbox, M, 3, Duration::from_secs(90)).await;

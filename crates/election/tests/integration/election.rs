@@ -3,10 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use election::{ElectionConfig, ElectionHandle, LeaderElector, Leadership};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
-use sandbox::{FaultKind, FaultRule, Sandbox};
+use kube_lease_election::{ElectionConfig, ElectionHandle, LeaderElector, Leadership};
+use kube_sandbox::{FaultKind, FaultRule, Sandbox};
 use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

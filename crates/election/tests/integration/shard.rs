@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use election::ElectionConfig;
-use election::shard::{Ownership, ShardMember};
-use sandbox::Sandbox;
+use kube_lease_election::ElectionConfig;
+use kube_lease_election::shard::{Ownership, ShardMember};
+use kube_sandbox::Sandbox;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +25,8 @@ fn member(sb: &Sandbox, name: &str) -> Member {
         retry_period: Duration::from_millis(150),
         ..ElectionConfig::new("default", "unused", name)
     };
-    let (m, handle) = ShardMember::new(sb.client(), "ring", election::ring::Keying::Name, config).unwrap();
+    let (m, handle) =
+        ShardMember::new(sb.client(), "ring", kube_lease_election::ring::Keying::Name, config).unwrap();
     let stop = CancellationToken::new();
     let task = tokio::spawn(m.run(stop.clone()));
     // The controller's part, with nothing in flight: drained for each set as soon as it is seen.

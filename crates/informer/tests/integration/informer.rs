@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::{Config, Deleted, EventHandler, Informer, ObjectKey, Presence};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
+use kube_informer::{Config, Deleted, EventHandler, Informer, ObjectKey, Presence};
+use kube_sandbox::{FaultKind, FaultRule, Sandbox, SandboxConfig, StreamingLists};
 use parking_lot::Mutex;
-use sandbox::{FaultKind, FaultRule, Sandbox, SandboxConfig, StreamingLists};
 use serde_json::json;
 
 #[derive(Default)]
@@ -226,7 +226,7 @@ async fn a_filter_keeps_only_its_objects_and_a_relist_applies_a_new_one() {
     });
     assert!(informer.wait_for_cache_sync(tokio::time::sleep(Duration::from_secs(10))).await);
     let lister = informer.lister();
-    let names = |l: &informer::Lister<ConfigMap>| {
+    let names = |l: &kube_informer::Lister<ConfigMap>| {
         let mut n: Vec<String> = l.list().iter().map(|c| c.metadata.name.clone().unwrap()).collect();
         n.sort();
         n

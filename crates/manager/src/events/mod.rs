@@ -348,7 +348,7 @@ async fn write(inner: &Inner, key: EventKey, p: Pending) {
         Err(e) => {
             inner.count(key.warning, "dropped", n);
             drop(st);
-            if election::is_fenced(&e) {
+            if kube_lease_election::is_fenced(&e) {
                 tracing::debug!(reason = key.reason, "Event withheld: {e}");
             } else {
                 tracing::warn!(reason = key.reason, error = %e, "could not publish Event");

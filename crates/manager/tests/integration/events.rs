@@ -7,10 +7,10 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use kube::runtime::events::{EventType, Reporter};
-use manager::events::correlator::CorrelatorConfig;
-use manager::events::{EventConfig, EventRecorder, EventsMode};
+use kube_manager::events::correlator::CorrelatorConfig;
+use kube_manager::events::{EventConfig, EventRecorder, EventsMode};
+use kube_sandbox::Sandbox;
 use prometheus_client::registry::Registry;
-use sandbox::Sandbox;
 
 fn reporter() -> Reporter {
     Reporter { controller: "test-controller".into(), instance: Some("test".into()) }

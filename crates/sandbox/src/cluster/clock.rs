@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 ///
 /// ```
 /// use std::time::Duration;
-/// let clock = sandbox::Clock::default();
+/// let clock = kube_sandbox::Clock::default();
 /// clock.pause();
 /// let before = clock.now();
 /// clock.advance(Duration::from_secs(3600));

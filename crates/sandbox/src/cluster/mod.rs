@@ -307,7 +307,7 @@ impl Default for NodeShape {
 ///
 /// ```
 /// use std::time::Duration;
-/// use sandbox::{Controller, Controllers, Simulation};
+/// use kube_sandbox::{Controller, Controllers, Simulation};
 /// let sim = Simulation {
 ///     nodes: 5,
 ///     pod_ready_after: Some(Duration::ZERO),

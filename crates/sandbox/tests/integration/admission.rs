@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use http::Method;
-use sandbox::{Sandbox, SandboxConfig};
+use kube_sandbox::{Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 use super::upstream::call_with_headers;

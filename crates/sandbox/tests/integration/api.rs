@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::Status;
 use kube::{Client, Error, Resource};
-use sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig};
+use kube_sandbox::{FaultKind, FaultRule, Rollout, Sandbox, SandboxConfig, StoreConfig};
 use serde_json::json;
 
 fn instant() -> Sandbox {
@@ -674,7 +674,7 @@ async fn held_requests_arrive_late_in_order_and_a_conditional_one_loses_to_a_new
     let read = cms.create(&PostParams::default(), &cm("x", &[])).await.unwrap();
     let rv = read.metadata.resource_version.clone().unwrap();
 
-    sb.faults().hold("(a)", sandbox::Abandoned::Applied);
+    sb.faults().hold("(a)", kube_sandbox::Abandoned::Applied);
     let late_cms: Api<ConfigMap> = Api::default_namespaced(late);
     let conditional = {
         let api = late_cms.clone();
@@ -717,7 +717,7 @@ async fn a_held_request_whose_client_gave_up_is_cancelled_or_applied_as_the_hold
     let cms: Api<ConfigMap> = Api::default_namespaced(sb.client());
     cms.create(&PostParams::default(), &cm("x", &[])).await.unwrap();
     for (abandoned, value) in
-        [(sandbox::Abandoned::Cancelled, "cancelled"), (sandbox::Abandoned::Applied, "applied")]
+        [(kube_sandbox::Abandoned::Cancelled, "cancelled"), (kube_sandbox::Abandoned::Applied, "applied")]
     {
         sb.faults().hold("(a)", abandoned);
         let patch = json!({ "data": { "v": value } });
@@ -732,11 +732,11 @@ async fn a_held_request_whose_client_gave_up_is_cancelled_or_applied_as_the_hold
         sb.faults().release_held().await;
         let v = cms.get("x").await.unwrap().data.unwrap_or_default().get("v").cloned();
         match abandoned {
-            sandbox::Abandoned::Cancelled => {
+            kube_sandbox::Abandoned::Cancelled => {
                 assert_eq!(v, None, "not applied: its client had gone");
                 assert_eq!(sb.faults().held_abandoned(), 1);
             }
-            sandbox::Abandoned::Applied => assert_eq!(v.as_deref(), Some("applied")),
+            kube_sandbox::Abandoned::Applied => assert_eq!(v.as_deref(), Some("applied")),
         }
     }
 }
@@ -745,7 +745,7 @@ async fn a_held_request_whose_client_gave_up_is_cancelled_or_applied_as_the_hold
 async fn dropped_held_requests_are_lost() {
     let sb = instant();
     let late: Api<ConfigMap> = Api::default_namespaced(client_as(&sb, "replica-a/1 (a)"));
-    sb.faults().hold("(a)", sandbox::Abandoned::Applied);
+    sb.faults().hold("(a)", kube_sandbox::Abandoned::Applied);
     let create = {
         let late = late.clone();
         tokio::spawn(async move { late.create(&PostParams::default(), &cm("lost", &[])).await })

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{Request, header};
 use http_body_util::{BodyExt, Full};
-use sandbox::Sandbox;
+use kube_sandbox::Sandbox;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -35,7 +35,7 @@ type Case = (&'static str, String, &'static str, Vec<u8>, u16, &'static str);
 #[tokio::test]
 async fn each_bad_request_gets_its_status() {
     // The API alone: no simulated cluster writing beside the requests this test counts.
-    let sb = Sandbox::with_config(sandbox::SandboxConfig::bare());
+    let sb = Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
     let objects_before = sb.store().len();
     let cases: Vec<Case> = vec![
         (
@@ -136,14 +136,14 @@ async fn each_bad_request_gets_its_status() {
 #[tokio::test]
 async fn a_seeded_sandbox_holds_its_objects_and_refuses_bad_seeds() {
     let seeded = Sandbox::seeded(
-        sandbox::SandboxConfig::default(),
+        kube_sandbox::SandboxConfig::default(),
         [json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "a", "namespace": "default" } })],
     )
     .unwrap();
     let (code, _) = call(&seeded, "GET", &format!("{CMS}/a"), "", Vec::new()).await;
     assert_eq!(code, 200);
     let err = Sandbox::seeded(
-        sandbox::SandboxConfig::default(),
+        kube_sandbox::SandboxConfig::default(),
         [json!({ "apiVersion": "v9", "kind": "Widget", "metadata": { "name": "w" } })],
     )
     .unwrap_err();
@@ -180,11 +180,11 @@ async fn a_failed_json_patch_changes_nothing() {
 #[tokio::test]
 async fn injected_429_carries_retry_after() {
     let sb = Sandbox::new();
-    sb.faults().add_rule(sandbox::FaultRule::new(
+    sb.faults().add_rule(kube_sandbox::FaultRule::new(
         Some("list"),
         None,
         1.0,
-        sandbox::FaultKind::TooManyRequests { retry_after_seconds: 7 },
+        kube_sandbox::FaultKind::TooManyRequests { retry_after_seconds: 7 },
     ));
     let req = Request::builder()
         .uri(CMS)

@@ -16,7 +16,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::core::Status;
 use kube::discovery::{Discovery, verbs};
 use kube::{Client, Error};
-use sandbox::{Sandbox, SandboxConfig};
+use kube_sandbox::{Sandbox, SandboxConfig};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 

@@ -18,8 +18,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::wait::{Condition, await_condition, conditions};
 use kube::{Client, Resource};
-use sandbox::{Controller, Controllers, NodeShape, Simulation};
-use sandbox::{Sandbox, SandboxConfig};
+use kube_sandbox::{Controller, Controllers, NodeShape, Simulation};
+use kube_sandbox::{Sandbox, SandboxConfig};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -292,7 +292,7 @@ async fn pods_scheduled_in_one_round_never_overfill_a_node() {
         node_shape: NodeShape { pods: 2, ..NodeShape::default() },
         ..Simulation::instant()
     });
-    let pods_def = sandbox::builtin_resource("", "v1", "pods").unwrap();
+    let pods_def = kube_sandbox::builtin_resource("", "v1", "pods").unwrap();
     for name in ["a", "b", "c"] {
         let pod = json!({ "apiVersion": "v1", "kind": "Pod", "metadata": { "name": name },
             "spec": { "containers": [{ "name": "c", "image": "busybox" }] } });

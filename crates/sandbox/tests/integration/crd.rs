@@ -14,7 +14,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, W
 use kube::core::{DynamicObject, GroupVersionKind, Status};
 use kube::discovery::{ApiResource, Discovery};
 use kube::{Client, CustomResource, CustomResourceExt, Error, Resource, ResourceExt};
-use sandbox::Sandbox;
+use kube_sandbox::Sandbox;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -33,7 +33,7 @@ use kube::runtime::finalizer::{self, Event, finalizer};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::runtime::watcher;
 use kube::{Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
-use sandbox::Sandbox;
+use kube_sandbox::Sandbox;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sandbox::HttpServer;
-use sandbox::Sandbox;
+use kube_sandbox::HttpServer;
+use kube_sandbox::Sandbox;
 
 const CRD: &str = "examples/crd/widget-crd.yaml";
 const WIDGETS: &str = "examples/crd/widgets.yaml";
@@ -36,11 +36,11 @@ impl Drop for Kubectl {
 impl Kubectl {
     /// `None` (after saying why) when kubectl is not on PATH and not required.
     pub(crate) fn start(test: &str) -> Option<Self> {
-        Self::start_with(test, sandbox::SandboxConfig::bare())
+        Self::start_with(test, kube_sandbox::SandboxConfig::bare())
     }
 
     /// As [`start`](Self::start), with the sandbox's settings (a simulated cluster, say).
-    pub(crate) fn start_with(test: &str, config: sandbox::SandboxConfig) -> Option<Self> {
+    pub(crate) fn start_with(test: &str, config: kube_sandbox::SandboxConfig) -> Option<Self> {
         let on_path = std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|f| f.is_file()));
         let Some(kubectl) = on_path else {
@@ -59,11 +59,11 @@ impl Kubectl {
         // The sandbox spawns its background tasks (and the server its connections) on `runtime`.
         let (sandbox, server) = runtime.block_on(async {
             let sandbox = Sandbox::with_config(config);
-            let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), sandbox::new_token()).await;
+            let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await;
             (sandbox, server.expect("the sandbox serves"))
         });
         let kubeconfig = dir.join("kubeconfig");
-        sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
+        kube_sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
         Some(Self { kubectl, dir, kubeconfig, server, _sandbox: sandbox, _runtime: runtime })
     }
 

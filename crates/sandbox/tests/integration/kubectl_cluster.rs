@@ -3,8 +3,8 @@
 //! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
 //! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes.
 
-use sandbox::SandboxConfig;
-use sandbox::Simulation;
+use kube_sandbox::SandboxConfig;
+use kube_sandbox::Simulation;
 
 use super::kubectl::{Kubectl, cells};
 

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::{BodyExt, Full};
-use sandbox::Sandbox;
+use kube_sandbox::Sandbox;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -343,8 +343,8 @@ async fn put_creates_only_the_kinds_whose_strategy_allows_it() {
 /// client-go's reflector and kube's watcher relist on.
 #[tokio::test]
 async fn a_watch_from_a_compacted_version_gets_one_expired_error_event() {
-    let sb = Sandbox::with_config(sandbox::SandboxConfig {
-        store: sandbox::StoreConfig { history_limit: 2, ..Default::default() },
+    let sb = Sandbox::with_config(kube_sandbox::SandboxConfig {
+        store: kube_sandbox::StoreConfig { history_limit: 2, ..Default::default() },
         ..Default::default()
     });
     for i in 0..5 {
@@ -365,8 +365,8 @@ async fn a_watch_from_a_compacted_version_gets_one_expired_error_event() {
 /// and an upper bound of 100 × 1024; a watch resuming inside it gets what it missed.
 #[tokio::test]
 async fn watch_history_is_kept_per_resource_for_a_window_of_time() {
-    let sb = Sandbox::with_config(sandbox::SandboxConfig {
-        store: sandbox::StoreConfig {
+    let sb = Sandbox::with_config(kube_sandbox::SandboxConfig {
+        store: kube_sandbox::StoreConfig {
             history_window: std::time::Duration::from_millis(200),
             ..Default::default()
         },
@@ -2097,7 +2097,7 @@ async fn an_apply_keeps_the_maps_it_still_sets_fields_under() {
 /// installer's).
 #[tokio::test]
 async fn kinds_declare_their_streams_warnings_and_deprecation() {
-    let sb = Sandbox::with_config(sandbox::SandboxConfig::bare());
+    let sb = Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
     let pods = "/api/v1/namespaces/default/pods";
     let (code, _, v) = call(&sb, Method::POST, &format!("{pods}/p/exec?command=ls"), &[], None).await;
     assert_eq!((code, v["reason"].as_str()), (404, Some("NotFound")), "{v}");

@@ -8,7 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use sandbox::{Sandbox, SandboxConfig, StoreConfig, StreamingLists};
+use kube_sandbox::{Sandbox, SandboxConfig, StoreConfig, StreamingLists};
 use serde_json::json;
 
 fn cm(name: &str, v: &str) -> ConfigMap {
@@ -279,7 +279,7 @@ async fn a_watch_ends_after_its_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sharded_lists_and_watches_partition_by_hash() {
     use futures::StreamExt;
-    let sb = sandbox::Sandbox::with_config(sandbox::SandboxConfig::bare());
+    let sb = kube_sandbox::Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
     let c = sb.client();
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::default_namespaced(c.clone());
     for i in 0..200 {

@@ -25,9 +25,9 @@ struct Bucket {
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{BucketRateLimiter, RateLimiter};
+/// use kube_workqueue::{BucketRateLimiter, RateLimiter};
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
-/// # async fn main() -> Result<(), workqueue::LimiterError> {
+/// # async fn main() -> Result<(), kube_workqueue::LimiterError> {
 /// let bucket = BucketRateLimiter::new(10.0, 2)?;
 /// assert_eq!(bucket.when(&"a"), Duration::ZERO);
 /// assert_eq!(bucket.when(&"b"), Duration::ZERO);

@@ -18,13 +18,13 @@ use super::{LimiterError, RateLimiter};
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{ItemExponentialFailureRateLimiter, RateLimiter};
+/// use kube_workqueue::{ItemExponentialFailureRateLimiter, RateLimiter};
 /// let limiter = ItemExponentialFailureRateLimiter::new(Duration::from_millis(5), Duration::from_secs(1000))?;
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(10));
 /// assert_eq!(limiter.when(&"b"), Duration::from_millis(5)); // per key
 /// assert_eq!(limiter.num_requeues(&"a"), 2);
-/// # Ok::<(), workqueue::LimiterError>(())
+/// # Ok::<(), kube_workqueue::LimiterError>(())
 /// ```
 #[derive(Debug)]
 pub struct ItemExponentialFailureRateLimiter<T> {

@@ -12,7 +12,7 @@ use super::RateLimiter;
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{ItemFastSlowRateLimiter, RateLimiter};
+/// use kube_workqueue::{ItemFastSlowRateLimiter, RateLimiter};
 /// let limiter = ItemFastSlowRateLimiter::new(Duration::from_millis(5), Duration::from_secs(10), 2);
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(5));

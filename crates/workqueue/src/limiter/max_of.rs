@@ -11,14 +11,14 @@ use super::RateLimiter;
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter};
+/// use kube_workqueue::{ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter};
 /// let limiter = MaxOfRateLimiter::new(vec![
 ///     Box::new(ItemExponentialFailureRateLimiter::new(Duration::from_millis(1), Duration::from_secs(1))?),
 ///     Box::new(ItemFastSlowRateLimiter::new(Duration::from_millis(3), Duration::from_secs(1), 1)),
 /// ]);
 /// assert_eq!(limiter.when(&"a"), Duration::from_millis(3)); // max(1ms, 3ms)
 /// assert_eq!(limiter.when(&"a"), Duration::from_secs(1)); // max(2ms, 1s)
-/// # Ok::<(), workqueue::LimiterError>(())
+/// # Ok::<(), kube_workqueue::LimiterError>(())
 /// ```
 pub struct MaxOfRateLimiter<T> {
     limiters: Vec<Box<dyn RateLimiter<T>>>,
@@ -59,13 +59,13 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{ItemExponentialFailureRateLimiter, RateLimiter, WithMaxWaitRateLimiter};
+/// use kube_workqueue::{ItemExponentialFailureRateLimiter, RateLimiter, WithMaxWaitRateLimiter};
 /// let inner = ItemExponentialFailureRateLimiter::new(Duration::from_secs(1), Duration::from_secs(1000))?;
 /// let limiter = WithMaxWaitRateLimiter::new(inner, Duration::from_secs(3));
 /// assert_eq!(limiter.when(&"a"), Duration::from_secs(1));
 /// assert_eq!(limiter.when(&"a"), Duration::from_secs(2));
 /// assert_eq!(limiter.when(&"a"), Duration::from_secs(3)); // 4 s, capped
-/// # Ok::<(), workqueue::LimiterError>(())
+/// # Ok::<(), kube_workqueue::LimiterError>(())
 /// ```
 #[derive(Debug)]
 pub struct WithMaxWaitRateLimiter<L> {

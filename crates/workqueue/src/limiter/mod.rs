@@ -91,7 +91,7 @@ pub enum LimiterError {
 ///
 /// ```
 /// use std::time::Duration;
-/// use workqueue::{RateLimiter, default_controller_rate_limiter};
+/// use kube_workqueue::{RateLimiter, default_controller_rate_limiter};
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let limiter = default_controller_rate_limiter::<&str>();

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use kube_workqueue::DelayingQueue;
 use tokio::time::Instant;
-use workqueue::DelayingQueue;
 
 #[tokio::test(start_paused = true)]
 async fn a_key_arrives_after_its_delay() {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use workqueue::{
+use kube_workqueue::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, LimiterError,
     MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
     default_item_based_rate_limiter,

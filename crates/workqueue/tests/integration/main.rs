@@ -10,7 +10,7 @@ mod stress;
 
 use std::time::Duration;
 
-use workqueue::{Item, Key, Queue};
+use kube_workqueue::{Item, Key, Queue};
 
 /// The next key, held; fails the test if none comes within five seconds or the queue closes.
 pub(crate) async fn take<T: Key>(q: &Queue<T>) -> Item<'_, T> {

@@ -3,12 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kube_workqueue::metrics::{
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+};
+use kube_workqueue::prometheus::{PrometheusMetrics, duration_buckets};
+use kube_workqueue::{DelayingQueue, Queue, QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 use parking_lot::Mutex;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
-use workqueue::metrics::{CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric};
-use workqueue::prometheus::{PrometheusMetrics, duration_buckets};
-use workqueue::{DelayingQueue, Queue, QueueConfig, RateLimitingQueue, default_controller_rate_limiter};
 
 /// Records every call as a line, e.g. `q depth +1`.
 #[derive(Clone, Default)]

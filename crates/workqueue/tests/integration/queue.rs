@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use workqueue::Queue;
+use kube_workqueue::Queue;
 
 use crate::take;
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use kube_workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue, default_controller_rate_limiter};
 use tokio::time::Instant;
-use workqueue::{ItemExponentialFailureRateLimiter, RateLimitingQueue, default_controller_rate_limiter};
 
 #[tokio::test(start_paused = true)]
 async fn retries_back_off_exponentially_until_forgotten() {

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use kube_workqueue::Queue;
 use parking_lot::Mutex;
-use workqueue::Queue;
 
 const KEYS: u64 = 200;
 const PRODUCERS: u64 = 8;

@@ -15,8 +15,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
-use manager::client::Agent;
-use manager::embedded::{SandboxArgs, Walkthrough, follow, step};
+use kube_manager::client::Agent;
+use kube_manager::embedded::{SandboxArgs, Walkthrough, follow, step};
 use serde_json::json;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
-use manager::Scope;
+use kube_manager::Scope;
+use kube_sandbox::Sandbox;
 use sample_controller::cli::preflight;
 use sample_controller::{Controller, Foo, FooSpec, Options, foo};
-use sandbox::Sandbox;
 use tokio_util::sync::CancellationToken;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sample-controller");

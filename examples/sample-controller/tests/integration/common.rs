@@ -7,8 +7,8 @@ use std::time::Duration;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, PostParams};
+use kube_sandbox::{Rollout, Sandbox, SandboxConfig};
 use sample_controller::{Foo, foo};
-use sandbox::{Rollout, Sandbox, SandboxConfig};
 
 /// A hang guard, not a deadline: every wait ends on the condition, long before this.
 pub const LIMIT: Duration = Duration::from_secs(120);
@@ -49,10 +49,10 @@ pub async fn until<F: Future<Output = bool>>(what: &str, mut check: impl FnMut()
 }
 
 /// A client of `sb` sending `User-Agent: <agent>`, its writes through `fence` when given.
-pub fn client_as(sb: &Sandbox, agent: &str, fence: Option<election::Fence>) -> Client {
+pub fn client_as(sb: &Sandbox, agent: &str, fence: Option<kube_lease_election::Fence>) -> Client {
     let agent = http::HeaderValue::from_str(agent).unwrap();
     let service = tower::ServiceBuilder::new()
-        .option_layer(fence.map(election::FenceLayer::new))
+        .option_layer(fence.map(kube_lease_election::FenceLayer::new))
         .map_request(move |mut r: http::Request<kube::client::Body>| {
             r.headers_mut().insert(http::header::USER_AGENT, agent.clone());
             r

@@ -7,16 +7,16 @@
 
 use std::time::Duration;
 
-use coordination::Membership;
-use election::ElectionConfig;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
+use kube_coordination::Membership;
+use kube_lease_election::ElectionConfig;
+use kube_sandbox::Sandbox;
 use sample_controller::controller::{ERR_RESOURCE_EXISTS, SUCCESS_SYNCED};
 use sample_controller::{Controller, Foo, FooSpec, Options};
-use sandbox::Sandbox;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -237,7 +237,13 @@ fn member(sb: &Sandbox, name: &str, sharded: bool) -> Running {
     config.retry_period = Duration::from_millis(500);
     let lease_client = client_as(sb, &format!("{name}/lease"), None);
     let membership = if sharded {
-        Membership::sharded(lease_client, "sample-controller", election::ring::Keying::Name, config).unwrap()
+        Membership::sharded(
+            lease_client,
+            "sample-controller",
+            kube_lease_election::ring::Keying::Name,
+            config,
+        )
+        .unwrap()
     } else {
         Membership::elected(lease_client, config, &mut registry).unwrap()
     };
@@ -256,7 +262,7 @@ async fn holder(sb: &Sandbox) -> Option<String> {
 }
 
 /// Writes by `agent` other than its Lease's.
-fn writes_by(sb: &Sandbox, agent: &str) -> Vec<sandbox::RequestRecord> {
+fn writes_by(sb: &Sandbox, agent: &str) -> Vec<kube_sandbox::RequestRecord> {
     sb.requests().all().into_iter().filter(|r| r.is_write() && r.user_agent == agent).collect()
 }
 
@@ -311,7 +317,7 @@ async fn sharded_replicas_share_the_foos_and_each_deployment_is_created_once() {
             .unwrap()
             .items
             .iter()
-            .filter_map(|l| l.annotations().get(election::shard::DRAINED_ANNOTATION).cloned())
+            .filter_map(|l| l.annotations().get(kube_lease_election::shard::DRAINED_ANNOTATION).cloned())
             .filter(|d| d.bytes().any(|c| c != b'0'))
             .collect();
         (drained.len() == 2 && drained[0] == drained[1]).then_some(())

@@ -59,7 +59,7 @@ fn the_crd_has_what_upstream_has() {
 
 #[tokio::test]
 async fn the_sandbox_establishes_the_crd() {
-    let sandbox = sandbox::Sandbox::new();
+    let sandbox = kube_sandbox::Sandbox::new();
     let crds: Api<CustomResourceDefinition> = Api::all(sandbox.client());
     crds.create(&PostParams::default(), &foo::crd()).await.expect("the CRD is accepted");
     let established = kube::runtime::wait::await_condition(

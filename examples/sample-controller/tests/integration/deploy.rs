@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use coordination::Membership;
-use election::ElectionConfig;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube_coordination::Membership;
+use kube_lease_election::ElectionConfig;
 use sample_controller::cli::Cli;
 use sample_controller::{Controller, Foo, FooSpec, Options};
 use serde_json::{Value, json};
@@ -89,7 +89,9 @@ async fn the_roles_allow_every_request_the_controller_sends() {
     let config = ElectionConfig::new("sample-controller", "sample-controller", "replica");
     let membership = Membership::elected(client_as(&sb, AGENT, None), config, &mut registry).unwrap();
     let client = client_as(&sb, AGENT, membership.fence());
-    sample_controller::cli::preflight(&client, &manager::Scope::Namespace("default".into())).await.unwrap();
+    sample_controller::cli::preflight(&client, &kube_manager::Scope::Namespace("default".into()))
+        .await
+        .unwrap();
     let controller = Controller::new(client, Options::default(), &mut registry);
     let stop = CancellationToken::new();
     let shutdown = stop.clone().cancelled_owned();
