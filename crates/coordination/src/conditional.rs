@@ -3,7 +3,7 @@
 //! server applies it only to the version the decision saw — whatever the network did to the
 //! request meanwhile.
 //!
-//! The fence (the `election` crate) stops a replica that may have been replaced from *sending*;
+//! The fence (the `kube-lease-election` crate) stops a replica that may have been replaced from *sending*;
 //! no clock in the sender can stop a request already on the wire, held up by a cut network and
 //! delivered after another replica has written the same object. Only the server can refuse that
 //! request, and only if it says what it was based on:

@@ -23,7 +23,7 @@ use crate::source::Source;
 pub enum Coordination {
     /// This replica works on every key.
     Alone,
-    /// Only the leader works (see the `election` crate); followers keep their caches warm.
+    /// Only the leader works (see the `kube-lease-election` crate); followers keep their caches warm.
     Elected(watch::Receiver<Leadership>),
     /// Each replica works on the keys the ring of shard Leases gives it.
     Sharded(ShardHandle),

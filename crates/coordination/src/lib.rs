@@ -42,7 +42,7 @@
 //! # Example
 //!
 //! One controller working alone: an informer whose handler only enqueues, the queue, and a
-//! reconcile the coordinator's workers call once the cache has synced. The `sandbox` crate of
+//! reconcile the coordinator's workers call once the cache has synced. The `kube-sandbox` crate of
 //! this crate's workspace (an in-memory API server) stands in for a cluster.
 //!
 //! ```

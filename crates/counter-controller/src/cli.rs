@@ -2,12 +2,12 @@
 //! with no cluster.
 //!
 //! The flags every controller shares, start-up, leader election, sharding, logging, metrics and
-//! probes are the `manager` crate's: only what names this controller and its kinds is here.
+//! probes are the `kube-manager` crate's: only what names this controller and its kinds is here.
 //! Every bad input ends in one line naming the problem and a non-zero exit: a missing or
 //! unreadable kubeconfig, an unreachable server, a namespace that does not exist, `--workers 0`,
 //! a malformed `--resync`, leader-election durations out of order.
 //!
-//! With `--leader-elect`, `run` is one candidate of a leader election (see the `election` crate):
+//! With `--leader-elect`, `run` is one candidate of a leader election (see the `kube-lease-election` crate):
 //! informers always run; workers run while this replica leads; on SIGTERM it finishes in-flight
 //! reconciles, then releases the Lease so a follower takes over at its next try.
 

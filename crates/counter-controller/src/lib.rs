@@ -14,7 +14,7 @@
 //!
 //! What every controller's binary needs around it — the shared flags, start-up with leader
 //! election or sharding, the client, logging, signals, `/metrics` `/healthz` `/readyz`, Events,
-//! the sandbox runner — is the `manager` crate's.
+//! the sandbox runner — is the `kube-manager` crate's.
 
 pub mod annotation;
 pub mod cached;

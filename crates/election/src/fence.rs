@@ -24,7 +24,7 @@
 //! already sent: a server may still apply a request whose client has gone, if it reads and applies
 //! it before it notices the reset. Closing that gap needs the server to check a condition, which
 //! is what preconditions (`metadata.resourceVersion`, `Preconditions`) on every write do — see
-//! the `coordination` crate's `conditional` module.
+//! the `kube-coordination` crate's `conditional` module.
 
 use std::future::Future;
 use std::pin::Pin;

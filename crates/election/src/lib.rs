@@ -24,7 +24,7 @@
 //! # Example
 //!
 //! One candidate, the controller's client fenced by its election: a write before it leads never
-//! leaves the process; once it leads, writes go out. The `sandbox` crate of this crate's
+//! leaves the process; once it leads, writes go out. The `kube-sandbox` crate of this crate's
 //! workspace (an in-memory API server) stands in for a cluster.
 //!
 //! ```
@@ -71,7 +71,7 @@
 //!   its fence, or it could never acquire.
 //! * **Losing the Lease does not stop your work by itself.** Follow
 //!   [`ElectionHandle::subscribe`] and stop the workers when it leaves
-//!   [`Leadership::Leading`] (the `coordination` crate does this for a controller); the fence
+//!   [`Leadership::Leading`] (the `kube-coordination` crate does this for a controller); the fence
 //!   withholds their writes meanwhile.
 //! * **Stop the elector last.** Cancelling [`LeaderElector::run`] releases the Lease, and another
 //!   candidate may lead at once: cancel it only after the work it guards has ended.

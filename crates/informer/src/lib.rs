@@ -18,7 +18,7 @@
 //! # Example
 //!
 //! An informer over the ConfigMaps of one namespace, a handler that only names the work, and a
-//! read from the cache once it has synced. The `sandbox` crate of this crate's workspace (an
+//! read from the cache once it has synced. The `kube-sandbox` crate of this crate's workspace (an
 //! in-memory API server) stands in for a cluster; against a real one the `Api` comes from
 //! `kube::Client::try_default()`.
 //!

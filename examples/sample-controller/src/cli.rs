@@ -2,7 +2,7 @@
 //! with no cluster.
 //!
 //! The flags, the client, leader election, sharding, logging, metrics and probes are the
-//! `manager` crate's (its `RunArgs` and `Startup`): only what names this controller and its
+//! `kube-manager` crate's (its `RunArgs` and `Startup`): only what names this controller and its
 //! kinds is here. Every bad input ends in one line naming the problem and a
 //! non-zero exit, including a cluster without the Foo CRD.
 

@@ -1,6 +1,6 @@
 //! sample-controller: kubernetes/sample-controller's `Foo` — a custom resource naming a
 //! Deployment and its replica count — built from the same parts as the counter-controller
-//! (informer, workqueue, coordination, election) and the `manager` crate (flags, start-up,
+//! (informer, workqueue, coordination, election) and the `kube-manager` crate (flags, start-up,
 //! logging, signals, metrics and probes, Events, the sandbox runner).
 //!
 //! | module | what it is |

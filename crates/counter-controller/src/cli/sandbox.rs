@@ -1,6 +1,6 @@
 //! `counter-controller sandbox`: the seed's live walkthrough with no cluster.
 //!
-//! The `manager` crate's runner serves the embedded API server over HTTPS on loopback and runs
+//! The `kube-manager` crate's runner serves the embedded API server over HTTPS on loopback and runs
 //! the controller in-process against it; this is what is the counter's: the controller on the
 //! sandbox, the kubectl commands of the walkthrough, and with `--demo` the walkthrough played —
 //! apply, scale to 5, delete — printing what converged and how long it took.

@@ -1,6 +1,6 @@
 //! `sample-controller sandbox`: the Foo walkthrough with no cluster.
 //!
-//! The `manager` crate's runner serves the embedded API server over HTTPS on loopback and runs
+//! The `kube-manager` crate's runner serves the embedded API server over HTTPS on loopback and runs
 //! the controller in-process against it, as for `counter-controller sandbox`; this is what is the
 //! Foo's: the CRD installed first, the controller, and the walkthrough — create a Foo with one
 //! replica, scale it to three, delete it — played with `--demo`, printing each step and how

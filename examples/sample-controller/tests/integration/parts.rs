@@ -1,4 +1,4 @@
-//! The sample-controller is built from the parts and the `manager` crate, never from another
+//! The sample-controller is built from the parts and the `kube-manager` crate, never from another
 //! controller: no dependency of any kind (normal, dev, build), direct or through a crate of the
 //! workspace, reaches `counter-controller`.
 
