@@ -74,15 +74,21 @@ pub(crate) fn go_float(f: f64) -> String {
     let (digits, exp) = shortest_digits(f);
     let sign = if f < 0.0 { "-" } else { "" };
     if !(-4..6).contains(&exp) {
-        let mut out = format!("{sign}{}", &digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-        return out;
+        return exponent_form(sign, &digits, exp, 2);
     }
     fixed(sign, &digits, exp)
+}
+
+/// `d.ddd` then `e±` and the exponent, at least `width` digits of it (`%v` pads to two, JSON
+/// does not).
+fn exponent_form(sign: &str, digits: &str, exp: i32, width: usize) -> String {
+    let mut out = format!("{sign}{}", &digits[..1]);
+    if digits.len() > 1 {
+        out.push('.');
+        out.push_str(&digits[1..]);
+    }
+    let _ = write!(out, "e{}{:0width$}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    out
 }
 
 /// `digits × 10^(exp - len + 1)` in plain decimal notation.
@@ -109,13 +115,7 @@ fn json_float(f: f64) -> String {
     let (digits, exp) = shortest_digits(f);
     let sign = if f < 0.0 { "-" } else { "" };
     if f.abs() < 1e-6 || f.abs() >= 1e21 {
-        let mut out = format!("{sign}{}", &digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let _ = write!(out, "e{}{}", if exp < 0 { '-' } else { '+' }, exp.abs());
-        return out;
+        return exponent_form(sign, &digits, exp, 1);
     }
     fixed(sign, &digits, exp)
 }

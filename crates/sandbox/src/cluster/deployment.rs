@@ -620,6 +620,7 @@ impl StatusBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::deployment::tests::web;
 
     #[test]
     fn the_hash_is_stable_and_spelt_without_vowels() {
@@ -636,16 +637,6 @@ mod tests {
         assert_eq!(fenceposts(&d(json!("25%"), json!("25%")), 10), (3, 2));
         assert_eq!(fenceposts(&d(json!(0), json!(0)), 10), (0, 1));
         assert_eq!(fenceposts(&d(json!(2), json!("50%")), 3), (2, 1));
-    }
-
-    fn web() -> Value {
-        json!({
-            "metadata": { "name": "web" },
-            "spec": {
-                "selector": { "matchLabels": { "app": "web" } },
-                "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "web", "image": "nginx:1.27" }] } },
-            },
-        })
     }
 
     #[test]

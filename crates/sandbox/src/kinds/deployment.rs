@@ -219,10 +219,11 @@ fn status_errors(d: &Value) -> Vec<FieldError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn web() -> Value {
+    /// A minimal valid Deployment, for the tests of what acts on Deployments.
+    pub(crate) fn web() -> Value {
         json!({
             "metadata": { "name": "web" },
             "spec": {
