@@ -41,6 +41,15 @@ fn invalid(c: u8, context: &'static str) -> Error {
     Error::Invalid(c, Cow::Borrowed(context))
 }
 
+/// How deep Go's scanner lets objects and arrays nest (`maxNestingDepth`).
+const MAX_NESTING_DEPTH: usize = 10_000;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Object,
+    Array,
+}
+
 struct Scanner<'a> {
     data: &'a [u8],
     at: usize,
@@ -72,68 +81,75 @@ impl Scanner<'_> {
         }
     }
 
+    /// One value, nested containers included. Iterative, with Go's own bound on nesting
+    /// (`maxNestingDepth`), so no input can exhaust the stack.
     fn value(&mut self) -> Result<(), Error> {
+        let mut open: Vec<Container> = Vec::new();
+        'value: loop {
+            self.skip_space();
+            match self.next()? {
+                c @ (b'{' | b'[') => {
+                    if open.len() >= MAX_NESTING_DEPTH {
+                        return Err(invalid(c, "exceeded max depth"));
+                    }
+                    self.skip_space();
+                    let (container, close) =
+                        if c == b'{' { (Container::Object, b'}') } else { (Container::Array, b']') };
+                    if self.peek()? == close {
+                        self.at += 1;
+                    } else {
+                        open.push(container);
+                        if container == Container::Object {
+                            self.key()?;
+                        }
+                        continue 'value;
+                    }
+                }
+                b'"' => self.string()?,
+                b'-' => {
+                    let c = self.next()?;
+                    if !c.is_ascii_digit() {
+                        return Err(invalid(c, "in numeric literal"));
+                    }
+                    self.number(c)?;
+                }
+                c @ b'0'..=b'9' => self.number(c)?,
+                b't' => self.literal(b"rue", "in literal true (expecting '")?,
+                b'f' => self.literal(b"alse", "in literal false (expecting '")?,
+                b'n' => self.literal(b"ull", "in literal null (expecting '")?,
+                c => return Err(invalid(c, "looking for beginning of value")),
+            }
+            // A value ended: what follows it closes its container or starts the next member.
+            while let Some(&container) = open.last() {
+                self.skip_space();
+                match (container, self.next()?) {
+                    (Container::Object, b',') => {
+                        self.key()?;
+                        continue 'value;
+                    }
+                    (Container::Array, b',') => continue 'value,
+                    (Container::Object, b'}') | (Container::Array, b']') => {
+                        open.pop();
+                    }
+                    (Container::Object, c) => return Err(invalid(c, "after object key:value pair")),
+                    (Container::Array, c) => return Err(invalid(c, "after array element")),
+                }
+            }
+            return Ok(());
+        }
+    }
+
+    /// An object member's key and its colon.
+    fn key(&mut self) -> Result<(), Error> {
         self.skip_space();
         match self.next()? {
-            b'{' => self.object(),
-            b'[' => self.array(),
-            b'"' => self.string(),
-            b'-' => {
-                let c = self.next()?;
-                if !c.is_ascii_digit() {
-                    return Err(invalid(c, "in numeric literal"));
-                }
-                self.number(c)
-            }
-            c @ b'0'..=b'9' => self.number(c),
-            b't' => self.literal(b"rue", "in literal true (expecting '"),
-            b'f' => self.literal(b"alse", "in literal false (expecting '"),
-            b'n' => self.literal(b"ull", "in literal null (expecting '"),
-            c => Err(invalid(c, "looking for beginning of value")),
+            b'"' => self.string()?,
+            c => return Err(invalid(c, "looking for beginning of object key string")),
         }
-    }
-
-    fn object(&mut self) -> Result<(), Error> {
         self.skip_space();
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
-            self.skip_space();
-            match self.next()? {
-                b'"' => self.string()?,
-                c => return Err(invalid(c, "looking for beginning of object key string")),
-            }
-            self.skip_space();
-            match self.next()? {
-                b':' => {}
-                c => return Err(invalid(c, "after object key")),
-            }
-            self.value()?;
-            self.skip_space();
-            match self.next()? {
-                b',' => {}
-                b'}' => return Ok(()),
-                c => return Err(invalid(c, "after object key:value pair")),
-            }
-        }
-    }
-
-    fn array(&mut self) -> Result<(), Error> {
-        self.skip_space();
-        if self.peek()? == b']' {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
-            self.value()?;
-            self.skip_space();
-            match self.next()? {
-                b',' => {}
-                b']' => return Ok(()),
-                c => return Err(invalid(c, "after array element")),
-            }
+        match self.next()? {
+            b':' => Ok(()),
+            c => Err(invalid(c, "after object key")),
         }
     }
 
@@ -255,5 +271,21 @@ mod tests {
             Some("invalid character '\\u0081' looking for beginning of value".into())
         );
         assert_eq!(syntax_error(br#" {"a": [1, 2.5e3, true, null, "x\u0041"]} "#), None);
+        assert_eq!(syntax_error(br#"[{}, [], {"a": {"b": [[1], {"c": null}]}}, "x"]"#), None);
+    }
+
+    #[test]
+    fn nesting_is_bounded_as_gos_and_never_exhausts_the_stack() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        assert_eq!(syntax_error(nested(MAX_NESTING_DEPTH).as_bytes()), None);
+        let refused = Some("invalid character '[' exceeded max depth".to_owned());
+        assert_eq!(syntax_error(nested(MAX_NESTING_DEPTH + 1).as_bytes()), refused);
+        assert_eq!(syntax_error(nested(1_000_000).as_bytes()), refused);
+        let objects =
+            format!("{}1{}", r#"{"a":"#.repeat(MAX_NESTING_DEPTH + 1), "}".repeat(MAX_NESTING_DEPTH + 1));
+        assert_eq!(
+            syntax_error(objects.as_bytes()),
+            Some("invalid character '{' exceeded max depth".to_owned())
+        );
     }
 }

@@ -200,3 +200,64 @@ async fn injected_429_carries_retry_after() {
         ("list", "kubectl/v1.32.4", 429)
     );
 }
+
+#[tokio::test]
+async fn a_body_nested_without_end_is_refused_and_the_server_keeps_serving() {
+    let sb = Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
+    let (code, _) =
+        call(&sb, "POST", CMS, "application/json", json!({ "metadata": { "name": "kept" } }).to_string())
+            .await;
+    assert_eq!(code, 201);
+    let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let deep = nested(20_000);
+    // YAML's parser takes time quadratic in the nesting before it refuses it: a shallower body
+    // past its bound keeps the test quick.
+    let deep_yaml = nested(2_000);
+    let object =
+        format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"kept"}},"x":{deep}}}"#);
+    // Past Go's nesting bound the decoder refuses it in Go's words; below it, serde's own bound.
+    let (code, status) = call(&sb, "POST", CMS, "application/json", object.clone()).await;
+    assert_eq!(code, 400, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("json parse error: invalid character '[' exceeded max depth"),
+        "{status}"
+    );
+    for (method, uri, content_type, body) in [
+        ("PUT", format!("{CMS}/kept"), "application/json", object.clone()),
+        ("PATCH", format!("{CMS}/kept"), "application/merge-patch+json", format!(r#"{{"x":{deep}}}"#)),
+        (
+            "PATCH",
+            format!("{CMS}/kept"),
+            "application/strategic-merge-patch+json",
+            format!(r#"{{"x":{deep}}}"#),
+        ),
+        (
+            "PATCH",
+            format!("{CMS}/kept"),
+            "application/json-patch+json",
+            format!(r#"[{{"op":"add","path":"/x","value":{deep}}}]"#),
+        ),
+        (
+            "PATCH",
+            format!("{CMS}/kept?fieldManager=t"),
+            "application/apply-patch+yaml",
+            format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"kept"}},"x":{deep_yaml}}}"#
+            ),
+        ),
+        (
+            "POST",
+            CMS.to_owned(),
+            "application/yaml",
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: y}}\nx: {deep_yaml}\n"),
+        ),
+    ] {
+        let (code, status) = call(&sb, method, &uri, content_type, body).await;
+        assert_eq!(code, 400, "{method} {content_type}: {status}");
+    }
+    let (code, kept) = call(&sb, "GET", &format!("{CMS}/kept"), "", Vec::new()).await;
+    assert_eq!((code, kept.get("x")), (200, None));
+}
