@@ -12,7 +12,7 @@
 //!   Deployment update that changed nothing the decision reads (a status write as pods become
 //!   ready) enqueues nothing.
 //! * Who may work — alone, the leader only, or each replica on its shard of the keys — is the
-//!   [`coordination`] part's: this controller gives it its informers, its queue and
+//!   [`kube_coordination`] part's: this controller gives it its informers, its queue and
 //!   [`Controller::sync`], and every write goes through the client's fence.
 
 use std::collections::HashSet;
@@ -221,7 +221,7 @@ impl Controller {
         self.run_coordinated(Coordination::Alone, shutdown).await
     }
 
-    /// As [`run`](Self::run), with the work shared as `how` says (see [`coordination`]).
+    /// As [`run`](Self::run), with the work shared as `how` says (see [`kube_coordination`]).
     pub async fn run_coordinated(self: Arc<Self>, how: Coordination, shutdown: impl Future) -> bool {
         let synced = self.coordinator.run(Arc::clone(&self), how, shutdown).await;
         self.events.close().await;

@@ -1,5 +1,5 @@
 //! The controller, in upstream's `controller.go` order: constants, the type, its constructor and
-//! handlers, `run`, the worker (the [`coordination`] part's), `sync`, and the Deployment builder.
+//! handlers, `run`, the worker (the [`kube_coordination`] part's), `sync`, and the Deployment builder.
 //!
 //! * Two informers: Foos (the desired state), and Deployments (the actual state). A Foo event
 //!   enqueues the Foo's key; a Deployment event enqueues the key of the Foo that controls it, and
@@ -8,7 +8,7 @@
 //! * `sync` reads both caches — never GET from the API server — and writes only what differs:
 //!   create the Deployment, set its replicas, report its available replicas in the Foo's status.
 //! * Who may work — alone, the leader only, or each replica on its shard of the keys — is the
-//!   [`coordination`] part's; every write goes through the client's fence.
+//!   [`kube_coordination`] part's; every write goes through the client's fence.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -186,7 +186,7 @@ impl Controller {
         self.run_coordinated(Coordination::Alone, shutdown).await
     }
 
-    /// As [`run`](Self::run), with the work shared as `how` says (see [`coordination`]; a
+    /// As [`run`](Self::run), with the work shared as `how` says (see [`kube_coordination`]; a
     /// [`Membership`](kube_coordination::Membership) gives it).
     pub async fn run_coordinated(self: Arc<Self>, how: Coordination, shutdown: impl Future) -> bool {
         let synced = self.coordinator.run(Arc::clone(&self), how, shutdown).await;
