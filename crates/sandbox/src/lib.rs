@@ -329,6 +329,19 @@ pub(crate) struct SandboxState {
 ///
 /// Cheap to clone; clones share the same objects. The controllers' task stops when the last clone
 /// is dropped.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Namespace;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), kube::Error> {
+/// // The API alone, as a new API server makes it: its own namespaces are there.
+/// let sandbox = kube_sandbox::Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
+/// let namespaces: kube::Api<Namespace> = kube::Api::all(sandbox.client());
+/// let default = namespaces.get("default").await?;
+/// assert_eq!(default.status.and_then(|s| s.phase).as_deref(), Some("Active"));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Sandbox {
     shared: Arc<SandboxState>,

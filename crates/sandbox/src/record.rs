@@ -41,7 +41,21 @@ impl RequestRecord {
     }
 }
 
-/// The request log.
+/// The request log: what each client asked and what it was answered, in order.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let sandbox = kube_sandbox::Sandbox::with_config(kube_sandbox::SandboxConfig::bare());
+/// let cms: kube::Api<ConfigMap> = kube::Api::default_namespaced(sandbox.client());
+/// assert!(cms.get("missing").await.is_err());
+/// let asked = sandbox.requests().all();
+/// let last = asked.last().unwrap();
+/// assert_eq!((last.verb.as_str(), last.resource.as_str(), last.name.as_str(), last.code), ("get", "configmaps", "missing", 404));
+/// assert!(!last.is_write());
+/// # }
+/// ```
 #[derive(Debug, Default)]
 pub struct Requests(Mutex<Vec<RequestRecord>>);
 

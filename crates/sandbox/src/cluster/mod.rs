@@ -377,6 +377,32 @@ struct Orders {
 
 /// The simulated cluster of a sandbox: its clock, and what a test may do that the API cannot
 /// (stop a node's kubelet, make a container exit).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube_sandbox::{Sandbox, SandboxConfig, Simulation};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), kube::Error> {
+/// let sandbox = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::instant()));
+/// let pods: kube::Api<Pod> = kube::Api::default_namespaced(sandbox.client());
+/// let pod = serde_json::from_value(serde_json::json!({
+///     "metadata": { "name": "once" },
+///     "spec": { "restartPolicy": "Never", "containers": [{ "name": "main", "image": "busybox" }] },
+/// }))
+/// .unwrap();
+/// pods.create(&Default::default(), &pod).await?;
+/// let phase = |p: Pod| p.status.and_then(|s| s.phase).unwrap_or_default();
+/// // Scheduled, started by its node's kubelet: Running. Then its container exits 0.
+/// while phase(pods.get("once").await?) != "Running" {
+///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+/// }
+/// sandbox.cluster().unwrap().exit_pod("default", "once", 0);
+/// while phase(pods.get("once").await?) != "Succeeded" {
+///     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Cluster {
     inner: Arc<Inner>,

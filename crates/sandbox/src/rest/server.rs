@@ -117,7 +117,22 @@ impl HttpServer {
 }
 
 impl Sandbox {
-    /// Serves the sandbox over HTTPS on `addr` (port 0 picks a free one) with `token`.
+    /// Serves the sandbox over HTTPS on `addr` (port 0 picks a free one) with `token`, for
+    /// kubectl and clients in other processes.
+    ///
+    /// ```
+    /// # #[tokio::main]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let sandbox = kube_sandbox::Sandbox::new();
+    /// let server = sandbox.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await?;
+    /// let kubeconfig = std::env::temp_dir().join(format!("sandbox-{}.kubeconfig", server.local_addr().port()));
+    /// kube_sandbox::write_kubeconfig(&kubeconfig, &server)?;
+    /// // KUBECONFIG=<that file> kubectl get namespaces
+    /// assert!(std::fs::read_to_string(&kubeconfig)?.contains(&server.url()));
+    /// server.shutdown();
+    /// # std::fs::remove_file(kubeconfig)
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
