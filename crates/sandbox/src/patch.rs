@@ -471,15 +471,16 @@ fn collect_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
     }
 }
 
-/// The leaf fields (as [`leaf_paths`] names them) that `new` sets to something `old` (absent for
-/// a create) did not have, and those `old` had that `new` has not — in one walk of both.
+/// [`changed_fields`] with no node a member of its own: the leaves alone.
 #[cfg(test)]
 #[must_use]
 pub fn changed_leaves(old: Option<&Value>, new: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
     changed_fields(old, new, &|_| false)
 }
 
-/// As [`changed_leaves`], and also the maps and list items (by their paths) that appeared or
+/// The leaf fields (as [`leaf_paths`] names them) that `new` sets to something `old` (absent for
+/// a create) did not have, and those `old` had that `new` has not — in one walk of both — and
+/// also the maps and list items (by their paths) that appeared or
 /// went as a whole, where `member` says such a node is a field of its own — what
 /// structured-merge-diff's comparison adds as a set member (`"."` in `FieldsV1`): a map, a
 /// keyed list item, an optional struct, but not a struct every object of the type has.

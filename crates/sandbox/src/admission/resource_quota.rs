@@ -1,8 +1,7 @@
 //! ResourceQuota (`k8s.io/apiserver/pkg/admission/plugin/resourcequota`): a write that would take
 //! a namespace's usage past a quota's `hard` limits is refused (403); one that fits charges the
 //! quotas, whose new `status.used` the store writes with the object. The decisions are
-//! [`crate::quota`]'s; the recount is the quota controller's
-//! ([`Store::quota_tick`](crate::store::Store::quota_tick)).
+//! [`crate::quota`]'s; the recount is the quota controller's (`cluster/quota.rs`).
 
 use serde_json::Value;
 

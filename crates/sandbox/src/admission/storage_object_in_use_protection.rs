@@ -1,6 +1,6 @@
 //! StorageObjectInUseProtection (`plugin/pkg/admission/storage/storageobjectinuseprotection`):
 //! claims and volumes get the finalizer the protection controllers remove once they are no
-//! longer in use ([`Store::protection_tick`](crate::store::Store::protection_tick)).
+//! longer in use (`cluster/protection.rs`).
 
 use serde_json::{Value, json};
 

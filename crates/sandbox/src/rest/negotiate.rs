@@ -1,6 +1,6 @@
 //! Content negotiation (upstream's `endpoints/handlers/negotiation`): which shape the `Accept`
-//! header asks an answer in — the object itself, a Table, or its metadata alone. [`transform`]
-//! (super::transform) turns an answer into that shape.
+//! header asks an answer in — the object itself, a Table, or its metadata alone. [`transform`](super::transform)
+//! turns an answer into that shape.
 
 /// The shape a response is transformed into, from the `Accept` clause negotiated
 /// (`endpoints/handlers/response.go`, `doTransformObject`): the object itself, a

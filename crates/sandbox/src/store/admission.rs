@@ -1,4 +1,4 @@
-//! The store's side of [admission](crate::admission): what the plugins read of its state, and
+//! The store's side of admission ([`crate::admission`]): what the plugins read of its state, and
 //! the Warning headers they add to a write, asked for by the HTTP layer after it.
 
 use std::sync::Arc;

@@ -362,7 +362,7 @@ fn name_errors(def: &ResourceDef, name: &str, generate: &str) -> Vec<crate::stat
 }
 
 /// A created object as the request and its kind's strategy make it, before any other object is
-/// looked at: named (a generated name is tried against the store at [`NewObject::admit`]),
+/// looked at: named (a generated name is tried against the store at [`ValidObject::admit`]),
 /// metadata filled in, prepared and defaulted, its `managedFields` recorded.
 struct NewObject {
     obj: Value,
