@@ -57,6 +57,13 @@ impl Registry {
         self.resources.iter().find(|r| r.group == group && r.version == version && r.kind == kind).cloned()
     }
 
+    /// A resource serving the objects kept in `storage` (`<plural>.<group>`): the first served
+    /// version's when several share it.
+    #[must_use]
+    pub fn find_storage(&self, storage: &str) -> Option<Arc<ResourceDef>> {
+        self.resources.iter().find(|r| r.storage == storage).cloned()
+    }
+
     /// Every served resource: the built-in kinds first, then custom ones in the order defined.
     #[must_use]
     pub fn resources(&self) -> &[Arc<ResourceDef>] {

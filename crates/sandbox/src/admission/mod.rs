@@ -28,7 +28,7 @@ mod resource_quota;
 mod service_account;
 mod storage_object_in_use_protection;
 
-pub use storage_object_in_use_protection::{PV_PROTECTION, PVC_PROTECTION};
+pub(crate) use storage_object_in_use_protection::protection_finalizer;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Operation, Plugin, Request, is_core};
+use super::{Operation, Plugin, Request};
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
@@ -13,6 +13,15 @@ use crate::status::ApiError;
 pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
 /// The finalizer the plugin puts on every volume, removed once no claim is bound to it.
 pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
+
+/// The protection finalizer of the objects kept in `storage`: claims' and volumes'.
+pub(crate) fn protection_finalizer(storage: &str) -> Option<&'static str> {
+    match storage {
+        "persistentvolumeclaims." => Some(PVC_PROTECTION),
+        "persistentvolumes." => Some(PV_PROTECTION),
+        _ => None,
+    }
+}
 
 /// The plugin.
 pub(crate) struct StorageObjectInUseProtection;
@@ -23,8 +32,7 @@ impl Plugin for StorageObjectInUseProtection {
     }
 
     fn handles(&self, op: Operation, def: &ResourceDef) -> bool {
-        op == Operation::Create
-            && (is_core(def, "persistentvolumeclaims") || is_core(def, "persistentvolumes"))
+        op == Operation::Create && protection_finalizer(def.storage).is_some()
     }
 
     fn mutates(&self) -> bool {
@@ -32,7 +40,7 @@ impl Plugin for StorageObjectInUseProtection {
     }
 
     fn admit(&self, req: &Request<'_>, obj: &mut Value) -> Result<(), ApiError> {
-        let finalizer = if req.def.plural == "persistentvolumes" { PV_PROTECTION } else { PVC_PROTECTION };
+        let Some(finalizer) = protection_finalizer(req.def.storage) else { return Ok(()) };
         let meta = crate::object_meta::meta_mut(obj);
         let list = meta.entry("finalizers").or_insert_with(|| json!([]));
         if let Some(l) = list.as_array_mut()

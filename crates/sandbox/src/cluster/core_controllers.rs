@@ -19,7 +19,7 @@ use super::clock::Clock;
 use super::deployment::StatusOnly;
 use super::garbage_collector::GarbageCollector;
 use super::namespace::Namespaces;
-use super::protection::{self, Protection};
+use super::protection::Protection;
 use super::quota::Quotas;
 use crate::Rollout;
 use crate::store::{ChangeType, Followed, Store};
@@ -56,7 +56,7 @@ impl CoreControllers {
                     d.observe(&c.key.1, &c.key.2, (!gone).then(|| change.object()).as_deref());
                 }
             }
-            storage if protection::finalizer_of(storage).is_some() => {
+            storage if crate::admission::protection_finalizer(storage).is_some() => {
                 self.protection.observe(&c.key, (!gone).then(|| change.object()).as_deref());
             }
             _ => {}

@@ -89,9 +89,8 @@ impl GarbageCollector {
 /// in the background otherwise); when some still exist, the references to the missing ones are
 /// removed. Both writes are conditional on what was read.
 fn attempt_to_delete(api: &Api<'_>, key: &Key) -> Result<(), crate::ApiError> {
-    let registry = api.store.registry();
-    let Some(def) = registry.resources().iter().find(|d| d.storage == key.0) else { return Ok(()) };
-    let Some(obj) = api.get(def, &key.1, &key.2) else { return Ok(()) };
+    let Some(def) = api.store.find_storage(key.0) else { return Ok(()) };
+    let Some(obj) = api.get(&def, &key.1, &key.2) else { return Ok(()) };
     if is_deleting(&obj) {
         return Ok(());
     }
@@ -116,9 +115,9 @@ fn attempt_to_delete(api: &Api<'_>, key: &Key) -> Result<(), crate::ApiError> {
             uid: Some(crate::object_meta::meta_str(&obj, "uid").to_owned()),
             ..DeleteOptions::default()
         };
-        return api.store.delete(def, &key.1, &key.2, &opts).map(drop);
+        return api.store.delete(&def, &key.1, &key.2, &opts).map(drop);
     }
     let mut kept = (*obj).clone();
     crate::object_meta::meta_mut(&mut kept).insert("ownerReferences".into(), Value::Array(present));
-    api.update(def, kept, MANAGER).map(drop)
+    api.update(&def, kept, MANAGER).map(drop)
 }

@@ -12,22 +12,12 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::api::Api;
+use crate::admission::protection_finalizer;
 use crate::object_meta::{finalizers, is_deleting};
-use crate::store::{Key, PV_PROTECTION, PVC_PROTECTION};
+use crate::store::Key;
 
 /// Where claims are stored.
 const CLAIMS: &str = "persistentvolumeclaims.";
-/// Where volumes are stored.
-const VOLUMES: &str = "persistentvolumes.";
-
-/// The protection finalizer of the objects of `storage`: claims' and volumes'.
-pub(crate) fn finalizer_of(storage: &str) -> Option<&'static str> {
-    match storage {
-        CLAIMS => Some(PVC_PROTECTION),
-        VOLUMES => Some(PV_PROTECTION),
-        _ => None,
-    }
-}
 
 /// Claims and volumes being deleted that still hold their protection finalizer.
 #[derive(Default)]
@@ -38,7 +28,7 @@ pub(crate) struct Protection {
 impl Protection {
     /// A claim or volume changed (`None`: it is gone).
     pub(crate) fn observe(&mut self, key: &Key, obj: Option<&Value>) {
-        let Some(finalizer) = finalizer_of(key.0) else { return };
+        let Some(finalizer) = protection_finalizer(key.0) else { return };
         if obj.is_some_and(|o| is_deleting(o) && finalizers(o).iter().any(|f| f == finalizer)) {
             self.held.insert(key.clone());
         } else {
@@ -59,7 +49,7 @@ impl Protection {
             if in_use(api, key, &obj) {
                 continue;
             }
-            let finalizer = finalizer_of(key.0).unwrap_or(PV_PROTECTION);
+            let Some(finalizer) = protection_finalizer(key.0) else { continue };
             let mut released = (*obj).clone();
             if let Some(list) = released.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) {
                 list.retain(|f| f.as_str() != Some(finalizer));

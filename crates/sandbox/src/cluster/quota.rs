@@ -55,17 +55,11 @@ impl Quotas {
         if self.dirty.is_empty() {
             return;
         }
-        let registry = api.store.registry();
         let now = jiff::Timestamp::now();
         for ns in std::mem::take(&mut self.dirty) {
             let objects_of = |group: &str, plural: &str| {
-                let storage = format!("{plural}.{group}");
-                registry
-                    .resources()
-                    .iter()
-                    .find(|d| d.storage == storage)
-                    .map(|def| api.list(def, Some(&ns)))
-                    .unwrap_or_default()
+                let def = api.store.find_storage(&format!("{plural}.{group}"));
+                def.map(|def| api.list(&def, Some(&ns))).unwrap_or_default()
             };
             for quota in api.list(api.defs.quotas, Some(&ns)) {
                 let status = crate::quota::recalculate(&quota, objects_of, now);

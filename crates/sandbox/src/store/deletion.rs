@@ -13,8 +13,6 @@ use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, now_rfc333
 use crate::resource::{Deletion, GcPolicy, ResourceDef};
 use crate::status::ApiError;
 
-pub use crate::admission::{PV_PROTECTION, PVC_PROTECTION};
-
 /// The entries of an object's `metadata.ownerReferences`.
 fn owner_refs(obj: &Value) -> impl Iterator<Item = &Value> {
     obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten()

@@ -26,7 +26,6 @@ mod quota;
 mod storage;
 
 use apply::server_side_apply;
-pub use deletion::{PV_PROTECTION, PVC_PROTECTION};
 pub use frozen::Frozen;
 pub use storage::{Change, ChangeType, Followed, Key, Retained};
 use storage::{State, key_of};
@@ -697,6 +696,12 @@ impl Store {
     #[must_use]
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
         self.registry.read().find(group, version, plural)
+    }
+
+    /// A resource serving the objects kept in `storage` ([`Registry::find_storage`]).
+    #[must_use]
+    pub(crate) fn find_storage(&self, storage: &str) -> Option<Arc<ResourceDef>> {
+        self.registry.read().find_storage(storage)
     }
 
     /// The resources served now.
