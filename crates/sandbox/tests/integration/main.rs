@@ -16,4 +16,5 @@ mod kubectl_cluster;
 mod kubectl_workloads;
 mod module_graph;
 mod upstream;
+mod validation_inventory;
 mod watch;
