@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 use tower::ServiceExt;
 
 /// The error types a cause can have, with the `reason` upstream gives each.
-const TYPES: [(&str, &str); 9] = [
+const TYPES: [(&str, &str); 10] = [
     ("Required", "FieldValueRequired"),
     ("Invalid", "FieldValueInvalid"),
     ("NotSupported", "FieldValueNotSupported"),
@@ -29,6 +29,7 @@ const TYPES: [(&str, &str); 9] = [
     ("TooLong", "FieldValueTooLong"),
     ("TooMany", "FieldValueTooMany"),
     ("TypeInvalid", "FieldValueTypeInvalid"),
+    ("NotFound", "FieldValueNotFound"),
     ("Internal", "InternalError"),
 ];
 
