@@ -25,6 +25,10 @@ pub enum FaultKind {
     /// No answer: the connection is dropped (over HTTP it is closed; in-process the request fails
     /// as a broken connection does). The request is recorded with code 0.
     Disconnect,
+    /// The handler panics, as a bug in the server would: the request is answered as upstream's
+    /// panic filter answers it (a 500 in plain text, `This request caused apiserver to panic`)
+    /// and the server goes on.
+    Panic,
 }
 
 /// The reason carried internally by a [`FaultKind::Disconnect`] error; never sent to a client.
@@ -37,6 +41,7 @@ impl FaultKind {
             Self::TooManyRequests { retry_after_seconds } => ApiError::too_many_requests(retry_after_seconds),
             Self::Unavailable => ApiError::unavailable(),
             Self::Disconnect => ApiError::dropped(DISCONNECTED),
+            Self::Panic => panic!("injected fault: the request's handler panicked"),
         }
     }
 }

@@ -42,7 +42,7 @@ fn invalid(c: u8, context: &'static str) -> Error {
 }
 
 /// How deep Go's scanner lets objects and arrays nest (`maxNestingDepth`).
-const MAX_NESTING_DEPTH: usize = 10_000;
+pub(crate) const MAX_NESTING_DEPTH: usize = 10_000;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Container {

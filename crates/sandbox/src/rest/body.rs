@@ -123,9 +123,20 @@ fn first_yaml_document(bytes: &[u8]) -> Result<usize, String> {
     use libyaml_safer::{ErrorKind, EventData, Parser};
     let mut parser = Parser::new();
     parser.set_input(bytes);
+    let mut depth = 0_usize;
     loop {
         match parser.parse() {
             Ok(event) => {
+                // Bounded as the JSON syntax check bounds it: the decoders after this one recurse
+                // per level, and their time grows with the square of the depth.
+                match event.data {
+                    EventData::SequenceStart { .. } | EventData::MappingStart { .. } => depth += 1,
+                    EventData::SequenceEnd | EventData::MappingEnd => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                if depth > crate::gojson::MAX_NESTING_DEPTH {
+                    return Err(format!("exceeded max depth of {}", crate::gojson::MAX_NESTING_DEPTH));
+                }
                 if matches!(event.data, EventData::DocumentEnd { .. } | EventData::StreamEnd) {
                     let end = usize::try_from(event.end_mark.index).unwrap_or(usize::MAX);
                     return Ok(end.min(bytes.len()));

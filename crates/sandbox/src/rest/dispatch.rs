@@ -1,10 +1,13 @@
-//! One request from arrival to answer: held or served ([`handle`]), the non-resource paths
+//! One request from arrival to answer: held or served ([`handle`]), a panic answered as
+//! upstream's panic filter answers it and the server going on, the non-resource paths
 //! answered first, the request recorded and its latency injected, the resource request parsed
 //! into a [`Request`] and dispatched on its [`Verb`] to the handler of its family.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::FutureExt;
 use http::{Method, Request as HttpRequest, Response, StatusCode, header};
 use http_body::Body;
 use http_body_util::Full;
@@ -12,7 +15,7 @@ use http_body_util::Full;
 use super::body::read_request_body;
 use super::call::Call;
 use super::request::{Request, Target, Verb};
-use super::response::{Disconnect, error_response, with_warnings};
+use super::response::{Disconnect, error_response, panicked, with_warnings};
 use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
 use crate::SandboxState;
 use crate::record::RequestRecord;
@@ -26,11 +29,19 @@ where
     B::Error: Into<BoxError>,
 {
     let (parts, body) = req.into_parts();
+    let (method, uri) = (parts.method.clone(), parts.uri.clone());
     let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if let Some(ticket) = shared.faults.hold_request(user_agent) {
-        return held(shared, parts, body, ticket).await;
-    }
-    serve(shared, parts, body).await
+    let answer = if let Some(ticket) = shared.faults.hold_request(user_agent) {
+        AssertUnwindSafe(held(shared, parts, body, ticket)).catch_unwind().await
+    } else {
+        AssertUnwindSafe(serve(shared, parts, body)).catch_unwind().await
+    };
+    // The store's locks do not poison and its writes commit at their end, so a request that
+    // panicked left nothing half-written: the server goes on, as upstream's panic filter does.
+    answer.unwrap_or_else(|_| {
+        tracing::error!(%method, %uri, "the request panicked");
+        panicked()
+    })
 }
 
 /// Serves one request that has reached the server.

@@ -85,6 +85,17 @@ fn json_body(
         .expect("valid response")
 }
 
+/// What upstream's panic filter (`WithPanicRecovery`) answers a request that panicked: Go's
+/// `http.Error`, a 500 in plain text.
+pub(super) fn panicked() -> Response<ResponseBody> {
+    Response::builder()
+        .status(StatusCode::INTERNAL_SERVER_ERROR)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .body(Full::new(Bytes::from_static(b"This request caused apiserver to panic. Look in the logs for details.\n")).boxed_unsync())
+        .expect("valid response")
+}
+
 /// 204 No Content.
 pub(super) fn no_content() -> Response<ResponseBody> {
     Response::builder()

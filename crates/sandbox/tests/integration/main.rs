@@ -10,6 +10,7 @@ mod bad_input;
 mod builtin;
 mod cluster;
 mod crd;
+mod fuzz;
 mod kube_runtime;
 mod kubectl;
 mod kubectl_cluster;

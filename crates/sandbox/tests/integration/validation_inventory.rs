@@ -6,7 +6,8 @@
 //!
 //! `VALIDATION_INVENTORY_MARK=1` marks the `todo` rows that now pass as `tested` in their files
 //! (it never marks a row back: a `tested` row that fails is a regression to fix);
-//! `VALIDATION_INVENTORY_SHOW=1` prints what the sandbox answered to each `todo` row.
+//! `VALIDATION_INVENTORY_SHOW=1` prints what the sandbox answered to each `todo` row;
+//! `VALIDATION_INVENTORY_FILE=pod.tsv` reads that file alone.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -116,6 +117,7 @@ fn rows() -> Result<Vec<Row>, Vec<String>> {
         .expect("the inventory's folder")
         .map(|e| e.expect("an entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "tsv"))
+        .filter(|p| std::env::var_os("VALIDATION_INVENTORY_FILE").is_none_or(|f| p.file_name() == Some(&f)))
         .collect();
     files.sort();
     let (mut rows, mut errors) = (Vec::new(), Vec::new());
