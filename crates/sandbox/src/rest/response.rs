@@ -92,7 +92,12 @@ pub(super) fn panicked() -> Response<ResponseBody> {
         .status(StatusCode::INTERNAL_SERVER_ERROR)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
-        .body(Full::new(Bytes::from_static(b"This request caused apiserver to panic. Look in the logs for details.\n")).boxed_unsync())
+        .body(
+            Full::new(Bytes::from_static(
+                b"This request caused apiserver to panic. Look in the logs for details.\n",
+            ))
+            .boxed_unsync(),
+        )
         .expect("valid response")
 }
 

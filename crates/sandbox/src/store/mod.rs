@@ -376,6 +376,9 @@ struct ValidObject(NewObject);
 impl NewObject {
     fn prepare(def: &ResourceDef, ns: &str, body: Value, manager: Option<&str>) -> Result<Self, ApiError> {
         let mut obj = check_body(def, ns, body)?;
+        // The decoder reads the body before anything works on it: defaults and admission find
+        // each field of the type it has.
+        decode(def, &obj)?;
         let mut name = meta_str(&obj, "name").to_owned();
         let generate = meta_str(&obj, "generateName").to_owned();
         let mut generated = None;
@@ -415,10 +418,9 @@ impl NewObject {
         Ok(Self { obj, name_errors, generated })
     }
 
-    /// The strategy's validation (after admission has changed the object): 400 for what the
-    /// kind's type cannot hold, 422 for what its rules refuse.
+    /// The strategy's validation (after admission has changed the object): 422 for what its
+    /// rules refuse.
     fn validate(self, def: &ResourceDef) -> Result<ValidObject, ApiError> {
-        decode(def, &self.obj)?;
         let mut meta = self.name_errors.clone();
         meta.extend(crate::metadata::validate(&self.obj));
         let errs = object_errors(def, &self.obj, None, meta);
@@ -1113,6 +1115,9 @@ impl Store {
         // As upstream's storage: the body's uid is a precondition, checked before its
         // resourceVersion, which must be a number (`ObjectResourceVersion`'s ParseUint error is
         // not classified: a 500).
+        if matches!(sub, Subresource::Main | Subresource::Status) {
+            decode(def, &body)?;
+        }
         let (body_uid, old_uid) = (meta_str(&body, "uid"), meta_str(old, "uid"));
         if !body_uid.is_empty() && body_uid != old_uid {
             return Err(ApiError::conflict(
@@ -1185,7 +1190,9 @@ impl Store {
         }
         def.apply_defaults(&mut new);
         def.stamp(&mut new);
-        decode(def, &new)?;
+        if !matches!(sub, Subresource::Main | Subresource::Status) {
+            decode(def, &new)?;
+        }
         let mut meta = metadata_update_errors(&new, &old_view);
         meta.extend(crate::metadata::validate(&new));
         let errs = object_errors(def, &new, Some(&old_view), meta);

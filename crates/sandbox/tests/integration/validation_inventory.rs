@@ -232,7 +232,11 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
         return Err(format!("answered {}", said()));
     }
     if row.field == "-" {
-        return if answer["message"] == row.message.as_str() { Ok(()) } else { Err(format!("answered {}", said())) };
+        return if answer["message"] == row.message.as_str() {
+            Ok(())
+        } else {
+            Err(format!("answered {}", said()))
+        };
     }
     let cause = &answer["details"]["causes"][0];
     let want = json!({ "reason": row.reason, "message": row.message, "field": row.field });
@@ -276,7 +280,8 @@ struct Tally {
 #[tokio::test]
 async fn every_base_object_is_valid() {
     let sb = Sandbox::with_config(SandboxConfig::bare());
-    let bases: Value = serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
+    let bases: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
     let mut refused = Vec::new();
     for (kind, base) in bases.as_object().unwrap() {
         let mut obj = base["object"].clone();
@@ -292,7 +297,8 @@ async fn every_base_object_is_valid() {
 #[tokio::test]
 async fn each_rule_of_upstream_is_enforced_as_upstream_words_it() {
     let rows = rows().unwrap_or_else(|errors| panic!("malformed rows:\n{}", errors.join("\n")));
-    let bases: Value = serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
+    let bases: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
     let sb = Sandbox::with_config(SandboxConfig::bare());
     let mut tally: BTreeMap<String, Tally> = BTreeMap::new();
     let (mut regressions, mut passing_todo) = (Vec::new(), Vec::new());
@@ -306,7 +312,9 @@ async fn each_rule_of_upstream_is_enforced_as_upstream_words_it() {
         let result = run(&sb, &bases, row).await;
         match (&row.state, result) {
             (State::Tested, Ok(())) => t.tested += 1,
-            (State::Tested, Err(e)) => regressions.push(format!("{} {} {} {}: {e}", row.at(), row.kind, row.op, row.field)),
+            (State::Tested, Err(e)) => {
+                regressions.push(format!("{} {} {} {}: {e}", row.at(), row.kind, row.op, row.field))
+            }
             (State::Todo, Ok(())) => {
                 t.todo_passing += 1;
                 passing_todo.push(row);
@@ -319,7 +327,8 @@ async fn each_rule_of_upstream_is_enforced_as_upstream_words_it() {
             (State::Out(_), _) => {}
         }
     }
-    let mut report = String::from("kind                     rows  out  apply  tested  coverage  todo-passing\n");
+    let mut report =
+        String::from("kind                     rows  out  apply  tested  coverage  todo-passing\n");
     let mut total = Tally::default();
     for (kind, t) in &tally {
         let apply = t.rows - t.out;
