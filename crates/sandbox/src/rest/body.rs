@@ -96,6 +96,11 @@ pub(super) fn parse_object(
     }
 }
 
+/// How deep a decoded body may nest: `serde_json`'s recursion limit, which YAML is held to as
+/// well, so that every walk over a stored object (pruning, defaults, managed fields, printing)
+/// stays well within a thread's stack. Upstream's decoders allow 10,000.
+const MAX_DECODED_DEPTH: usize = 128;
+
 /// YAML (1.1, as go-yaml v2 reads it: `yes`/`no` booleans, `0755` octal) as the JSON value it
 /// stands for; the first document of a stream. An empty document is `null`. The error is worded
 /// as `sigs.k8s.io/yaml`'s `YAMLToJSON` words it (`yaml: line 1: …`).
@@ -107,6 +112,9 @@ pub(crate) fn yaml_to_json(bytes: &[u8]) -> Result<Value, String> {
         return Ok(Value::Null);
     }
     let mut options = serde_saphyr::Options::default();
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_DECODED_DEPTH;
+    options.budget = Some(budget);
     options.with_snippet = false;
     options.legacy_octal_numbers = true;
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::LastWins;
@@ -127,15 +135,14 @@ fn first_yaml_document(bytes: &[u8]) -> Result<usize, String> {
     loop {
         match parser.parse() {
             Ok(event) => {
-                // Bounded as the JSON syntax check bounds it: the decoders after this one recurse
-                // per level, and their time grows with the square of the depth.
+                // Refused here, before the parser's time grows with the square of the depth.
                 match event.data {
                     EventData::SequenceStart { .. } | EventData::MappingStart { .. } => depth += 1,
                     EventData::SequenceEnd | EventData::MappingEnd => depth = depth.saturating_sub(1),
                     _ => {}
                 }
-                if depth > crate::gojson::MAX_NESTING_DEPTH {
-                    return Err(format!("exceeded max depth of {}", crate::gojson::MAX_NESTING_DEPTH));
+                if depth > MAX_DECODED_DEPTH {
+                    return Err(format!("exceeded max depth of {MAX_DECODED_DEPTH}"));
                 }
                 if matches!(event.data, EventData::DocumentEnd { .. } | EventData::StreamEnd) {
                     let end = usize::try_from(event.end_mark.index).unwrap_or(usize::MAX);
@@ -199,5 +206,17 @@ mod tests {
         assert_eq!(err("k: \"open"), "yaml: found unexpected end of stream");
         // Only the first document is read, as go-yaml reads it.
         assert_eq!(yaml_to_json(b"a: 1\n---\nb: [").unwrap(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn yaml_nests_as_deep_as_json_and_no_deeper() {
+        let nested = |levels: usize| format!("x: {}1{}", "[".repeat(levels), "]".repeat(levels));
+        assert!(yaml_to_json(nested(MAX_DECODED_DEPTH - 1).as_bytes()).is_ok());
+        assert_eq!(
+            yaml_to_json(nested(MAX_DECODED_DEPTH).as_bytes()).unwrap_err(),
+            "yaml: exceeded max depth of 128"
+        );
+        // Refused as it is met, not after the rest of a long body is read.
+        assert!(yaml_to_json(nested(1_000_000).as_bytes()).is_err());
     }
 }
