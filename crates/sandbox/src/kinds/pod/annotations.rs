@@ -205,3 +205,26 @@ pub(crate) fn match_fields(pod: &Value) -> Vec<FieldError> {
     }
     errs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn deletion_costs_are_int32s_as_upstream_parses_them() {
+        assert!(deletion_cost_ok("0") && deletion_cost_ok("-5") && deletion_cost_ok("2147483647"));
+        assert!(!deletion_cost_ok("007") && !deletion_cost_ok("+1") && !deletion_cost_ok("2147483648"));
+    }
+
+    #[test]
+    fn the_tolerations_annotation_is_json_of_tolerations() {
+        let pod = |v: &str| json!({ "metadata": { "annotations": { TOLERATIONS: v } }, "spec": {} });
+        assert!(validate(&pod("[{\"operator\":\"Exists\"}]")).is_empty());
+        assert_eq!(
+            validate(&pod("[{\"operator\":\"Equal\"}]"))[0].0,
+            format!("metadata.annotations.{TOLERATIONS}[0].operator")
+        );
+        assert_eq!(validate(&pod("x"))[0].0, "metadata.annotations");
+    }
+}

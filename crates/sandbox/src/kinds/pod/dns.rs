@@ -112,3 +112,18 @@ pub(crate) fn host_aliases(spec: &Value, at: &str) -> Vec<FieldError> {
     }
     errs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn policy_none_wants_a_config_with_a_nameserver() {
+        assert_eq!(config(&json!({ "dnsPolicy": "None" }), "spec")[0].0, "spec.dnsConfig");
+        let spec = json!({ "dnsPolicy": "None", "dnsConfig": { "nameservers": ["1.1.1.1"], "searches": ["a.example.com."] } });
+        assert!(config(&spec, "spec").is_empty());
+        let spec = json!({ "dnsConfig": { "nameservers": ["bad"] } });
+        assert_eq!(config(&spec, "spec")[0].0, "spec.dnsConfig.nameservers[0]");
+    }
+}

@@ -494,3 +494,49 @@ pub(crate) fn gated_node_name(spec: &Value) -> Vec<FieldError> {
         Vec::new()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tolerations_are_checked_as_upstream_words_them() {
+        let list =
+            [json!({ "operator": "Exists" }), json!({ "key": "k", "operator": "Exists", "value": "v" })];
+        let errs = tolerations(&list, "spec.tolerations");
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].0, "spec.tolerations[1].operator");
+        let errs = tolerations(&[json!({ "key": "k", "effect": "Sometimes" })], "t");
+        assert_eq!(
+            errs[0].1,
+            "Unsupported value: \"Sometimes\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\""
+        );
+    }
+
+    #[test]
+    fn spread_constraints_name_their_duplicates() {
+        let c = json!({ "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule" });
+        let errs = topology_spread(&json!({ "topologySpreadConstraints": [c, c] }), "spec");
+        assert_eq!(
+            errs,
+            [duplicate(
+                "spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
+                "{zone, DoNotSchedule}"
+            )]
+        );
+    }
+
+    #[test]
+    fn overhead_names_are_container_resources() {
+        let errs = overhead(&json!({ "overhead": { "cpu": "1", "pods": "1" } }), "spec");
+        assert_eq!(
+            errs,
+            [invalid_bare(
+                "spec.overhead.limits[pods]",
+                "pods",
+                "must be a standard resource for containers"
+            )]
+        );
+    }
+}

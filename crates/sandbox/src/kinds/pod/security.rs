@@ -415,3 +415,37 @@ fn windows(spec: &Value, at: &str) -> Vec<FieldError> {
     }
     errs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn windows_user_names_as_upstream_parses_them() {
+        let check = |user: &str| windows_options(Some(&json!({ "runAsUserName": user })), "o");
+        assert!(check("DOMAIN\\user").is_empty());
+        assert!(check("example.com\\user").is_empty());
+        assert!(check("a\\b\\c")[0].1.ends_with("cannot contain more than one backslash"));
+        assert!(check("dom\\")[0].1.ends_with("User cannot be empty"));
+    }
+
+    #[test]
+    fn sysctls_know_their_namespaces() {
+        assert_eq!(sysctl_namespace("net.ipv4.ip_forward"), Some("net"));
+        assert_eq!(sysctl_namespace("net/ipv4/ip_forward"), Some("net"));
+        assert_eq!(sysctl_namespace("kernel.shm_rmid_forced"), Some("ipc"));
+        assert_eq!(sysctl_namespace("vm.swappiness"), None);
+    }
+
+    #[test]
+    fn a_windows_pod_refuses_linux_settings() {
+        let spec = json!({ "os": { "name": "windows" }, "securityContext": { "runAsUser": 1 },
+            "containers": [{ "name": "c", "securityContext": { "privileged": false } }] });
+        let fields: Vec<String> = os(&spec, "spec").into_iter().map(|e| e.0).collect();
+        assert_eq!(
+            fields,
+            ["spec.securityContext.runAsUser", "spec.containers[0].securityContext.privileged"]
+        );
+    }
+}
