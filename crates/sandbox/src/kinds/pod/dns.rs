@@ -23,9 +23,21 @@ pub(crate) fn policy(spec: &Value, at: &str) -> Vec<FieldError> {
     }
 }
 
+/// Whether `value` is an IPv4 address written with leading zeros, which Go's `ParseIPSloppy`
+/// (what upstream parses with) takes and Rust's parser does not.
+fn sloppy_ipv4(value: &str) -> bool {
+    let parts: Vec<&str> = value.split('.').collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            (1..=3).contains(&p.len())
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        })
+}
+
 /// `IsValidIP`: one cause when `ip` is not an address.
 pub(crate) fn ip(value: &str, path: &str) -> Vec<FieldError> {
-    if value.parse::<std::net::IpAddr>().is_ok() {
+    if value.parse::<std::net::IpAddr>().is_ok() || sloppy_ipv4(value) {
         Vec::new()
     } else {
         vec![invalid_str(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
@@ -125,5 +137,7 @@ mod tests {
         assert!(config(&spec, "spec").is_empty());
         let spec = json!({ "dnsConfig": { "nameservers": ["bad"] } });
         assert_eq!(config(&spec, "spec")[0].0, "spec.dnsConfig.nameservers[0]");
+        assert!(ip("010.0.0.1", "p").is_empty() && ip("::1", "p").is_empty());
+        assert!(!ip("256.0.0.1", "p").is_empty() && !ip("1.2.3", "p").is_empty());
     }
 }
