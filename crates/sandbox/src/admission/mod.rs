@@ -25,6 +25,7 @@ mod namespace_lifecycle;
 mod pod_security;
 mod priority;
 mod resource_quota;
+mod runtime_class;
 mod service_account;
 mod storage_object_in_use_protection;
 
@@ -48,6 +49,7 @@ pub(crate) static PLUGINS: &[&dyn Plugin] = &[
     &default_toleration_seconds::DefaultTolerationSeconds,
     &default_storage_class::DefaultStorageClass,
     &storage_object_in_use_protection::StorageObjectInUseProtection,
+    &runtime_class::RuntimeClass,
     &resource_quota::ResourceQuota,
 ];
 
@@ -226,6 +228,7 @@ mod tests {
             "DefaultTolerationSeconds",
             "DefaultStorageClass",
             "StorageObjectInUseProtection",
+            "RuntimeClass",
             "ResourceQuota",
         ];
         let names: Vec<&str> = PLUGINS.iter().map(|p| p.name()).collect();

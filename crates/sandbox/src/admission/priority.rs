@@ -57,16 +57,30 @@ impl Plugin for Priority {
                 ),
             ));
         }
+        let policy = class
+            .as_ref()
+            .and_then(|c| c.get("preemptionPolicy").cloned())
+            .unwrap_or(json!("PreemptLowerPriority"));
+        // A policy set by hand must be the class's (or the default's) too.
+        if let Some(given) = pod.pointer("/spec/preemptionPolicy").and_then(Value::as_str)
+            && Some(given) != policy.as_str()
+        {
+            return Err(ApiError::admission_forbidden(
+                "",
+                "pods",
+                &name,
+                &format!(
+                    "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {} from the given PriorityClass name",
+                    policy.as_str().unwrap_or("")
+                ),
+            ));
+        }
         let s = spec(pod);
         s.insert("priority".into(), json!(value));
         if let Some(c) = &class {
             s.insert("priorityClassName".into(), json!(meta_str(c, "name")));
         }
-        let policy = class
-            .as_ref()
-            .and_then(|c| c.get("preemptionPolicy").cloned())
-            .unwrap_or(json!("PreemptLowerPriority"));
-        s.entry("preemptionPolicy").or_insert(policy);
+        s.insert("preemptionPolicy".into(), policy);
         Ok(())
     }
 }

@@ -40,11 +40,25 @@ impl Plugin for ServiceAccount {
             .filter(|s| !s.is_empty())
             .unwrap_or("default")
             .to_owned();
+        let pod_name = crate::object_meta::meta_str(pod, "name").to_owned();
         let s = spec(pod);
         s.insert("serviceAccountName".into(), json!(name));
         s.insert("serviceAccount".into(), json!(name));
         let accounts = crate::catalog::find("", "v1", "serviceaccounts").expect("serviceaccounts");
         let account = req.objects.get(accounts, req.ns, &name);
+        // A named account must exist; `default` may not yet, as the namespace's own controller
+        // creates it a moment after the namespace (upstream waits for it, and finds it).
+        if account.is_none() && name != "default" {
+            return Err(ApiError::admission_forbidden(
+                "",
+                "pods",
+                &pod_name,
+                &format!(
+                    "error looking up service account {}/{name}: serviceaccount {name:?} not found",
+                    req.ns
+                ),
+            ));
+        }
         let opted_out = match s.get("automountServiceAccountToken").and_then(Value::as_bool) {
             Some(given) => !given,
             None => {

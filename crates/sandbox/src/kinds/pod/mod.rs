@@ -3,6 +3,12 @@
 //! `_Pod`), the pod strategy's `PrepareForCreate` (phase `Pending`, the QoS class), and
 //! `ValidatePodSpec` / `ValidatePodUpdate` in the rules a user meets first, in upstream's words.
 
+mod annotations;
+mod dns;
+mod scheduling;
+mod security;
+mod volumes;
+
 use serde_json::{Map, Value, json};
 
 use crate::metadata::check_label;
@@ -63,6 +69,7 @@ fn default_volume(v: &mut Map<String, Value>) {
             set_default(s, "defaultMode", json!(420));
         }
     }
+    volumes::default_sources(v);
 }
 
 /// The defaults of a pod spec, in a Pod or a template (`SetDefaults_PodSpec`).
@@ -102,6 +109,19 @@ pub fn default(pod: &mut Value) {
     let spec = object_at(pod, "spec");
     default_spec(spec);
     set_default(spec, "enableServiceLinks", json!(true));
+    // On the host's network a port's host port is its container port (`defaultHostNetworkPorts`).
+    if spec.get("hostNetwork").and_then(Value::as_bool) == Some(true) {
+        for list in ["containers", "initContainers"] {
+            let ports = spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten();
+            for p in ports.filter_map(|c| c.get_mut("ports")).filter_map(Value::as_array_mut).flatten() {
+                if p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
+                    && let Some(cp) = p.get("containerPort").cloned()
+                {
+                    p["hostPort"] = cp;
+                }
+            }
+        }
+    }
     for c in spec.get_mut("containers").and_then(Value::as_array_mut).into_iter().flatten() {
         let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object).cloned() else {
             continue;
@@ -145,7 +165,13 @@ fn qos_class(spec: &Value) -> &'static str {
 /// label and given an image; `restartPolicy` is one of the three, or only `allowed` in a
 /// template whose controller restarts its pods itself.
 pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<FieldError> {
-    let mut errs = Vec::new();
+    validate_spec_of(spec, "", at, restart_policies)
+}
+
+/// [`validate_spec`] of a Pod's spec (`pod_name` its name) or a template's (`pod_name` empty),
+/// in `ValidatePodSpec`'s order.
+fn validate_spec_of(spec: &Value, pod_name: &str, at: &str, restart_policies: &[&str]) -> Vec<FieldError> {
+    let mut errs = volumes::validate(spec, at, pod_name);
     let mut names = std::collections::HashSet::new();
     for list in ["containers", "initContainers"] {
         let containers = spec.get(list).and_then(Value::as_array);
@@ -171,6 +197,7 @@ pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<F
             errs.extend(resources_errors(c, &field));
         }
     }
+    errs.extend(security::host_network_deps(spec, at, !pod_name.is_empty()));
     if let Some(p) = spec.get("restartPolicy").and_then(Value::as_str)
         && !restart_policies.contains(&p)
     {
@@ -180,6 +207,22 @@ pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<F
             format!("Unsupported value: {p:?}: supported values: {}", supported.join(", ")),
         ));
     }
+    errs.extend(dns::policy(spec, at));
+    errs.extend(scheduling::node_selector(spec, at));
+    errs.extend(security::pod_security_context(spec, at));
+    errs.extend(scheduling::affinity(spec, at));
+    errs.extend(dns::config(spec, at));
+    errs.extend(scheduling::readiness_gates(spec, at));
+    errs.extend(scheduling::scheduling_gates(spec, at));
+    errs.extend(scheduling::topology_spread(spec, at));
+    errs.extend(security::windows_host_process(spec, at));
+    errs.extend(scheduling::node_name_and_deadline(spec, at));
+    errs.extend(dns::host_names(spec, at));
+    errs.extend(scheduling::spec_tolerations(spec, at));
+    errs.extend(dns::host_aliases(spec, at));
+    errs.extend(scheduling::classes(spec, at));
+    errs.extend(scheduling::overhead(spec, at));
+    errs.extend(security::os(spec, at));
     errs
 }
 
@@ -214,7 +257,18 @@ const POD_UPDATE_FORBIDDEN: &str = "Forbidden: pod updates may not change fields
 /// Validates a v1 Pod, and on update its spec's immutability.
 pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = pod.get("spec").cloned().unwrap_or_default();
-    let mut errs = validate_spec(&spec, "spec", &["Always", "OnFailure", "Never"]);
+    let name = crate::object_meta::meta_str(pod, "name");
+    let mut errs = annotations::validate(pod);
+    errs.extend(validate_spec_of(&spec, name, "spec", &["Always", "OnFailure", "Never"]));
+    errs.extend(volumes::pod_only(&spec));
+    if old.is_none() {
+        // `ValidatePodCreate`'s own checks.
+        if spec.get("ephemeralContainers").and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
+            errs.push(crate::field_errors::forbidden("spec.ephemeralContainers", "cannot be set on create"));
+        }
+        errs.extend(scheduling::gated_node_name(&spec));
+        errs.extend(annotations::match_fields(pod));
+    }
     if let Some(old) = old {
         // `ValidateContainerUpdates`: a changed number of containers ends the update's checks.
         for list in ["containers", "initContainers"] {
