@@ -159,6 +159,7 @@ mod field_validation;
 mod go_print;
 mod gojson;
 mod jsonpath;
+mod label_rules;
 mod kinds;
 mod managed_fields;
 mod metadata;

@@ -75,6 +75,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_stateful_set,
                 validate: workload::validate_stateful_set,
+                // `ValidateStatefulSetName`: its pods' names and hostnames are `<name>-<ordinal>`.
+                name_rule: crate::metadata::check_label,
                 pod_template: Some("/spec/template"),
                 ..typed::<apps::StatefulSet>()
             }),

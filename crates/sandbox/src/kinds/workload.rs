@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::pod;
+use crate::kinds::{pod, pod_template};
+use crate::label_rules::{conditions_errors, label_selector_errors, nonnegative, nonnegative_fields, not_greater};
 use crate::object_meta::{object_at, set_default};
 use crate::selector::{selector_is_empty, selector_matches};
 use crate::status::FieldError;
@@ -39,27 +40,82 @@ pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
             ),
         )
     };
-    match spec.get("selector").filter(|s| !s.is_null()) {
-        None if kind == "daemonset" => vec![mismatch()],
-        None => vec![("spec.selector".into(), "Required value".into()), mismatch()],
-        Some(s) if selector_is_empty(s) => {
-            vec![(
-                "spec.selector".into(),
-                format!(
-                    "Invalid value: {}: empty selector is invalid for {kind}",
-                    crate::go_print::go_label_selector(s)
-                ),
-            )]
+    let selector = spec.get("selector").filter(|s| !s.is_null());
+    let Some(s) = selector else {
+        // A missing selector is `labels.Nothing()`: it matches no template either. A DaemonSet's
+        // validation does not require one first.
+        return if kind == "daemonset" {
+            vec![mismatch()]
+        } else {
+            vec![("spec.selector".into(), "Required value".into()), mismatch()]
+        };
+    };
+    // `ValidateLabelSelector` first; a selector it refuses does not parse, so it is not matched
+    // against the template (`LabelSelectorAsSelector` fails).
+    let mut errs = label_selector_errors(selector, "spec.selector");
+    let parses = errs.is_empty();
+    let empty = || {
+        (
+            "spec.selector".to_owned(),
+            format!(
+                "Invalid value: {}: empty selector is invalid for {kind}",
+                crate::go_print::go_label_selector(s)
+            ),
+        )
+    };
+    if kind == "daemonset" {
+        if parses && !selector_matches(s, &labels) {
+            errs.push(mismatch());
         }
-        Some(s) if !selector_matches(s, &labels) => vec![mismatch()],
-        Some(_) => Vec::new(),
+        if selector_is_empty(s) {
+            errs.push(empty());
+        }
+        return errs;
     }
+    if selector_is_empty(s) {
+        errs.push(empty());
+    }
+    if !parses {
+        let why = if kind == "statefulset" { "" } else { ": invalid label selector" };
+        errs.push(("spec.selector".into(), format!("Invalid value: {}{why}", crate::go_print::go_label_selector(s))));
+    } else if !selector_is_empty(s) && !selector_matches(s, &labels) {
+        errs.push(mismatch());
+    }
+    errs
 }
 
 /// The template's pod spec, validated with the restart policies the kind allows.
 fn template_errors(spec: &Value, restart_policies: &[&str]) -> Vec<FieldError> {
-    let template = spec.pointer("/template/spec").cloned().unwrap_or_default();
-    pod::validate_spec(&template, "spec.template.spec", restart_policies)
+    let template = spec.get("template").cloned().unwrap_or_default();
+    pod_template::errors(&template, "spec.template", restart_policies)
+}
+
+/// `activeDeadlineSeconds in <kind> is not Supported`: a controller's pods run until replaced.
+pub(crate) fn deadline_forbidden(spec: &Value, kind: &str) -> Vec<FieldError> {
+    if spec.pointer("/template/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
+        vec![(
+            "spec.template.spec.activeDeadlineSeconds".into(),
+            format!("Forbidden: activeDeadlineSeconds in {kind} is not Supported"),
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `ValidateReplicaSetStatus` and `ValidateReplicationControllerStatus`: counts not negative,
+/// none above `replicas`, the available not above the ready.
+fn replica_status_errors(obj: &Value) -> Vec<FieldError> {
+    let Some(status) = obj.get("status").filter(|s| s.is_object()) else { return Vec::new() };
+    let mut errs = nonnegative_fields(
+        status,
+        "status",
+        &["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"],
+    );
+    for f in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
+        errs.extend(not_greater(status, "status", f, "replicas", "status.replicas"));
+    }
+    errs.extend(not_greater(status, "status", "availableReplicas", "readyReplicas", "readyReplicas"));
+    errs
 }
 
 /// `field is immutable` for each of `paths` (JSON pointers under the object) that an update
@@ -147,12 +203,22 @@ pub fn validate_disruption_budget(pdb: &Value, _old: Option<&Value>) -> Vec<Fiel
             errs.extend(not_more_than_100_percent(v, &at));
         }
     }
+    errs.extend(label_selector_errors(given("selector"), "spec.selector"));
     if let Some(p) = given("unhealthyPodEvictionPolicy").and_then(Value::as_str)
         && !matches!(p, "AlwaysAllow" | "IfHealthyBudget")
     {
         errs.push((
             "spec.unhealthyPodEvictionPolicy".into(),
             format!("Unsupported value: {p:?}: supported values: \"AlwaysAllow\", \"IfHealthyBudget\""),
+        ));
+    }
+    // `ValidatePodDisruptionBudgetStatusUpdate` (the stored status on the main resource).
+    if let Some(status) = pdb.get("status").filter(|s| s.is_object()) {
+        errs.extend(conditions_errors(status.get("conditions"), "status.conditions"));
+        errs.extend(nonnegative_fields(
+            status,
+            "status",
+            &["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"],
         ));
     }
     errs
@@ -192,13 +258,28 @@ pub fn default_limit_range(range: &mut Value) {
 }
 
 /// `ValidateControllerRevision`: its data is required, its revision not negative.
-pub fn validate_controller_revision(rev: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+pub fn validate_controller_revision(rev: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if rev.get("data").is_none_or(Value::is_null) {
         errs.push(("data".into(), "Required value: data is mandatory".into()));
     }
     if let Some(n) = rev.get("revision").and_then(Value::as_i64).filter(|n| *n < 0) {
         errs.push(("revision".into(), format!("Invalid value: {n}: must be greater than or equal to 0")));
+    }
+    // `ValidateControllerRevisionUpdate`: the data never changes; Go prints it as the
+    // `runtime.Unknown` holding its raw JSON bytes.
+    if let Some(old) = old
+        && rev.get("data") != old.get("data")
+    {
+        let raw = rev.get("data").map(Value::to_string).unwrap_or_default();
+        let bytes: Vec<String> = raw.bytes().map(|b| format!("{b:#x}")).collect();
+        errs.push((
+            "data".into(),
+            format!(
+                "Invalid value: runtime.Unknown{{TypeMeta:runtime.TypeMeta{{APIVersion:\"\", Kind:\"\"}}, Raw:[]uint8{{{}}}, ContentEncoding:\"\", ContentType:\"application/json\"}}: field is immutable",
+                bytes.join(", ")
+            ),
+        ));
     }
     errs
 }
@@ -229,9 +310,12 @@ pub fn default_replica_set(rs: &mut Value) {
 pub fn validate_replica_set(rs: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = rs.get("spec").cloned().unwrap_or_default();
     let mut errs = replicas_errors(&spec);
+    errs.extend(nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"));
     errs.extend(selector_errors(&spec, "deployment"));
     errs.extend(template_errors(&spec, &["Always"]));
+    errs.extend(deadline_forbidden(&spec, "ReplicaSet"));
     errs.extend(immutable(rs, old, &[("spec.selector", "/spec/selector")]));
+    errs.extend(replica_status_errors(rs));
     errs
 }
 
@@ -268,13 +352,20 @@ pub fn default_replication_controller(rc: &mut Value) {
 /// template's labels.
 pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let spec = rc.get("spec").cloned().unwrap_or_default();
-    let mut errs = replicas_errors(&spec);
+    let mut errs = nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds");
     let selector = spec.get("selector").and_then(Value::as_object).cloned().unwrap_or_default();
-    let labels =
-        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
     if selector.is_empty() {
         errs.push(("spec.selector".into(), "Required value".into()));
-    } else if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+    }
+    errs.extend(replicas_errors(&spec));
+    // `ValidatePodTemplateSpecForRC`: without a template there is nothing more to check.
+    let Some(template) = spec.get("template").filter(|t| !t.is_null()) else {
+        errs.push(("spec.template".into(), "Required value".into()));
+        errs.extend(replica_status_errors(rc));
+        return errs;
+    };
+    let labels = template.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    if !selector.is_empty() && !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
         errs.push((
             "spec.template.metadata.labels".into(),
             format!(
@@ -283,12 +374,9 @@ pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<
             ),
         ));
     }
-    // Without a template there is nothing more to check in it.
-    if spec.get("template").is_none_or(Value::is_null) {
-        errs.push(("spec.template".into(), "Required value".into()));
-    } else {
-        errs.extend(template_errors(&spec, &["Always"]));
-    }
+    errs.extend(template_errors(&spec, &["Always"]));
+    errs.extend(deadline_forbidden(&spec, "ReplicationController"));
+    errs.extend(replica_status_errors(rc));
     errs
 }
 
@@ -331,11 +419,32 @@ pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError
             format!("Invalid value: {policy:?}: must be 'OrderedReady' or 'Parallel'"),
         ));
     }
+    errs.extend(stateful_set_strategy_errors(&spec));
+    for when in ["whenDeleted", "whenScaled"] {
+        if let Some(p) = spec.pointer(&format!("/persistentVolumeClaimRetentionPolicy/{when}")).and_then(Value::as_str)
+            && !matches!(p, "Retain" | "Delete")
+        {
+            errs.push((
+                format!("spec.persistentVolumeClaimRetentionPolicy.{when}"),
+                format!("Unsupported value: {}: supported values: \"Retain\", \"Delete\"", crate::go_print::go_quote(p)),
+            ));
+        }
+    }
     errs.extend(replicas_errors(&spec));
-    errs.extend(selector_errors(&spec, "statefulset"));
+    if spec.get("ordinals").is_some_and(Value::is_object) {
+        errs.extend(nonnegative(spec.pointer("/ordinals/start"), "spec.ordinals.start"));
+    }
+    errs.extend(nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"));
+    let selector_errs = selector_errors(&spec, "statefulset");
+    let parses = label_selector_errors(spec.get("selector").filter(|s| !s.is_null()), "spec.selector").is_empty();
+    errs.extend(selector_errs);
     // Upstream (before v1.34) does not validate a StatefulSet's pod spec
-    // (`ValidatePodTemplateSpecForStatefulSet`): only that its pods restart `Always` and have no
-    // deadline.
+    // (`ValidatePodTemplateSpecForStatefulSet`): its labels and annotations, then only that its
+    // pods restart `Always` and have no deadline.
+    if parses {
+        let template = spec.get("template").cloned().unwrap_or_default();
+        errs.extend(pod_template::meta_errors(&template, "spec.template"));
+    }
     if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
         && p != "Always"
     {
@@ -344,12 +453,7 @@ pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError
             format!("Unsupported value: {p:?}: supported values: \"Always\""),
         ));
     }
-    if spec.pointer("/template/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
-        errs.push((
-            "spec.template.spec.activeDeadlineSeconds".into(),
-            "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported".into(),
-        ));
-    }
+    errs.extend(deadline_forbidden(&spec, "StatefulSet"));
     if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
         let mutable = [
             "replicas",
@@ -370,6 +474,75 @@ pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError
             errs.push(("spec".into(), STATEFUL_SET_UPDATE_FORBIDDEN.into()));
         }
     }
+    errs.extend(stateful_set_status_errors(sts));
+    errs
+}
+
+/// A pointer field as Go's `%#v` prints it inside a struct: nil, or a placeholder address.
+fn go_pointer(v: Option<&Value>, ty: &str) -> String {
+    if v.is_some_and(|v| !v.is_null()) { format!("(*{ty})(0xc000000000)") } else { format!("(*{ty})(nil)") }
+}
+
+/// `ValidateStatefulSetSpec`'s update strategy: `RollingUpdate` (its partition not negative,
+/// its `maxUnavailable` a positive int or percentage of at most 100%) or `OnDelete` without
+/// rolling settings.
+fn stateful_set_strategy_errors(spec: &Value) -> Vec<FieldError> {
+    let strategy = spec.get("updateStrategy").cloned().unwrap_or_default();
+    let rolling = strategy.get("rollingUpdate").filter(|r| !r.is_null());
+    let mut errs = Vec::new();
+    match strategy.get("type").and_then(Value::as_str).unwrap_or("") {
+        "" => errs.push(("spec.updateStrategy".into(), "Required value".into())),
+        "OnDelete" => {
+            if let Some(r) = rolling {
+                errs.push((
+                    "spec.updateStrategy.rollingUpdate".into(),
+                    format!(
+                        "Invalid value: apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:{}}}: only allowed for updateStrategy 'RollingUpdate'",
+                        r.get("partition").and_then(Value::as_i64).unwrap_or(0),
+                        go_pointer(r.get("maxUnavailable"), "intstr.IntOrString")
+                    ),
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            if let Some(r) = rolling {
+                let at = "spec.updateStrategy.rollingUpdate";
+                errs.extend(nonnegative(r.get("partition"), &format!("{at}.partition")));
+                if let Some(m) = r.get("maxUnavailable").filter(|m| !m.is_null()) {
+                    let field = format!("{at}.maxUnavailable");
+                    errs.extend(positive_int_or_percent(m, &field));
+                    if int_or_percent_value(m) == 0 {
+                        errs.push((field.clone(), format!("Invalid value: {}: must be greater than 0", int_or_string_go(m))));
+                    }
+                    errs.extend(not_more_than_100_percent(m, &field));
+                }
+            }
+        }
+        other => errs.push((
+            "spec.updateStrategy".into(),
+            format!(
+                "Invalid value: apps.StatefulSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}: must be 'RollingUpdate' or 'OnDelete'",
+                crate::go_print::go_quote(other),
+                go_pointer(rolling, "apps.RollingUpdateStatefulSetStrategy")
+            ),
+        )),
+    }
+    errs
+}
+
+/// `ValidateStatefulSetStatus`: counts not negative, none above `replicas`, the available not
+/// above the ready.
+fn stateful_set_status_errors(sts: &Value) -> Vec<FieldError> {
+    let Some(status) = sts.get("status").filter(|s| s.is_object()) else { return Vec::new() };
+    let mut errs = nonnegative_fields(
+        status,
+        "status",
+        &["replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas", "observedGeneration", "collisionCount"],
+    );
+    for f in ["readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"] {
+        errs.extend(not_greater(status, "status", f, "replicas", "status.replicas"));
+    }
+    errs.extend(not_greater(status, "status", "availableReplicas", "readyReplicas", "status.readyReplicas"));
     errs
 }
 
@@ -401,35 +574,71 @@ pub fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = ds.get("spec").cloned().unwrap_or_default();
     let mut errs = selector_errors(&spec, "daemonset");
     errs.extend(template_errors(&spec, &["Always"]));
+    errs.extend(deadline_forbidden(&spec, "DaemonSet"));
+    errs.extend(nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"));
+    errs.extend(nonnegative(spec.get("templateGeneration"), "spec.templateGeneration"));
+    errs.extend(daemon_set_strategy_errors(&spec));
+    errs.extend(nonnegative(spec.get("revisionHistoryLimit"), "spec.revisionHistoryLimit"));
     errs.extend(immutable(ds, old, &[("spec.selector", "/spec/selector")]));
+    if let Some(status) = ds.get("status").filter(|s| s.is_object()) {
+        errs.extend(nonnegative_fields(
+            status,
+            "status",
+            &[
+                "currentNumberScheduled",
+                "numberMisscheduled",
+                "desiredNumberScheduled",
+                "numberReady",
+                "observedGeneration",
+                "updatedNumberScheduled",
+                "numberAvailable",
+                "numberUnavailable",
+                "collisionCount",
+            ],
+        ));
+    }
     errs
 }
 
-/// The labels a Job's pods carry and its generated selector matches (`generateSelector`).
-const JOB_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
-
-/// A Job's generated selector and template labels (the Job strategy's `PrepareForCreate`,
-/// without `manualSelector`): its pods are selected by the Job's uid.
-pub fn prepare_job(job: &mut Value) {
-    if job.pointer("/spec/manualSelector") == Some(&json!(true)) {
-        return;
-    }
-    let uid = crate::object_meta::meta_str(job, "uid").to_owned();
-    let name = crate::object_meta::meta_str(job, "name").to_owned();
-    let spec = object_at(job, "spec");
-    spec.insert("selector".into(), json!({ "matchLabels": { JOB_UID_LABEL: uid } }));
-    object_at(&mut job["spec"], "template");
-    let meta = object_at(&mut job["spec"]["template"], "metadata");
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if let Some(l) = labels.as_object_mut() {
-        for (k, v) in [
-            (JOB_UID_LABEL, &uid),
-            ("batch.kubernetes.io/job-name", &name),
-            ("controller-uid", &uid),
-            ("job-name", &name),
-        ] {
-            l.insert(k.into(), json!(v));
+/// `ValidateDaemonSetUpdateStrategy` and `ValidateRollingUpdateDaemonSet`: `OnDelete`, or
+/// `RollingUpdate` whose `maxUnavailable` and `maxSurge` are non-negative ints or percentages
+/// of at most 100%, exactly one of them non-zero.
+fn daemon_set_strategy_errors(spec: &Value) -> Vec<FieldError> {
+    let strategy = spec.get("updateStrategy").cloned().unwrap_or_default();
+    let rolling = strategy.get("rollingUpdate").filter(|r| !r.is_null());
+    let at = "spec.updateStrategy";
+    match strategy.get("type").and_then(Value::as_str).unwrap_or("") {
+        "OnDelete" => Vec::new(),
+        "RollingUpdate" => {
+            let Some(r) = rolling else {
+                return vec![(format!("{at}.rollingUpdate"), "Required value".into())];
+            };
+            let zero = json!(0);
+            let unavailable = r.get("maxUnavailable").filter(|v| !v.is_null()).unwrap_or(&zero);
+            let surge = r.get("maxSurge").filter(|v| !v.is_null()).unwrap_or(&zero);
+            let (u_at, s_at) = (format!("{at}.rollingUpdate.maxUnavailable"), format!("{at}.rollingUpdate.maxSurge"));
+            let mut errs = positive_int_or_percent(unavailable, &u_at);
+            errs.extend(positive_int_or_percent(surge, &s_at));
+            errs.extend(not_more_than_100_percent(unavailable, &u_at));
+            errs.extend(not_more_than_100_percent(surge, &s_at));
+            match (int_or_percent_value(unavailable) != 0, int_or_percent_value(surge) != 0) {
+                (true, true) => errs.push((
+                    s_at,
+                    format!("Invalid value: {}: may not be set when maxUnavailable is non-zero", int_or_string_go(surge)),
+                )),
+                (false, false) => errs.push((u_at, "Required value: cannot be 0 when maxSurge is 0".into())),
+                _ => {}
+            }
+            errs
         }
+        other => vec![(
+            at.into(),
+            format!(
+                "Unsupported value: apps.DaemonSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}: supported values: \"RollingUpdate\", \"OnDelete\"",
+                crate::go_print::go_quote(other),
+                go_pointer(rolling, "apps.RollingUpdateDaemonSet")
+            ),
+        )],
     }
 }
 
@@ -461,51 +670,8 @@ pub fn default_job(job: &mut Value) {
     set_default(spec, "backoffLimit", json!(6));
     set_default(spec, "completionMode", json!("NonIndexed"));
     set_default(spec, "suspend", json!(false));
-    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
-}
-
-/// A Job template's pod spec under `at`, a pod's rules first; then the Job's restart policy,
-/// `OnFailure` or `Never` — `Always` (a pod spec's default) or none is called missing, as
-/// upstream's `validateJobSpec` words it.
-fn job_template_errors(template: &Value, at: &str) -> Vec<FieldError> {
-    let spec = template.get("spec").cloned().unwrap_or_default();
-    let mut errs = pod::validate_spec(&spec, &format!("{at}.spec"), &["Always", "OnFailure", "Never"]);
-    match spec.get("restartPolicy").and_then(Value::as_str).unwrap_or("") {
-        "" | "Always" => errs.push((
-            format!("{at}.spec.restartPolicy"),
-            "Required value: valid values: \"OnFailure\", \"Never\"".into(),
-        )),
-        "OnFailure" | "Never" => {}
-        other => errs.push((
-            format!("{at}.spec.restartPolicy"),
-            format!("Unsupported value: {other:?}: supported values: \"OnFailure\", \"Never\""),
-        )),
-    }
-    errs
-}
-
-/// batch/v1 Job validation: `restartPolicy` `OnFailure` or `Never`, counts non-negative, and
-/// the selector and template immutable (`ValidateJobUpdate`).
-pub fn validate_job(job: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let spec = job.get("spec").cloned().unwrap_or_default();
-    let mut errs = Vec::new();
-    for field in ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"] {
-        if let Some(n) = spec.get(field).and_then(Value::as_i64)
-            && n < 0
-        {
-            errs.push((
-                format!("spec.{field}"),
-                format!("Invalid value: {n}: must be greater than or equal to 0"),
-            ));
-        }
-    }
-    errs.extend(job_template_errors(spec.get("template").unwrap_or(&Value::Null), "spec.template"));
-    errs.extend(immutable(
-        job,
-        old,
-        &[("spec.selector", "/spec/selector"), ("spec.template", "/spec/template")],
-    ));
-    errs
+    let replacement = if spec.get("podFailurePolicy").is_some_and(|p| !p.is_null()) { "Failed" } else { "TerminatingOrFailed" };
+    set_default(spec, "podReplacementPolicy", json!(replacement));
 }
 
 /// batch/v1 CronJob defaults (`SetDefaults_CronJob`): concurrent runs allowed, not suspended,
@@ -530,7 +696,7 @@ pub fn default_cron_job(cj: &mut Value) {
 /// batch/v1 CronJob validation: a schedule in cron syntax ([`crate::kinds::cron`]), a known
 /// concurrency policy, and a Job template
 /// whose pods restart `OnFailure` or `Never`.
-pub fn validate_cron_job(cj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+pub fn validate_cron_job(cj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = cj.get("spec").cloned().unwrap_or_default();
     let mut errs = Vec::new();
     match spec.get("schedule").and_then(Value::as_str) {
@@ -541,17 +707,54 @@ pub fn validate_cron_job(cj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
             }
         }
     }
-    if let Some(p) = spec.get("concurrencyPolicy").and_then(Value::as_str)
-        && !matches!(p, "Allow" | "Forbid" | "Replace")
-    {
-        errs.push((
+    errs.extend(nonnegative(spec.get("startingDeadlineSeconds"), "spec.startingDeadlineSeconds"));
+    let zone = spec.get("timeZone").filter(|z| !z.is_null());
+    if old.is_none_or(|o| o.pointer("/spec/timeZone").filter(|z| !z.is_null()) != zone) {
+        errs.extend(zone.and_then(Value::as_str).map(time_zone_errors).unwrap_or_default());
+    }
+    match spec.get("concurrencyPolicy").and_then(Value::as_str) {
+        None | Some("Allow" | "Forbid" | "Replace") => {}
+        Some("") => errs.push(("spec.concurrencyPolicy".into(), "Required value".into())),
+        Some(p) => errs.push((
             "spec.concurrencyPolicy".into(),
             format!("Unsupported value: {p:?}: supported values: \"Allow\", \"Forbid\", \"Replace\""),
-        ));
+        )),
     }
-    let template = spec.pointer("/jobTemplate/spec/template").cloned().unwrap_or_default();
-    errs.extend(job_template_errors(&template, "spec.jobTemplate.spec.template"));
+    let template = spec.get("jobTemplate").cloned().unwrap_or_default();
+    errs.extend(crate::kinds::job::template_spec_errors(&template, "spec.jobTemplate"));
+    errs.extend(nonnegative(spec.get("successfulJobsHistoryLimit"), "spec.successfulJobsHistoryLimit"));
+    errs.extend(nonnegative(spec.get("failedJobsHistoryLimit"), "spec.failedJobsHistoryLimit"));
+    // `ValidateCronJobCreate`: the controller names its Jobs `<name>-<11 characters>`.
+    let name = crate::object_meta::meta_str(cj, "name");
+    if old.is_none() && name.len() > 52 {
+        errs.push(("metadata.name".into(), format!("Invalid value: {name:?}: must be no more than 52 characters")));
+    }
     errs
+}
+
+/// `validateTimeZone`: a CronJob's zone, when given, names a zone of the IANA database.
+fn time_zone_errors(zone: &str) -> Vec<FieldError> {
+    let invalid = |why: &str| vec![("spec.timeZone".to_owned(), format!("Invalid value: {zone:?}: {why}"))];
+    if zone.is_empty() {
+        return invalid("timeZone must be nil or non-empty string");
+    }
+    let part_ok = |p: &str| {
+        p != "."
+            && p != ".."
+            && !p.starts_with('-')
+            && (1..=14).contains(&p.len())
+            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+'))
+    };
+    if !zone.split('/').all(part_ok) {
+        return invalid(&format!("unknown time zone {zone}"));
+    }
+    if zone.eq_ignore_ascii_case("local") {
+        return invalid("timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones");
+    }
+    if zone != "UTC" && jiff::tz::TimeZone::get(zone).is_err() {
+        return invalid(&format!("unknown time zone {zone}"));
+    }
+    Vec::new()
 }
 
 /// v1 PodTemplate defaults: its template's.
@@ -571,8 +774,8 @@ pub fn pod_template_generation(new: &Value, old: &Value) -> bool {
 
 /// v1 PodTemplate validation: its template is a pod spec.
 pub fn validate_pod_template(pt: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-    let template = pt.pointer("/template/spec").cloned().unwrap_or_default();
-    pod::validate_spec(&template, "template.spec", &["Always", "OnFailure", "Never"])
+    let template = pt.get("template").cloned().unwrap_or_default();
+    pod_template::errors(&template, "template", &["Always", "OnFailure", "Never"])
 }
 
 /// An `IntOrString` as Go's `%#v` prints it in a field error (`intstr.IntOrString` has no
@@ -664,31 +867,6 @@ mod tests {
         changed = sts.clone();
         changed["spec"]["replicas"] = json!(3);
         assert!(validate_stateful_set(&changed, Some(&sts)).is_empty());
-    }
-
-    #[test]
-    fn a_job_is_selected_by_its_uid_and_its_template_is_immutable() {
-        let mut t = template();
-        t["spec"]["restartPolicy"] = json!("Never");
-        let mut job = json!({ "metadata": { "name": "pi", "uid": "u-1" }, "spec": { "template": t } });
-        prepare_job(&mut job);
-        default_job(&mut job);
-        assert_eq!(job["spec"]["selector"]["matchLabels"][JOB_UID_LABEL], "u-1");
-        assert_eq!(job["spec"]["template"]["metadata"]["labels"]["job-name"], "pi");
-        assert_eq!(
-            (job["spec"]["completions"].clone(), job["spec"]["backoffLimit"].clone()),
-            (json!(1), json!(6))
-        );
-        assert!(validate_job(&job, None).is_empty());
-        let mut changed = job.clone();
-        changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("perl:2");
-        assert_eq!(validate_job(&changed, Some(&job))[0].0, "spec.template");
-        let mut always = job.clone();
-        always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
-        assert_eq!(
-            validate_job(&always, None)[0].1,
-            "Required value: valid values: \"OnFailure\", \"Never\""
-        );
     }
 
     #[test]
