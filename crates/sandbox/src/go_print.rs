@@ -200,7 +200,8 @@ pub(crate) fn go_label_selector(s: &Value) -> String {
                     let values = match r.get("values").and_then(Value::as_array) {
                         None => "[]string(nil)".to_owned(),
                         Some(vs) => {
-                            let vs: Vec<String> = vs.iter().map(|v| go_quote(v.as_str().unwrap_or(""))).collect();
+                            let vs: Vec<String> =
+                                vs.iter().map(|v| go_quote(v.as_str().unwrap_or(""))).collect();
                             format!("[]string{{{}}}", vs.join(", "))
                         }
                     };

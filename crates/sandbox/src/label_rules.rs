@@ -42,7 +42,9 @@ pub(crate) fn annotation_map_errors(annotations: Option<&Value>, field: &str) ->
     for (k, v) in map.into_iter().flatten() {
         size += k.len() + v.as_str().map_or(0, str::len);
         errs.extend(
-            qualified_name_errors(&k.to_lowercase()).into_iter().map(|why| (field.to_owned(), invalid(k, &why))),
+            qualified_name_errors(&k.to_lowercase())
+                .into_iter()
+                .map(|why| (field.to_owned(), invalid(k, &why))),
         );
     }
     if size > ANNOTATIONS_LIMIT {
@@ -60,8 +62,13 @@ pub(crate) fn label_selector_errors(selector: Option<&Value>, field: &str) -> Ve
     let requirements = sel.get("matchExpressions").and_then(Value::as_array);
     for (i, req) in requirements.into_iter().flatten().enumerate() {
         let at = format!("{field}.matchExpressions[{i}]");
-        let values: Vec<&str> =
-            req.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        let values: Vec<&str> = req
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         let op = req.get("operator").and_then(Value::as_str).unwrap_or("");
         match op {
             "In" | "NotIn" if values.is_empty() => errs.push((
@@ -75,9 +82,14 @@ pub(crate) fn label_selector_errors(selector: Option<&Value>, field: &str) -> Ve
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
             other => errs.push((format!("{at}.operator"), invalid(other, "not a valid selector operator"))),
         }
-        errs.extend(label_name_errors(req.get("key").and_then(Value::as_str).unwrap_or(""), &format!("{at}.key")));
+        errs.extend(label_name_errors(
+            req.get("key").and_then(Value::as_str).unwrap_or(""),
+            &format!("{at}.key"),
+        ));
         for (j, v) in values.iter().enumerate() {
-            errs.extend(label_value_errors(v).into_iter().map(|why| (format!("{at}.values[{j}]"), invalid(v, &why))));
+            errs.extend(
+                label_value_errors(v).into_iter().map(|why| (format!("{at}.values[{j}]"), invalid(v, &why))),
+            );
         }
     }
     errs
@@ -86,7 +98,9 @@ pub(crate) fn label_selector_errors(selector: Option<&Value>, field: &str) -> Ve
 /// `ValidateNonnegativeField` for an integer at `field`, when the value is given.
 pub(crate) fn nonnegative(value: Option<&Value>, field: &str) -> Vec<FieldError> {
     match value.and_then(Value::as_i64) {
-        Some(n) if n < 0 => vec![(field.to_owned(), format!("Invalid value: {n}: must be greater than or equal to 0"))],
+        Some(n) if n < 0 => {
+            vec![(field.to_owned(), format!("Invalid value: {n}: must be greater than or equal to 0"))]
+        }
         _ => Vec::new(),
     }
 }
@@ -143,7 +157,10 @@ pub(crate) fn conditions_errors(conditions: Option<&Value>, field: &str) -> Vec<
             ));
         }
         if let Some(g) = c.get("observedGeneration").and_then(Value::as_i64).filter(|g| *g < 0) {
-            errs.push((format!("{at}.observedGeneration"), format!("Invalid value: {g}: must be greater than or equal to zero")));
+            errs.push((
+                format!("{at}.observedGeneration"),
+                format!("Invalid value: {g}: must be greater than or equal to zero"),
+            ));
         }
         if s("lastTransitionTime").is_empty() {
             errs.push((format!("{at}.lastTransitionTime"), "Required value: must be set".into()));

@@ -21,8 +21,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
-                default: workload::default_cron_job,
-                validate: workload::validate_cron_job,
+                default: crate::kinds::cron_job::default_cron_job,
+                validate: crate::kinds::cron_job::validate_cron_job,
                 pod_template: Some("/spec/jobTemplate/spec/template"),
                 ..typed::<batch::CronJob>()
             }),

@@ -95,7 +95,11 @@ pub fn validate_v2(hpa: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     }
     // `ValidateHorizontalPodAutoscalerStatusUpdate` (the stored status on the main resource).
     if let Some(status) = hpa.get("status").filter(|s| s.is_object()) {
-        errs.extend(crate::label_rules::nonnegative_fields(status, "status", &["currentReplicas", "desiredReplicas"]));
+        errs.extend(crate::label_rules::nonnegative_fields(
+            status,
+            "status",
+            &["currentReplicas", "desiredReplicas"],
+        ));
     }
     errs
 }
@@ -133,7 +137,10 @@ fn metric_identifier_errors(metric: Option<&Value>, at: &str) -> Vec<FieldError>
     if name.is_empty() {
         return vec![(format!("{at}.name"), "Required value: must specify a metric name".into())];
     }
-    path_segment_errors(name).into_iter().map(|why| (format!("{at}.name"), format!("Invalid value: {}: {why}", quote(name)))).collect()
+    path_segment_errors(name)
+        .into_iter()
+        .map(|why| (format!("{at}.name"), format!("Invalid value: {}: {why}", quote(name))))
+        .collect()
 }
 
 /// A quantity as Go's `%#v` prints a `resource.Quantity` decoded from `text` (its fast path:
@@ -175,17 +182,26 @@ fn metric_target_errors(target: &Value, at: &str) -> Vec<FieldError> {
         errs.push((format!("{at}.type"), "Required value: must specify a metric target type".into()));
     }
     if !matches!(ty, "Utilization" | "Value" | "AverageValue") {
-        errs.push((format!("{at}.type"), format!("Invalid value: {}: must be either Utilization, Value, or AverageValue", quote(ty))));
+        errs.push((
+            format!("{at}.type"),
+            format!("Invalid value: {}: must be either Utilization, Value, or AverageValue", quote(ty)),
+        ));
     }
     for field in ["value", "averageValue"] {
         if let Some(q) = target.get(field).filter(|q| !q.is_null())
             && !positive(q)
         {
-            errs.push((format!("{at}.{field}"), format!("Invalid value: {}: must be positive", go_quantity(q))));
+            errs.push((
+                format!("{at}.{field}"),
+                format!("Invalid value: {}: must be positive", go_quantity(q)),
+            ));
         }
     }
     if let Some(u) = target.get("averageUtilization").and_then(Value::as_i64).filter(|u| *u < 1) {
-        errs.push((format!("{at}.averageUtilization"), format!("Invalid value: {u}: must be greater than 0")));
+        errs.push((
+            format!("{at}.averageUtilization"),
+            format!("Invalid value: {u}: must be greater than 0"),
+        ));
     }
     errs
 }
@@ -270,7 +286,10 @@ fn source_errors(kind: &str, src: &Value, at: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match kind {
         "object" => {
-            errs.extend(cross_version_reference_errors(src.get("describedObject"), &format!("{at}.describedObject")));
+            errs.extend(cross_version_reference_errors(
+                src.get("describedObject"),
+                &format!("{at}.describedObject"),
+            ));
             errs.extend(metric_identifier_errors(src.get("metric"), &format!("{at}.metric")));
             errs.extend(metric_target_errors(target, &target_at));
             if !has("value") && !has("averageValue") {
@@ -315,11 +334,15 @@ fn source_errors(kind: &str, src: &Value, at: &str) -> Vec<FieldError> {
         }
         _ => {
             match src.get("name").and_then(Value::as_str).unwrap_or("") {
-                "" => errs.push((format!("{at}.name"), "Required value: must specify a resource name".into())),
+                "" => {
+                    errs.push((format!("{at}.name"), "Required value: must specify a resource name".into()))
+                }
                 name => errs.extend(container_resource_name_errors(name, &format!("{at}.name"))),
             }
             match src.get("container").and_then(Value::as_str).unwrap_or("") {
-                "" => errs.push((format!("{at}.container"), "Required value: must specify a container".into())),
+                "" => {
+                    errs.push((format!("{at}.container"), "Required value: must specify a container".into()))
+                }
                 c => {
                     if let Some(why) = crate::metadata::check_label(c) {
                         errs.push((format!("{at}.container"), format!("Invalid value: {}: {why}", quote(c))));
@@ -366,7 +389,11 @@ fn metric_errors(metric: &Value, at: &str) -> Vec<FieldError> {
     let present: Vec<&str> =
         SOURCES.iter().map(|(_, f)| *f).filter(|f| metric.get(*f).is_some_and(|v| !v.is_null())).collect();
     if let Some(first) = present.first() {
-        errs.extend(source_errors(if *first == "containerResource" { "container" } else { first }, &metric[*first], &format!("{at}.{first}")));
+        errs.extend(source_errors(
+            if *first == "containerResource" { "container" } else { first },
+            &metric[*first],
+            &format!("{at}.{first}"),
+        ));
     }
     // An unknown type is refused again, as upstream's switch does, and its field is then `""`.
     if known.is_none() {
@@ -417,7 +444,10 @@ fn scaling_rules_errors(rules: &Value, at: &str) -> Vec<FieldError> {
         let at = format!("{at}.policies[{i}]");
         let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
         if !matches!(ty, "Pods" | "Percent") {
-            errs.push((format!("{at}.type"), format!("Unsupported value: {}: supported values: \"Percent\", \"Pods\"", quote(ty))));
+            errs.push((
+                format!("{at}.type"),
+                format!("Unsupported value: {}: supported values: \"Percent\", \"Pods\"", quote(ty)),
+            ));
         }
         let value = p.get("value").and_then(Value::as_i64).unwrap_or(0);
         if value <= 0 {
@@ -425,10 +455,16 @@ fn scaling_rules_errors(rules: &Value, at: &str) -> Vec<FieldError> {
         }
         let period = p.get("periodSeconds").and_then(Value::as_i64).unwrap_or(0);
         if period <= 0 {
-            errs.push((format!("{at}.periodSeconds"), format!("Invalid value: {period}: must be greater than zero")));
+            errs.push((
+                format!("{at}.periodSeconds"),
+                format!("Invalid value: {period}: must be greater than zero"),
+            ));
         }
         if period > 1800 {
-            errs.push((format!("{at}.periodSeconds"), format!("Invalid value: {period}: must be less than or equal to 1800")));
+            errs.push((
+                format!("{at}.periodSeconds"),
+                format!("Invalid value: {period}: must be less than or equal to 1800"),
+            ));
         }
     }
     errs

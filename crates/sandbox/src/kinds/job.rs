@@ -69,7 +69,8 @@ fn index_interval(s: &str, completions: i64) -> Result<(i64, i64), String> {
         ));
     }
     let number = |p: &str| -> Result<i64, String> {
-        let n: i64 = p.parse().map_err(|_| format!("cannot convert string to integer for index: {}", quote(p)))?;
+        let n: i64 =
+            p.parse().map_err(|_| format!("cannot convert string to integer for index: {}", quote(p)))?;
         if n >= completions {
             return Err(format!("too large index: {}", quote(p)));
         }
@@ -142,7 +143,9 @@ fn on_exit_codes_errors(on: &Value, at: &str, containers: &[&str]) -> Vec<FieldE
     let mut errs = Vec::new();
     let op = on.get("operator").and_then(Value::as_str).unwrap_or("");
     match op {
-        "" => errs.push((format!("{at}.operator"), "Required value: valid values: [\"In\" \"NotIn\"]".into())),
+        "" => {
+            errs.push((format!("{at}.operator"), "Required value: valid values: [\"In\" \"NotIn\"]".into()))
+        }
         "In" | "NotIn" => {}
         other => errs.push((
             format!("{at}.operator"),
@@ -162,7 +165,10 @@ fn on_exit_codes_errors(on: &Value, at: &str, containers: &[&str]) -> Vec<FieldE
     }
     let values = on.get("values").and_then(Value::as_array).cloned().unwrap_or_default();
     if values.is_empty() {
-        errs.push((format!("{at}.values"), "Invalid value: []int32{}: at least one value is required".into()));
+        errs.push((
+            format!("{at}.values"),
+            "Invalid value: []int32{}: at least one value is required".into(),
+        ));
     } else if values.len() > MAX_EXIT_CODES {
         errs.push((
             format!("{at}.values"),
@@ -174,7 +180,10 @@ fn on_exit_codes_errors(on: &Value, at: &str, containers: &[&str]) -> Vec<FieldE
         for (j, v) in values.iter().enumerate() {
             let n = v.as_i64().unwrap_or(0);
             if op == "In" && n == 0 {
-                errs.push((format!("{at}.values[{j}]"), "Invalid value: 0: must not be 0 for the In operator".into()));
+                errs.push((
+                    format!("{at}.values[{j}]"),
+                    "Invalid value: 0: must not be 0 for the In operator".into(),
+                ));
             }
             if seen.contains(&n) {
                 errs.push((format!("{at}.values[{j}]"), format!("Duplicate value: {n}")));
@@ -186,7 +195,10 @@ fn on_exit_codes_errors(on: &Value, at: &str, containers: &[&str]) -> Vec<FieldE
             }
         }
         if !ordered {
-            errs.push((format!("{at}.values"), format!("Invalid value: {}: must be ordered", go_int32s(&values))));
+            errs.push((
+                format!("{at}.values"),
+                format!("Invalid value: {}: must be ordered", go_int32s(&values)),
+            ));
         }
     }
     errs
@@ -196,7 +208,10 @@ fn on_exit_codes_errors(on: &Value, at: &str, containers: &[&str]) -> Vec<FieldE
 fn on_pod_conditions_errors(patterns: &[Value], at: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if patterns.len() > MAX_RULES {
-        errs.push((at.to_owned(), format!("Too many: {}: must have at most {MAX_RULES} items", patterns.len())));
+        errs.push((
+            at.to_owned(),
+            format!("Too many: {}: must have at most {MAX_RULES} items", patterns.len()),
+        ));
     }
     for (j, p) in patterns.iter().enumerate() {
         let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
@@ -209,7 +224,10 @@ fn on_pod_conditions_errors(patterns: &[Value], at: &str) -> Vec<FieldError> {
             "True" | "False" | "Unknown" => {}
             other => errs.push((
                 format!("{at}[{j}].status"),
-                format!("Unsupported value: {}: supported values: \"False\", \"True\", \"Unknown\"", quote(other)),
+                format!(
+                    "Unsupported value: {}: supported values: \"False\", \"True\", \"Unknown\"",
+                    quote(other)
+                ),
             )),
         }
     }
@@ -221,7 +239,10 @@ fn pod_failure_policy_errors(spec: &Value, policy: &Value, at: &str) -> Vec<Fiel
     let mut errs = Vec::new();
     let rules = policy.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
     if rules.len() > MAX_RULES {
-        errs.push((format!("{at}.rules"), format!("Too many: {}: must have at most {MAX_RULES} items", rules.len())));
+        errs.push((
+            format!("{at}.rules"),
+            format!("Too many: {}: must have at most {MAX_RULES} items", rules.len()),
+        ));
     }
     let mut containers = Vec::new();
     for list in ["containers", "initContainers"] {
@@ -286,7 +307,10 @@ fn success_policy_errors(spec: &Value, policy: &Value, at: &str) -> Vec<FieldErr
         ));
     }
     if rules.len() > MAX_RULES {
-        errs.push((format!("{at}.rules"), format!("Too many: {}: must have at most {MAX_RULES} items", rules.len())));
+        errs.push((
+            format!("{at}.rules"),
+            format!("Too many: {}: must have at most {MAX_RULES} items", rules.len()),
+        ));
     }
     let completions = int(spec, "completions").unwrap_or(0);
     for (i, rule) in rules.iter().enumerate() {
@@ -294,12 +318,18 @@ fn success_policy_errors(spec: &Value, policy: &Value, at: &str) -> Vec<FieldErr
         let indexes = rule.get("succeededIndexes").and_then(Value::as_str);
         let count = int(rule, "succeededCount");
         if indexes.is_none() && count.is_none() {
-            errs.push((at.clone(), "Required value: at least one of succeededCount or succeededIndexes must be specified".into()));
+            errs.push((
+                at.clone(),
+                "Required value: at least one of succeededCount or succeededIndexes must be specified".into(),
+            ));
         }
         let mut total = 0;
         if let Some(s) = indexes {
             if s.len() > 64 * 1024 {
-                errs.push((format!("{at}.succeededIndexes"), "Too long: may not be more than 65536 bytes".into()));
+                errs.push((
+                    format!("{at}.succeededIndexes"),
+                    "Too long: may not be more than 65536 bytes".into(),
+                ));
             }
             match indexes_format(s, completions) {
                 Ok(n) => total = n,
@@ -351,7 +381,14 @@ fn go_success_policy(policy: &Value) -> String {
 /// `validateJobSpec`: what a Job's spec and a CronJob's Job template hold alike, under `at`.
 pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for f in ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished", "backoffLimitPerIndex"] {
+    for f in [
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+        "ttlSecondsAfterFinished",
+        "backoffLimitPerIndex",
+    ] {
         errs.extend(nonnegative(spec.get(f), &format!("{at}.{f}")));
     }
     let per_index = given(spec, "backoffLimitPerIndex");
@@ -359,7 +396,10 @@ pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
     if given(spec, "maxFailedIndexes").is_some() {
         errs.extend(nonnegative(spec.get("maxFailedIndexes"), &format!("{at}.maxFailedIndexes")));
         if per_index.is_none() {
-            errs.push((format!("{at}.backoffLimitPerIndex"), "Required value: when maxFailedIndexes is specified".into()));
+            errs.push((
+                format!("{at}.backoffLimitPerIndex"),
+                "Required value: when maxFailedIndexes is specified".into(),
+            ));
         }
     }
     if let Some(m) = given(spec, "managedBy").and_then(Value::as_str) {
@@ -380,7 +420,10 @@ pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
         }
         if m == "Indexed" {
             if completions.is_none() {
-                errs.push((format!("{at}.completions"), "Required value: when completion mode is Indexed".into()));
+                errs.push((
+                    format!("{at}.completions"),
+                    "Required value: when completion mode is Indexed".into(),
+                ));
             }
             if let Some(p) = parallelism.filter(|p| *p > MAX_INDEXED) {
                 errs.push((
@@ -391,16 +434,24 @@ pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
             if let (Some(c), Some(m)) = (completions, max_failed)
                 && m > c
             {
-                errs.push((format!("{at}.maxFailedIndexes"), format!("Invalid value: {m}: must be less than or equal to completions")));
+                errs.push((
+                    format!("{at}.maxFailedIndexes"),
+                    format!("Invalid value: {m}: must be less than or equal to completions"),
+                ));
             }
             if let Some(m) = max_failed.filter(|m| *m > MAX_INDEXED) {
-                errs.push((format!("{at}.maxFailedIndexes"), format!("Invalid value: {m}: must be less than or equal to {MAX_INDEXED}")));
+                errs.push((
+                    format!("{at}.maxFailedIndexes"),
+                    format!("Invalid value: {m}: must be less than or equal to {MAX_INDEXED}"),
+                ));
             }
             if completions.is_some_and(|c| c > HIGH_COMPLETIONS) && per_index.is_some() {
                 if max_failed.is_none() {
                     errs.push((
                         format!("{at}.maxFailedIndexes"),
-                        format!("Required value: must be specified when completions is above {HIGH_COMPLETIONS}"),
+                        format!(
+                            "Required value: must be specified when completions is above {HIGH_COMPLETIONS}"
+                        ),
                     ));
                 }
                 let high = format!(
@@ -417,10 +468,16 @@ pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
     }
     if mode.is_none_or(|m| m == "NonIndexed") {
         if let Some(b) = per_index {
-            errs.push((format!("{at}.backoffLimitPerIndex"), format!("Invalid value: {}: requires indexed completion mode", b.as_i64().unwrap_or(0))));
+            errs.push((
+                format!("{at}.backoffLimitPerIndex"),
+                format!("Invalid value: {}: requires indexed completion mode", b.as_i64().unwrap_or(0)),
+            ));
         }
         if let Some(m) = max_failed {
-            errs.push((format!("{at}.maxFailedIndexes"), format!("Invalid value: {m}: requires indexed completion mode")));
+            errs.push((
+                format!("{at}.maxFailedIndexes"),
+                format!("Invalid value: {m}: requires indexed completion mode"),
+            ));
         }
     }
     let failure_policy = given(spec, "podFailurePolicy");
@@ -434,7 +491,13 @@ pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
                 errs.push((field, format!("Unsupported value: {}: supported values: \"Failed\"", quote(r))));
             }
         } else if !matches!(r, "Failed" | "TerminatingOrFailed") {
-            errs.push((field, format!("Unsupported value: {}: supported values: \"Failed\", \"TerminatingOrFailed\"", quote(r))));
+            errs.push((
+                field,
+                format!(
+                    "Unsupported value: {}: supported values: \"Failed\", \"TerminatingOrFailed\"",
+                    quote(r)
+                ),
+            ));
         }
     }
     if let Some(p) = given(spec, "successPolicy") {
@@ -448,13 +511,20 @@ pub(crate) fn spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
         }
     }
     let template = spec.get("template").cloned().unwrap_or_default();
-    errs.extend(pod_template::errors(&template, &format!("{at}.template"), &["Always", "OnFailure", "Never"]));
+    errs.extend(pod_template::errors(
+        &template,
+        &format!("{at}.template"),
+        &["Always", "OnFailure", "Never"],
+    ));
     let restart_at = format!("{at}.template.spec.restartPolicy");
     match template.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("") {
-        "" | "Always" => errs.push((restart_at, "Required value: valid values: \"OnFailure\", \"Never\"".into())),
+        "" | "Always" => {
+            errs.push((restart_at, "Required value: valid values: \"OnFailure\", \"Never\"".into()))
+        }
         "OnFailure" if failure_policy.is_some() => errs.push((
             restart_at,
-            "Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified".into(),
+            "Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified"
+                .into(),
         )),
         "OnFailure" | "Never" => {}
         other => errs.push((
@@ -491,7 +561,12 @@ pub fn prepare_job(job: &mut Value) {
     let meta = crate::object_meta::object_at(&mut job["spec"]["template"], "metadata");
     let labels = meta.entry("labels").or_insert_with(|| json!({}));
     if let Some(l) = labels.as_object_mut() {
-        for (k, v) in [(LEGACY_UID_LABEL, &uid), (LEGACY_NAME_LABEL, &name), (JOB_UID_LABEL, &uid), (JOB_NAME_LABEL, &name)] {
+        for (k, v) in [
+            (LEGACY_UID_LABEL, &uid),
+            (LEGACY_NAME_LABEL, &name),
+            (JOB_UID_LABEL, &uid),
+            (JOB_NAME_LABEL, &name),
+        ] {
             l.entry(k).or_insert_with(|| json!(v));
         }
     }
@@ -512,7 +587,9 @@ fn generated_selector_errors(job: &Value) -> Vec<FieldError> {
         errs.push(("metadata.uid".into(), "Required value".into()));
     }
     let labels = spec.pointer("/template/metadata/labels").and_then(Value::as_object);
-    for (key, want) in [(LEGACY_UID_LABEL, uid), (LEGACY_NAME_LABEL, name), (JOB_UID_LABEL, uid), (JOB_NAME_LABEL, name)] {
+    for (key, want) in
+        [(LEGACY_UID_LABEL, uid), (LEGACY_NAME_LABEL, name), (JOB_UID_LABEL, uid), (JOB_NAME_LABEL, name)]
+    {
         let field = format!("spec.template.metadata.labels[{key}]");
         match labels.and_then(|l| l.get(key)).and_then(Value::as_str) {
             None => errs.push((field, format!("Required value: {want}"))),
@@ -533,7 +610,10 @@ fn generated_selector_errors(job: &Value) -> Vec<FieldError> {
     {
         errs.push((
             "spec.selector".into(),
-            format!("Invalid value: {}: `selector` not auto-generated", crate::go_print::go_label_selector(selector)),
+            format!(
+                "Invalid value: {}: `selector` not auto-generated",
+                crate::go_print::go_label_selector(selector)
+            ),
         ));
     }
     errs
@@ -550,7 +630,8 @@ fn job_spec_errors(spec: &Value) -> Vec<FieldError> {
     }
     errs.extend(rules);
     let labels = spec.pointer("/template/metadata/labels").and_then(Value::as_object);
-    let matches = selector.is_some_and(|s| crate::selector::selector_matches(s, &labels.cloned().unwrap_or_default()));
+    let matches =
+        selector.is_some_and(|s| crate::selector::selector_matches(s, &labels.cloned().unwrap_or_default()));
     if parses && !matches {
         errs.push((
             "spec.template.metadata.labels".into(),
@@ -612,12 +693,18 @@ fn update_errors(spec: &Value, old: &Value) -> Vec<FieldError> {
 
 /// A condition of `type` is `True` in `status`.
 fn condition(status: &Value, ty: &str) -> bool {
-    status.get("conditions").and_then(Value::as_array).into_iter().flatten().any(|c| c["type"] == ty && c["status"] == "True")
+    status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == ty && c["status"] == "True")
 }
 
 /// A status time as Go's `time.Time` prints itself (`2026-01-01 00:00:00 +0000 UTC`).
 fn go_time(s: &str) -> String {
-    s.parse::<jiff::Timestamp>().map_or_else(|_| s.to_owned(), |t| t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string())
+    s.parse::<jiff::Timestamp>()
+        .map_or_else(|_| s.to_owned(), |t| t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string())
 }
 
 /// `batch.UncountedTerminatedPods` as Go's `%#v` prints it.
@@ -679,14 +766,23 @@ fn status_errors(job: &Value, old: &Value) -> Vec<FieldError> {
     let start = given(status, "startTime").and_then(Value::as_str);
     let completion = given(status, "completionTime").and_then(Value::as_str);
     let times_changed = complete_changed || changed("completionTime");
-    if times_changed && !complete && let Some(c) = completion {
+    if times_changed
+        && !complete
+        && let Some(c) = completion
+    {
         errs.push((
             "status.completionTime".into(),
-            format!("Invalid value: {}: cannot set completionTime when there is no Complete=True condition", go_time(c)),
+            format!(
+                "Invalid value: {}: cannot set completionTime when there is no Complete=True condition",
+                go_time(c)
+            ),
         ));
     }
     if times_changed && complete && completion.is_none() {
-        errs.push(("status.completionTime".into(), "Required value: completionTime is required for Complete jobs".into()));
+        errs.push((
+            "status.completionTime".into(),
+            "Required value: completionTime is required for Complete jobs".into(),
+        ));
     }
     if (changed("startTime") || changed("completionTime"))
         && let (Some(s), Some(c)) = (start, completion)
@@ -702,23 +798,36 @@ fn status_errors(job: &Value, old: &Value) -> Vec<FieldError> {
         errs.push(conditions("cannot set Failed=True condition without the FailureTarget=true condition"));
     }
     if (complete_changed || criteria_met != was("SuccessCriteriaMet")) && complete && !criteria_met {
-        errs.push(conditions("cannot set Complete=True condition without the SuccessCriteriaMet=true condition"));
+        errs.push(conditions(
+            "cannot set Complete=True condition without the SuccessCriteriaMet=true condition",
+        ));
     }
     let active = int(status, "active").unwrap_or(0);
     if (finished_changed || changed("active")) && finished && active > 0 {
-        errs.push(("status.active".into(), format!("Invalid value: {active}: active>0 is invalid for finished job")));
+        errs.push((
+            "status.active".into(),
+            format!("Invalid value: {active}: active>0 is invalid for finished job"),
+        ));
     }
     if (finished_changed || changed("startTime")) && finished && start.is_none() {
-        errs.push(("status.startTime".into(), "Required value: startTime is required for finished job".into()));
+        errs.push((
+            "status.startTime".into(),
+            "Required value: startTime is required for finished job".into(),
+        ));
     }
     if (finished_changed || changed("uncountedTerminatedPods"))
         && finished
         && let Some(u) = uncounted
-        && ["succeeded", "failed"].iter().any(|k| u.get(*k).and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+        && ["succeeded", "failed"]
+            .iter()
+            .any(|k| u.get(*k).and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
     {
         errs.push((
             "status.uncountedTerminatedPods".into(),
-            format!("Invalid value: {}: uncountedTerminatedPods needs to be empty for finished job", go_uncounted(u)),
+            format!(
+                "Invalid value: {}: uncountedTerminatedPods needs to be empty for finished job",
+                go_uncounted(u)
+            ),
         ));
     }
     let completions = int(spec, "completions");
@@ -736,16 +845,23 @@ fn status_errors(job: &Value, old: &Value) -> Vec<FieldError> {
         ));
     }
     if failed_indexes_changed
-        && let (Some(c), Some(_), Some(f)) = (completions, given(spec, "backoffLimitPerIndex"), failed_indexes)
+        && let (Some(c), Some(_), Some(f)) =
+            (completions, given(spec, "backoffLimitPerIndex"), failed_indexes)
         && let Err(why) = indexes_format(f, c)
     {
-        errs.push(("status.failedIndexes".into(), format!("Invalid value: {}: error parsing failedIndexes: {why}", quote(f))));
+        errs.push((
+            "status.failedIndexes".into(),
+            format!("Invalid value: {}: error parsing failedIndexes: {why}", quote(f)),
+        ));
     }
     let indexed = given(spec, "completionMode").and_then(Value::as_str) == Some("Indexed");
     if completed_changed && !completed.is_empty() && !indexed {
         errs.push((
             "status.completedIndexes".into(),
-            format!("Invalid value: {}: cannot set non-empty completedIndexes when non-indexed completion mode", quote(completed)),
+            format!(
+                "Invalid value: {}: cannot set non-empty completedIndexes when non-indexed completion mode",
+                quote(completed)
+            ),
         ));
     }
     if failed_indexes_changed
@@ -754,7 +870,10 @@ fn status_errors(job: &Value, old: &Value) -> Vec<FieldError> {
     {
         errs.push((
             "status.failedIndexes".into(),
-            format!("Invalid value: {}: cannot set non-null failedIndexes when backoffLimitPerIndex is null", quote(f)),
+            format!(
+                "Invalid value: {}: cannot set non-null failedIndexes when backoffLimitPerIndex is null",
+                quote(f)
+            ),
         ));
     }
     if (failed_indexes_changed || completed_changed)
@@ -770,12 +889,18 @@ fn status_errors(job: &Value, old: &Value) -> Vec<FieldError> {
         && finished
         && let Some(t) = int(status, "terminating").filter(|t| *t > 0)
     {
-        errs.push(("status.terminating".into(), format!("Invalid value: {t}: terminating>0 is invalid for finished job")));
+        errs.push((
+            "status.terminating".into(),
+            format!("Invalid value: {t}: terminating>0 is invalid for finished job"),
+        ));
     }
     if (changed("ready") || changed("active"))
         && let Some(r) = int(status, "ready").filter(|r| *r > active)
     {
-        errs.push(("status.ready".into(), format!("Invalid value: {r}: cannot set more ready pods than active")));
+        errs.push((
+            "status.ready".into(),
+            format!("Invalid value: {r}: cannot set more ready pods than active"),
+        ));
     }
     if criteria_met && failed {
         errs.push(conditions("cannot set SuccessCriteriaMet=True and Failed=true conditions"));
@@ -803,7 +928,10 @@ pub fn validate_job(job: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 if crate::metadata::check_label(&last).is_some() {
                     errs.push((
                         "metadata.name".into(),
-                        format!("Invalid value: {}: will not able to create pod with invalid DNS label: {last}", quote(name)),
+                        format!(
+                            "Invalid value: {}: will not able to create pod with invalid DNS label: {last}",
+                            quote(name)
+                        ),
                     ));
                 }
             }
@@ -823,11 +951,17 @@ pub(crate) fn template_spec_errors(template: &Value, at: &str) -> Vec<FieldError
     if let Some(s) = given(&spec, "selector") {
         errs.push((
             format!("{at}.spec.selector"),
-            format!("Invalid value: {}: `selector` will be auto-generated", crate::go_print::go_label_selector(s)),
+            format!(
+                "Invalid value: {}: `selector` will be auto-generated",
+                crate::go_print::go_label_selector(s)
+            ),
         ));
     }
     if spec.get("manualSelector") == Some(&json!(true)) {
-        errs.push((format!("{at}.spec.manualSelector"), "Unsupported value: true: supported values: \"nil\", \"false\"".into()));
+        errs.push((
+            format!("{at}.spec.manualSelector"),
+            "Unsupported value: true: supported values: \"nil\", \"false\"".into(),
+        ));
     }
     errs
 }
