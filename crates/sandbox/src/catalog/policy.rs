@@ -15,6 +15,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             default: crate::kinds::disruption_budget::default_disruption_budget,
             validate: crate::kinds::disruption_budget::validate_disruption_budget,
             allow_unconditional_update: false,
+            decode: crate::kinds::disruption_budget::decode,
             ..typed::<policy::PodDisruptionBudget>()
         }),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)

@@ -64,6 +64,7 @@ pub fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<FieldError> {
             ],
         ));
     }
+    errs.extend(crate::kinds::workload::collision_count_errors(ds, old));
     errs
 }
 

@@ -58,6 +58,7 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
     // The strategy's `ValidateUpdate` checks the selector's immutability after the spec.
     errs.extend(workload::immutable(d, old, &[("spec.selector", "/spec/selector")]));
     errs.extend(status_errors(d));
+    errs.extend(workload::collision_count_errors(d, old));
     errs
 }
 

@@ -66,3 +66,24 @@ pub fn default_disruption_budget(pdb: &mut Value) {
         zero_status(pdb, &["currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods"]);
     }
 }
+
+/// Checks that a PodDisruptionBudget decodes as its type. A condition's `lastTransitionTime`
+/// may be missing, as Go decodes it (the zero time), for `ValidateConditions` to refuse it
+/// as required rather than the decoder.
+///
+/// # Errors
+///
+/// The decode error naming the field, as [`crate::kinds::decode_as`] words it.
+pub fn decode(pdb: &Value) -> Result<(), String> {
+    let conditions = pdb.pointer("/status/conditions").and_then(Value::as_array);
+    if conditions.is_none_or(|c| c.iter().all(|c| c.get("lastTransitionTime").is_some())) {
+        return crate::kinds::decode_as::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(pdb);
+    }
+    let mut filled = pdb.clone();
+    for c in filled.pointer_mut("/status/conditions").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(c) = c.as_object_mut() {
+            c.entry("lastTransitionTime").or_insert_with(|| Value::from("0001-01-01T00:00:00Z"));
+        }
+    }
+    crate::kinds::decode_as::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&filled)
+}

@@ -908,6 +908,57 @@ fn status_errors(job: &Value, old: &Value) -> Vec<FieldError> {
     if criteria_met && failure_target {
         errs.push(conditions("cannot set SuccessCriteriaMet=True and FailureTarget=true conditions"));
     }
+    errs.extend(status_update_errors(spec, status, before));
+    errs
+}
+
+/// `ValidateJobStatusUpdate`'s rules against the stored status: terminal conditions stay,
+/// counters do not decrease, the completion time does not change, the start time of a running
+/// Job stays.
+fn status_update_errors(spec: &Value, status: &Value, before: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let conditions = |why: String| ("status.conditions".to_owned(), format!("Invalid value: {why}"));
+    for ty in ["Failed", "Complete"] {
+        if condition(before, ty) && !condition(status, ty) {
+            errs.push(conditions(format!("cannot disable the terminal {ty}=True condition")));
+        }
+    }
+    let count = |s: &Value, k: &str| int(s, k).unwrap_or(0);
+    if count(status, "failed") < count(before, "failed") {
+        errs.push((
+            "status.failed".into(),
+            format!("Invalid value: {}: cannot decrease the failed counter", count(status, "failed")),
+        ));
+    }
+    let indexed = given(spec, "completionMode").and_then(Value::as_str) == Some("Indexed");
+    let scalable = indexed && int(spec, "completions") == int(spec, "parallelism");
+    if !scalable && count(status, "succeeded") < count(before, "succeeded") {
+        errs.push((
+            "status.succeeded".into(),
+            format!("Invalid value: {}: cannot decrease the succeeded counter", count(status, "succeeded")),
+        ));
+    }
+    let time = |s: &Value, k: &str| given(s, k).and_then(Value::as_str).map(str::to_owned);
+    if let (Some(was), Some(now)) = (time(before, "completionTime"), time(status, "completionTime"))
+        && was.parse::<jiff::Timestamp>().ok() != now.parse::<jiff::Timestamp>().ok()
+    {
+        errs.push((
+            "status.completionTime".into(),
+            format!("Invalid value: {}: completionTime cannot be mutated", go_time(&now)),
+        ));
+    }
+    if time(before, "startTime").is_some()
+        && time(before, "startTime") != time(status, "startTime")
+        && spec.get("suspend") != Some(&json!(true))
+    {
+        errs.push((
+            "status.startTime".into(),
+            "Required value: startTime cannot be removed for unsuspended job".into(),
+        ));
+    }
+    if condition(before, "SuccessCriteriaMet") && !condition(status, "SuccessCriteriaMet") {
+        errs.push(conditions("cannot disable the SuccessCriteriaMet=True condition".into()));
+    }
     errs
 }
 

@@ -114,6 +114,7 @@ pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError
         }
     }
     errs.extend(stateful_set_status_errors(sts));
+    errs.extend(crate::kinds::workload::collision_count_errors(sts, old));
     errs
 }
 

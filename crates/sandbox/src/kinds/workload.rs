@@ -94,6 +94,18 @@ pub(crate) fn template_errors(spec: &Value, restart_policies: &[&str]) -> Vec<Fi
     pod_template::errors(&template, "spec.template", restart_policies)
 }
 
+/// The status update rule of Deployments, StatefulSets and DaemonSets: `status.collisionCount`
+/// is not decremented.
+pub(crate) fn collision_count_errors(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let count = |o: &Value| o.pointer("/status/collisionCount").and_then(Value::as_i64);
+    match (count(obj), old.and_then(count)) {
+        (Some(n), Some(was)) if n < was => {
+            vec![("status.collisionCount".into(), format!("Invalid value: {n}: cannot be decremented"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// `activeDeadlineSeconds in <kind> is not Supported`: a controller's pods run until replaced.
 pub(crate) fn deadline_forbidden(spec: &Value, kind: &str) -> Vec<FieldError> {
     if spec.pointer("/template/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
@@ -364,6 +376,15 @@ pub fn default_job(job: &mut Value) {
         "TerminatingOrFailed"
     };
     set_default(spec, "podReplacementPolicy", json!(replacement));
+    // A pod failure policy's condition patterns match `True` unless they say otherwise.
+    let rules =
+        spec.get_mut("podFailurePolicy").and_then(|p| p.get_mut("rules")).and_then(Value::as_array_mut);
+    for rule in rules.into_iter().flatten() {
+        let patterns = rule.get_mut("onPodConditions").and_then(Value::as_array_mut);
+        for pattern in patterns.into_iter().flatten().filter_map(Value::as_object_mut) {
+            set_default(pattern, "status", json!("True"));
+        }
+    }
 }
 
 /// v1 PodTemplate defaults: its template's.
