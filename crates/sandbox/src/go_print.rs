@@ -192,7 +192,28 @@ pub(crate) fn go_label_selector(s: &Value) -> String {
     let labels = go_string_map(s.get("matchLabels").and_then(Value::as_object));
     let expressions = match s.get("matchExpressions").and_then(Value::as_array) {
         None => "[]v1.LabelSelectorRequirement(nil)".to_owned(),
-        Some(_) => "[]v1.LabelSelectorRequirement{}".to_owned(),
+        Some(reqs) => {
+            let items: Vec<String> = reqs
+                .iter()
+                .map(|r| {
+                    let text = |k: &str| go_quote(r.get(k).and_then(Value::as_str).unwrap_or(""));
+                    let values = match r.get("values").and_then(Value::as_array) {
+                        None => "[]string(nil)".to_owned(),
+                        Some(vs) => {
+                            let vs: Vec<String> =
+                                vs.iter().map(|v| go_quote(v.as_str().unwrap_or(""))).collect();
+                            format!("[]string{{{}}}", vs.join(", "))
+                        }
+                    };
+                    format!(
+                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}",
+                        text("key"),
+                        text("operator")
+                    )
+                })
+                .collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", items.join(", "))
+        }
     };
     format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}")
 }

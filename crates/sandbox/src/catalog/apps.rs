@@ -3,7 +3,7 @@
 use k8s_openapi::api::apps::v1 as apps;
 
 use super::{ALL, resource};
-use crate::kinds::{deployment, workload};
+use crate::kinds::{daemon_set, deployment, stateful_set, workload};
 use crate::resource::{BuiltIn, ResourceDef, ScalePaths, Strategy, typed};
 
 /// Where the scale of a Deployment, a ReplicaSet or a StatefulSet reads and writes.
@@ -28,9 +28,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
                 update_validates_twice: true,
-                prepare_create: workload::prepare_daemon_set,
-                default: workload::default_daemon_set,
-                validate: workload::validate_daemon_set,
+                prepare_create: daemon_set::prepare_daemon_set,
+                default: daemon_set::default_daemon_set,
+                validate: daemon_set::validate_daemon_set,
                 pod_template: Some("/spec/template"),
                 ..typed::<apps::DaemonSet>()
             }),
@@ -73,8 +73,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
-                default: workload::default_stateful_set,
-                validate: workload::validate_stateful_set,
+                default: stateful_set::default_stateful_set,
+                validate: stateful_set::validate_stateful_set,
+                // `ValidateStatefulSetName`: its pods' names and hostnames are `<name>-<ordinal>`.
+                name_rule: crate::metadata::check_label,
                 pod_template: Some("/spec/template"),
                 ..typed::<apps::StatefulSet>()
             }),

@@ -21,8 +21,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             categories: ALL,
             strategy: Strategy::BuiltIn(BuiltIn {
-                default: workload::default_cron_job,
-                validate: workload::validate_cron_job,
+                default: crate::kinds::cron_job::default_cron_job,
+                validate: crate::kinds::cron_job::validate_cron_job,
                 pod_template: Some("/spec/jobTemplate/spec/template"),
                 ..typed::<batch::CronJob>()
             }),
@@ -37,9 +37,9 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 gc_policy: crate::resource::GcPolicy::OrphanDependents,
                 orphaning_warning: Some(JOB_ORPHANS),
                 update_validates_twice: true,
-                prepare_create: workload::prepare_job,
+                prepare_create: crate::kinds::job::prepare_job,
                 default: workload::default_job,
-                validate: workload::validate_job,
+                validate: crate::kinds::job::validate_job,
                 label_refusal: Some(LabelRefusal::NotSupportedFor("Job")),
                 pod_template: Some("/spec/template"),
                 ..typed::<batch::Job>()

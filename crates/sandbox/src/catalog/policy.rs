@@ -12,9 +12,10 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         strategy: Strategy::BuiltIn(BuiltIn {
             name_rule: crate::metadata::check_path_segment,
             metadata_order: crate::resource::MetadataOrder::AfterKind,
-            default: crate::kinds::workload::default_disruption_budget,
-            validate: crate::kinds::workload::validate_disruption_budget,
+            default: crate::kinds::disruption_budget::default_disruption_budget,
+            validate: crate::kinds::disruption_budget::validate_disruption_budget,
             allow_unconditional_update: false,
+            decode: crate::kinds::disruption_budget::decode,
             ..typed::<policy::PodDisruptionBudget>()
         }),
         ..resource!("policy", "v1", "poddisruptionbudgets", "poddisruptionbudget", "PodDisruptionBudget", ["pdb"], namespaced: true)

@@ -82,10 +82,389 @@ pub fn validate_v2(hpa: &Value, _old: Option<&Value>) -> Vec<FieldError> {
             format!("Invalid value: {max}: must be greater than or equal to `minReplicas`"),
         ));
     }
+    errs.extend(cross_version_reference_errors(spec.get("scaleTargetRef"), "spec.scaleTargetRef"));
+    for (i, metric) in spec.get("metrics").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        errs.extend(metric_errors(metric, &format!("spec.metrics[{i}]")));
+    }
+    if let Some(behavior) = spec.get("behavior").filter(|b| !b.is_null()) {
+        for rules in ["scaleUp", "scaleDown"] {
+            if let Some(r) = behavior.get(rules).filter(|r| !r.is_null()) {
+                errs.extend(scaling_rules_errors(r, &format!("spec.behavior.{rules}")));
+            }
+        }
+    }
+    // `ValidateHorizontalPodAutoscalerStatusUpdate` (the stored status on the main resource).
+    if let Some(status) = hpa.get("status").filter(|s| s.is_object()) {
+        errs.extend(crate::label_rules::nonnegative_fields(
+            status,
+            "status",
+            &["currentReplicas", "desiredReplicas"],
+        ));
+    }
+    errs
+}
+
+/// `IsValidPathSegmentName`'s reasons.
+fn path_segment_errors(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"].iter().filter(|c| name.contains(**c)).map(|c| format!("may not contain '{c}'")).collect()
+}
+
+fn quote(s: &str) -> String {
+    crate::go_print::go_quote(s)
+}
+
+/// `ValidateCrossVersionObjectReference`: a kind and a name, each a path segment.
+fn cross_version_reference_errors(reference: Option<&Value>, at: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
     for field in ["kind", "name"] {
-        if spec.pointer(&format!("/scaleTargetRef/{field}")).and_then(Value::as_str).is_none_or(str::is_empty)
+        let v = reference.and_then(|r| r.get(field)).and_then(Value::as_str).unwrap_or("");
+        if v.is_empty() {
+            errs.push((format!("{at}.{field}"), "Required value".into()));
+        }
+        for why in path_segment_errors(v) {
+            errs.push((format!("{at}.{field}"), format!("Invalid value: {}: {why}", quote(v))));
+        }
+    }
+    errs
+}
+
+/// `validateMetricIdentifier`: a metric's name, a path segment.
+fn metric_identifier_errors(metric: Option<&Value>, at: &str) -> Vec<FieldError> {
+    let name = metric.and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    if name.is_empty() {
+        return vec![(format!("{at}.name"), "Required value: must specify a metric name".into())];
+    }
+    path_segment_errors(name)
+        .into_iter()
+        .map(|why| (format!("{at}.name"), format!("Invalid value: {}: {why}", quote(name))))
+        .collect()
+}
+
+/// A quantity as Go's `%#v` prints a `resource.Quantity` decoded from `text` (its fast path:
+/// an integer with an optional decimal suffix).
+fn go_quantity(v: &Value) -> String {
+    let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let (number, suffix) = text.split_at(text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(text.len()));
+    let scale = match suffix {
+        "" => Some(0),
+        "m" => Some(-3),
+        "k" => Some(3),
+        "M" => Some(6),
+        "G" => Some(9),
+        "T" => Some(12),
+        "P" => Some(15),
+        "E" => Some(18),
+        _ => None,
+    };
+    let format = if suffix.ends_with('i') { "BinarySI" } else { "DecimalSI" };
+    match (number.parse::<i64>(), scale) {
+        (Ok(n), Some(scale)) => format!(
+            "resource.Quantity{{i:resource.int64Amount{{value:{n}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:\"\", Format:\"{format}\"}}"
+        ),
+        _ => quote(&text),
+    }
+}
+
+/// Whether a quantity is above zero (`Sign() == 1`).
+fn positive(v: &Value) -> bool {
+    let text = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    crate::quantity::Quantity::parse(&text).is_ok_and(|q| !q.is_zero() && !q.is_negative())
+}
+
+/// `validateMetricTarget`: a known type; values positive, a utilization above 0.
+fn metric_target_errors(target: &Value, at: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ty = target.get("type").and_then(Value::as_str).unwrap_or("");
+    if ty.is_empty() {
+        errs.push((format!("{at}.type"), "Required value: must specify a metric target type".into()));
+    }
+    if !matches!(ty, "Utilization" | "Value" | "AverageValue") {
+        errs.push((
+            format!("{at}.type"),
+            format!("Invalid value: {}: must be either Utilization, Value, or AverageValue", quote(ty)),
+        ));
+    }
+    for field in ["value", "averageValue"] {
+        if let Some(q) = target.get(field).filter(|q| !q.is_null())
+            && !positive(q)
         {
-            errs.push((format!("spec.scaleTargetRef.{field}"), "Required value".into()));
+            errs.push((
+                format!("{at}.{field}"),
+                format!("Invalid value: {}: must be positive", go_quantity(q)),
+            ));
+        }
+    }
+    if let Some(u) = target.get("averageUtilization").and_then(Value::as_i64).filter(|u| *u < 1) {
+        errs.push((
+            format!("{at}.averageUtilization"),
+            format!("Invalid value: {u}: must be greater than 0"),
+        ));
+    }
+    errs
+}
+
+/// The resource names a container's metric may name (`IsStandardContainerResourceName`).
+fn standard_container_resource(name: &str) -> bool {
+    matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")
+}
+
+/// `IsStandardResourceName`: a container's, or one a quota counts.
+fn standard_resource(name: &str) -> bool {
+    standard_container_resource(name)
+        || name.starts_with("requests.hugepages-")
+        || matches!(
+            name,
+            "requests.cpu"
+                | "requests.memory"
+                | "requests.ephemeral-storage"
+                | "requests.storage"
+                | "limits.cpu"
+                | "limits.memory"
+                | "limits.ephemeral-storage"
+                | "pods"
+                | "services"
+                | "replicationcontrollers"
+                | "resourcequotas"
+                | "secrets"
+                | "configmaps"
+                | "persistentvolumeclaims"
+                | "services.nodeports"
+                | "services.loadbalancers"
+        )
+}
+
+/// `ValidateContainerResourceName`: a qualified name; unprefixed, a standard resource of
+/// containers.
+fn container_resource_name_errors(name: &str, at: &str) -> Vec<FieldError> {
+    let invalid = |why: &str| (at.to_owned(), format!("Invalid value: {}: {why}", quote(name)));
+    let qualified = crate::metadata::qualified_name_errors(name);
+    if !qualified.is_empty() {
+        return qualified.iter().map(|why| invalid(why)).collect();
+    }
+    let mut errs = Vec::new();
+    if !name.contains('/') {
+        if !standard_resource(name) {
+            errs.push(invalid("must be a standard resource type or fully qualified"));
+        }
+        if !standard_container_resource(name) {
+            errs.push(invalid("must be a standard resource for containers"));
+        }
+    }
+    errs
+}
+
+/// The raw-value and utilization rules a resource metric's target follows.
+fn utilization_errors(target: &Value, at: &str) -> Vec<FieldError> {
+    let has = |k: &str| target.get(k).is_some_and(|v| !v.is_null());
+    let mut errs = Vec::new();
+    if !has("averageUtilization") && !has("averageValue") {
+        errs.push((
+            format!("{at}.averageUtilization"),
+            "Required value: must set either a target raw value or a target utilization".into(),
+        ));
+    }
+    if has("averageUtilization") && has("averageValue") {
+        errs.push((
+            format!("{at}.averageValue"),
+            "Forbidden: may not set both a target raw value and a target utilization".into(),
+        ));
+    }
+    errs
+}
+
+/// The metric source of `kind` under `at`, validated as its kind is (`validateObjectSource`,
+/// `validateExternalSource`, `validatePodsSource`, `validateResourceSource`,
+/// `validateContainerResourceSource`).
+fn source_errors(kind: &str, src: &Value, at: &str) -> Vec<FieldError> {
+    let empty = json!({});
+    let target = src.get("target").filter(|t| !t.is_null()).unwrap_or(&empty);
+    let has = |k: &str| target.get(k).is_some_and(|v| !v.is_null());
+    let target_at = format!("{at}.target");
+    let mut errs = Vec::new();
+    match kind {
+        "object" => {
+            errs.extend(cross_version_reference_errors(
+                src.get("describedObject"),
+                &format!("{at}.describedObject"),
+            ));
+            errs.extend(metric_identifier_errors(src.get("metric"), &format!("{at}.metric")));
+            errs.extend(metric_target_errors(target, &target_at));
+            if !has("value") && !has("averageValue") {
+                errs.push((
+                    format!("{target_at}.averageValue"),
+                    "Required value: must set either a target value or averageValue".into(),
+                ));
+            }
+        }
+        "external" => {
+            errs.extend(metric_identifier_errors(src.get("metric"), &format!("{at}.metric")));
+            errs.extend(metric_target_errors(target, &target_at));
+            if !has("value") && !has("averageValue") {
+                errs.push((
+                    format!("{target_at}.averageValue"),
+                    "Required value: must set either a target value for metric or a per-pod target".into(),
+                ));
+            }
+            if has("value") && has("averageValue") {
+                errs.push((
+                    format!("{target_at}.value"),
+                    "Forbidden: may not set both a target value for metric and a per-pod target".into(),
+                ));
+            }
+        }
+        "pods" => {
+            errs.extend(metric_identifier_errors(src.get("metric"), &format!("{at}.metric")));
+            errs.extend(metric_target_errors(target, &target_at));
+            if !has("averageValue") {
+                errs.push((
+                    format!("{target_at}.averageValue"),
+                    "Required value: must specify a positive target averageValue".into(),
+                ));
+            }
+        }
+        "resource" => {
+            if src.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+                errs.push((format!("{at}.name"), "Required value: must specify a resource name".into()));
+            }
+            errs.extend(metric_target_errors(target, &target_at));
+            errs.extend(utilization_errors(target, &target_at));
+        }
+        _ => {
+            match src.get("name").and_then(Value::as_str).unwrap_or("") {
+                "" => {
+                    errs.push((format!("{at}.name"), "Required value: must specify a resource name".into()))
+                }
+                name => errs.extend(container_resource_name_errors(name, &format!("{at}.name"))),
+            }
+            match src.get("container").and_then(Value::as_str).unwrap_or("") {
+                "" => {
+                    errs.push((format!("{at}.container"), "Required value: must specify a container".into()))
+                }
+                c => {
+                    if let Some(why) = crate::metadata::check_label(c) {
+                        errs.push((format!("{at}.container"), format!("Invalid value: {}: {why}", quote(c))));
+                    }
+                }
+            }
+            errs.extend(metric_target_errors(target, &target_at));
+            errs.extend(utilization_errors(target, &target_at));
+        }
+    }
+    errs
+}
+
+/// The metric source types and the field each fills, in the order upstream checks them.
+const SOURCES: [(&str, &str); 5] = [
+    ("Object", "object"),
+    ("External", "external"),
+    ("Pods", "pods"),
+    ("Resource", "resource"),
+    ("ContainerResource", "containerResource"),
+];
+
+/// `validateMetricSpec`: a known type, its source given and the only one; the first source
+/// given is validated.
+fn metric_errors(metric: &Value, at: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ty = metric.get("type").and_then(Value::as_str).unwrap_or("");
+    if ty.is_empty() {
+        errs.push((format!("{at}.type"), "Required value: must specify a metric source type".into()));
+    }
+    let known = SOURCES.iter().find(|(t, _)| *t == ty).map(|(_, f)| *f);
+    let unsupported = || {
+        (
+            format!("{at}.type"),
+            format!(
+                "Unsupported value: {}: supported values: \"ContainerResource\", \"External\", \"Object\", \"Pods\", \"Resource\"",
+                quote(ty)
+            ),
+        )
+    };
+    if known.is_none() {
+        errs.push(unsupported());
+    }
+    let present: Vec<&str> =
+        SOURCES.iter().map(|(_, f)| *f).filter(|f| metric.get(*f).is_some_and(|v| !v.is_null())).collect();
+    if let Some(first) = present.first() {
+        errs.extend(source_errors(
+            if *first == "containerResource" { "container" } else { first },
+            &metric[*first],
+            &format!("{at}.{first}"),
+        ));
+    }
+    // An unknown type is refused again, as upstream's switch does, and its field is then `""`.
+    if known.is_none() {
+        errs.push(unsupported());
+    }
+    let expected = known.unwrap_or("");
+    if !present.contains(&expected) {
+        let field = if expected.is_empty() { format!("{at}.") } else { format!("{at}.{expected}") };
+        errs.push((field, "Required value: must populate information for the given metric source".into()));
+    }
+    if present.len() != 1 {
+        let mut others: Vec<&str> = present.iter().copied().filter(|f| *f != expected).collect();
+        others.sort_unstable();
+        for f in others {
+            errs.push((format!("{at}.{f}"), "Forbidden: must populate the given metric source only".into()));
+        }
+    }
+    errs
+}
+
+/// `validateScalingRules` and `validateScalingPolicy`: a window of 0 to 3600 seconds, a known
+/// select policy, at least one policy, each of a known type with a positive value over a
+/// period of 1 to 1800 seconds.
+fn scaling_rules_errors(rules: &Value, at: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(w) = rules.get("stabilizationWindowSeconds").and_then(Value::as_i64) {
+        let field = format!("{at}.stabilizationWindowSeconds");
+        if w < 0 {
+            errs.push((field.clone(), format!("Invalid value: {w}: must be greater than or equal to zero")));
+        }
+        if w > 3600 {
+            errs.push((field, format!("Invalid value: {w}: must be less than or equal to 3600")));
+        }
+    }
+    if let Some(p) = rules.get("selectPolicy").and_then(Value::as_str)
+        && !matches!(p, "Disabled" | "Max" | "Min")
+    {
+        errs.push((
+            format!("{at}.selectPolicy"),
+            format!("Unsupported value: {}: supported values: \"Disabled\", \"Max\", \"Min\"", quote(p)),
+        ));
+    }
+    let policies = rules.get("policies").and_then(Value::as_array).cloned().unwrap_or_default();
+    if policies.is_empty() {
+        errs.push((format!("{at}.policies"), "Required value: must specify at least one Policy".into()));
+    }
+    for (i, p) in policies.iter().enumerate() {
+        let at = format!("{at}.policies[{i}]");
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(ty, "Pods" | "Percent") {
+            errs.push((
+                format!("{at}.type"),
+                format!("Unsupported value: {}: supported values: \"Percent\", \"Pods\"", quote(ty)),
+            ));
+        }
+        let value = p.get("value").and_then(Value::as_i64).unwrap_or(0);
+        if value <= 0 {
+            errs.push((format!("{at}.value"), format!("Invalid value: {value}: must be greater than zero")));
+        }
+        let period = p.get("periodSeconds").and_then(Value::as_i64).unwrap_or(0);
+        if period <= 0 {
+            errs.push((
+                format!("{at}.periodSeconds"),
+                format!("Invalid value: {period}: must be greater than zero"),
+            ));
+        }
+        if period > 1800 {
+            errs.push((
+                format!("{at}.periodSeconds"),
+                format!("Invalid value: {period}: must be less than or equal to 1800"),
+            ));
         }
     }
     errs

@@ -50,13 +50,15 @@ pub fn validate(d: &Value, old: Option<&Value>) -> Vec<FieldError> {
     // The replica count and the selector follow the same rules as a ReplicaSet's.
     let mut errs = workload::replicas_errors(&spec);
     errs.extend(workload::selector_errors(&spec, "deployment"));
-    let template_spec = spec.pointer("/template/spec").cloned().unwrap_or_default();
-    errs.extend(pod::validate_spec(&template_spec, "spec.template.spec", &["Always"]));
+    let template = spec.get("template").cloned().unwrap_or_default();
+    errs.extend(crate::kinds::pod_template::errors(&template, "spec.template", &["Always"]));
+    errs.extend(workload::deadline_forbidden(&spec, "ReplicaSet"));
     errs.extend(strategy_errors(&spec));
     errs.extend(spec_count_errors(&spec));
     // The strategy's `ValidateUpdate` checks the selector's immutability after the spec.
     errs.extend(workload::immutable(d, old, &[("spec.selector", "/spec/selector")]));
     errs.extend(status_errors(d));
+    errs.extend(workload::collision_count_errors(d, old));
     errs
 }
 

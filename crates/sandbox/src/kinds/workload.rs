@@ -1,13 +1,15 @@
-//! The workload kinds beside Deployments, each as its upstream strategy and validation in the
-//! rules a user meets first: ReplicaSets and ReplicationControllers, StatefulSets, DaemonSets,
-//! Jobs, CronJobs and PodTemplates. Their templates are defaulted and validated as pod specs
-//! ([`crate::kinds::pod`]); their selectors must select their templates and are immutable; a
-//! StatefulSet's and a Job's specs change only where upstream lets them. The rules Deployments
-//! share with them (replicas, selectors, a rolling update's int-or-percent bounds) are here too.
+//! The workload kinds' shared rules, and the kinds small enough to stay here: ReplicaSets and
+//! ReplicationControllers, a Job's defaults, PodTemplates, ControllerRevisions and
+//! LimitRanges. Templates are defaulted and validated as pod templates
+//! ([`crate::kinds::pod_template`]); selectors must select their templates and are immutable.
+//! The rules Deployments, StatefulSets ([`crate::kinds::stateful_set`]) and DaemonSets
+//! ([`crate::kinds::daemon_set`]) share with them (replicas, selectors, a rolling update's
+//! int-or-percent bounds) are here too.
 
 use serde_json::{Value, json};
 
-use crate::kinds::pod;
+use crate::kinds::{pod, pod_template};
+use crate::label_rules::{label_selector_errors, nonnegative, nonnegative_fields, not_greater};
 use crate::object_meta::{object_at, set_default};
 use crate::selector::{selector_is_empty, selector_matches};
 use crate::status::FieldError;
@@ -39,27 +41,97 @@ pub(crate) fn selector_errors(spec: &Value, kind: &str) -> Vec<FieldError> {
             ),
         )
     };
-    match spec.get("selector").filter(|s| !s.is_null()) {
-        None if kind == "daemonset" => vec![mismatch()],
-        None => vec![("spec.selector".into(), "Required value".into()), mismatch()],
-        Some(s) if selector_is_empty(s) => {
-            vec![(
-                "spec.selector".into(),
-                format!(
-                    "Invalid value: {}: empty selector is invalid for {kind}",
-                    crate::go_print::go_label_selector(s)
-                ),
-            )]
+    let selector = spec.get("selector").filter(|s| !s.is_null());
+    let Some(s) = selector else {
+        // A missing selector is `labels.Nothing()`: it matches no template either. A DaemonSet's
+        // validation does not require one first.
+        return if kind == "daemonset" {
+            vec![mismatch()]
+        } else {
+            vec![("spec.selector".into(), "Required value".into()), mismatch()]
+        };
+    };
+    // `ValidateLabelSelector` first; a selector it refuses does not parse, so it is not matched
+    // against the template (`LabelSelectorAsSelector` fails).
+    let mut errs = label_selector_errors(selector, "spec.selector");
+    let parses = errs.is_empty();
+    let empty = || {
+        (
+            "spec.selector".to_owned(),
+            format!(
+                "Invalid value: {}: empty selector is invalid for {kind}",
+                crate::go_print::go_label_selector(s)
+            ),
+        )
+    };
+    if kind == "daemonset" {
+        if parses && !selector_matches(s, &labels) {
+            errs.push(mismatch());
         }
-        Some(s) if !selector_matches(s, &labels) => vec![mismatch()],
-        Some(_) => Vec::new(),
+        if selector_is_empty(s) {
+            errs.push(empty());
+        }
+        return errs;
     }
+    if selector_is_empty(s) {
+        errs.push(empty());
+    }
+    if !parses {
+        let why = if kind == "statefulset" { "" } else { ": invalid label selector" };
+        errs.push((
+            "spec.selector".into(),
+            format!("Invalid value: {}{why}", crate::go_print::go_label_selector(s)),
+        ));
+    } else if !selector_is_empty(s) && !selector_matches(s, &labels) {
+        errs.push(mismatch());
+    }
+    errs
 }
 
 /// The template's pod spec, validated with the restart policies the kind allows.
-fn template_errors(spec: &Value, restart_policies: &[&str]) -> Vec<FieldError> {
-    let template = spec.pointer("/template/spec").cloned().unwrap_or_default();
-    pod::validate_spec(&template, "spec.template.spec", restart_policies)
+pub(crate) fn template_errors(spec: &Value, restart_policies: &[&str]) -> Vec<FieldError> {
+    let template = spec.get("template").cloned().unwrap_or_default();
+    pod_template::errors(&template, "spec.template", restart_policies)
+}
+
+/// The status update rule of Deployments, StatefulSets and DaemonSets: `status.collisionCount`
+/// is not decremented.
+pub(crate) fn collision_count_errors(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let count = |o: &Value| o.pointer("/status/collisionCount").and_then(Value::as_i64);
+    match (count(obj), old.and_then(count)) {
+        (Some(n), Some(was)) if n < was => {
+            vec![("status.collisionCount".into(), format!("Invalid value: {n}: cannot be decremented"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `activeDeadlineSeconds in <kind> is not Supported`: a controller's pods run until replaced.
+pub(crate) fn deadline_forbidden(spec: &Value, kind: &str) -> Vec<FieldError> {
+    if spec.pointer("/template/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
+        vec![(
+            "spec.template.spec.activeDeadlineSeconds".into(),
+            format!("Forbidden: activeDeadlineSeconds in {kind} is not Supported"),
+        )]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `ValidateReplicaSetStatus` and `ValidateReplicationControllerStatus`: counts not negative,
+/// none above `replicas`, the available not above the ready.
+fn replica_status_errors(obj: &Value) -> Vec<FieldError> {
+    let Some(status) = obj.get("status").filter(|s| s.is_object()) else { return Vec::new() };
+    let mut errs = nonnegative_fields(
+        status,
+        "status",
+        &["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"],
+    );
+    for f in ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] {
+        errs.extend(not_greater(status, "status", f, "replicas", "status.replicas"));
+    }
+    errs.extend(not_greater(status, "status", "availableReplicas", "readyReplicas", "readyReplicas"));
+    errs
 }
 
 /// `field is immutable` for each of `paths` (JSON pointers under the object) that an update
@@ -84,7 +156,7 @@ pub(crate) fn immutable(new: &Value, old: Option<&Value>, paths: &[(&str, &str)]
 }
 
 /// Defaults every workload shares: one replica (where it has replicas), its template's.
-fn default_workload(obj: &mut Value, replicas: bool) {
+pub(crate) fn default_workload(obj: &mut Value, replicas: bool) {
     if !obj.is_object() {
         return;
     }
@@ -98,7 +170,7 @@ fn default_workload(obj: &mut Value, replicas: bool) {
 
 /// A Job template's defaults: a pod spec's, but no restart policy — a Job must say which of
 /// `OnFailure` and `Never` it wants.
-fn default_job_template(template: &mut Value) {
+pub(crate) fn default_job_template(template: &mut Value) {
     let given = template.pointer("/spec/restartPolicy").cloned();
     pod::default_template(template);
     if given.is_none()
@@ -110,59 +182,10 @@ fn default_job_template(template: &mut Value) {
 
 /// The status fields Go writes even when zero (its status types' non-pointer integers): what a
 /// new object's status reads before any controller has written it.
-fn zero_status(obj: &mut Value, fields: &[&str]) {
+pub(crate) fn zero_status(obj: &mut Value, fields: &[&str]) {
     let status = object_at(obj, "status");
     for f in fields {
         status.entry(*f).or_insert(json!(0));
-    }
-}
-
-/// policy/v1 PodDisruptionBudget (`ValidatePodDisruptionBudgetSpec`): `minAvailable` and
-/// `maxUnavailable` not both set (the refusal prints the spec as Go's `%#v` does, its pointers
-/// as addresses), each a non-negative integer or a percentage of at most 100%, and a known
-/// `unhealthyPodEvictionPolicy`. Its strategy validates no metadata (see the store's order).
-pub fn validate_disruption_budget(pdb: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-    let spec = pdb.get("spec").cloned().unwrap_or_default();
-    let given = |f: &str| spec.get(f).filter(|v| !v.is_null());
-    let mut errs = Vec::new();
-    if given("minAvailable").is_some() && given("maxUnavailable").is_some() {
-        let pointer = |f: &str, ty: &str| {
-            if given(f).is_some() { format!("(*{ty})(0xc000000000)") } else { format!("(*{ty})(nil)") }
-        };
-        errs.push((
-            "spec".into(),
-            format!(
-                "Invalid value: policy.PodDisruptionBudgetSpec{{MinAvailable:{}, Selector:{}, MaxUnavailable:{}, UnhealthyPodEvictionPolicy:{}}}: minAvailable and maxUnavailable cannot be both set",
-                pointer("minAvailable", "intstr.IntOrString"),
-                pointer("selector", "v1.LabelSelector"),
-                pointer("maxUnavailable", "intstr.IntOrString"),
-                pointer("unhealthyPodEvictionPolicy", "policy.UnhealthyPodEvictionPolicyType"),
-            ),
-        ));
-    }
-    for f in ["minAvailable", "maxUnavailable"] {
-        if let Some(v) = given(f) {
-            let at = format!("spec.{f}");
-            errs.extend(positive_int_or_percent(v, &at));
-            errs.extend(not_more_than_100_percent(v, &at));
-        }
-    }
-    if let Some(p) = given("unhealthyPodEvictionPolicy").and_then(Value::as_str)
-        && !matches!(p, "AlwaysAllow" | "IfHealthyBudget")
-    {
-        errs.push((
-            "spec.unhealthyPodEvictionPolicy".into(),
-            format!("Unsupported value: {p:?}: supported values: \"AlwaysAllow\", \"IfHealthyBudget\""),
-        ));
-    }
-    errs
-}
-
-/// A PodDisruptionBudget's status counts, zero until the disruption controller writes them.
-pub fn default_disruption_budget(pdb: &mut Value) {
-    if pdb.is_object() {
-        object_at(pdb, "spec");
-        zero_status(pdb, &["currentHealthy", "desiredHealthy", "disruptionsAllowed", "expectedPods"]);
     }
 }
 
@@ -192,7 +215,7 @@ pub fn default_limit_range(range: &mut Value) {
 }
 
 /// `ValidateControllerRevision`: its data is required, its revision not negative.
-pub fn validate_controller_revision(rev: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+pub fn validate_controller_revision(rev: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if rev.get("data").is_none_or(Value::is_null) {
         errs.push(("data".into(), "Required value: data is mandatory".into()));
@@ -200,12 +223,27 @@ pub fn validate_controller_revision(rev: &Value, _old: Option<&Value>) -> Vec<Fi
     if let Some(n) = rev.get("revision").and_then(Value::as_i64).filter(|n| *n < 0) {
         errs.push(("revision".into(), format!("Invalid value: {n}: must be greater than or equal to 0")));
     }
+    // `ValidateControllerRevisionUpdate`: the data never changes; Go prints it as the
+    // `runtime.Unknown` holding its raw JSON bytes.
+    if let Some(old) = old
+        && rev.get("data") != old.get("data")
+    {
+        let raw = rev.get("data").map(Value::to_string).unwrap_or_default();
+        let bytes: Vec<String> = raw.bytes().map(|b| format!("{b:#x}")).collect();
+        errs.push((
+            "data".into(),
+            format!(
+                "Invalid value: runtime.Unknown{{TypeMeta:runtime.TypeMeta{{APIVersion:\"\", Kind:\"\"}}, Raw:[]uint8{{{}}}, ContentEncoding:\"\", ContentType:\"application/json\"}}: field is immutable",
+                bytes.join(", ")
+            ),
+        ));
+    }
     errs
 }
 
 /// `spec.updateStrategy` of a StatefulSet or a DaemonSet: `RollingUpdate` unless said
 /// otherwise, its `rollingUpdate` given `settings` where they are unset.
-fn default_rolling_update(spec: &mut serde_json::Map<String, Value>, settings: &[(&str, Value)]) {
+pub(crate) fn default_rolling_update(spec: &mut serde_json::Map<String, Value>, settings: &[(&str, Value)]) {
     let strategy = spec.entry("updateStrategy").or_insert_with(|| json!({}));
     let Some(s) = strategy.as_object_mut() else { return };
     set_default(s, "type", json!("RollingUpdate"));
@@ -229,9 +267,12 @@ pub fn default_replica_set(rs: &mut Value) {
 pub fn validate_replica_set(rs: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = rs.get("spec").cloned().unwrap_or_default();
     let mut errs = replicas_errors(&spec);
+    errs.extend(nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds"));
     errs.extend(selector_errors(&spec, "deployment"));
     errs.extend(template_errors(&spec, &["Always"]));
+    errs.extend(deadline_forbidden(&spec, "ReplicaSet"));
     errs.extend(immutable(rs, old, &[("spec.selector", "/spec/selector")]));
+    errs.extend(replica_status_errors(rs));
     errs
 }
 
@@ -268,13 +309,20 @@ pub fn default_replication_controller(rc: &mut Value) {
 /// template's labels.
 pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let spec = rc.get("spec").cloned().unwrap_or_default();
-    let mut errs = replicas_errors(&spec);
+    let mut errs = nonnegative(spec.get("minReadySeconds"), "spec.minReadySeconds");
     let selector = spec.get("selector").and_then(Value::as_object).cloned().unwrap_or_default();
-    let labels =
-        spec.pointer("/template/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
     if selector.is_empty() {
         errs.push(("spec.selector".into(), "Required value".into()));
-    } else if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+    }
+    errs.extend(replicas_errors(&spec));
+    // `ValidatePodTemplateSpecForRC`: without a template there is nothing more to check.
+    let Some(template) = spec.get("template").filter(|t| !t.is_null()) else {
+        errs.push(("spec.template".into(), "Required value".into()));
+        errs.extend(replica_status_errors(rc));
+        return errs;
+    };
+    let labels = template.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    if !selector.is_empty() && !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
         errs.push((
             "spec.template.metadata.labels".into(),
             format!(
@@ -283,154 +331,15 @@ pub fn validate_replication_controller(rc: &Value, _old: Option<&Value>) -> Vec<
             ),
         ));
     }
-    // Without a template there is nothing more to check in it.
-    if spec.get("template").is_none_or(Value::is_null) {
-        errs.push(("spec.template".into(), "Required value".into()));
-    } else {
-        errs.extend(template_errors(&spec, &["Always"]));
-    }
-    errs
-}
-
-/// apps/v1 StatefulSet defaults (`SetDefaults_StatefulSet`): ordered pod management, rolling
-/// updates from partition 0, ten revisions kept, claims retained, and each
-/// `volumeClaimTemplate` a `v1` `PersistentVolumeClaim` with its claim defaults.
-pub fn default_stateful_set(sts: &mut Value) {
-    default_workload(sts, true);
-    zero_status(sts, &["availableReplicas", "replicas"]);
-    let spec = object_at(sts, "spec");
-    set_default(spec, "podManagementPolicy", json!("OrderedReady"));
-    set_default(spec, "revisionHistoryLimit", json!(10));
-    set_default(
-        spec,
-        "persistentVolumeClaimRetentionPolicy",
-        json!({ "whenDeleted": "Retain", "whenScaled": "Retain" }),
-    );
-    default_rolling_update(spec, &[("partition", json!(0))]);
-    for claim in spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
-        if let Some(c) = claim.as_object_mut() {
-            set_default(c, "apiVersion", json!("v1"));
-            set_default(c, "kind", json!("PersistentVolumeClaim"));
-        }
-        crate::kinds::volume::default_claim(claim);
-    }
-}
-
-/// What a StatefulSet's update may change (`ValidateStatefulSetUpdate`).
-const STATEFUL_SET_UPDATE_FORBIDDEN: &str = "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
-
-/// apps/v1 StatefulSet validation.
-pub fn validate_stateful_set(sts: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let spec = sts.get("spec").cloned().unwrap_or_default();
-    let mut errs = Vec::new();
-    if let Some(policy) = spec.get("podManagementPolicy").and_then(Value::as_str)
-        && !matches!(policy, "OrderedReady" | "Parallel")
-    {
-        errs.push((
-            "spec.podManagementPolicy".into(),
-            format!("Invalid value: {policy:?}: must be 'OrderedReady' or 'Parallel'"),
-        ));
-    }
-    errs.extend(replicas_errors(&spec));
-    errs.extend(selector_errors(&spec, "statefulset"));
-    // Upstream (before v1.34) does not validate a StatefulSet's pod spec
-    // (`ValidatePodTemplateSpecForStatefulSet`): only that its pods restart `Always` and have no
-    // deadline.
-    if let Some(p) = spec.pointer("/template/spec/restartPolicy").and_then(Value::as_str)
-        && p != "Always"
-    {
-        errs.push((
-            "spec.template.spec.restartPolicy".into(),
-            format!("Unsupported value: {p:?}: supported values: \"Always\""),
-        ));
-    }
-    if spec.pointer("/template/spec/activeDeadlineSeconds").is_some_and(|v| !v.is_null()) {
-        errs.push((
-            "spec.template.spec.activeDeadlineSeconds".into(),
-            "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported".into(),
-        ));
-    }
-    if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
-        let mutable = [
-            "replicas",
-            "ordinals",
-            "template",
-            "updateStrategy",
-            "persistentVolumeClaimRetentionPolicy",
-            "minReadySeconds",
-        ];
-        let rest = |s: &Value| {
-            let mut s = s.clone();
-            if let Some(m) = s.as_object_mut() {
-                m.retain(|k, _| !mutable.contains(&k.as_str()));
-            }
-            s
-        };
-        if rest(&spec) != rest(old_spec) {
-            errs.push(("spec".into(), STATEFUL_SET_UPDATE_FORBIDDEN.into()));
-        }
-    }
-    errs
-}
-
-/// apps/v1 DaemonSet defaults (`SetDefaults_DaemonSet`): rolling updates of one pod at a time,
-/// ten revisions kept.
-pub fn default_daemon_set(ds: &mut Value) {
-    default_workload(ds, false);
-    zero_status(
-        ds,
-        &["currentNumberScheduled", "desiredNumberScheduled", "numberMisscheduled", "numberReady"],
-    );
-    let spec = object_at(ds, "spec");
-    set_default(spec, "revisionHistoryLimit", json!(10));
-    default_rolling_update(spec, &[("maxUnavailable", json!(1)), ("maxSurge", json!(0))]);
-}
-
-/// The DaemonSet strategy's `PrepareForCreate`: the template's generation, 1, in the annotation
-/// kubectl's rollout history reads.
-pub fn prepare_daemon_set(ds: &mut Value) {
-    let meta = crate::object_meta::meta_mut(ds);
-    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
-    if let Some(a) = annotations.as_object_mut() {
-        a.insert("deprecated.daemonset.template.generation".into(), json!("1"));
-    }
-}
-
-/// apps/v1 DaemonSet validation.
-pub fn validate_daemon_set(ds: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let spec = ds.get("spec").cloned().unwrap_or_default();
-    let mut errs = selector_errors(&spec, "daemonset");
     errs.extend(template_errors(&spec, &["Always"]));
-    errs.extend(immutable(ds, old, &[("spec.selector", "/spec/selector")]));
+    errs.extend(deadline_forbidden(&spec, "ReplicationController"));
+    errs.extend(replica_status_errors(rc));
     errs
 }
 
-/// The labels a Job's pods carry and its generated selector matches (`generateSelector`).
-const JOB_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
-
-/// A Job's generated selector and template labels (the Job strategy's `PrepareForCreate`,
-/// without `manualSelector`): its pods are selected by the Job's uid.
-pub fn prepare_job(job: &mut Value) {
-    if job.pointer("/spec/manualSelector") == Some(&json!(true)) {
-        return;
-    }
-    let uid = crate::object_meta::meta_str(job, "uid").to_owned();
-    let name = crate::object_meta::meta_str(job, "name").to_owned();
-    let spec = object_at(job, "spec");
-    spec.insert("selector".into(), json!({ "matchLabels": { JOB_UID_LABEL: uid } }));
-    object_at(&mut job["spec"], "template");
-    let meta = object_at(&mut job["spec"]["template"], "metadata");
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if let Some(l) = labels.as_object_mut() {
-        for (k, v) in [
-            (JOB_UID_LABEL, &uid),
-            ("batch.kubernetes.io/job-name", &name),
-            ("controller-uid", &uid),
-            ("job-name", &name),
-        ] {
-            l.insert(k.into(), json!(v));
-        }
-    }
+/// A pointer field as Go's `%#v` prints it inside a struct: nil, or a placeholder address.
+pub(crate) fn go_pointer(v: Option<&Value>, ty: &str) -> String {
+    if v.is_some_and(|v| !v.is_null()) { format!("(*{ty})(0xc000000000)") } else { format!("(*{ty})(nil)") }
 }
 
 /// batch/v1 Job defaults (`SetDefaults_Job`): one completion at a time, six retries,
@@ -461,97 +370,21 @@ pub fn default_job(job: &mut Value) {
     set_default(spec, "backoffLimit", json!(6));
     set_default(spec, "completionMode", json!("NonIndexed"));
     set_default(spec, "suspend", json!(false));
-    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
-}
-
-/// A Job template's pod spec under `at`, a pod's rules first; then the Job's restart policy,
-/// `OnFailure` or `Never` — `Always` (a pod spec's default) or none is called missing, as
-/// upstream's `validateJobSpec` words it.
-fn job_template_errors(template: &Value, at: &str) -> Vec<FieldError> {
-    let spec = template.get("spec").cloned().unwrap_or_default();
-    let mut errs = pod::validate_spec(&spec, &format!("{at}.spec"), &["Always", "OnFailure", "Never"]);
-    match spec.get("restartPolicy").and_then(Value::as_str).unwrap_or("") {
-        "" | "Always" => errs.push((
-            format!("{at}.spec.restartPolicy"),
-            "Required value: valid values: \"OnFailure\", \"Never\"".into(),
-        )),
-        "OnFailure" | "Never" => {}
-        other => errs.push((
-            format!("{at}.spec.restartPolicy"),
-            format!("Unsupported value: {other:?}: supported values: \"OnFailure\", \"Never\""),
-        )),
-    }
-    errs
-}
-
-/// batch/v1 Job validation: `restartPolicy` `OnFailure` or `Never`, counts non-negative, and
-/// the selector and template immutable (`ValidateJobUpdate`).
-pub fn validate_job(job: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let spec = job.get("spec").cloned().unwrap_or_default();
-    let mut errs = Vec::new();
-    for field in ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds"] {
-        if let Some(n) = spec.get(field).and_then(Value::as_i64)
-            && n < 0
-        {
-            errs.push((
-                format!("spec.{field}"),
-                format!("Invalid value: {n}: must be greater than or equal to 0"),
-            ));
+    let replacement = if spec.get("podFailurePolicy").is_some_and(|p| !p.is_null()) {
+        "Failed"
+    } else {
+        "TerminatingOrFailed"
+    };
+    set_default(spec, "podReplacementPolicy", json!(replacement));
+    // A pod failure policy's condition patterns match `True` unless they say otherwise.
+    let rules =
+        spec.get_mut("podFailurePolicy").and_then(|p| p.get_mut("rules")).and_then(Value::as_array_mut);
+    for rule in rules.into_iter().flatten() {
+        let patterns = rule.get_mut("onPodConditions").and_then(Value::as_array_mut);
+        for pattern in patterns.into_iter().flatten().filter_map(Value::as_object_mut) {
+            set_default(pattern, "status", json!("True"));
         }
     }
-    errs.extend(job_template_errors(spec.get("template").unwrap_or(&Value::Null), "spec.template"));
-    errs.extend(immutable(
-        job,
-        old,
-        &[("spec.selector", "/spec/selector"), ("spec.template", "/spec/template")],
-    ));
-    errs
-}
-
-/// batch/v1 CronJob defaults (`SetDefaults_CronJob`): concurrent runs allowed, not suspended,
-/// three successful and one failed Job kept; the Job template's pod spec defaulted.
-pub fn default_cron_job(cj: &mut Value) {
-    if !cj.is_object() {
-        return;
-    }
-    let spec = object_at(cj, "spec");
-    set_default(spec, "concurrencyPolicy", json!("Allow"));
-    set_default(spec, "suspend", json!(false));
-    set_default(spec, "successfulJobsHistoryLimit", json!(3));
-    set_default(spec, "failedJobsHistoryLimit", json!(1));
-    object_at(&mut cj["spec"], "jobTemplate");
-    object_at(&mut cj["spec"]["jobTemplate"], "metadata");
-    object_at(&mut cj["spec"]["jobTemplate"], "spec");
-    object_at(&mut cj["spec"]["jobTemplate"]["spec"], "template");
-    default_job_template(&mut cj["spec"]["jobTemplate"]["spec"]["template"]);
-    object_at(cj, "status");
-}
-
-/// batch/v1 CronJob validation: a schedule in cron syntax ([`crate::kinds::cron`]), a known
-/// concurrency policy, and a Job template
-/// whose pods restart `OnFailure` or `Never`.
-pub fn validate_cron_job(cj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-    let spec = cj.get("spec").cloned().unwrap_or_default();
-    let mut errs = Vec::new();
-    match spec.get("schedule").and_then(Value::as_str) {
-        None | Some("") => errs.push(("spec.schedule".into(), "Required value".into())),
-        Some(s) => {
-            if let Some(why) = crate::kinds::cron::schedule_error(s) {
-                errs.push(("spec.schedule".into(), format!("Invalid value: {s:?}: {why}")));
-            }
-        }
-    }
-    if let Some(p) = spec.get("concurrencyPolicy").and_then(Value::as_str)
-        && !matches!(p, "Allow" | "Forbid" | "Replace")
-    {
-        errs.push((
-            "spec.concurrencyPolicy".into(),
-            format!("Unsupported value: {p:?}: supported values: \"Allow\", \"Forbid\", \"Replace\""),
-        ));
-    }
-    let template = spec.pointer("/jobTemplate/spec/template").cloned().unwrap_or_default();
-    errs.extend(job_template_errors(&template, "spec.jobTemplate.spec.template"));
-    errs
 }
 
 /// v1 PodTemplate defaults: its template's.
@@ -571,8 +404,8 @@ pub fn pod_template_generation(new: &Value, old: &Value) -> bool {
 
 /// v1 PodTemplate validation: its template is a pod spec.
 pub fn validate_pod_template(pt: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-    let template = pt.pointer("/template/spec").cloned().unwrap_or_default();
-    pod::validate_spec(&template, "template.spec", &["Always", "OnFailure", "Never"])
+    let template = pt.get("template").cloned().unwrap_or_default();
+    pod_template::errors(&template, "template", &["Always", "OnFailure", "Never"])
 }
 
 /// An `IntOrString` as Go's `%#v` prints it in a field error (`intstr.IntOrString` has no
@@ -587,7 +420,7 @@ pub(crate) fn int_or_string_go(v: &Value) -> String {
 }
 
 /// `validation.IsValidPercent`'s rule: digits, then `%`; the number when it holds.
-fn percent(s: &str) -> Option<i64> {
+pub(crate) fn percent(s: &str) -> Option<i64> {
     let digits = s.strip_suffix('%')?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().unwrap_or(i64::MAX))
@@ -642,53 +475,6 @@ mod tests {
 
     fn template() -> Value {
         json!({ "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "nginx:1" }] } })
-    }
-
-    #[test]
-    fn a_stateful_set_gets_its_defaults_and_keeps_its_claims() {
-        let mut sts = json!({ "spec": {
-            "selector": { "matchLabels": { "app": "web" } }, "template": template(),
-            "volumeClaimTemplates": [{ "metadata": { "name": "data" }, "spec": { "accessModes": ["ReadWriteOnce"] } }],
-        } });
-        default_stateful_set(&mut sts);
-        assert_eq!(sts["spec"]["replicas"], 1);
-        assert_eq!(
-            sts["spec"]["updateStrategy"],
-            json!({ "type": "RollingUpdate", "rollingUpdate": { "partition": 0 } })
-        );
-        assert_eq!(sts["spec"]["volumeClaimTemplates"][0]["kind"], "PersistentVolumeClaim");
-        assert!(validate_stateful_set(&sts, None).is_empty());
-        let mut changed = sts.clone();
-        changed["spec"]["volumeClaimTemplates"][0]["spec"]["accessModes"] = json!(["ReadWriteMany"]);
-        assert_eq!(validate_stateful_set(&changed, Some(&sts))[0].1, STATEFUL_SET_UPDATE_FORBIDDEN);
-        changed = sts.clone();
-        changed["spec"]["replicas"] = json!(3);
-        assert!(validate_stateful_set(&changed, Some(&sts)).is_empty());
-    }
-
-    #[test]
-    fn a_job_is_selected_by_its_uid_and_its_template_is_immutable() {
-        let mut t = template();
-        t["spec"]["restartPolicy"] = json!("Never");
-        let mut job = json!({ "metadata": { "name": "pi", "uid": "u-1" }, "spec": { "template": t } });
-        prepare_job(&mut job);
-        default_job(&mut job);
-        assert_eq!(job["spec"]["selector"]["matchLabels"][JOB_UID_LABEL], "u-1");
-        assert_eq!(job["spec"]["template"]["metadata"]["labels"]["job-name"], "pi");
-        assert_eq!(
-            (job["spec"]["completions"].clone(), job["spec"]["backoffLimit"].clone()),
-            (json!(1), json!(6))
-        );
-        assert!(validate_job(&job, None).is_empty());
-        let mut changed = job.clone();
-        changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("perl:2");
-        assert_eq!(validate_job(&changed, Some(&job))[0].0, "spec.template");
-        let mut always = job.clone();
-        always["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
-        assert_eq!(
-            validate_job(&always, None)[0].1,
-            "Required value: valid values: \"OnFailure\", \"Never\""
-        );
     }
 
     #[test]

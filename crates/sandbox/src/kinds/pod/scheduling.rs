@@ -11,7 +11,7 @@ use super::volumes::{dns_label, dns_subdomain};
 use crate::field_errors::{
     duplicate, forbidden, inclusive_range, invalid, invalid_bare, invalid_str, not_supported, required,
 };
-use crate::label_rules::{label_name, label_selector, labels};
+use crate::label_rules::{label_map_errors, label_name_errors, label_selector_errors};
 use crate::metadata::{label_value_errors, qualified_name_errors};
 use crate::status::FieldError;
 
@@ -29,7 +29,7 @@ fn strings(v: Option<&Value>) -> Vec<&str> {
 
 /// `ValidateLabels` of `spec.nodeSelector`.
 pub(crate) fn node_selector(spec: &Value, at: &str) -> Vec<FieldError> {
-    labels(spec.get("nodeSelector"), &format!("{at}.nodeSelector"))
+    label_map_errors(spec.get("nodeSelector"), &format!("{at}.nodeSelector"))
 }
 
 /// `validateAffinity`: node affinity, pod affinity, pod anti-affinity.
@@ -123,7 +123,7 @@ fn node_selector_term(term: &Value, path: &str, _preferred: bool) -> Vec<FieldEr
             }
             other => errs.push(invalid_str(format!("{rp}.operator"), other, "not a valid selector operator")),
         }
-        errs.extend(label_name(str_at(req, "key"), &format!("{rp}.key")));
+        errs.extend(label_name_errors(str_at(req, "key"), &format!("{rp}.key")));
     }
     for (j, req) in array(term.get("matchFields")).iter().enumerate() {
         let rp = format!("{path}.matchFields[{j}]");
@@ -153,8 +153,8 @@ fn node_selector_term(term: &Value, path: &str, _preferred: bool) -> Vec<FieldEr
 
 /// `validatePodAffinityTerm`: its selectors, namespaces, label keys and topology key.
 fn pod_affinity_term(term: &Value, path: &str) -> Vec<FieldError> {
-    let mut errs = label_selector(term.get("labelSelector"), &format!("{path}.labelSelector"));
-    errs.extend(label_selector(term.get("namespaceSelector"), &format!("{path}.namespaceSelector")));
+    let mut errs = label_selector_errors(term.get("labelSelector"), &format!("{path}.labelSelector"));
+    errs.extend(label_selector_errors(term.get("namespaceSelector"), &format!("{path}.namespaceSelector")));
     for ns in strings(term.get("namespaces")) {
         errs.extend(dns_label(ns, &format!("{path}.namespace")));
     }
@@ -163,7 +163,7 @@ fn pod_affinity_term(term: &Value, path: &str) -> Vec<FieldError> {
     if key.is_empty() {
         errs.push(required(format!("{path}.topologyKey"), "can not be empty"));
     }
-    errs.extend(label_name(key, &format!("{path}.topologyKey")));
+    errs.extend(label_name_errors(key, &format!("{path}.topologyKey")));
     errs
 }
 
@@ -186,7 +186,7 @@ fn match_label_keys(term: &Value, path: &str) -> Vec<FieldError> {
             continue;
         }
         for (i, k) in keys.iter().enumerate() {
-            errs.extend(label_name(k, &format!("{path}.{list}[{i}]")));
+            errs.extend(label_name_errors(k, &format!("{path}.{list}[{i}]")));
         }
     }
     let Some(selector) = selector else { return errs };
@@ -314,7 +314,7 @@ pub(crate) fn topology_spread(spec: &Value, at: &str) -> Vec<FieldError> {
                 None => errs.push(forbidden(&mp, "must not be specified when labelSelector is not set")),
             }
             for (j, k) in keys.iter().enumerate() {
-                errs.extend(label_name(k, &format!("{mp}[{j}]")));
+                errs.extend(label_name_errors(k, &format!("{mp}[{j}]")));
                 if in_selector.contains(k) {
                     errs.push(invalid_str(
                         format!("{mp}[{j}]"),
@@ -324,7 +324,7 @@ pub(crate) fn topology_spread(spec: &Value, at: &str) -> Vec<FieldError> {
                 }
             }
         }
-        errs.extend(label_selector(selector, &format!("{path}.labelSelector")));
+        errs.extend(label_selector_errors(selector, &format!("{path}.labelSelector")));
     }
     errs
 }
@@ -336,7 +336,7 @@ pub(crate) fn tolerations(list: &[Value], path: &str) -> Vec<FieldError> {
         let ip = format!("{path}[{i}]");
         let key = str_at(t, "key");
         if !key.is_empty() {
-            errs.extend(label_name(key, &format!("{ip}.key")));
+            errs.extend(label_name_errors(key, &format!("{ip}.key")));
         }
         let operator = str_at(t, "operator");
         if key.is_empty() && operator != "Exists" {

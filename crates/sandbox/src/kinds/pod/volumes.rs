@@ -618,7 +618,7 @@ fn ephemeral(src: &Value, path: &str) -> Vec<FieldError> {
             errs.push(invalid_str(format!("{tp}.metadata.annotations"), k, &why));
         }
     }
-    errs.extend(crate::label_rules::labels(meta.get("labels"), &format!("{tp}.metadata.labels")));
+    errs.extend(crate::label_rules::label_map_errors(meta.get("labels"), &format!("{tp}.metadata.labels")));
     const OTHER_FIELDS: [&str; 13] = [
         "name",
         "generateName",
@@ -665,7 +665,7 @@ fn claim_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     if modes.is_empty() {
         errs.push(required(format!("{path}.accessModes"), "at least 1 access mode is required"));
     }
-    errs.extend(crate::label_rules::label_selector(spec.get("selector"), &format!("{path}.selector")));
+    errs.extend(crate::label_rules::label_selector_errors(spec.get("selector"), &format!("{path}.selector")));
     for m in &modes {
         if !MODES.contains(m) {
             errs.push(not_supported(format!("{path}.accessModes"), m, &MODES));
