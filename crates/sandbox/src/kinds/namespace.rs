@@ -43,3 +43,44 @@ pub fn prepare_update(ns: &mut Value, old: &Value) {
         None => spec.remove("finalizers"),
     };
 }
+
+/// `ValidateNamespace` on create (`spec.finalizers` qualified names, an unqualified one only
+/// when standard: `validateFinalizerName`); on update, as `ValidateNamespaceStatusUpdate`, the
+/// phase agrees with the deletion — `Active` until the namespace is deleted, `Terminating`
+/// after. A main update keeps the stored status and a status update the stored spec, so the
+/// rules hold for both.
+#[must_use]
+pub fn validate(ns: &Value, old: Option<&Value>) -> Vec<crate::status::FieldError> {
+    if old.is_some() {
+        return phase_errors(ns);
+    }
+    let mut errs = Vec::new();
+    let finalizers = ns.pointer("/spec/finalizers").and_then(Value::as_array).into_iter().flatten();
+    for f in finalizers.filter_map(Value::as_str) {
+        let invalid = |why: &str| {
+            ("spec.finalizers".to_owned(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(f)))
+        };
+        for why in crate::metadata::qualified_name_errors(f) {
+            errs.push(invalid(&why));
+        }
+        if !f.contains('/') && !crate::metadata::STANDARD_FINALIZERS.contains(&f) {
+            errs.push(invalid("name is neither a standard finalizer name nor is it fully qualified"));
+        }
+    }
+    errs
+}
+
+/// The phase a namespace may have: `Active` while it is not being deleted, `Terminating` once
+/// it is.
+fn phase_errors(ns: &Value) -> Vec<crate::status::FieldError> {
+    let phase = ns.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
+    let (want, why) = if crate::object_meta::is_deleting(ns) {
+        ("Terminating", "may only be 'Terminating' if `deletionTimestamp` is not empty")
+    } else {
+        ("Active", "may only be 'Active' if `deletionTimestamp` is empty")
+    };
+    if phase == want {
+        return Vec::new();
+    }
+    vec![("status.Phase".to_owned(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(phase)))]
+}
