@@ -150,7 +150,13 @@ impl Quantity {
     pub fn milli_value(self) -> i128 {
         let per_milli = NANOS / 1000;
         let milli = self.nanos / per_milli;
-        if self.nanos % per_milli > 0 { milli + 1 } else if self.nanos % per_milli < 0 { milli - 1 } else { milli }
+        if self.nanos % per_milli > 0 {
+            milli + 1
+        } else if self.nanos % per_milli < 0 {
+            milli - 1
+        } else {
+            milli
+        }
     }
 
     /// Rounded up to a whole number (`RoundUp(0)`), keeping the format.

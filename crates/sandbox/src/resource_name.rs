@@ -124,7 +124,7 @@ pub fn resource_errors(name: &str, field: &str) -> Vec<FieldError> {
     if !errs.is_empty() {
         return errs;
     }
-    if !name.contains('/') && !(STANDARD.contains(&name) || is_quota_huge_pages(name)) {
+    if !(name.contains('/') || STANDARD.contains(&name) || is_quota_huge_pages(name)) {
         return vec![invalid(field, name, "must be a standard resource type or fully qualified")];
     }
     errs
@@ -166,7 +166,10 @@ mod tests {
         assert!(resource_errors("requests.cpu", "f").is_empty());
         assert!(resource_errors("hugepages-2Mi", "f").is_empty());
         assert!(resource_errors("example.com/gpu", "f").is_empty());
-        assert_eq!(resource_errors("foo", "f")[0].1, "Invalid value: \"foo\": must be a standard resource type or fully qualified");
+        assert_eq!(
+            resource_errors("foo", "f")[0].1,
+            "Invalid value: \"foo\": must be a standard resource type or fully qualified"
+        );
         assert!(container_resource_errors("example.com/gpu", "f").is_empty());
         assert_eq!(container_resource_errors("pods", "f").len(), 1);
         assert_eq!(container_resource_errors("requests.example.com/foo", "f").len(), 1);

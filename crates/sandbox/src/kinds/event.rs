@@ -21,10 +21,8 @@ struct Names {
     reporting: &'static str,
 }
 
-const CORE: Names =
-    Names { involved: "involvedObject", message: "message", reporting: "reportingComponent" };
-const EVENTS_V1: Names =
-    Names { involved: "regarding", message: "note", reporting: "reportingController" };
+const CORE: Names = Names { involved: "involvedObject", message: "message", reporting: "reportingComponent" };
+const EVENTS_V1: Names = Names { involved: "regarding", message: "note", reporting: "reportingController" };
 
 fn text<'a>(ev: &'a Value, field: &str) -> &'a str {
     ev.get(field).and_then(Value::as_str).unwrap_or("")
@@ -98,7 +96,9 @@ fn legacy(ev: &Value, n: &Names) -> Vec<FieldError> {
 /// The event's namespace is a DNS-1123 subdomain (the end of `legacyValidateEvent`).
 fn namespace_errors(ns: &str) -> Vec<FieldError> {
     crate::metadata::check_subdomain(ns)
-        .map(|why| ("namespace".to_owned(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(ns))))
+        .map(|why| {
+            ("namespace".to_owned(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(ns)))
+        })
         .into_iter()
         .collect()
 }

@@ -38,7 +38,8 @@ pub fn validate(range: &Value, _old: Option<&Value>) -> Vec<FieldError> {
 /// `validateLimitRangeTypeName`: a qualified name, a standard type when unqualified.
 fn type_errors(kind: &str, field: &str) -> Vec<FieldError> {
     let invalid = |why: &str| (field.to_owned(), format!("Invalid value: {}: {why}", go_quote(kind)));
-    let errs: Vec<FieldError> = crate::metadata::qualified_name_errors(kind).iter().map(|w| invalid(w)).collect();
+    let errs: Vec<FieldError> =
+        crate::metadata::qualified_name_errors(kind).iter().map(|w| invalid(w)).collect();
     if errs.is_empty() && !kind.contains('/') && !TYPES.contains(&kind) {
         return vec![invalid("must be a standard limit type or fully qualified")];
     }
@@ -86,7 +87,10 @@ fn limit_errors(limit: &Value, kind: &str, at: &str) -> Vec<FieldError> {
     if kind == "Pod" {
         for which in ["default", "defaultRequest"] {
             if has_entries(limit, which) {
-                errs.push((format!("{at}.{which}"), "Forbidden: may not be specified when `type` is 'Pod'".to_owned()));
+                errs.push((
+                    format!("{at}.{which}"),
+                    "Forbidden: may not be specified when `type` is 'Pod'".to_owned(),
+                ));
             }
         }
     } else {
@@ -104,8 +108,13 @@ fn limit_errors(limit: &Value, kind: &str, at: &str) -> Vec<FieldError> {
         }
     }
     let ratio = list(limit, "maxLimitRequestRatio", kind, at, &mut errs);
-    let keys: BTreeSet<&String> =
-        max.keys().chain(min.keys()).chain(default.keys()).chain(request.keys()).chain(ratio.keys()).collect();
+    let keys: BTreeSet<&String> = max
+        .keys()
+        .chain(min.keys())
+        .chain(default.keys())
+        .chain(request.keys())
+        .chain(ratio.keys())
+        .collect();
     for k in keys {
         let (mn, mx, def, req, r) = (min.get(k), max.get(k), default.get(k), request.get(k), ratio.get(k));
         let mut invalid = |which: &str, value: &Quantity, why: String| {
@@ -119,12 +128,20 @@ fn limit_errors(limit: &Value, kind: &str, at: &str) -> Vec<FieldError> {
         if let (Some(req), Some(mn)) = (req, mn)
             && mn > req
         {
-            invalid("defaultRequest", req, format!("min value {mn} is greater than default request value {req}"));
+            invalid(
+                "defaultRequest",
+                req,
+                format!("min value {mn} is greater than default request value {req}"),
+            );
         }
         if let (Some(req), Some(mx)) = (req, mx)
             && req > mx
         {
-            invalid("defaultRequest", req, format!("default request value {req} is greater than max value {mx}"));
+            invalid(
+                "defaultRequest",
+                req,
+                format!("default request value {req} is greater than max value {mx}"),
+            );
         }
         if let (Some(req), Some(def)) = (req, def)
             && req > def
@@ -164,7 +181,11 @@ fn limit_errors(limit: &Value, kind: &str, at: &str) -> Vec<FieldError> {
             && let (Some(def), Some(req)) = (def, req)
             && def != req
         {
-            invalid("defaultRequest", req, format!("default value {def} must equal to defaultRequest value {req} in {k}"));
+            invalid(
+                "defaultRequest",
+                req,
+                format!("default value {def} must equal to defaultRequest value {req} in {k}"),
+            );
         }
     }
     errs
@@ -181,7 +202,11 @@ fn in_millis(r: &Quantity, mn: &Quantity, mx: &Quantity) -> bool {
 /// The ratio as upstream compares it.
 #[allow(clippy::cast_precision_loss)]
 fn ratio_value(r: &Quantity, mn: &Quantity, mx: &Quantity) -> f64 {
-    if in_millis(r, mn, mx) { r.milli_value() as f64 / 1000.0 } else { (r.ceil().milli_value() / 1000) as f64 }
+    if in_millis(r, mn, mx) {
+        r.milli_value() as f64 / 1000.0
+    } else {
+        (r.ceil().milli_value() / 1000) as f64
+    }
 }
 
 /// max/min as upstream computes it (`None` when min is zero and the division is not finite

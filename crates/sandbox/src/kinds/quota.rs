@@ -10,8 +10,14 @@ use crate::resource_name::{is_integer, is_quota_resource, quota_resource_errors}
 use crate::status::FieldError;
 
 /// The scopes a quota may name (`IsStandardResourceQuotaScope`).
-const SCOPES: [&str; 6] =
-    ["Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass", "CrossNamespacePodAffinity"];
+const SCOPES: [&str; 6] = [
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+];
 
 /// Scopes no quota may name together.
 const CONFLICTING: [[&str; 2]; 2] = [["BestEffort", "NotBestEffort"], ["Terminating", "NotTerminating"]];
@@ -23,7 +29,11 @@ const CONFLICTING: [[&str; 2]; 2] = [["BestEffort", "NotBestEffort"], ["Terminat
 pub fn validate(quota: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = quota.get("spec");
     let mut errs = resource_list_errors(spec.and_then(|s| s.get("hard")), "spec.hard");
-    let hard: Vec<&String> = spec.and_then(|s| s.get("hard")).and_then(Value::as_object).map(|h| h.keys().collect()).unwrap_or_default();
+    let hard: Vec<&String> = spec
+        .and_then(|s| s.get("hard"))
+        .and_then(Value::as_object)
+        .map(|h| h.keys().collect())
+        .unwrap_or_default();
     errs.extend(scopes_errors(quota, &hard));
     if let Some(selector) = spec.and_then(|s| s.get("scopeSelector")).filter(|s| !s.is_null()) {
         errs.extend(scope_selector_errors(quota, selector, &hard));
@@ -56,7 +66,10 @@ fn resource_list_errors(list: Option<&Value>, at: &str) -> Vec<FieldError> {
         errs.extend(quota_resource_errors(name, &field));
         let Some(q) = amount.as_str().and_then(|t| Quantity::parse(t).ok()) else { continue };
         if q.is_negative() {
-            errs.push((field.clone(), format!("Invalid value: {}: must be greater than or equal to 0", go_quote(&q.to_string()))));
+            errs.push((
+                field.clone(),
+                format!("Invalid value: {}: must be greater than or equal to 0", go_quote(&q.to_string())),
+            ));
         }
         if is_integer(name) && q.milli_value() % 1000 != 0 {
             errs.push((field, format!("Invalid value: {q}: must be an integer")));
@@ -67,7 +80,13 @@ fn resource_list_errors(list: Option<&Value>, at: &str) -> Vec<FieldError> {
 
 /// `spec.scopes` as strings.
 fn scopes(quota: &Value) -> Vec<&str> {
-    quota.pointer("/spec/scopes").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+    quota
+        .pointer("/spec/scopes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 /// The scopes as Go's `%#v` prints a `[]core.ResourceQuotaScope`.
@@ -82,11 +101,14 @@ fn go_scopes(scopes: &[&str]) -> String {
 /// `IsResourceQuotaScopeValidForResource`: the pod scopes limit pod counts and compute
 /// resources, `BestEffort` pod counts only.
 fn scope_fits(scope: &str, resource: &str) -> bool {
-    const COMPUTE: [&str; 6] = ["cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"];
+    const COMPUTE: [&str; 6] =
+        ["cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"];
     match scope {
-        "Terminating" | "NotTerminating" | "NotBestEffort" | "PriorityClass" | "CrossNamespacePodAffinity" => {
-            resource == "pods" || COMPUTE.contains(&resource)
-        }
+        "Terminating"
+        | "NotTerminating"
+        | "NotBestEffort"
+        | "PriorityClass"
+        | "CrossNamespacePodAffinity" => resource == "pods" || COMPUTE.contains(&resource),
         "BestEffort" => resource == "pods",
         _ => true,
     }
@@ -176,7 +198,10 @@ fn scope_selector_errors(quota: &Value, selector: &Value, hard: &[&String]) -> V
         let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
         let (scope, operator) = (text("scopeName"), text("operator"));
         if !SCOPES.contains(&scope) {
-            errs.push((format!("{AT}.scopeName"), format!("Invalid value: {}: unsupported scope", go_quote(scope))));
+            errs.push((
+                format!("{AT}.scopeName"),
+                format!("Invalid value: {}: unsupported scope", go_quote(scope)),
+            ));
         }
         for k in sorted(hard) {
             if is_quota_resource(k) && !scope_fits(scope, k) {
@@ -189,8 +214,10 @@ fn scope_selector_errors(quota: &Value, selector: &Value, hard: &[&String]) -> V
                 ));
             }
         }
-        if matches!(scope, "BestEffort" | "NotBestEffort" | "Terminating" | "NotTerminating" | "CrossNamespacePodAffinity")
-            && operator != "Exists"
+        if matches!(
+            scope,
+            "BestEffort" | "NotBestEffort" | "Terminating" | "NotTerminating" | "CrossNamespacePodAffinity"
+        ) && operator != "Exists"
         {
             errs.push((
                 format!("{AT}.operator"),
@@ -229,7 +256,10 @@ fn scope_selector_errors(quota: &Value, selector: &Value, hard: &[&String]) -> V
         named.push(scope);
     }
     for _ in 0..conflicts(&named) {
-        errs.push((AT.to_owned(), format!("Invalid value: {}: conflicting scopes", go_scopes(&scopes(quota)))));
+        errs.push((
+            AT.to_owned(),
+            format!("Invalid value: {}: conflicting scopes", go_scopes(&scopes(quota))),
+        ));
     }
     errs
 }
@@ -246,7 +276,10 @@ mod tests {
         assert_eq!(
             validate(&q, None),
             [
-                ("spec.hard[pods]".to_owned(), "Invalid value: \"-1\": must be greater than or equal to 0".to_owned()),
+                (
+                    "spec.hard[pods]".to_owned(),
+                    "Invalid value: \"-1\": must be greater than or equal to 0".to_owned()
+                ),
                 ("spec.hard[secrets]".to_owned(), "Invalid value: 1500m: must be an integer".to_owned()),
             ]
         );

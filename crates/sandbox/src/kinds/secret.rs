@@ -98,16 +98,12 @@ fn type_errors(secret: &Value, data: Option<&serde_json::Map<String, Value>>) ->
                 ));
             }
         }
-        "kubernetes.io/basic-auth" => {
-            if !has("username") && !has("password") {
-                errs.push(required("username"));
-                errs.push(required("password"));
-            }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errs.push(required("username"));
+            errs.push(required("password"));
         }
-        "kubernetes.io/ssh-auth" => {
-            if decoded(data, "ssh-privatekey").is_none_or(|b| b.is_empty()) {
-                errs.push(required("ssh-privatekey"));
-            }
+        "kubernetes.io/ssh-auth" if decoded(data, "ssh-privatekey").is_none_or(|b| b.is_empty()) => {
+            errs.push(required("ssh-privatekey"));
         }
         "kubernetes.io/tls" => {
             for key in ["tls.crt", "tls.key"] {

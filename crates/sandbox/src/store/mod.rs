@@ -1445,10 +1445,14 @@ fn metadata_update_errors(new: &Value, old: &Value) -> Vec<(String, String)> {
     }
     let field = |o: &Value, f: &str| o.pointer(&format!("/metadata/{f}")).filter(|v| !v.is_null()).cloned();
     let (new_t, old_t) = (field(new, "deletionTimestamp"), field(old, "deletionTimestamp"));
-    let instant = |v: &Option<Value>| v.as_ref().map(|t| t.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok()));
+    let instant =
+        |v: &Option<Value>| v.as_ref().map(|t| t.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok()));
     if instant(&new_t) != instant(&old_t) {
         let shown = new_t.as_ref().and_then(Value::as_str).map_or_else(|| "null".to_owned(), go_time);
-        errs.push(("metadata.deletionTimestamp".into(), format!("Invalid value: {shown}: field is immutable")));
+        errs.push((
+            "metadata.deletionTimestamp".into(),
+            format!("Invalid value: {shown}: field is immutable"),
+        ));
     }
     let (new_g, old_g) = (field(new, "deletionGracePeriodSeconds"), field(old, "deletionGracePeriodSeconds"));
     if new_g != old_g {
