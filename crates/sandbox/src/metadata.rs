@@ -440,6 +440,34 @@ mod tests {
     }
 
     #[test]
+    fn owner_references_and_managed_fields_as_upstream_words_them() {
+        let obj = json!({ "metadata": {
+            "ownerReferences": [
+                { "apiVersion": "v1", "kind": "Event", "name": "ev", "uid": "" },
+                { "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "u1", "controller": true },
+                { "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "b", "uid": "u2", "controller": true },
+            ],
+            "managedFields": [{ "manager": "m\u{7}", "operation": "Patch" }],
+        } });
+        let got = validate(&obj);
+        let fields: Vec<&str> = got.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.ownerReferences.uid",
+                "metadata.ownerReferences",
+                "metadata.ownerReferences",
+                "metadata.managedFields[0].operation",
+                "metadata.managedFields[0].manager",
+            ]
+        );
+        assert_eq!(got[0].1, "Invalid value: \"\": uid must not be empty");
+        assert!(got[1].1.ends_with("UID:\"\", Controller:(*bool)(nil), BlockOwnerDeletion:(*bool)(nil)}: /v1, Kind=Event is disallowed from being an owner"));
+        assert!(got[2].1.ends_with("Found \"true\" in references for ReplicaSet/a and ReplicaSet/b"));
+        assert_eq!(got[4].1, "Invalid value: \"m\\a\": invalid character U+0007 (at position 1)");
+    }
+
+    #[test]
     fn names() {
         assert!(check_subdomain("web-1.example").is_none());
         assert!(check_subdomain("Web").is_some());

@@ -44,22 +44,29 @@ pub fn prepare_update(ns: &mut Value, old: &Value) {
     };
 }
 
-/// `ValidateNamespace` on create (`spec.finalizers` qualified names, an unqualified one only
-/// when standard: `validateFinalizerName`); on update, as `ValidateNamespaceStatusUpdate`, the
-/// phase agrees with the deletion — `Active` until the namespace is deleted, `Terminating`
-/// after. A main update keeps the stored status and a status update the stored spec, so the
-/// rules hold for both.
+/// `ValidateNamespace` on create: `spec.finalizers` qualified names, an unqualified one only
+/// when standard (`validateFinalizerName`). On update, what the three update strategies check
+/// beyond the metadata: the finalizers again, each by its index (`ValidateNamespaceFinalizeUpdate`:
+/// only `/finalize` changes them), and the phase agreeing with the deletion
+/// (`ValidateNamespaceStatusUpdate`: a main update keeps the stored status, `/finalize` too).
 #[must_use]
 pub fn validate(ns: &Value, old: Option<&Value>) -> Vec<crate::status::FieldError> {
+    let mut errs = finalizer_errors(ns, old.is_some());
     if old.is_some() {
-        return phase_errors(ns);
+        errs.extend(phase_errors(ns));
     }
+    errs
+}
+
+/// `validateFinalizerName` of each of `spec.finalizers`, named by the list (on create) or by
+/// the finalizer's index (on `/finalize`).
+fn finalizer_errors(ns: &Value, indexed: bool) -> Vec<crate::status::FieldError> {
     let mut errs = Vec::new();
     let finalizers = ns.pointer("/spec/finalizers").and_then(Value::as_array).into_iter().flatten();
-    for f in finalizers.filter_map(Value::as_str) {
-        let invalid = |why: &str| {
-            ("spec.finalizers".to_owned(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(f)))
-        };
+    for (i, f) in finalizers.filter_map(Value::as_str).enumerate() {
+        let field = if indexed { format!("spec.finalizers[{i}]") } else { "spec.finalizers".to_owned() };
+        let invalid =
+            |why: &str| (field.clone(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(f)));
         for why in crate::metadata::qualified_name_errors(f) {
             errs.push(invalid(&why));
         }
