@@ -1190,7 +1190,7 @@ impl Store {
         def.stamp(&mut new);
         decode(def, &new)?;
         let mut meta = metadata_update_errors(&new, &old_view);
-        meta.extend(crate::metadata::validate(&new));
+        meta.extend(crate::metadata::validate_update(&new));
         let errs = object_errors(def, &new, Some(&old_view), meta);
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.internal_group(), def.kind, name, &errs));
