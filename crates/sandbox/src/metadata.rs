@@ -334,6 +334,19 @@ fn finalizer_errors(obj: &Value, create: bool) -> Vec<(String, String)> {
     errs
 }
 
+/// Go's `unicode.IsPrint`, as near as the standard library tells: no control, format or
+/// private-use character, and no space but the ASCII one.
+fn go_printable(c: char) -> bool {
+    let format = matches!(
+        c,
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+            | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
+    );
+    let private = matches!(c, '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..);
+    c == ' ' || !(c.is_control() || c.is_whitespace() || format || private)
+}
+
 /// Go's `%#U` of a character that is not printable: `U+0007`.
 fn go_sharp_u(c: char) -> String {
     format!("U+{:04X}", u32::from(c))
@@ -366,7 +379,7 @@ fn managed_fields_errors(obj: &Value) -> Vec<(String, String)> {
             ));
         }
         for (pos, c) in manager.char_indices() {
-            if c.is_control() {
+            if !go_printable(c) {
                 errs.push((
                     format!("{at}.manager"),
                     invalid(manager, &format!("invalid character {} (at position {pos})", go_sharp_u(c))),
@@ -492,6 +505,12 @@ mod tests {
         let fields: Vec<String> = validate_update(&obj).into_iter().map(|(f, _)| f).collect();
         assert_eq!(fields, ["metadata.finalizers[3]"]);
         assert_eq!(validate(&obj).len(), 3);
+    }
+
+    #[test]
+    fn printable_as_go_says() {
+        assert!(go_printable('a') && go_printable(' ') && go_printable('é'));
+        assert!(!go_printable('\u{7}') && !go_printable('\u{a0}') && !go_printable('\u{200b}'));
     }
 
     #[test]
