@@ -172,6 +172,7 @@ mod quota;
 mod record;
 mod registry;
 mod resource;
+mod resource_name;
 mod rest;
 mod schema;
 mod selector;

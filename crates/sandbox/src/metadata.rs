@@ -48,6 +48,11 @@ pub fn check_label(name: &str) -> Option<String> {
         errs.push("must be no more than 63 characters".to_owned());
     }
     if !label_shaped(name) {
+        // A valid subdomain that is no label (its length already checked) holds dots.
+        if name.split('.').all(label_shaped) {
+            errs.push("must not contain dots".to_owned());
+            return Some(errs.join(", "));
+        }
         errs.push(regex_error(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
             LABEL_REGEX,
@@ -165,35 +170,152 @@ fn string_map<'a>(obj: &'a Value, field: &str) -> impl Iterator<Item = (&'a Stri
     obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_object).into_iter().flatten()
 }
 
-/// The metadata's field errors, as `(field, message)` in upstream's order: labels, annotations,
-/// finalizers.
-#[must_use]
-pub fn validate(obj: &Value) -> Vec<(String, String)> {
+/// The largest total of the annotations' keys and values (`TotalAnnotationSizeLimitB`).
+const ANNOTATIONS_LIMIT: usize = 256 * 1024;
+/// The longest field manager name (`FieldManagerMaxLength`).
+const FIELD_MANAGER_LIMIT: usize = 128;
+/// The longest subresource name in a managed fields entry (`MaxSubresourceNameLength`).
+const SUBRESOURCE_LIMIT: usize = 256;
+
+/// `Invalid value: "<value>": <why>`, the value quoted as Go's `%q`.
+fn invalid(value: &str, why: &str) -> String {
+    format!("Invalid value: {}: {why}", crate::go_print::go_quote(value))
+}
+
+/// `ValidateNonnegativeField` of `metadata.generation`.
+fn generation_errors(obj: &Value) -> Vec<(String, String)> {
+    match obj.pointer("/metadata/generation").and_then(Value::as_i64) {
+        Some(g) if g < 0 => vec![(
+            "metadata.generation".to_owned(),
+            format!("Invalid value: {g}: must be greater than or equal to 0"),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// `ValidateLabels`: each key a qualified name, each value a label value; both name the
+/// labels as a whole.
+fn label_errors(obj: &Value) -> Vec<(String, String)> {
     let mut errs = Vec::new();
-    let invalid = |value: &str, why: &str| format!("Invalid value: {value:?}: {why}");
     for (key, value) in string_map(obj, "labels") {
         for why in qualified_name_errors(key) {
             errs.push(("metadata.labels".to_owned(), invalid(key, &why)));
         }
         let value = value.as_str().unwrap_or("");
         for why in label_value_errors(value) {
-            errs.push((format!("metadata.labels[{key}]"), invalid(value, &why)));
+            errs.push(("metadata.labels".to_owned(), invalid(value, &why)));
         }
     }
-    for (key, _) in string_map(obj, "annotations") {
-        // Annotation keys are checked lower-cased (upper-case letters are allowed in them).
+    errs
+}
+
+/// `ValidateAnnotations`: keys qualified names (checked lower-cased, as upper case is allowed
+/// in them), keys and values at most 256 KiB together.
+fn annotation_errors(obj: &Value) -> Vec<(String, String)> {
+    let mut errs = Vec::new();
+    let mut size = 0;
+    for (key, value) in string_map(obj, "annotations") {
         for why in qualified_name_errors(&key.to_lowercase()) {
             errs.push(("metadata.annotations".to_owned(), invalid(key, &why)));
         }
+        size += key.len() + value.as_str().map_or(0, str::len);
     }
+    if size > ANNOTATIONS_LIMIT {
+        errs.push((
+            "metadata.annotations".to_owned(),
+            format!("Too long: may not be more than {ANNOTATIONS_LIMIT} bytes"),
+        ));
+    }
+    errs
+}
+
+/// An owner reference as Go's `%#v` prints a `v1.OwnerReference`.
+fn go_owner_reference(r: &Value) -> String {
+    let text = |f: &str| crate::go_print::go_quote(r.get(f).and_then(Value::as_str).unwrap_or(""));
+    let flag = |f: &str| match r.get(f).and_then(Value::as_bool) {
+        // A set pointer prints as its address, which no client can know.
+        Some(_) => "(*bool)(0x…)".to_owned(),
+        None => "(*bool)(nil)".to_owned(),
+    };
+    format!(
+        "v1.OwnerReference{{APIVersion:{}, Kind:{}, Name:{}, UID:{}, Controller:{}, BlockOwnerDeletion:{}}}",
+        text("apiVersion"),
+        text("kind"),
+        text("name"),
+        text("uid"),
+        flag("controller"),
+        flag("blockOwnerDeletion")
+    )
+}
+
+/// `ValidateOwnerReferences`: each reference names a version, a kind, a name and a uid, and no
+/// core/v1 Event (`BannedOwners`); at most one is the controller.
+fn owner_reference_errors(obj: &Value) -> Vec<(String, String)> {
+    const FIELD: &str = "metadata.ownerReferences";
+    let Some(refs) = obj.pointer("/metadata/ownerReferences").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
+        // `schema.FromAPIVersionAndKind`: the version is what follows the last '/', the whole
+        // text without one.
+        let api_version = text("apiVersion");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        if version.is_empty() {
+            errs.push((format!("{FIELD}.apiVersion"), invalid(api_version, "version must not be empty")));
+        }
+        for (f, what) in [("kind", "kind"), ("name", "name"), ("uid", "uid")] {
+            if text(f).is_empty() {
+                errs.push((format!("{FIELD}.{f}"), invalid("", &format!("{what} must not be empty"))));
+            }
+        }
+        if group.is_empty() && version == "v1" && text("kind") == "Event" {
+            errs.push((
+                FIELD.to_owned(),
+                format!(
+                    "Invalid value: {}: /v1, Kind=Event is disallowed from being an owner",
+                    go_owner_reference(r)
+                ),
+            ));
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &first_controller {
+                Some(first) => {
+                    let all: Vec<String> = refs.iter().map(go_owner_reference).collect();
+                    errs.push((
+                        FIELD.to_owned(),
+                        format!(
+                            "Invalid value: []v1.OwnerReference{{{}}}: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}",
+                            all.join(", ")
+                        ),
+                    ));
+                }
+                None => first_controller = Some(this),
+            }
+        }
+    }
+    errs
+}
+
+/// `ValidateFinalizers` (on create only) with the in-tree API's `validateKubeFinalizerName` (on
+/// create and update): qualified names, not both `orphan` and `foregroundDeletion`, and an
+/// unqualified one only when it is standard.
+fn finalizer_errors(obj: &Value, create: bool) -> Vec<(String, String)> {
+    let mut errs = Vec::new();
     let finalizers: Vec<String> = crate::object_meta::finalizers(obj);
-    for f in &finalizers {
+    for f in finalizers.iter().filter(|_| create) {
         for why in qualified_name_errors(f) {
             errs.push(("metadata.finalizers".to_owned(), invalid(f, &why)));
         }
     }
-    if finalizers.iter().any(|f| f == "orphan") && finalizers.iter().any(|f| f == "foregroundDeletion") {
-        let list = finalizers.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+    if create
+        && finalizers.iter().any(|f| f == "orphan")
+        && finalizers.iter().any(|f| f == "foregroundDeletion")
+    {
+        let list = finalizers.iter().map(|f| crate::go_print::go_quote(f)).collect::<Vec<_>>().join(", ");
         errs.push((
             "metadata.finalizers".to_owned(),
             format!(
@@ -209,6 +331,96 @@ pub fn validate(obj: &Value) -> Vec<(String, String)> {
             ));
         }
     }
+    errs
+}
+
+/// Go's `unicode.IsPrint`, as near as the standard library tells: no control, format or
+/// private-use character, and no space but the ASCII one.
+fn go_printable(c: char) -> bool {
+    let format = matches!(
+        c,
+        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+            | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}'
+    );
+    let private = matches!(c, '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..);
+    c == ' ' || !(c.is_control() || c.is_whitespace() || format || private)
+}
+
+/// Go's `%#U` of a character that is not printable: `U+0007`.
+fn go_sharp_u(c: char) -> String {
+    format!("U+{:04X}", u32::from(c))
+}
+
+/// `ValidateManagedFields` (with `ValidateFieldManager`): each entry an `Apply` or an
+/// `Update`, of `FieldsV1` when a type is given, by a manager of at most 128 printable
+/// characters, for a subresource of at most 256 bytes.
+fn managed_fields_errors(obj: &Value) -> Vec<(String, String)> {
+    let Some(entries) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let at = format!("metadata.managedFields[{i}]");
+        let text = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or("");
+        let operation = text("operation");
+        if !matches!(operation, "Apply" | "Update") {
+            errs.push((format!("{at}.operation"), invalid(operation, "must be `Apply` or `Update`")));
+        }
+        let fields_type = text("fieldsType");
+        if !fields_type.is_empty() && fields_type != "FieldsV1" {
+            errs.push((format!("{at}.fieldsType"), invalid(fields_type, "must be `FieldsV1`")));
+        }
+        let manager = text("manager");
+        if manager.len() > FIELD_MANAGER_LIMIT {
+            errs.push((
+                format!("{at}.manager"),
+                format!("Too long: may not be more than {FIELD_MANAGER_LIMIT} bytes"),
+            ));
+        }
+        for (pos, c) in manager.char_indices() {
+            if !go_printable(c) {
+                errs.push((
+                    format!("{at}.manager"),
+                    invalid(manager, &format!("invalid character {} (at position {pos})", go_sharp_u(c))),
+                ));
+            }
+        }
+        if text("subresource").len() > SUBRESOURCE_LIMIT {
+            errs.push((
+                format!("{at}.subresource"),
+                format!("Too long: may not be more than {SUBRESOURCE_LIMIT} bytes"),
+            ));
+        }
+    }
+    errs
+}
+
+/// The metadata's field errors, as `(field, message)` in upstream's order
+/// (`validateObjectMetaAccessorWithOptsCommon`): generation, labels, annotations, owner
+/// references, finalizers, managed fields.
+#[must_use]
+pub fn validate(obj: &Value) -> Vec<(String, String)> {
+    let mut errs = generation_errors(obj);
+    errs.extend(label_errors(obj));
+    errs.extend(annotation_errors(obj));
+    errs.extend(owner_reference_errors(obj));
+    errs.extend(finalizer_errors(obj, true));
+    errs.extend(managed_fields_errors(obj));
+    errs
+}
+
+/// The metadata's field errors on update, in upstream's order (`ValidateObjectMetaAccessorUpdate`
+/// and the in-tree API's `ValidateObjectMetaUpdate`): labels, annotations, owner references,
+/// managed fields, then the unqualified finalizers that are not standard — the other finalizer
+/// rules are for a new object only. The rules on what the stored object fixes are the store's.
+#[must_use]
+pub fn validate_update(obj: &Value) -> Vec<(String, String)> {
+    let mut errs = label_errors(obj);
+    errs.extend(annotation_errors(obj));
+    errs.extend(owner_reference_errors(obj));
+    errs.extend(managed_fields_errors(obj));
+    errs.extend(finalizer_errors(obj, false));
     errs
 }
 
@@ -254,8 +466,51 @@ mod tests {
         let fields: Vec<String> = validate(&obj).into_iter().map(|(f, _)| f).collect();
         assert_eq!(
             fields,
-            ["metadata.labels", "metadata.labels[k]", "metadata.finalizers", "metadata.finalizers[1]"]
+            ["metadata.labels", "metadata.labels", "metadata.finalizers", "metadata.finalizers[1]"]
         );
+    }
+
+    #[test]
+    fn owner_references_and_managed_fields_as_upstream_words_them() {
+        let obj = json!({ "metadata": {
+            "ownerReferences": [
+                { "apiVersion": "v1", "kind": "Event", "name": "ev", "uid": "" },
+                { "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "a", "uid": "u1", "controller": true },
+                { "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "b", "uid": "u2", "controller": true },
+            ],
+            "managedFields": [{ "manager": "m\u{7}", "operation": "Patch" }],
+        } });
+        let got = validate(&obj);
+        let fields: Vec<&str> = got.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.ownerReferences.uid",
+                "metadata.ownerReferences",
+                "metadata.ownerReferences",
+                "metadata.managedFields[0].operation",
+                "metadata.managedFields[0].manager",
+            ]
+        );
+        assert_eq!(got[0].1, "Invalid value: \"\": uid must not be empty");
+        assert!(got[1].1.ends_with("UID:\"\", Controller:(*bool)(nil), BlockOwnerDeletion:(*bool)(nil)}: /v1, Kind=Event is disallowed from being an owner"));
+        assert!(got[2].1.ends_with("Found \"true\" in references for ReplicaSet/a and ReplicaSet/b"));
+        assert_eq!(got[4].1, "Invalid value: \"m\\a\": invalid character U+0007 (at position 1)");
+    }
+
+    #[test]
+    fn an_update_checks_only_the_in_tree_finalizer_rule() {
+        let obj =
+            json!({ "metadata": { "finalizers": ["a/b/c", "orphan", "foregroundDeletion", "custom"] } });
+        let fields: Vec<String> = validate_update(&obj).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["metadata.finalizers[3]"]);
+        assert_eq!(validate(&obj).len(), 3);
+    }
+
+    #[test]
+    fn printable_as_go_says() {
+        assert!(go_printable('a') && go_printable(' ') && go_printable('é'));
+        assert!(!go_printable('\u{7}') && !go_printable('\u{a0}') && !go_printable('\u{200b}'));
     }
 
     #[test]
@@ -266,5 +521,6 @@ mod tests {
         assert!(check_label("kube-system").is_none());
         assert!(check_label("a.b").is_some());
         assert!(check_label(&"a".repeat(64)).is_some());
+        assert_eq!(check_label("bad.name").as_deref(), Some("must not contain dots"));
     }
 }

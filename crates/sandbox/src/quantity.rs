@@ -145,6 +145,20 @@ impl Quantity {
         self.nanos as f64 / NANOS as f64
     }
 
+    /// `MilliValue()`: the amount in thousandths, rounded up (away from zero below it).
+    #[must_use]
+    pub fn milli_value(self) -> i128 {
+        let per_milli = NANOS / 1000;
+        let milli = self.nanos / per_milli;
+        if self.nanos % per_milli > 0 {
+            milli + 1
+        } else if self.nanos % per_milli < 0 {
+            milli - 1
+        } else {
+            milli
+        }
+    }
+
     /// Rounded up to a whole number (`RoundUp(0)`), keeping the format.
     #[must_use]
     pub fn ceil(self) -> Self {

@@ -527,29 +527,6 @@ pub fn to_json(list: &ResourceList) -> Value {
     Value::Object(list.iter().map(|(k, v)| (k.clone(), Value::String(v.to_string()))).collect())
 }
 
-/// `ValidateResourceQuota`'s amounts: none below zero (`spec.hard[pods]: Invalid value: "-1":
-/// must be greater than or equal to 0`).
-pub fn validate(quota: &Value, _old: Option<&Value>) -> Vec<crate::status::FieldError> {
-    quota
-        .pointer("/spec/hard")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, amount)| {
-            let text = amount.as_str()?;
-            Quantity::parse(text).ok().filter(Quantity::is_negative).map(|_| {
-                (
-                    format!("spec.hard[{name}]"),
-                    format!(
-                        "Invalid value: {}: must be greater than or equal to 0",
-                        crate::go_print::go_quote(text)
-                    ),
-                )
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -655,18 +632,6 @@ mod tests {
         assert_eq!(
             status["used"],
             json!({ "pods": "1", "requests.memory": "2Gi", "count/deployments.apps": "1", "configmaps": "0" })
-        );
-    }
-
-    #[test]
-    fn a_negative_hard_amount_is_refused() {
-        let q = json!({ "spec": { "hard": { "pods": "-1", "requests.cpu": "500m" } } });
-        assert_eq!(
-            validate(&q, None),
-            [(
-                "spec.hard[pods]".to_owned(),
-                "Invalid value: \"-1\": must be greater than or equal to 0".to_owned()
-            )]
         );
     }
 

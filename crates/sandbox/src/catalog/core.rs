@@ -142,6 +142,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: workload::default_limit_range,
+                validate: crate::kinds::limitrange::validate,
                 create_on_update: true,
                 name_unnamed: Some(crate::object_meta::new_uid),
                 read_by_admission: true,
@@ -156,6 +157,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                 name_rule: crate::metadata::check_label,
                 returns_deleted_object: true,
                 default: namespace::default,
+                validate: namespace::validate,
                 prepare_update: namespace::prepare_update,
                 actions: NAMESPACE_ACTIONS,
                 verbs: NAMESPACE_VERBS,
@@ -250,7 +252,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
                         crate::object_meta::object_at(quota, "status");
                     }
                 },
-                validate: crate::quota::validate,
+                validate: crate::kinds::quota::validate,
                 read_by_admission: true,
                 ..typed::<core::ResourceQuota>()
             }),

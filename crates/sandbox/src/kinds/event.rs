@@ -16,14 +16,13 @@ const NOTE_LIMIT: usize = 1024;
 struct Names {
     involved: &'static str,
     message: &'static str,
-    /// The field name errors use for the reporting controller (core/v1 says `reportingComponent`).
-    reporting_field: &'static str,
+    /// The reporting controller's field (core/v1 calls it `reportingComponent`; errors name it
+    /// `reportingController`, as the internal type does).
+    reporting: &'static str,
 }
 
-const CORE: Names =
-    Names { involved: "involvedObject", message: "message", reporting_field: "reportingComponent" };
-const EVENTS_V1: Names =
-    Names { involved: "regarding", message: "note", reporting_field: "reportingController" };
+const CORE: Names = Names { involved: "involvedObject", message: "message", reporting: "reportingComponent" };
+const EVENTS_V1: Names = Names { involved: "regarding", message: "note", reporting: "reportingController" };
 
 fn text<'a>(ev: &'a Value, field: &str) -> &'a str {
     ev.get(field).and_then(Value::as_str).unwrap_or("")
@@ -50,6 +49,7 @@ fn legacy(ev: &Value, n: &Names) -> Vec<FieldError> {
         {
             errs.push(mismatch());
         }
+        errs.extend(namespace_errors(ns));
         return errs;
     }
     if involved_ns.is_empty() && !matches!(ns, "default" | "kube-system") {
@@ -58,8 +58,15 @@ fn legacy(ev: &Value, n: &Names) -> Vec<FieldError> {
     let required = |f: &str| (f.to_owned(), "Required value".to_owned());
     let too_long =
         |f: &str, n: usize| (f.to_owned(), format!("Invalid value: \"\": can have at most {n} characters"));
-    if text(ev, "reportingController").is_empty() {
-        errs.push(required(n.reporting_field));
+    let controller = text(ev, n.reporting);
+    if controller.is_empty() {
+        errs.push(required("reportingController"));
+    }
+    for why in crate::metadata::qualified_name_errors(controller) {
+        errs.push((
+            "reportingController".to_owned(),
+            format!("Invalid value: {}: {why}", crate::go_print::go_quote(controller)),
+        ));
     }
     let instance = text(ev, "reportingInstance");
     if instance.is_empty() {
@@ -82,7 +89,18 @@ fn legacy(ev: &Value, n: &Names) -> Vec<FieldError> {
     if text(ev, n.message).len() > NOTE_LIMIT {
         errs.push(too_long("message", NOTE_LIMIT));
     }
+    errs.extend(namespace_errors(ns));
     errs
+}
+
+/// The event's namespace is a DNS-1123 subdomain (the end of `legacyValidateEvent`).
+fn namespace_errors(ns: &str) -> Vec<FieldError> {
+    crate::metadata::check_subdomain(ns)
+        .map(|why| {
+            ("namespace".to_owned(), format!("Invalid value: {}: {why}", crate::go_print::go_quote(ns)))
+        })
+        .into_iter()
+        .collect()
 }
 
 /// core/v1 Event: the legacy rules only, on create and update (backwards compatibility).

@@ -14,10 +14,12 @@
 //! | [`endpoints`] | Endpoints and EndpointSlices: addresses of their type, ports in range |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
+//! | [`limitrange`] | v1 LimitRange: limit types, resource names, min ≤ default request ≤ default ≤ max, ratios |
 //! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
 //! | [`network`] | Ingresses (path types, backends), IngressClasses (controller), NetworkPolicies (policy types) |
 //! | [`node`] | v1 Node: allocatable from capacity, taints |
 //! | [`pod`] | v1 Pod and every template's pod spec: defaults, admission's additions, the rules, immutability |
+//! | [`quota`] | v1 ResourceQuota: resource names, integer counts, scopes and scope selectors, scopes immutable |
 //! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
@@ -42,12 +44,14 @@ pub mod endpoints;
 pub mod event;
 pub mod job;
 pub mod lease;
+pub mod limitrange;
 pub mod namespace;
 pub mod network;
 pub mod node;
 pub mod pod;
 pub mod pod_template;
 pub mod priority;
+pub mod quota;
 pub mod rbac;
 pub mod secret;
 pub mod service;

@@ -948,14 +948,9 @@ pub(crate) mod embedded {
                 ));
             }
         }
-        if let Some(g) = m.get("generation").and_then(Value::as_i64).filter(|g| *g < 0) {
-            errs.push((
-                format!("{p}.generation"),
-                format!("Invalid value: {g}: must be greater than or equal to 0"),
-            ));
-        }
-        // Labels, annotations and finalizers as the generic metadata rules word them, less the
-        // in-tree API's rule on unqualified finalizer names (not part of `ValidateObjectMeta`).
+        // The generation, labels, annotations, owner references, finalizers and managed fields
+        // as the generic metadata rules word them, less the in-tree API's rule on unqualified
+        // finalizer names (not part of `ValidateObjectMeta`).
         let prefix = p.strip_suffix("metadata").unwrap_or("");
         for (field, message) in crate::metadata::validate(&json!({ "metadata": v })) {
             if !message.contains("neither a standard finalizer name") {

@@ -561,23 +561,26 @@ impl serde::Serialize for ListPage<'_> {
     }
 }
 
-/// Fields the server owns: a client's values for them are replaced by the stored ones.
+/// Fields the server owns: a client's values for them are replaced by the stored ones. As
+/// upstream's `BeforeUpdate`, the deletion's fields are the stored ones only once set (an
+/// update can neither remove nor change them; setting them is refused by
+/// [`metadata_update_errors`]).
 fn keep_server_fields(new: &mut Value, old: &Value) {
     let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let meta = meta_mut(new);
-    for f in [
-        "uid",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generation",
-        "namespace",
-        "name",
-    ] {
+    for f in ["uid", "creationTimestamp", "generation", "namespace", "name"] {
         match old_meta.get(f) {
             Some(v) => meta.insert(f.to_owned(), v.clone()),
             None => meta.remove(f),
         };
+    }
+    if let Some(t) = old_meta.get("deletionTimestamp").filter(|t| !t.is_null()) {
+        meta.insert("deletionTimestamp".into(), t.clone());
+    }
+    if let Some(g) = old_meta.get("deletionGracePeriodSeconds").filter(|g| !g.is_null())
+        && meta.get("deletionGracePeriodSeconds").is_none_or(Value::is_null)
+    {
+        meta.insert("deletionGracePeriodSeconds".into(), g.clone());
     }
     if !meta.contains_key("managedFields")
         && let Some(mf) = old_meta.get("managedFields")
@@ -1194,7 +1197,7 @@ impl Store {
             decode(def, &new)?;
         }
         let mut meta = metadata_update_errors(&new, &old_view);
-        meta.extend(crate::metadata::validate(&new));
+        meta.extend(crate::metadata::validate_update(&new));
         let errs = object_errors(def, &new, Some(&old_view), meta);
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.internal_group(), def.kind, name, &errs));
@@ -1410,25 +1413,63 @@ impl Store {
     }
 }
 
-/// Upstream's `ValidateObjectMetaUpdate` rules the sandbox keeps: an object being deleted takes no
-/// new finalizers.
+/// Go's `time.Time.String()` of a `metav1.Time` as the server decodes it (in UTC):
+/// `2026-01-01 00:00:00 +0000 UTC`, a fraction only when there is one.
+fn go_time(text: &str) -> String {
+    let Ok(t) = text.parse::<jiff::Timestamp>() else { return text.to_owned() };
+    let utc = t.to_zoned(jiff::tz::TimeZone::UTC);
+    let mut out = utc.strftime("%Y-%m-%d %H:%M:%S").to_string();
+    let nanos = utc.subsec_nanosecond();
+    if nanos != 0 {
+        let fraction = format!("{nanos:09}");
+        out.push('.');
+        out.push_str(fraction.trim_end_matches('0'));
+    }
+    out.push_str(" +0000 UTC");
+    out
+}
+
+/// Upstream's `ValidateObjectMetaAccessorUpdate` rules that reach validation here (the name,
+/// namespace, uid, creation time and generation are the stored ones by then): an object being
+/// deleted takes no new finalizers, and the deletion's time and grace period are not set by an
+/// update.
 fn metadata_update_errors(new: &Value, old: &Value) -> Vec<(String, String)> {
-    if !is_deleting(old) {
-        return Vec::new();
+    let mut errs = Vec::new();
+    if is_deleting(old) {
+        let before = finalizers(old);
+        let mut added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+        if !added.is_empty() {
+            added.sort();
+            added.dedup();
+            let go_list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
+            errs.push((
+                "metadata.finalizers".into(),
+                format!(
+                    "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{go_list}}}"
+                ),
+            ));
+        }
     }
-    let before = finalizers(old);
-    let mut added: Vec<String> = finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
-    if added.is_empty() {
-        return Vec::new();
+    let field = |o: &Value, f: &str| o.pointer(&format!("/metadata/{f}")).filter(|v| !v.is_null()).cloned();
+    let (new_t, old_t) = (field(new, "deletionTimestamp"), field(old, "deletionTimestamp"));
+    let instant =
+        |v: &Option<Value>| v.as_ref().map(|t| t.as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok()));
+    if instant(&new_t) != instant(&old_t) {
+        let shown = new_t.as_ref().and_then(Value::as_str).map_or_else(|| "null".to_owned(), go_time);
+        errs.push((
+            "metadata.deletionTimestamp".into(),
+            format!("Invalid value: {shown}: field is immutable"),
+        ));
     }
-    added.sort();
-    let go_list = added.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ");
-    vec![(
-        "metadata.finalizers".into(),
-        format!(
-            "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{go_list}}}"
-        ),
-    )]
+    let (new_g, old_g) = (field(new, "deletionGracePeriodSeconds"), field(old, "deletionGracePeriodSeconds"));
+    if new_g != old_g {
+        let shown = new_g.map_or_else(|| "null".to_owned(), |g| g.to_string());
+        errs.push((
+            "metadata.deletionGracePeriodSeconds".into(),
+            format!("Invalid value: {shown}: field is immutable"),
+        ));
+    }
+    errs
 }
 
 /// What upstream's field manager checks of an apply configuration before merging it

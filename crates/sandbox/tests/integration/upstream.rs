@@ -547,7 +547,8 @@ async fn metadata_names_are_validated_as_upstream_does() {
     assert_eq!((code, v["reason"].as_str()), (422, Some("Invalid")), "{v}");
     let got = causes(&v);
     assert_eq!(got.len(), 2, "{got:?}");
-    assert_eq!(got[0].0, "metadata.labels[tier]");
+    // `ValidateLabels` names the labels as a whole, for a bad value as for a bad key.
+    assert_eq!(got[0].0, "metadata.labels");
     assert!(
         got[0].1.starts_with("Invalid value: \"-front\": a valid label must be an empty string"),
         "{got:?}"
@@ -743,7 +744,7 @@ async fn secrets_fold_string_data_and_are_validated() {
     assert_eq!(created["type"], "Opaque");
     let (_, _, got) = call(&sb, Method::GET, &format!("{secrets}/s"), &[], None).await;
     assert!(got.get("stringData").is_none() && got["data"]["b"] == "eA==", "{got}");
-    let (code, _, v) = call(&sb, Method::PUT, &format!("{secrets}/s"), &[], Some(json!({ "metadata": { "name": "s" }, "type": "kubernetes.io/basic-auth", "data": { "a": "bmV3" } }))).await;
+    let (code, _, v) = call(&sb, Method::PUT, &format!("{secrets}/s"), &[], Some(json!({ "metadata": { "name": "s" }, "type": "kubernetes.io/basic-auth", "data": { "a": "bmV3", "username": "dQ==" } }))).await;
     assert_eq!(
         (code, status_of(&v).2),
         (
@@ -754,6 +755,15 @@ async fn secrets_fold_string_data_and_are_validated() {
     let (code, _, v) =
         post(&sb, secrets, json!({ "metadata": { "name": "t" }, "data": { "k": "not base64!" } })).await;
     assert_eq!(code, 400, "{v}");
+    // What a well-known type requires of its data, in Go's words for a docker config.
+    let (code, _, v) = post(&sb, secrets, json!({ "metadata": { "name": "d" }, "type": "kubernetes.io/dockerconfigjson", "data": { ".dockerconfigjson": "WzFd" } })).await;
+    assert_eq!(
+        (code, status_of(&v).2),
+        (
+            422,
+            "Secret \"d\" is invalid: data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": json: cannot unmarshal array into Go value of type map[string]interface {}"
+        )
+    );
 }
 
 /// `pkg/registry/core/namespace/strategy.go`: the name label is set on create and restored on
@@ -1060,7 +1070,20 @@ async fn events_are_validated_by_the_api_they_come_through() {
         "type": "Normal", "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "deprecatedCount": 3 })).await;
     assert_eq!(code, 422);
     let fields = cause_fields(&v);
-    assert_eq!(fields, ["reportingController", "reportingInstance", "action", "reason", "count"], "{v}");
+    // An empty reporting controller is also not a qualified name: upstream says so twice more.
+    assert_eq!(
+        fields,
+        [
+            "reportingController",
+            "reportingController",
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+            "count"
+        ],
+        "{v}"
+    );
     create(&sb, v1, json!({ "metadata": { "name": "e" }, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal",
         "regarding": { "kind": "ConfigMap", "name": "web", "namespace": "default" }, "reason": "Created", "action": "Create",
         "reportingController": "example.com/ctl", "reportingInstance": "ctl-1", "note": "made" })).await;

@@ -457,7 +457,8 @@ mod embedded_resources {
                 r#"Invalid value: "a/b": may not contain '/'"#.to_owned()
             )
         );
-        assert_eq!(got[1].0, "spec.template.metadata.labels[k]");
+        // `ValidateLabels` names the labels as a whole, whichever value is wrong.
+        assert_eq!(got[1].0, "spec.template.metadata.labels");
         assert_eq!(got.len(), 2);
         assert_eq!(
             errs(
