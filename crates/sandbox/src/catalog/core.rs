@@ -172,6 +172,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: node::default,
                 validate: node::validate,
+                create_keeps_status: true,
                 ..typed::<core::Node>()
             }),
             ..resource!("", "v1", "nodes", "node", "Node", ["no"], namespaced: false)
