@@ -72,6 +72,73 @@ pub fn selector_errors(field: &str, selector: Option<&Value>) -> Vec<FieldError>
     errs
 }
 
+/// `ValidateNodeSelector`: at least one term; each term's expressions
+/// (`ValidateNodeSelectorRequirement`: values as the operator needs, a qualified key) and field
+/// requirements (`ValidateNodeFieldSelectorRequirement`: one value with `In`/`NotIn`, the key
+/// `metadata.name` with node names).
+#[must_use]
+pub fn node_selector_errors(field: &str, selector: &Value) -> Vec<FieldError> {
+    let terms = selector.get("nodeSelectorTerms").and_then(Value::as_array).cloned().unwrap_or_default();
+    let at = format!("{field}.nodeSelectorTerms");
+    if terms.is_empty() {
+        return vec![(at, "Required value: must have at least one node selector term".into())];
+    }
+    let mut errs = Vec::new();
+    for (i, term) in terms.iter().enumerate() {
+        for (j, req) in term.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let at = format!("{at}[{i}].matchExpressions[{j}]");
+            let n = req.get("values").and_then(Value::as_array).map_or(0, Vec::len);
+            match req.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" | "NotIn" if n == 0 => errs.push((
+                    format!("{at}.values"),
+                    "Required value: must be specified when `operator` is 'In' or 'NotIn'".into(),
+                )),
+                "Exists" | "DoesNotExist" if n > 0 => errs.push((
+                    format!("{at}.values"),
+                    "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".into(),
+                )),
+                "Gt" | "Lt" if n != 1 => errs.push((
+                    format!("{at}.values"),
+                    "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'".into(),
+                )),
+                "In" | "NotIn" | "Exists" | "DoesNotExist" | "Gt" | "Lt" => {}
+                other => errs.push((
+                    format!("{at}.operator"),
+                    format!("Invalid value: {}: not a valid selector operator", go_quote(other)),
+                )),
+            }
+            errs.extend(label_name_errors(&format!("{at}.key"), req.get("key").and_then(Value::as_str).unwrap_or("")));
+        }
+        for (j, req) in term.get("matchFields").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let at = format!("{at}[{i}].matchFields[{j}]");
+            let values = req.get("values").and_then(Value::as_array).cloned().unwrap_or_default();
+            match req.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" | "NotIn" => {
+                    if values.len() != 1 {
+                        errs.push((
+                            format!("{at}.values"),
+                            "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector".into(),
+                        ));
+                    }
+                }
+                other => errs.push((
+                    format!("{at}.operator"),
+                    format!("Invalid value: {}: not a valid selector operator", go_quote(other)),
+                )),
+            }
+            let key = req.get("key").and_then(Value::as_str).unwrap_or("");
+            if key == "metadata.name" {
+                for (k, v) in values.iter().enumerate() {
+                    errs.extend(crate::names::subdomain_field(&format!("{at}.values[{k}]"), v.as_str().unwrap_or("")));
+                }
+            } else {
+                errs.push((format!("{at}.key"), format!("Invalid value: {}: not a valid field selector key", go_quote(key))));
+            }
+        }
+    }
+    errs
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -193,6 +193,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 default: volume::default_volume,
+                validate: volume::validate_volume,
                 ..typed::<core::PersistentVolume>()
             }),
             ..resource!("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", ["pv"], namespaced: false)

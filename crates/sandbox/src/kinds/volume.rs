@@ -60,7 +60,7 @@ fn positive_size_errors(field: &str, v: &Value) -> Vec<FieldError> {
 
 /// The access modes (`ValidatePersistentVolumeClaimSpec`, `ValidatePersistentVolumeSpec`):
 /// known ones, `ReadWriteOncePod` alone.
-fn access_mode_errors(spec: &Value) -> Vec<FieldError> {
+pub(super) fn access_mode_errors(spec: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let (mut once_pod, mut other) = (false, false);
     for m in spec.get("accessModes").and_then(Value::as_array).into_iter().flatten() {
@@ -223,7 +223,7 @@ pub fn validate_claim(pvc: &Value, old: Option<&Value>) -> Vec<FieldError> {
 }
 
 /// `validateBasicResource`: a quantity's value (rounded up) is not negative.
-fn basic_resource_errors(field: &str, v: &Value) -> Vec<FieldError> {
+pub(super) fn basic_resource_errors(field: &str, v: &Value) -> Vec<FieldError> {
     match quantity(Some(v)) {
         Some(q) if q.is_negative() => {
             #[allow(clippy::cast_possible_truncation)]
@@ -286,7 +286,43 @@ pub fn default_volume(pv: &mut Value) {
     let spec = object_at(pv, "spec");
     set_default(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
     set_default(spec, "volumeMode", json!("Filesystem"));
+    if let Some(h) = spec.get_mut("hostPath").and_then(Value::as_object_mut) {
+        set_default(h, "type", json!(""));
+    }
+    if let Some(d) = spec.get_mut("azureDisk").and_then(Value::as_object_mut) {
+        set_default(d, "kind", json!("Shared"));
+        set_default(d, "cachingMode", json!("ReadWrite"));
+    }
     set_default(object_at(pv, "status"), "phase", json!("Pending"));
+}
+
+/// A PersistentVolume's rules: `ValidatePersistentVolume` (the spec, see
+/// [`super::pv_source`], and the mount-options annotation) on create; on an update the same
+/// (twice, as the strategy and `ValidatePersistentVolumeUpdate` each run it), then the source,
+/// the volume mode and a set node affinity fixed. A `/status` write (the only write that changes
+/// the status) is held to the metadata rules alone.
+pub fn validate_volume(pv: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    if let Some(old) = old
+        && pv.get("status") != old.get("status")
+    {
+        return Vec::new();
+    }
+    let name = crate::object_meta::meta_str(pv, "name");
+    let mut errs = super::pv_source::volume_errors(pv, name);
+    let Some(old) = old else { return errs };
+    errs.extend(super::pv_source::volume_errors(pv, name));
+    let (spec, old_spec) = (pv.get("spec").cloned().unwrap_or_default(), old.get("spec").cloned().unwrap_or_default());
+    if super::pv_source::source_of(&spec, Some(&old_spec)) != super::pv_source::source_of(&old_spec, None) {
+        errs.push((
+            "spec.persistentvolumesource".into(),
+            "Forbidden: spec.persistentvolumesource is immutable after creation".into(),
+        ));
+    }
+    if spec.get("volumeMode") != old_spec.get("volumeMode") {
+        let shown = spec.get("volumeMode").map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
+        errs.push(("volumeMode".into(), format!("Invalid value: {shown}: field is immutable")));
+    }
+    errs
 }
 
 /// A class's defaults: volumes deleted with their claims, bound at once.
