@@ -49,7 +49,10 @@ pub fn requirement_errors(field: &str, req: &Value) -> Vec<FieldError> {
             format!("Invalid value: {}: not a valid selector operator", go_quote(other)),
         )),
     }
-    errs.extend(label_name_errors(&format!("{field}.key"), req.get("key").and_then(Value::as_str).unwrap_or("")));
+    errs.extend(label_name_errors(
+        &format!("{field}.key"),
+        req.get("key").and_then(Value::as_str).unwrap_or(""),
+    ));
     for (i, v) in values.iter().enumerate() {
         let v = v.as_str().unwrap_or("");
         errs.extend(crate::names::invalid(
@@ -85,7 +88,9 @@ pub fn node_selector_errors(field: &str, selector: &Value) -> Vec<FieldError> {
     }
     let mut errs = Vec::new();
     for (i, term) in terms.iter().enumerate() {
-        for (j, req) in term.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (j, req) in
+            term.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
             let at = format!("{at}[{i}].matchExpressions[{j}]");
             let n = req.get("values").and_then(Value::as_array).map_or(0, Vec::len);
             match req.get("operator").and_then(Value::as_str).unwrap_or("") {
@@ -107,7 +112,10 @@ pub fn node_selector_errors(field: &str, selector: &Value) -> Vec<FieldError> {
                     format!("Invalid value: {}: not a valid selector operator", go_quote(other)),
                 )),
             }
-            errs.extend(label_name_errors(&format!("{at}.key"), req.get("key").and_then(Value::as_str).unwrap_or("")));
+            errs.extend(label_name_errors(
+                &format!("{at}.key"),
+                req.get("key").and_then(Value::as_str).unwrap_or(""),
+            ));
         }
         for (j, req) in term.get("matchFields").and_then(Value::as_array).into_iter().flatten().enumerate() {
             let at = format!("{at}[{i}].matchFields[{j}]");
@@ -129,10 +137,16 @@ pub fn node_selector_errors(field: &str, selector: &Value) -> Vec<FieldError> {
             let key = req.get("key").and_then(Value::as_str).unwrap_or("");
             if key == "metadata.name" {
                 for (k, v) in values.iter().enumerate() {
-                    errs.extend(crate::names::subdomain_field(&format!("{at}.values[{k}]"), v.as_str().unwrap_or("")));
+                    errs.extend(crate::names::subdomain_field(
+                        &format!("{at}.values[{k}]"),
+                        v.as_str().unwrap_or(""),
+                    ));
                 }
             } else {
-                errs.push((format!("{at}.key"), format!("Invalid value: {}: not a valid field selector key", go_quote(key))));
+                errs.push((
+                    format!("{at}.key"),
+                    format!("Invalid value: {}: not a valid field selector key", go_quote(key)),
+                ));
             }
         }
     }

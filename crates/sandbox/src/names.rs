@@ -130,7 +130,10 @@ pub fn fqdn_errors(field: &str, value: &str) -> Vec<FieldError> {
     if !name.contains('.') {
         errs.push((
             field.to_owned(),
-            format!("Invalid value: {}: should be a domain with at least two segments separated by dots", go_quote(name)),
+            format!(
+                "Invalid value: {}: should be a domain with at least two segments separated by dots",
+                go_quote(name)
+            ),
         ));
         return errs;
     }
@@ -151,7 +154,10 @@ pub fn domain_prefixed_path_errors(field: &str, value: &str) -> Vec<FieldError> 
     let Some((host, path)) = value.split_once('/').filter(|(h, p)| !h.is_empty() && !p.is_empty()) else {
         return vec![(
             field.to_owned(),
-            format!("Invalid value: {}: must be a domain-prefixed path (such as \"acme.io/foo\")", go_quote(value)),
+            format!(
+                "Invalid value: {}: must be a domain-prefixed path (such as \"acme.io/foo\")",
+                go_quote(value)
+            ),
         )];
     };
     let mut errs = subdomain_field(field, host);
@@ -174,7 +180,8 @@ pub fn path_segment_field(field: &str, value: &str) -> Vec<FieldError> {
     if value == "." || value == ".." {
         return invalid(field, value, vec![format!("may not be '{value}'")]);
     }
-    let msgs = ["/", "%"].iter().filter(|c| value.contains(**c)).map(|c| format!("may not contain '{c}'")).collect();
+    let msgs =
+        ["/", "%"].iter().filter(|c| value.contains(**c)).map(|c| format!("may not contain '{c}'")).collect();
     invalid(field, value, msgs)
 }
 
@@ -182,7 +189,10 @@ pub fn path_segment_field(field: &str, value: &str) -> Vec<FieldError> {
 #[must_use]
 pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> FieldError {
     let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    (field.to_owned(), format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", ")))
+    (
+        field.to_owned(),
+        format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", ")),
+    )
 }
 
 #[cfg(test)]

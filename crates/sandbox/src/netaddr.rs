@@ -99,7 +99,12 @@ pub fn non_special_ip_errors(field: &str, value: &str) -> Vec<FieldError> {
     let (unspecified, loopback, link_local, link_local_multicast) = match ip {
         IpAddr::V4(v4) => {
             let o = v4.octets();
-            (v4.is_unspecified(), o[0] == 127, o[0] == 169 && o[1] == 254, o[0] == 224 && o[1] == 0 && o[2] == 0)
+            (
+                v4.is_unspecified(),
+                o[0] == 127,
+                o[0] == 169 && o[1] == 254,
+                o[0] == 224 && o[1] == 0 && o[2] == 0,
+            )
         }
         IpAddr::V6(v6) => {
             let s = v6.segments();

@@ -28,7 +28,10 @@ fn endpoint_port_errors(p: &Value, require_name: bool, at: &str) -> Vec<FieldErr
         "" => {}
         name => errs.extend(crate::names::label_field(&format!("{at}.name"), name)),
     }
-    errs.extend(crate::names::port_num_field(&format!("{at}.port"), p.get("port").and_then(Value::as_i64).unwrap_or(0)));
+    errs.extend(crate::names::port_num_field(
+        &format!("{at}.port"),
+        p.get("port").and_then(Value::as_i64).unwrap_or(0),
+    ));
     errs.extend(protocol_errors(&format!("{at}.protocol"), p.get("protocol")));
     if let Some(a) = p.get("appProtocol").and_then(Value::as_str) {
         errs.extend(crate::names::qualified_field(&format!("{at}.appProtocol"), a));
@@ -173,7 +176,9 @@ fn slice_endpoint_errors(slice: &Value, kind: &str) -> Vec<FieldError> {
                 _ => None,
             };
             match family_ok {
-                Some(false) => errs.push((field, format!("Invalid value: {a:?}: must be a valid {kind} address"))),
+                Some(false) => {
+                    errs.push((field, format!("Invalid value: {a:?}: must be a valid {kind} address")))
+                }
                 Some(true) => errs.extend(crate::netaddr::non_special_ip_errors(&field, a)),
                 None => {}
             }

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::object_meta::set_default;
 use crate::go_print::go_quote;
+use crate::object_meta::set_default;
 use crate::status::FieldError;
 
 /// An Ingress has no spec defaults in v1 (a path's `pathType` is required); its status starts
@@ -55,7 +55,10 @@ pub fn validate_ingress(ingress: &Value, old: Option<&Value>) -> Vec<FieldError>
             {
                 errs.push((
                     "annotations.kubernetes.io/ingress.class".into(),
-                    format!("Invalid value: {}: must match `ingressClassName` when both are specified", go_quote(a)),
+                    format!(
+                        "Invalid value: {}: must match `ingressClassName` when both are specified",
+                        go_quote(a)
+                    ),
                 ));
             }
             errs
@@ -100,10 +103,17 @@ fn ingress_spec_errors(spec: &Value, opts: &IngressOptions) -> Vec<FieldError> {
         let mut wildcard = false;
         if !host.is_empty() {
             if crate::netaddr::parse_ip(host).is_some() {
-                errs.push((format!("{at}.host"), format!("Invalid value: {}: must be a DNS name, not an IP address", go_quote(host))));
+                errs.push((
+                    format!("{at}.host"),
+                    format!("Invalid value: {}: must be a DNS name, not an IP address", go_quote(host)),
+                ));
             }
             if host.contains('*') {
-                errs.extend(crate::names::invalid(&format!("{at}.host"), host, crate::names::wildcard_errors(host)));
+                errs.extend(crate::names::invalid(
+                    &format!("{at}.host"),
+                    host,
+                    crate::names::wildcard_errors(host),
+                ));
                 wildcard = true;
             } else {
                 errs.extend(crate::names::subdomain_field(&format!("{at}.host"), host));
@@ -125,7 +135,11 @@ fn ingress_spec_errors(spec: &Value, opts: &IngressOptions) -> Vec<FieldError> {
             errs.extend(crate::names::invalid(&format!("{at}.hosts[{j}]"), host, msgs));
         }
         if !opts.allow_invalid_secret_name {
-            errs.extend(crate::names::invalid(&format!("{at}.secretName"), str_of(tls, "secretName"), secret_name_errors(tls)));
+            errs.extend(crate::names::invalid(
+                &format!("{at}.secretName"),
+                str_of(tls, "secretName"),
+                secret_name_errors(tls),
+            ));
         }
     }
     if let Some(class) = spec.get("ingressClassName").and_then(Value::as_str) {
@@ -205,7 +219,9 @@ fn backend_errors(backend: &Value, at: &str) -> Vec<FieldError> {
     let resource = backend.get("resource").filter(|r| !r.is_null());
     let service = backend.get("service").filter(|s| !s.is_null());
     match (resource, service) {
-        (Some(_), Some(_)) => vec![(at.to_owned(), "Invalid value: \"\": cannot set both resource and service backends".into())],
+        (Some(_), Some(_)) => {
+            vec![(at.to_owned(), "Invalid value: \"\": cannot set both resource and service backends".into())]
+        }
         (Some(r), None) => typed_reference_errors(r, &format!("{at}.resource")),
         (None, Some(s)) => {
             let mut errs = Vec::new();
@@ -213,23 +229,36 @@ fn backend_errors(backend: &Value, at: &str) -> Vec<FieldError> {
             if name.is_empty() {
                 errs.push((format!("{at}.service.name"), "Required value".into()));
             } else {
-                errs.extend(crate::names::invalid(&format!("{at}.service.name"), name, crate::metadata::dns1035_errors(name)));
+                errs.extend(crate::names::invalid(
+                    &format!("{at}.service.name"),
+                    name,
+                    crate::metadata::dns1035_errors(name),
+                ));
             }
             let port_name = s.pointer("/port/name").and_then(Value::as_str).unwrap_or("");
             let number = s.pointer("/port/number").and_then(Value::as_i64).unwrap_or(0);
             match (port_name.is_empty(), number == 0) {
-                (false, false) => errs.push((at.to_owned(), "Invalid value: \"\": cannot set both port name & port number".into())),
+                (false, false) => errs.push((
+                    at.to_owned(),
+                    "Invalid value: \"\": cannot set both port name & port number".into(),
+                )),
                 (false, true) => errs.extend(crate::names::invalid(
                     &format!("{at}.service.port.name"),
                     port_name,
                     crate::names::port_name_errors(port_name),
                 )),
-                (true, false) => errs.extend(crate::names::port_num_field(&format!("{at}.service.port.number"), number)),
-                (true, true) => errs.push((at.to_owned(), "Required value: port name or number is required".into())),
+                (true, false) => {
+                    errs.extend(crate::names::port_num_field(&format!("{at}.service.port.number"), number))
+                }
+                (true, true) => {
+                    errs.push((at.to_owned(), "Required value: port name or number is required".into()))
+                }
             }
             errs
         }
-        (None, None) => vec![(at.to_owned(), "Invalid value: \"\": resource or service backend is required".into())],
+        (None, None) => {
+            vec![(at.to_owned(), "Invalid value: \"\": resource or service backend is required".into())]
+        }
     }
 }
 
@@ -254,13 +283,22 @@ fn typed_reference_errors(r: &Value, at: &str) -> Vec<FieldError> {
 /// `ValidateIngressLoadBalancerStatus`: each ingress point's IP an IP, its hostname a DNS name.
 fn ingress_status_errors(ingress: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for (i, ing) in ingress.pointer("/status/loadBalancer/ingress").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (i, ing) in ingress
+        .pointer("/status/loadBalancer/ingress")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let at = format!("status.loadBalancer.ingress[{i}]");
         let ip = str_of(ing, "ip");
         if !ip.is_empty() {
             errs.extend(crate::netaddr::ip_errors(&format!("{at}.ip"), ip));
         }
-        errs.extend(crate::kinds::service::hostname_errors(&format!("{at}.hostname"), str_of(ing, "hostname")));
+        errs.extend(crate::kinds::service::hostname_errors(
+            &format!("{at}.hostname"),
+            str_of(ing, "hostname"),
+        ));
     }
     errs
 }
@@ -282,7 +320,10 @@ pub fn validate_ingress_class(class: &Value, old: Option<&Value>) -> Vec<FieldEr
     if let Some(old) = old
         && old.pointer("/spec/controller") != class.pointer("/spec/controller")
     {
-        errs.push(("spec.controller".into(), format!("Invalid value: {}: field is immutable", go_quote(controller))));
+        errs.push((
+            "spec.controller".into(),
+            format!("Invalid value: {}: field is immutable", go_quote(controller)),
+        ));
     }
     if controller.len() > 250 {
         errs.push(("spec.controller".into(), "Too long: may not be more than 250 bytes".into()));
@@ -304,10 +345,17 @@ pub fn validate_ingress_class(class: &Value, old: Option<&Value>) -> Vec<FieldEr
                         Some(n) => errs.extend(crate::names::label_field(&format!("{at}.namespace"), n)),
                     }
                 } else if ns.is_some() {
-                    errs.push((format!("{at}.namespace"), "Forbidden: `parameters.scope` is set to 'Cluster'".into()));
+                    errs.push((
+                        format!("{at}.namespace"),
+                        "Forbidden: `parameters.scope` is set to 'Cluster'".into(),
+                    ));
                 }
             }
-            Some(other) => errs.push(crate::names::not_supported(&format!("{at}.scope"), other, &["Cluster", "Namespace"])),
+            Some(other) => errs.push(crate::names::not_supported(
+                &format!("{at}.scope"),
+                other,
+                &["Cluster", "Namespace"],
+            )),
         }
     }
     errs
@@ -358,14 +406,21 @@ pub fn validate_network_policy(np: &Value, _old: Option<&Value>) -> Vec<FieldErr
         let shown: Vec<String> = types.iter().map(|t| go_quote(t.as_str().unwrap_or(""))).collect();
         errs.push((
             "spec.policyTypes".into(),
-            format!("Invalid value: []networking.PolicyType{{{}}}: may not specify more than two policyTypes", shown.join(", ")),
+            format!(
+                "Invalid value: []networking.PolicyType{{{}}}: may not specify more than two policyTypes",
+                shown.join(", ")
+            ),
         ));
         return errs;
     }
     for (i, t) in types.iter().enumerate() {
         let t = t.as_str().unwrap_or("");
         if !matches!(t, "Ingress" | "Egress") {
-            errs.push(crate::names::not_supported(&format!("spec.policyTypes[{i}]"), t, &["Ingress", "Egress"]));
+            errs.push(crate::names::not_supported(
+                &format!("spec.policyTypes[{i}]"),
+                t,
+                &["Ingress", "Egress"],
+            ));
         }
     }
     errs
@@ -384,23 +439,36 @@ fn policy_port_errors(port: &Value, at: &str) -> Vec<FieldError> {
     match port.get("port").filter(|p| !p.is_null()) {
         Some(Value::String(name)) => {
             if let Some(end) = end {
-                errs.push((format!("{at}.endPort"), format!("Invalid value: {end}: may not be specified when `port` is non-numeric")));
+                errs.push((
+                    format!("{at}.endPort"),
+                    format!("Invalid value: {end}: may not be specified when `port` is non-numeric"),
+                ));
             }
-            errs.extend(crate::names::invalid(&format!("{at}.port"), name, crate::names::port_name_errors(name)));
+            errs.extend(crate::names::invalid(
+                &format!("{at}.port"),
+                name,
+                crate::names::port_name_errors(name),
+            ));
         }
         Some(p) => {
             let n = p.as_i64().unwrap_or(0);
             errs.extend(crate::names::port_num_field(&format!("{at}.port"), n));
             if let Some(end) = end {
                 if end < n {
-                    errs.push((format!("{at}.endPort"), format!("Invalid value: {end}: must be greater than or equal to `port`")));
+                    errs.push((
+                        format!("{at}.endPort"),
+                        format!("Invalid value: {end}: must be greater than or equal to `port`"),
+                    ));
                 }
                 errs.extend(crate::names::port_num_field(&format!("{at}.endPort"), end));
             }
         }
         None => {
             if let Some(end) = end {
-                errs.push((format!("{at}.endPort"), format!("Invalid value: {end}: may not be specified when `port` is not specified")));
+                errs.push((
+                    format!("{at}.endPort"),
+                    format!("Invalid value: {end}: may not be specified when `port` is not specified"),
+                ));
             }
         }
     }
@@ -447,7 +515,10 @@ fn ip_block_errors(block: &Value, at: &str) -> Vec<FieldError> {
         let host = u32::from(width - len);
         let inside = v4 == ex_v4 && (if host >= 128 { true } else { (ex_net >> host) == (net >> host) });
         if !inside || len >= ex_len {
-            errs.push((field, format!("Invalid value: {}: must be a strict subset of `cidr`", go_quote(except))));
+            errs.push((
+                field,
+                format!("Invalid value: {}: must be a strict subset of `cidr`", go_quote(except)),
+            ));
         }
     }
     errs

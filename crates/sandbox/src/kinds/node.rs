@@ -80,7 +80,9 @@ fn validate_node_update(node: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = annotation_errors(node);
     errs.extend(resource_errors(node));
     let mut seen = Vec::new();
-    for (i, a) in node.pointer("/status/addresses").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (i, a) in
+        node.pointer("/status/addresses").and_then(Value::as_array).into_iter().flatten().enumerate()
+    {
         let key = (
             a.get("type").and_then(Value::as_str).unwrap_or("").to_owned(),
             a.get("address").and_then(Value::as_str).unwrap_or("").to_owned(),
@@ -88,13 +90,20 @@ fn validate_node_update(node: &Value, old: &Value) -> Vec<FieldError> {
         if seen.contains(&key) {
             errs.push((
                 format!("status.addresses[{i}]"),
-                format!("Duplicate value: core.NodeAddress{{Type:{}, Address:{}}}", go_quote(&key.0), go_quote(&key.1)),
+                format!(
+                    "Duplicate value: core.NodeAddress{{Type:{}, Address:{}}}",
+                    go_quote(&key.0),
+                    go_quote(&key.1)
+                ),
             ));
         }
         seen.push(key);
     }
     let forbidden_cidr = || {
-        ("spec.podCIDRs".to_owned(), "Forbidden: node updates may not change podCIDR except from \"\" to valid".to_owned())
+        (
+            "spec.podCIDRs".to_owned(),
+            "Forbidden: node updates may not change podCIDR except from \"\" to valid".to_owned(),
+        )
     };
     let (new_cidrs, old_cidrs) = (pod_cidrs(node), pod_cidrs(old));
     if !old_cidrs.is_empty() {
@@ -148,7 +157,9 @@ fn annotation_errors(node: &Value) -> Vec<FieldError> {
                 "metadata.annotations".into(),
                 format!("Invalid value: {}: {}", go_quote(TAINTS_ANNOTATION), go_json_error(taints, &e)),
             )),
-            Ok(list) => errs.extend(taint_errors(Some(&list), &format!("metadata.annotations.{TAINTS_ANNOTATION}"))),
+            Ok(list) => {
+                errs.extend(taint_errors(Some(&list), &format!("metadata.annotations.{TAINTS_ANNOTATION}")))
+            }
         }
     }
     if let Some(avoid) = get(AVOID_PODS_ANNOTATION) {
@@ -159,12 +170,17 @@ fn annotation_errors(node: &Value) -> Vec<FieldError> {
             )),
             Ok(doc) => {
                 let at = format!("metadata.annotations.{AVOID_PODS_ANNOTATION}");
-                for (i, entry) in doc.get("preferAvoidPods").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                for (i, entry) in
+                    doc.get("preferAvoidPods").and_then(Value::as_array).into_iter().flatten().enumerate()
+                {
                     let sig = format!("{at}[{i}].PodSignature");
                     match entry.pointer("/podSignature/podController").filter(|c| !c.is_null()) {
                         None => errs.push((sig, "Required value".into())),
                         Some(c) if c.get("controller") != Some(&Value::Bool(true)) => {
-                            let shown = c.get("controller").and_then(Value::as_bool).map_or("<nil>".to_owned(), |b| b.to_string());
+                            let shown = c
+                                .get("controller")
+                                .and_then(Value::as_bool)
+                                .map_or("<nil>".to_owned(), |b| b.to_string());
                             errs.push((
                                 format!("{sig}.PodController.Controller"),
                                 format!("Invalid value: {shown}: must point to a controller"),
@@ -190,7 +206,10 @@ fn taint_errors(taints: Option<&Value>, at: &str) -> Vec<FieldError> {
         let value = t.get("value").and_then(Value::as_str).unwrap_or("");
         let bad = crate::metadata::label_value_errors(value);
         if !bad.is_empty() {
-            errs.push((format!("{at}[{i}].value"), format!("Invalid value: {}: {}", go_quote(value), bad.join(";"))));
+            errs.push((
+                format!("{at}[{i}].value"),
+                format!("Invalid value: {}: {}", go_quote(value), bad.join(";")),
+            ));
         }
         let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
         match effect {
@@ -243,7 +262,9 @@ fn integer_resource(name: &str) -> bool {
 fn resource_errors(node: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for list in ["capacity", "allocatable"] {
-        for (k, v) in node.pointer(&format!("/status/{list}")).and_then(Value::as_object).into_iter().flatten() {
+        for (k, v) in
+            node.pointer(&format!("/status/{list}")).and_then(Value::as_object).into_iter().flatten()
+        {
             errs.extend(quantity_value_errors(&format!("status.{list}.{k}"), k, v));
         }
     }
@@ -252,11 +273,16 @@ fn resource_errors(node: &Value) -> Vec<FieldError> {
 
 /// `ValidateResourceQuantityValue`: non-negative, whole for integer resources.
 pub(crate) fn quantity_value_errors(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
-    let Some(q) = v.as_str().and_then(|s| crate::quantity::Quantity::parse(s).ok()) else { return Vec::new() };
+    let Some(q) = v.as_str().and_then(|s| crate::quantity::Quantity::parse(s).ok()) else {
+        return Vec::new();
+    };
     let mut errs = Vec::new();
     let shown = q.to_string();
     if q.is_negative() {
-        errs.push((field.to_owned(), format!("Invalid value: {}: must be greater than or equal to 0", go_quote(&shown))));
+        errs.push((
+            field.to_owned(),
+            format!("Invalid value: {}: must be greater than or equal to 0", go_quote(&shown)),
+        ));
     }
     #[allow(clippy::cast_possible_truncation)]
     let milli = (q.to_f64() * 1000.0).round() as i64;

@@ -51,7 +51,8 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
             errs.push(("value".into(), "Forbidden: may not be changed in an update.".into()));
         }
         if pc.get("preemptionPolicy") != old.get("preemptionPolicy") {
-            let shown = pc.get("preemptionPolicy").map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
+            let shown =
+                pc.get("preemptionPolicy").map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
             errs.push(("preemptionPolicy".into(), format!("Invalid value: {shown}: field is immutable")));
         }
         return errs;

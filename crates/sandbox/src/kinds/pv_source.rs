@@ -79,7 +79,10 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
         errs.push(required("spec.capacity".into()));
     }
     if !capacity.contains_key("storage") || capacity.len() > 1 {
-        errs.push(("spec.capacity".into(), "Unsupported value: core.ResourceList{…}: supported values: \"storage\"".into()));
+        errs.push((
+            "spec.capacity".into(),
+            "Unsupported value: core.ResourceList{…}: supported values: \"storage\"".into(),
+        ));
     }
     for (k, v) in &capacity {
         let at = format!("spec.capacity[{k}]");
@@ -87,12 +90,19 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
         if let Some(q) = v.as_str().and_then(|t| crate::quantity::Quantity::parse(t).ok())
             && (q.is_zero() || q.is_negative())
         {
-            errs.push((at, format!("Invalid value: {}: must be greater than zero", go_quote(&q.to_string()))));
+            errs.push((
+                at,
+                format!("Invalid value: {}: must be greater than zero", go_quote(&q.to_string())),
+            ));
         }
     }
     let policy = s(&spec, "persistentVolumeReclaimPolicy");
     if !policy.is_empty() && !matches!(policy, "Delete" | "Recycle" | "Retain") {
-        errs.push(not_supported("spec.persistentVolumeReclaimPolicy", policy, &["Delete", "Recycle", "Retain"]));
+        errs.push(not_supported(
+            "spec.persistentVolumeReclaimPolicy",
+            policy,
+            &["Delete", "Recycle", "Retain"],
+        ));
     }
     let affinity = given(&spec, "nodeAffinity");
     if let Some(a) = affinity {
@@ -114,7 +124,10 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
         count += 1;
         errs.extend(source_errors(key, src, &format!("spec.{path}"), name));
         if key == "local" && affinity.is_none() {
-            errs.push(("spec.nodeAffinity".into(), "Required value: Local volume requires node affinity".into()));
+            errs.push((
+                "spec.nodeAffinity".into(),
+                "Required value: Local volume requires node affinity".into(),
+            ));
         }
     }
     if count == 0 {
@@ -230,8 +243,10 @@ fn iscsi_name_ok(v: &str) -> bool {
         }
         let tail = &rest[8..];
         let (name, extra) = tail.split_once(':').map_or((tail, None), |(n, e)| (n, Some(e)));
-        let name_ok = !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.');
-        let extra_ok = extra.is_some_and(|e| !e.is_empty() && !e.chars().any(|c| ",;*&$|".contains(c) || c.is_whitespace()));
+        let name_ok =
+            !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'.');
+        let extra_ok = extra
+            .is_some_and(|e| !e.is_empty() && !e.chars().any(|c| ",;*&$|".contains(c) || c.is_whitespace()));
         return name_ok && extra_ok;
     }
     if v.starts_with("eui") {
@@ -288,7 +303,11 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             if let Some(ns) = src.get("endpointsNamespace").and_then(Value::as_str) {
                 let field = format!("{at}.endpointsNamespace");
                 if ns.is_empty() {
-                    errs.extend(invalid(&field, ns, vec!["if the endpointnamespace is set, it must be a valid namespace name".into()]));
+                    errs.extend(invalid(
+                        &field,
+                        ns,
+                        vec!["if the endpointnamespace is set, it must be a valid namespace name".into()],
+                    ));
                 } else {
                     errs.extend(crate::names::label_field(&field, ns));
                 }
@@ -297,7 +316,10 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
         "flocker" => {
             let (name, uuid) = (s(src, "datasetName"), s(src, "datasetUUID"));
             if name.is_empty() && uuid.is_empty() {
-                errs.push((at.to_owned(), "Required value: one of datasetName and datasetUUID is required".into()));
+                errs.push((
+                    at.to_owned(),
+                    "Required value: one of datasetName and datasetUUID is required".into(),
+                ));
             }
             if !name.is_empty() && !uuid.is_empty() {
                 errs.push((
@@ -342,10 +364,8 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             }
             need(&mut errs, "volume");
         }
-        "cephfs" => {
-            if src.get("monitors").and_then(Value::as_array).is_none_or(Vec::is_empty) {
-                errs.push(required(format!("{at}.monitors")));
-            }
+        "cephfs" if src.get("monitors").and_then(Value::as_array).is_none_or(Vec::is_empty) => {
+            errs.push(required(format!("{at}.monitors")));
         }
         "iscsi" => {
             let portal = s(src, "targetPortal");
@@ -409,7 +429,10 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             }
             if !wwns.is_empty() {
                 match given(src, "lun") {
-                    None => errs.push((format!("{at}.lun"), "Required value: lun is required if targetWWNs is specified".into())),
+                    None => errs.push((
+                        format!("{at}.lun"),
+                        "Required value: lun is required if targetWWNs is specified".into(),
+                    )),
                     Some(l) => errs.extend(range_errors(&format!("{at}.lun"), Some(l), 0)),
                 }
             }
@@ -502,7 +525,12 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             }
             errs.extend(invalid(&field, driver, crate::names::subdomain_errors(&driver.to_lowercase())));
             need(&mut errs, "volumeHandle");
-            for r in ["controllerPublishSecretRef", "controllerExpandSecretRef", "nodePublishSecretRef", "nodeExpandSecretRef"] {
+            for r in [
+                "controllerPublishSecretRef",
+                "controllerExpandSecretRef",
+                "nodePublishSecretRef",
+                "nodeExpandSecretRef",
+            ] {
                 errs.extend(csi_secret_ref(given(src, r), &format!("{at}.{r}")));
             }
         }
@@ -528,7 +556,9 @@ pub fn source_of(spec: &Value, old_spec: Option<&Value>) -> Vec<(String, Value)>
         .filter_map(|(k, _)| {
             let mut v = given(spec, k)?.clone();
             if *k == "csi"
-                && old_spec.and_then(|o| o.pointer("/csi")).is_some_and(|c| c.get("controllerExpandSecretRef").is_none_or(Value::is_null))
+                && old_spec
+                    .and_then(|o| o.pointer("/csi"))
+                    .is_some_and(|c| c.get("controllerExpandSecretRef").is_none_or(Value::is_null))
                 && let Some(m) = v.as_object_mut()
             {
                 m.remove("controllerExpandSecretRef");

@@ -28,7 +28,8 @@ fn binding_errors(new: &Value, old: Option<&Value>, kinds: &[&str], namespaced: 
     if let Some(old) = old
         && old.get("roleRef") != new.get("roleRef")
     {
-        let field = |name: &str| new.pointer(&format!("/roleRef/{name}")).and_then(Value::as_str).unwrap_or("");
+        let field =
+            |name: &str| new.pointer(&format!("/roleRef/{name}")).and_then(Value::as_str).unwrap_or("");
         errors.push((
             "roleRef".into(),
             format!(
@@ -85,7 +86,11 @@ fn subject_errors(s: &Value, namespaced: bool, at: &str) -> Vec<FieldError> {
                 errs.push(crate::names::not_supported(&format!("{at}.apiGroup"), get("apiGroup"), &[GROUP]));
             }
         }
-        other => errs.push(crate::names::not_supported(&format!("{at}.kind"), other, &["ServiceAccount", "User", "Group"])),
+        other => errs.push(crate::names::not_supported(
+            &format!("{at}.kind"),
+            other,
+            &["ServiceAccount", "User", "Group"],
+        )),
     }
     errs
 }
@@ -101,9 +106,17 @@ pub fn default_binding(binding: &mut Value) {
         r.insert("apiGroup".into(), Value::String(GROUP.into()));
     }
     // `SetDefaults_Subject`: a user's and a group's group is RBAC's.
-    for s in b.get_mut("subjects").and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut) {
+    for s in b
+        .get_mut("subjects")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+    {
         let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
-        if matches!(kind, "User" | "Group") && s.get("apiGroup").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if matches!(kind, "User" | "Group")
+            && s.get("apiGroup").and_then(Value::as_str).is_none_or(str::is_empty)
+        {
             s.insert("apiGroup".into(), Value::String(GROUP.into()));
         }
     }
@@ -135,15 +148,20 @@ fn role_errors(role: &Value, old: Option<&Value>, namespaced: bool) -> Vec<Field
         errors.extend(policy_rule_errors(r, namespaced, &format!("rules[{i}]")));
     }
     if !namespaced && let Some(agg) = role.get("aggregationRule").filter(|a| !a.is_null()) {
-        let selectors = agg.get("clusterRoleSelectors").and_then(Value::as_array).cloned().unwrap_or_default();
+        let selectors =
+            agg.get("clusterRoleSelectors").and_then(Value::as_array).cloned().unwrap_or_default();
         if selectors.is_empty() {
             errors.push((
                 "aggregationRule.clusterRoleSelectors".into(),
-                "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil".into(),
+                "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil"
+                    .into(),
             ));
         }
         for (i, sel) in selectors.iter().enumerate() {
-            errors.extend(crate::label_rules::selector_errors(&format!("aggregationRule.clusterRoleSelectors[{i}]"), Some(sel)));
+            errors.extend(crate::label_rules::selector_errors(
+                &format!("aggregationRule.clusterRoleSelectors[{i}]"),
+                Some(sel),
+            ));
         }
     }
     if old.is_some() { errors.iter().chain(&errors).cloned().collect() } else { errors }
@@ -166,7 +184,8 @@ fn policy_rule_errors(r: &Value, namespaced: bool, at: &str) -> Vec<FieldError> 
                 format!("Invalid value: {shown}: namespaced rules cannot apply to non-resource URLs"),
             ));
         }
-        if !list("apiGroups").is_empty() || !list("resources").is_empty() || !list("resourceNames").is_empty() {
+        if !list("apiGroups").is_empty() || !list("resources").is_empty() || !list("resourceNames").is_empty()
+        {
             errs.push((
                 format!("{at}.nonResourceURLs"),
                 format!("Invalid value: {shown}: rules cannot apply to both regular resources and non-resource URLs"),
@@ -175,10 +194,16 @@ fn policy_rule_errors(r: &Value, namespaced: bool, at: &str) -> Vec<FieldError> 
         return errs;
     }
     if list("apiGroups").is_empty() {
-        errs.push((format!("{at}.apiGroups"), "Required value: resource rules must supply at least one api group".into()));
+        errs.push((
+            format!("{at}.apiGroups"),
+            "Required value: resource rules must supply at least one api group".into(),
+        ));
     }
     if list("resources").is_empty() {
-        errs.push((format!("{at}.resources"), "Required value: resource rules must supply at least one resource".into()));
+        errs.push((
+            format!("{at}.resources"),
+            "Required value: resource rules must supply at least one resource".into(),
+        ));
     }
     errs
 }

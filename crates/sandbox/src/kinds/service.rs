@@ -54,7 +54,8 @@ pub fn default(svc: &mut Value) {
         return;
     };
     let ty = spec.entry("type").or_insert_with(|| json!("ClusterIP")).as_str().unwrap_or("").to_owned();
-    let affinity = spec.entry("sessionAffinity").or_insert_with(|| json!("None")).as_str().unwrap_or("").to_owned();
+    let affinity =
+        spec.entry("sessionAffinity").or_insert_with(|| json!("None")).as_str().unwrap_or("").to_owned();
     match affinity.as_str() {
         "ClientIP" => {
             let config = spec.entry("sessionAffinityConfig").or_insert_with(|| json!({}));
@@ -93,7 +94,8 @@ pub fn default(svc: &mut Value) {
             .unwrap_or_default();
         // The allocator infers the families of the IPs it was given; an IPv6 one is left for it
         // to refuse (the cluster is IPv4 only).
-        if absent(spec.get("ipFamilies")) && ips.iter().all(|ip| ip == "None" || !crate::netaddr::is_ipv6(ip)) {
+        if absent(spec.get("ipFamilies")) && ips.iter().all(|ip| ip == "None" || !crate::netaddr::is_ipv6(ip))
+        {
             spec.insert("ipFamilies".into(), json!(["IPv4"]));
         }
         spec.entry("ipFamilyPolicy").or_insert_with(|| json!("SingleStack"));
@@ -171,7 +173,9 @@ pub fn prepare_update(new: &mut Value, old: &Value) {
         }
     }
     // `NormalizeClusterIPs` on update: the singular field changed and the plural did not.
-    if spec.get("clusterIP") != old.pointer("/spec/clusterIP") && spec.get("clusterIPs") == old.pointer("/spec/clusterIPs") {
+    if spec.get("clusterIP") != old.pointer("/spec/clusterIP")
+        && spec.get("clusterIPs") == old.pointer("/spec/clusterIPs")
+    {
         match spec.get("clusterIP").and_then(Value::as_str).filter(|ip| !ip.is_empty()) {
             Some(ip) => {
                 let ip = json!([ip]);
@@ -183,11 +187,19 @@ pub fn prepare_update(new: &mut Value, old: &Value) {
         }
     }
     let old_ports = old.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-    for p in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut) {
+    for p in spec
+        .get_mut("ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+    {
         if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
             continue;
         }
-        let was = old_ports.iter().find(|o| o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol").or(Some(&json!("TCP"))));
+        let was = old_ports.iter().find(|o| {
+            o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol").or(Some(&json!("TCP")))
+        });
         if let Some(np) = was.and_then(|o| o.get("nodePort")).filter(|n| n.as_i64().unwrap_or(0) != 0) {
             p.insert("nodePort".into(), np.clone());
         }
@@ -237,7 +249,8 @@ fn is_headless(spec: &Value) -> bool {
 fn validate_service(svc: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let annotations = svc.pointer("/metadata/annotations");
-    let hints = annotations.and_then(|a| a.get("service.kubernetes.io/topology-aware-hints")).and_then(Value::as_str);
+    let hints =
+        annotations.and_then(|a| a.get("service.kubernetes.io/topology-aware-hints")).and_then(Value::as_str);
     let mode = annotations.and_then(|a| a.get("service.kubernetes.io/topology-mode")).and_then(Value::as_str);
     if let (Some(hints), Some(mode)) = (hints, mode)
         && hints != mode
@@ -271,7 +284,10 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
             if headless {
                 errs.push((
                     "spec.clusterIPs[0]".into(),
-                    format!("Invalid value: {}: may not be set to 'None' for LoadBalancer services", go_quote(first_ip)),
+                    format!(
+                        "Invalid value: {}: may not be set to 'None' for LoadBalancer services",
+                        go_quote(first_ip)
+                    ),
                 ));
             }
         }
@@ -281,13 +297,22 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
         )),
         "ExternalName" => {
             if !absent(spec.get("clusterIPs")) {
-                errs.push(("spec.clusterIPs".into(), "Forbidden: may not be set for ExternalName services".into()));
+                errs.push((
+                    "spec.clusterIPs".into(),
+                    "Forbidden: may not be set for ExternalName services".into(),
+                ));
             }
             if !absent(spec.get("ipFamilies")) {
-                errs.push(("spec.ipFamilies".into(), "Forbidden: may not be set for ExternalName services".into()));
+                errs.push((
+                    "spec.ipFamilies".into(),
+                    "Forbidden: may not be set for ExternalName services".into(),
+                ));
             }
             if spec.get("ipFamilyPolicy").is_some_and(|p| !p.is_null()) {
-                errs.push(("spec.ipFamilyPolicy".into(), "Forbidden: may not be set for ExternalName services".into()));
+                errs.push((
+                    "spec.ipFamilyPolicy".into(),
+                    "Forbidden: may not be set for ExternalName services".into(),
+                ));
             }
             let name = str_at(&spec, "/externalName");
             let cname = name.strip_suffix('.').unwrap_or(name);
@@ -384,11 +409,13 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
         None if matches!(ty, "NodePort" | "LoadBalancer" | "ClusterIP") => {
             errs.push(("spec.internalTrafficPolicy".into(), "Required value".into()));
         }
-        Some(p) if !matches!(p.as_str(), Some("Cluster" | "Local")) => errs.push(crate::names::not_supported(
-            "spec.internalTrafficPolicy",
-            p.as_str().unwrap_or(""),
-            &["Cluster", "Local"],
-        )),
+        Some(p) if !matches!(p.as_str(), Some("Cluster" | "Local")) => {
+            errs.push(crate::names::not_supported(
+                "spec.internalTrafficPolicy",
+                p.as_str().unwrap_or(""),
+                &["Cluster", "Local"],
+            ))
+        }
         _ => {}
     }
     if let Some(d) = spec.get("trafficDistribution").and_then(Value::as_str)
@@ -402,7 +429,12 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
 /// `validateServicePort`: a name (required when there are several) that is a unique DNS
 /// label, a port in range, a known protocol, a target port number or name, a qualified
 /// `appProtocol`.
-fn port_errors(p: &Value, require_name: bool, names: &mut std::collections::HashSet<String>, at: &str) -> Vec<FieldError> {
+fn port_errors(
+    p: &Value,
+    require_name: bool,
+    names: &mut std::collections::HashSet<String>,
+    at: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match p.get("name").and_then(Value::as_str).unwrap_or("") {
         "" if require_name => errs.push((format!("{at}.name"), "Required value".into())),
@@ -414,11 +446,16 @@ fn port_errors(p: &Value, require_name: bool, names: &mut std::collections::Hash
             }
         }
     }
-    errs.extend(crate::names::port_num_field(&format!("{at}.port"), p.get("port").and_then(Value::as_i64).unwrap_or(0)));
+    errs.extend(crate::names::port_num_field(
+        &format!("{at}.port"),
+        p.get("port").and_then(Value::as_i64).unwrap_or(0),
+    ));
     match p.get("protocol").and_then(Value::as_str).unwrap_or("") {
         "" => errs.push((format!("{at}.protocol"), "Required value".into())),
         "SCTP" | "TCP" | "UDP" => {}
-        other => errs.push(crate::names::not_supported(&format!("{at}.protocol"), other, &["SCTP", "TCP", "UDP"])),
+        other => {
+            errs.push(crate::names::not_supported(&format!("{at}.protocol"), other, &["SCTP", "TCP", "UDP"]))
+        }
     }
     if let Some(t) = p.get("targetPort") {
         errs.extend(crate::names::port_num_or_name(&format!("{at}.targetPort"), t));
@@ -468,7 +505,10 @@ fn cluster_ips_related_errors(spec: &Value) -> Vec<FieldError> {
     } else if ips.is_empty() {
         errs.push(("spec.clusterIPs".into(), "Required value".into()));
     } else if ips[0] != cluster_ip {
-        errs.push(("spec.clusterIPs".into(), format!("Invalid value: {shown}: first value must match `clusterIP`")));
+        errs.push((
+            "spec.clusterIPs".into(),
+            format!("Invalid value: {shown}: first value must match `clusterIP`"),
+        ));
     }
     let families = strings_at(spec, "/ipFamilies").unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
@@ -507,7 +547,10 @@ fn cluster_ips_related_errors(spec: &Value) -> Vec<FieldError> {
         errs.extend(bad);
     }
     if ips.len() > 2 {
-        errs.push(("spec.clusterIPs".into(), format!("Invalid value: {shown}: may only hold up to 2 values")));
+        errs.push((
+            "spec.clusterIPs".into(),
+            format!("Invalid value: {shown}: may only hold up to 2 values"),
+        ));
     }
     if invalid_ips {
         return errs;
@@ -528,13 +571,19 @@ fn cluster_ips_related_errors(spec: &Value) -> Vec<FieldError> {
             if family == "IPv4" && v6 {
                 errs.push((
                     format!("spec.clusterIPs[{i}]"),
-                    format!("Invalid value: {}: expected an IPv4 value as indicated by `ipFamilies[{i}]`", go_quote(ip)),
+                    format!(
+                        "Invalid value: {}: expected an IPv4 value as indicated by `ipFamilies[{i}]`",
+                        go_quote(ip)
+                    ),
                 ));
             }
             if family == "IPv6" && !v6 {
                 errs.push((
                     format!("spec.clusterIPs[{i}]"),
-                    format!("Invalid value: {}: expected an IPv6 value as indicated by `ipFamilies[{i}]`", go_quote(ip)),
+                    format!(
+                        "Invalid value: {}: expected an IPv6 value as indicated by `ipFamilies[{i}]`",
+                        go_quote(ip)
+                    ),
                 ));
             }
         }
@@ -593,20 +642,25 @@ fn allocator_errors(svc: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if policy == "RequireDualStack" {
         return one(
             "spec.ipFamilyPolicy",
-            format!("Invalid value: {}: this cluster is not configured for dual-stack services", go_quote(policy)),
+            format!(
+                "Invalid value: {}: this cluster is not configured for dual-stack services",
+                go_quote(policy)
+            ),
         );
     }
     for (i, f) in families.iter().enumerate() {
         if f != "IPv4" {
-            return one(&format!("spec.ipFamilies[{i}]"), format!("Invalid value: {}: not configured on this cluster", go_quote(f)));
+            return one(
+                &format!("spec.ipFamilies[{i}]"),
+                format!("Invalid value: {}: not configured on this cluster", go_quote(f)),
+            );
         }
     }
     if old.is_none() {
         let range = crate::netaddr::network(SERVICE_RANGE).expect("the service range is a CIDR");
         for ip in ips.iter().filter(|ip| *ip != "None") {
-            let inside = crate::netaddr::network(&format!("{ip}/32")).is_some_and(|(bits, _, v4)| {
-                v4 && (bits >> (32 - range.1)) == (range.0 >> (32 - range.1))
-            });
+            let inside = crate::netaddr::network(&format!("{ip}/32"))
+                .is_some_and(|(bits, _, v4)| v4 && (bits >> (32 - range.1)) == (range.0 >> (32 - range.1)));
             if !inside {
                 return one(
                     "spec.clusterIPs",
@@ -618,7 +672,8 @@ fn allocator_errors(svc: &Value, old: Option<&Value>) -> Vec<FieldError> {
             }
         }
     }
-    let allocates = ty == "NodePort" || (ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)));
+    let allocates = ty == "NodePort"
+        || (ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)));
     if old.is_none() && matches!(ty, "NodePort" | "LoadBalancer") {
         let mut taken: Vec<(i64, i64)> = Vec::new();
         for (i, p) in spec.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
@@ -634,7 +689,9 @@ fn allocator_errors(svc: &Value, old: Option<&Value>) -> Vec<FieldError> {
             if !(30000..=32767).contains(&np) {
                 return one(
                     &at,
-                    format!("Invalid value: {np}: provided port is not in the valid range. The range of valid ports is 30000-32767"),
+                    format!(
+                        "Invalid value: {np}: provided port is not in the valid range. The range of valid ports is 30000-32767"
+                    ),
                 );
             }
             if taken.iter().any(|(_, n)| *n == np) {
@@ -664,12 +721,18 @@ fn upgrade_downgrade_cluster_ips(old: &Value, new: &Value) -> Vec<FieldError> {
     if old_ips.len() == new_ips.len() {
         for (i, ip) in old_ips.iter().enumerate() {
             if *ip != new_ips[i] {
-                errs.push((format!("spec.clusterIPs[{i}]"), format!("Invalid value: {shown}: may not change once set")));
+                errs.push((
+                    format!("spec.clusterIPs[{i}]"),
+                    format!("Invalid value: {shown}: may not change once set"),
+                ));
             }
         }
     } else if old_ips.len() > new_ips.len() {
         if new_ips.is_empty() {
-            errs.push(("spec.clusterIPs[0]".into(), format!("Invalid value: {shown}: primary clusterIP can not be unset")));
+            errs.push((
+                "spec.clusterIPs[0]".into(),
+                format!("Invalid value: {shown}: primary clusterIP can not be unset"),
+            ));
         }
     } else if !old_ips.is_empty() && old_ips[0] != new_ips[0] {
         errs.push(("spec.clusterIPs[0]".into(), format!("Invalid value: {shown}: may not change once set")));
@@ -689,13 +752,22 @@ fn load_balancer_class_errors(old: Option<&Value>, svc: &Value) -> Vec<FieldErro
         && old.pointer("/spec/loadBalancerClass").filter(|c| !c.is_null()) != class
     {
         let shown = class.map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
-        errs.push(("spec.loadBalancerClass".into(), format!("Invalid value: {shown}: may not change once set")));
+        errs.push((
+            "spec.loadBalancerClass".into(),
+            format!("Invalid value: {shown}: may not change once set"),
+        ));
     }
     if let Some(class) = class {
         if lb(svc) {
-            errs.extend(crate::names::qualified_field("spec.loadBalancerClass", class.as_str().unwrap_or("")));
+            errs.extend(crate::names::qualified_field(
+                "spec.loadBalancerClass",
+                class.as_str().unwrap_or(""),
+            ));
         } else {
-            errs.push(("spec.loadBalancerClass".into(), "Forbidden: may only be used when `type` is 'LoadBalancer'".into()));
+            errs.push((
+                "spec.loadBalancerClass".into(),
+                "Forbidden: may only be used when `type` is 'LoadBalancer'".into(),
+            ));
         }
     }
     errs
@@ -716,7 +788,9 @@ fn source_range_errors(svc: &Value, spec: &Value, ty: &str) -> Vec<FieldError> {
         for (i, r) in ranges.iter().enumerate() {
             errs.extend(crate::netaddr::cidr_errors(&format!("{at}[{i}]"), r.trim()));
         }
-    } else if let Some(val) = svc.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str) {
+    } else if let Some(val) =
+        svc.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str)
+    {
         let at = format!("metadata.annotations[{key}]");
         if ty != "LoadBalancer" {
             errs.push((at.clone(), forbidden.into()));
@@ -738,13 +812,17 @@ fn external_traffic_policy_errors(spec: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let ty = str_at(spec, "/type");
     let external = matches!(ty, "LoadBalancer" | "NodePort")
-        || (ty == "ClusterIP" && spec.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty()));
+        || (ty == "ClusterIP"
+            && spec.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty()));
     let policy = str_at(spec, "/externalTrafficPolicy");
     if !external {
         if !policy.is_empty() {
             errs.push((
                 "spec.externalTrafficPolicy".into(),
-                format!("Invalid value: {}: may only be set for externally-accessible services", go_quote(policy)),
+                format!(
+                    "Invalid value: {}: may only be set for externally-accessible services",
+                    go_quote(policy)
+                ),
             ));
         }
     } else if policy.is_empty() {
@@ -771,8 +849,13 @@ fn external_traffic_policy_errors(spec: &Value) -> Vec<FieldError> {
 /// `validateServiceExternalTrafficFieldsUpdate`: the health-check node port is fixed while the
 /// Service needs one.
 fn external_traffic_fields_update(old: &Value, new: &Value) -> Vec<FieldError> {
-    let needs = |s: &Value| str_at(s, "/spec/type") == "LoadBalancer" && str_at(s, "/spec/externalTrafficPolicy") == "Local";
-    if needs(old) && needs(new) && old.pointer("/spec/healthCheckNodePort") != new.pointer("/spec/healthCheckNodePort") {
+    let needs = |s: &Value| {
+        str_at(s, "/spec/type") == "LoadBalancer" && str_at(s, "/spec/externalTrafficPolicy") == "Local"
+    };
+    if needs(old)
+        && needs(new)
+        && old.pointer("/spec/healthCheckNodePort") != new.pointer("/spec/healthCheckNodePort")
+    {
         return vec![("spec.healthCheckNodePort".into(), "Forbidden: field is immutable".into())];
     }
     Vec::new()
@@ -782,7 +865,8 @@ fn external_traffic_fields_update(old: &Value, new: &Value) -> Vec<FieldError> {
 /// (`AllowServiceLBStatusOnNonLB` off), each with an IP, an `ipMode` only with an IP and a
 /// known one, a hostname a DNS name and not an IP.
 fn load_balancer_status_errors(svc: &Value) -> Vec<FieldError> {
-    let ingress = svc.pointer("/status/loadBalancer/ingress").and_then(Value::as_array).cloned().unwrap_or_default();
+    let ingress =
+        svc.pointer("/status/loadBalancer/ingress").and_then(Value::as_array).cloned().unwrap_or_default();
     if str_at(svc, "/spec/type") != "LoadBalancer" && !ingress.is_empty() {
         return vec![(
             "status.loadBalancer.ingress".into(),
@@ -798,13 +882,23 @@ fn load_balancer_status_errors(svc: &Value) -> Vec<FieldError> {
         }
         match ing.get("ipMode").filter(|m| !m.is_null()) {
             None if !ip.is_empty() => {
-                errs.push((format!("{at}.ipMode"), "Required value: must be specified when `ip` is set".into()));
+                errs.push((
+                    format!("{at}.ipMode"),
+                    "Required value: must be specified when `ip` is set".into(),
+                ));
             }
             Some(_) if ip.is_empty() => {
-                errs.push((format!("{at}.ipMode"), "Forbidden: may not be specified when `ip` is not set".into()));
+                errs.push((
+                    format!("{at}.ipMode"),
+                    "Forbidden: may not be specified when `ip` is not set".into(),
+                ));
             }
             Some(m) if !matches!(m.as_str(), Some("Proxy" | "VIP")) => {
-                errs.push(crate::names::not_supported(&format!("{at}.ipMode"), m.as_str().unwrap_or(""), &["Proxy", "VIP"]));
+                errs.push(crate::names::not_supported(
+                    &format!("{at}.ipMode"),
+                    m.as_str().unwrap_or(""),
+                    &["Proxy", "VIP"],
+                ));
             }
             _ => {}
         }
@@ -820,7 +914,10 @@ pub(crate) fn hostname_errors(field: &str, hostname: &str) -> Vec<FieldError> {
     }
     let mut errs = crate::names::subdomain_field(field, hostname);
     if crate::netaddr::parse_ip(hostname).is_some() {
-        errs.push((field.to_owned(), format!("Invalid value: {}: must be a DNS name, not an IP address", go_quote(hostname))));
+        errs.push((
+            field.to_owned(),
+            format!("Invalid value: {}: must be a DNS name, not an IP address", go_quote(hostname)),
+        ));
     }
     errs
 }

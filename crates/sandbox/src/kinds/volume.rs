@@ -52,7 +52,10 @@ fn positive_size_errors(field: &str, v: &Value) -> Vec<FieldError> {
     match quantity(Some(v)) {
         Some(q) if q.is_negative() || q.is_zero() => vec![(
             field.to_owned(),
-            format!("Invalid value: {}: must be greater than zero", crate::go_print::go_quote(&q.to_string())),
+            format!(
+                "Invalid value: {}: must be greater than zero",
+                crate::go_print::go_quote(&q.to_string())
+            ),
         )],
         _ => crate::kinds::node::quantity_value_errors(field, "storage", v),
     }
@@ -75,7 +78,10 @@ pub(super) fn access_mode_errors(spec: &Value) -> Vec<FieldError> {
         }
     }
     if once_pod && other {
-        errs.push(("spec.accessModes".into(), "Forbidden: may not use ReadWriteOncePod with other access modes".into()));
+        errs.push((
+            "spec.accessModes".into(),
+            "Forbidden: may not use ReadWriteOncePod with other access modes".into(),
+        ));
     }
     errs
 }
@@ -168,7 +174,8 @@ pub fn validate_claim(pvc: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = claim_spec_errors(&spec);
     let Some(old) = old else { return errs };
     let old_spec = old.get("spec").cloned().unwrap_or_default();
-    let annotation = |o: &Value| o.pointer("/metadata/annotations").and_then(|a| a.get(STORAGE_CLASS_ANNOTATION)).cloned();
+    let annotation =
+        |o: &Value| o.pointer("/metadata/annotations").and_then(|a| a.get(STORAGE_CLASS_ANNOTATION)).cloned();
     let (old_ann, new_ann) = (annotation(old), annotation(pvc));
     let new_class = spec.get("storageClassName").filter(|c| !c.is_null());
     let upgrade = old_ann.is_some()
@@ -197,7 +204,10 @@ pub fn validate_claim(pvc: &Value, old: Option<&Value>) -> Vec<FieldError> {
             if upgrade {
                 m.remove("storageClassName");
             }
-            if bound && let Some(r) = m.get_mut("resources").and_then(|r| r.get_mut("requests")).and_then(Value::as_object_mut) {
+            if bound
+                && let Some(r) =
+                    m.get_mut("resources").and_then(|r| r.get_mut("requests")).and_then(Value::as_object_mut)
+            {
                 r.remove("storage");
             }
         }
@@ -210,7 +220,8 @@ pub fn validate_claim(pvc: &Value, old: Option<&Value>) -> Vec<FieldError> {
         ));
     }
     let size = |s: &Value, p: &str| quantity(s.pointer(p)).map(crate::quantity::Quantity::to_f64);
-    if let (Some(new_size), Some(old_size)) = (size(&spec, "/resources/requests/storage"), size(&old_spec, "/resources/requests/storage"))
+    if let (Some(new_size), Some(old_size)) =
+        (size(&spec, "/resources/requests/storage"), size(&old_spec, "/resources/requests/storage"))
         && new_size < old_size
         && size(old, "/status/capacity/storage").is_some_and(|status| new_size <= status)
     {
@@ -253,7 +264,9 @@ fn claim_status_errors(pvc: &Value) -> Vec<FieldError> {
         errs.extend(basic_resource_errors(&format!("status.capacity[{k}]"), v));
     }
     let at = "status.allocatedResourceStatus";
-    for (k, v) in pvc.pointer("/status/allocatedResourceStatuses").and_then(Value::as_object).into_iter().flatten() {
+    for (k, v) in
+        pvc.pointer("/status/allocatedResourceStatuses").and_then(Value::as_object).into_iter().flatten()
+    {
         let bad = crate::names::qualified_field(at, k);
         if !bad.is_empty() {
             errs.extend(bad);
@@ -311,7 +324,8 @@ pub fn validate_volume(pv: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = super::pv_source::volume_errors(pv, name);
     let Some(old) = old else { return errs };
     errs.extend(super::pv_source::volume_errors(pv, name));
-    let (spec, old_spec) = (pv.get("spec").cloned().unwrap_or_default(), old.get("spec").cloned().unwrap_or_default());
+    let (spec, old_spec) =
+        (pv.get("spec").cloned().unwrap_or_default(), old.get("spec").cloned().unwrap_or_default());
     if super::pv_source::source_of(&spec, Some(&old_spec)) != super::pv_source::source_of(&old_spec, None) {
         errs.push((
             "spec.persistentvolumesource".into(),
@@ -350,7 +364,11 @@ pub fn validate_storage_class(sc: &Value, old: Option<&Value>) -> Vec<FieldError
     match sc.get("volumeBindingMode").and_then(Value::as_str) {
         None => errs.push(("volumeBindingMode".into(), "Required value".into())),
         Some(m) if !matches!(m, "Immediate" | "WaitForFirstConsumer") => {
-            errs.push(crate::names::not_supported("volumeBindingMode", m, &["Immediate", "WaitForFirstConsumer"]));
+            errs.push(crate::names::not_supported(
+                "volumeBindingMode",
+                m,
+                &["Immediate", "WaitForFirstConsumer"],
+            ));
         }
         Some(_) => {}
     }
@@ -363,7 +381,8 @@ pub fn validate_storage_class(sc: &Value, old: Option<&Value>) -> Vec<FieldError
             }
         }
         if sc.get("volumeBindingMode") != old.get("volumeBindingMode") {
-            let shown = sc.get("volumeBindingMode").map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
+            let shown =
+                sc.get("volumeBindingMode").map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
             errs.push(("volumeBindingMode".into(), format!("Invalid value: {shown}: field is immutable")));
         }
     }
@@ -401,7 +420,9 @@ fn allowed_topology_errors(terms: Option<&Value>) -> Vec<FieldError> {
         vec![std::collections::BTreeMap::new(); terms.len()];
     for (i, term) in terms.iter().enumerate() {
         let mut exprs = std::collections::BTreeMap::new();
-        for (j, req) in term.get("matchLabelExpressions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (j, req) in
+            term.get("matchLabelExpressions").and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
             let at = format!("allowedTopologies[{i}].matchLabelExpressions[{j}]");
             let values = req.get("values").and_then(Value::as_array).cloned().unwrap_or_default();
             if values.is_empty() {
@@ -411,20 +432,29 @@ fn allowed_topology_errors(terms: Option<&Value>) -> Vec<FieldError> {
             for (k, v) in values.iter().enumerate() {
                 let v = v.as_str().unwrap_or("").to_owned();
                 if set.contains(&v) {
-                    errs.push((format!("{at}.values[{k}]"), format!("Duplicate value: {}", crate::go_print::go_quote(&v))));
+                    errs.push((
+                        format!("{at}.values[{k}]"),
+                        format!("Duplicate value: {}", crate::go_print::go_quote(&v)),
+                    ));
                 }
                 set.insert(v);
             }
             let key = req.get("key").and_then(Value::as_str).unwrap_or("");
             errs.extend(crate::names::qualified_field(&format!("{at}.key"), key));
             if exprs.contains_key(key) {
-                errs.push((format!("{at}.key"), format!("Duplicate value: {}", crate::go_print::go_quote(key))));
+                errs.push((
+                    format!("{at}.key"),
+                    format!("Duplicate value: {}", crate::go_print::go_quote(key)),
+                ));
             }
             exprs.insert(key.to_owned(), set);
         }
         for t in &seen {
             if *t == exprs {
-                errs.push((format!("allowedTopologies[{i}].matchLabelExpressions"), "Duplicate value: \"\"".into()));
+                errs.push((
+                    format!("allowedTopologies[{i}].matchLabelExpressions"),
+                    "Duplicate value: \"\"".into(),
+                ));
             }
         }
         seen.push(exprs);
