@@ -186,29 +186,110 @@ pub fn prepare_update(new: &mut Value, old: &Value) {
             }
         }
     }
-    let old_ports = old.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-    for p in spec
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-    {
-        if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
-            continue;
-        }
-        let was = old_ports.iter().find(|o| {
-            o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol").or(Some(&json!("TCP")))
-        });
-        if let Some(np) = was.and_then(|o| o.get("nodePort")).filter(|n| n.as_i64().unwrap_or(0) != 0) {
-            p.insert("nodePort".into(), np.clone());
+    let new_spec = Value::Object(spec.clone());
+    let old_spec = old.get("spec").cloned().unwrap_or_default();
+    let old_ports = old_spec.get("ports").and_then(Value::as_array).cloned().unwrap_or_default();
+    if needs_node_ports(&old_spec) && needs_node_ports(&new_spec) {
+        for p in spec
+            .get_mut("ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+                continue;
+            }
+            let was = old_ports.iter().find(|o| {
+                o.get("port") == p.get("port")
+                    && o.get("protocol") == p.get("protocol").or(Some(&json!("TCP")))
+            });
+            if let Some(np) = was.and_then(|o| o.get("nodePort")).filter(|n| n.as_i64().unwrap_or(0) != 0) {
+                p.insert("nodePort".into(), np.clone());
+            }
         }
     }
-    if spec.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0) == 0
-        && let Some(h) = old.pointer("/spec/healthCheckNodePort")
-        && spec.get("externalTrafficPolicy").and_then(Value::as_str).is_none_or(|p| p == "Local")
+    if needs_health_check(&old_spec)
+        && needs_health_check(&new_spec)
+        && spec.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0) == 0
+        && let Some(h) = old_spec.get("healthCheckNodePort")
     {
         spec.insert("healthCheckNodePort".into(), h.clone());
+    }
+    drop_type_dependent_fields(spec, &old_spec);
+}
+
+/// Whether a spec's type allocates node ports (`needsNodePort`).
+fn needs_node_ports(spec: &Value) -> bool {
+    match str_at(spec, "/type") {
+        "NodePort" => true,
+        "LoadBalancer" => spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)),
+        _ => false,
+    }
+}
+
+/// Whether a spec needs a health-check node port (`NeedsHealthCheck`): a LoadBalancer with the
+/// `Local` external policy.
+fn needs_health_check(spec: &Value) -> bool {
+    str_at(spec, "/type") == "LoadBalancer" && str_at(spec, "/externalTrafficPolicy") == "Local"
+}
+
+/// The strategy's `dropTypeDependentFields`: a change of type drops what the old type had
+/// allocated or defaulted and the new one does not use, when the request left it as it was
+/// (cluster IPs and IP families for ExternalName, node ports, the health-check node port,
+/// `allocateLoadBalancerNodePorts`, `loadBalancerClass`, the external traffic policy).
+fn drop_type_dependent_fields(spec: &mut serde_json::Map<String, Value>, old: &Value) {
+    let new = Value::Object(spec.clone());
+    let same = |key: &str| new.get(key) == old.get(key);
+    let needs_ip = |s: &Value| str_at(s, "/type") != "ExternalName";
+    if needs_ip(old) && !needs_ip(&new) {
+        if same("clusterIP") && same("clusterIPs") {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+        }
+        for key in ["ipFamilies", "ipFamilyPolicy"] {
+            if same(key) {
+                spec.remove(key);
+            }
+        }
+    }
+    let node_ports = |s: &Value| -> Vec<Value> {
+        s.get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| p.get("nodePort").cloned().unwrap_or(json!(0)))
+            .collect()
+    };
+    if needs_node_ports(old) && !needs_node_ports(&new) && node_ports(old) == node_ports(&new) {
+        for p in spec
+            .get_mut("ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
+            p.remove("nodePort");
+        }
+    }
+    if needs_health_check(old) && !needs_health_check(&new) && same("healthCheckNodePort") {
+        spec.remove("healthCheckNodePort");
+    }
+    let was_lb = str_at(old, "/type") == "LoadBalancer";
+    if was_lb && str_at(&new, "/type") != "LoadBalancer" {
+        for key in ["allocateLoadBalancerNodePorts", "loadBalancerClass"] {
+            if same(key) {
+                spec.remove(key);
+            }
+        }
+    }
+    let external = |s: &Value| {
+        matches!(str_at(s, "/type"), "LoadBalancer" | "NodePort")
+            || (str_at(s, "/type") == "ClusterIP"
+                && s.get("externalIPs").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+    };
+    if external(old) && !external(&new) && same("externalTrafficPolicy") {
+        spec.remove("externalTrafficPolicy");
     }
 }
 
@@ -960,5 +1041,27 @@ mod tests {
         default(&mut update);
         assert!(validate(&update, Some(&svc)).is_empty());
         assert_eq!(update["spec"]["clusterIP"], svc["spec"]["clusterIP"]);
+    }
+
+    #[test]
+    fn a_type_change_drops_what_the_old_type_allocated() {
+        let mut svc = json!({ "spec": { "type": "NodePort", "ports": [{ "port": 80 }] } });
+        default(&mut svc);
+        let np = svc["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
+        assert!((30000..=32767).contains(&np));
+        assert!(validate(&svc, None).is_empty(), "{:?}", validate(&svc, None));
+        // Back to ClusterIP with the node port as it was: dropped, not refused.
+        let mut back = svc.clone();
+        back["spec"]["type"] = json!("ClusterIP");
+        prepare_update(&mut back, &svc);
+        default(&mut back);
+        assert!(back["spec"]["ports"][0].get("nodePort").is_none());
+        assert!(back["spec"].get("externalTrafficPolicy").is_none());
+        assert!(validate(&back, Some(&svc)).is_empty(), "{:?}", validate(&back, Some(&svc)));
+        // An update that leaves the node port out keeps it.
+        let mut same = svc.clone();
+        same["spec"]["ports"][0].as_object_mut().unwrap().remove("nodePort");
+        prepare_update(&mut same, &svc);
+        assert_eq!(same["spec"]["ports"][0]["nodePort"], json!(np));
     }
 }
