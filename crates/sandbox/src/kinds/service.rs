@@ -156,8 +156,9 @@ pub fn default(svc: &mut Value) {
 }
 
 /// An update keeps what the old Service was allocated when the new one leaves it out, as
-/// upstream's service storage does before validating (`patchAllocatedValues`): its cluster IPs,
-/// when both need one, its node ports and health-check node port; then `NormalizeClusterIPs`
+/// upstream's service storage does before validating (`patchAllocatedValues`): its cluster IP and
+/// cluster IPs, each on its own, when both types need one; its node ports and health-check node
+/// port when both types use them; then `NormalizeClusterIPs`
 /// brings the plural field in line with a changed singular one.
 pub fn prepare_update(new: &mut Value, old: &Value) {
     let needs_ip = |s: &Value| s.pointer("/spec/type").and_then(Value::as_str) != Some("ExternalName");
@@ -165,11 +166,17 @@ pub fn prepare_update(new: &mut Value, old: &Value) {
     let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else { return };
     let empty = |v: Option<&Value>| v.is_none_or(|ip| ip.as_str().is_some_and(str::is_empty) || ip.is_null());
     let no_ips = |v: Option<&Value>| v.is_none_or(|ips| ips.as_array().is_none_or(Vec::is_empty));
-    if both_need_ip && empty(spec.get("clusterIP")) && no_ips(spec.get("clusterIPs")) {
-        for f in ["clusterIP", "clusterIPs"] {
-            if let Some(v) = old.pointer(&format!("/spec/{f}")) {
-                spec.insert(f.into(), v.clone());
-            }
+    if both_need_ip {
+        // Each of the two is restored on its own when the request leaves it out.
+        if empty(spec.get("clusterIP"))
+            && let Some(v) = old.pointer("/spec/clusterIP")
+        {
+            spec.insert("clusterIP".into(), v.clone());
+        }
+        if no_ips(spec.get("clusterIPs"))
+            && let Some(v) = old.pointer("/spec/clusterIPs").filter(|v| !no_ips(Some(v)))
+        {
+            spec.insert("clusterIPs".into(), v.clone());
         }
     }
     // `NormalizeClusterIPs` on update: the singular field changed and the plural did not.
