@@ -164,6 +164,8 @@ mod kinds;
 mod label_rules;
 mod managed_fields;
 mod metadata;
+mod names;
+mod netaddr;
 mod object_meta;
 mod patch;
 mod post_start;

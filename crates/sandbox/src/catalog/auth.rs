@@ -52,7 +52,8 @@ pub(super) fn authorization() -> Vec<ResourceDef> {
 
 pub(super) fn rbac() -> Vec<ResourceDef> {
     use crate::kinds::rbac::{
-        default_binding, default_role, validate_binding, validate_cluster_binding, validate_role,
+        default_binding, default_role, validate_binding, validate_cluster_binding, validate_cluster_role,
+        validate_role,
     };
     vec![
         ResourceDef {
@@ -69,7 +70,7 @@ pub(super) fn rbac() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 name_rule: crate::metadata::check_path_segment,
                 default: default_role,
-                validate: validate_role,
+                validate: validate_cluster_role,
                 create_on_update: true,
                 ..typed::<rbac::ClusterRole>()
             }),

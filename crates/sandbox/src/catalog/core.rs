@@ -174,6 +174,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 default: node::default,
                 validate: node::validate,
+                create_keeps_status: true,
                 ..typed::<core::Node>()
             }),
             ..resource!("", "v1", "nodes", "node", "Node", ["no"], namespaced: false)
@@ -194,6 +195,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 default: volume::default_volume,
+                validate: volume::validate_volume,
                 ..typed::<core::PersistentVolume>()
             }),
             ..resource!("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", ["pv"], namespaced: false)

@@ -12,6 +12,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             has_generation: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                default: network::default_ingress_class,
                 validate: network::validate_ingress_class,
                 ..typed::<networking::IngressClass>()
             }),

@@ -21,6 +21,7 @@
 //! | [`pod`] | v1 Pod and every template's pod spec: defaults, admission's additions, the rules, immutability |
 //! | [`quota`] | v1 ResourceQuota: resource names, integer counts, scopes and scope selectors, scopes immutable |
 //! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
+//! | [`pv_source`] | a PersistentVolume's spec: access modes, capacity, node affinity, its one volume source |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
@@ -51,6 +52,7 @@ pub mod node;
 pub mod pod;
 pub mod pod_template;
 pub mod priority;
+pub mod pv_source;
 pub mod quota;
 pub mod rbac;
 pub mod secret;

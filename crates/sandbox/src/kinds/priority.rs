@@ -51,7 +51,9 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
             errs.push(("value".into(), "Forbidden: may not be changed in an update.".into()));
         }
         if pc.get("preemptionPolicy") != old.get("preemptionPolicy") {
-            errs.push(("preemptionPolicy".into(), "Invalid value: field is immutable".into()));
+            let shown =
+                pc.get("preemptionPolicy").map_or_else(|| "\"null\"".to_owned(), crate::go_print::bad_value);
+            errs.push(("preemptionPolicy".into(), format!("Invalid value: {shown}: field is immutable")));
         }
         return errs;
     }
@@ -59,7 +61,11 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let value = pc.get("value").and_then(Value::as_i64).unwrap_or(0);
     if name.starts_with("system-") {
         match SYSTEM_CLASSES.iter().find(|(n, ..)| *n == name) {
-            Some((_, v, _)) if *v == value => {}
+            Some((_, v, _)) if *v == value && pc.get("globalDefault").and_then(Value::as_bool) != Some(true) => {}
+            Some((_, v, _)) if *v == value => errs.push((
+                "metadata.name".into(),
+                format!("Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: globalDefault of {name} PriorityClass must be false"),
+            )),
             Some((_, v, _)) => errs.push((
                 "metadata.name".into(),
                 format!("Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: value of {name} PriorityClass must be {v}"),
@@ -76,6 +82,14 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 "Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE}"
             ),
         ));
+    }
+    // `ValidatePreemptionPolicy`.
+    match pc.get("preemptionPolicy").and_then(Value::as_str) {
+        Some("") => errs.push(("preemptionPolicy".into(), "Required value".into())),
+        Some(p) if !matches!(p, "PreemptLowerPriority" | "Never") => {
+            errs.push(crate::names::not_supported("preemptionPolicy", p, &["PreemptLowerPriority", "Never"]));
+        }
+        _ => {}
     }
     errs
 }

@@ -5,7 +5,7 @@
 
 mod annotations;
 mod dns;
-mod scheduling;
+pub(crate) mod scheduling;
 mod security;
 mod volumes;
 
