@@ -145,6 +145,21 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
         }
         set_or_remove(&mut munged, "nodeSelector", old_spec.get("nodeSelector"));
     }
+    // …and requirements in its required node affinity's terms.
+    let old_affinity = old_spec.pointer("/affinity/nodeAffinity").filter(|v| !v.is_null());
+    if !list(old_spec, "schedulingGates").is_empty()
+        && munged.pointer("/affinity/nodeAffinity").filter(|v| !v.is_null()) != old_affinity
+    {
+        errs.extend(node_affinity_mutation(munged.pointer("/affinity/nodeAffinity"), old_affinity));
+        if let Some(a) = munged.get_mut("affinity").filter(|a| a.is_object()) {
+            set_or_remove(a, "nodeAffinity", old_affinity);
+            if a.as_object().is_some_and(Map::is_empty) && old_spec.get("affinity").is_none() {
+                set_or_remove(&mut munged, "affinity", None);
+            }
+        } else if let Some(na) = old_affinity {
+            munged["affinity"] = serde_json::json!({ "nodeAffinity": na });
+        }
+    }
     if &munged != old_spec {
         errs.push(("spec".into(), POD_UPDATE_FORBIDDEN.into()));
     }
@@ -205,6 +220,78 @@ fn only_deleted_gates(new: &[Value], old: &[Value]) -> Vec<FieldError> {
             (
                 format!("spec.schedulingGates[{i}].name"),
                 format!("Forbidden: only deletion is allowed, but found new scheduling gate '{n}'"),
+            )
+        })
+        .collect()
+}
+
+/// The required terms of a node affinity, if it has any.
+fn required_terms(affinity: Option<&Value>) -> Option<&Vec<Value>> {
+    affinity?.pointer("/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")?.as_array()
+}
+
+/// Go's `%#v` of a `[]core.NodeSelectorRequirement` (`nil` when absent).
+fn go_requirements(list: Option<&Value>) -> String {
+    let Some(items) = list.and_then(Value::as_array) else {
+        return "[]core.NodeSelectorRequirement(nil)".to_owned();
+    };
+    let items: Vec<String> = items
+        .iter()
+        .map(|r| {
+            let values = match r.get("values").and_then(Value::as_array) {
+                None => "[]string(nil)".to_owned(),
+                Some(vs) => {
+                    let vs: Vec<String> = vs.iter().map(|v| go_quote(v.as_str().unwrap_or(""))).collect();
+                    format!("[]string{{{}}}", vs.join(", "))
+                }
+            };
+            let s = |k: &str| go_quote(r.get(k).and_then(Value::as_str).unwrap_or(""));
+            format!("core.NodeSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}", s("key"), s("operator"))
+        })
+        .collect();
+    format!("[]core.NodeSelectorRequirement{{{}}}", items.join(", "))
+}
+
+/// Go's `%#v` of a `core.NodeSelectorTerm`.
+fn go_term(t: &Value) -> String {
+    format!(
+        "core.NodeSelectorTerm{{MatchExpressions:{}, MatchFields:{}}}",
+        go_requirements(t.get("matchExpressions")),
+        go_requirements(t.get("matchFields"))
+    )
+}
+
+/// `validateNodeAffinityMutation`: a gated pod's required terms, once it has some, stay as
+/// many, each keeping its requirements and maybe gaining more.
+fn node_affinity_mutation(new: Option<&Value>, old: Option<&Value>) -> Vec<FieldError> {
+    const AT: &str = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    let Some(old_terms) = required_terms(old).filter(|t| !t.is_empty()) else { return Vec::new() };
+    let new_terms = required_terms(new);
+    let new_list: &[Value] = new_terms.map_or(&[], Vec::as_slice);
+    if new_list.len() != old_terms.len() {
+        let printed = match new_terms {
+            None => "[]core.NodeSelectorTerm(nil)".to_owned(),
+            Some(ts) => format!("[]core.NodeSelectorTerm{{{}}}", ts.iter().map(go_term).collect::<Vec<_>>().join(", ")),
+        };
+        return vec![(
+            AT.to_owned(),
+            format!("Invalid value: {printed}: no additions/deletions to non-empty NodeSelectorTerms list are allowed"),
+        )];
+    }
+    let kept = |new: &Value, old: &Value, key: &str| {
+        let of = |t: &Value| t.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+        let (n, o) = (of(new), of(old));
+        o.len() <= n.len() && o.iter().zip(&n).all(|(a, b)| a == b)
+    };
+    old_terms
+        .iter()
+        .zip(new_list)
+        .enumerate()
+        .filter(|(_, (o, n))| !(kept(n, o, "matchExpressions") && kept(n, o, "matchFields")))
+        .map(|(i, (_, n))| {
+            (
+                format!("{AT}[{i}]"),
+                format!("Invalid value: {}: only additions are allowed (no mutations or deletions)", go_term(n)),
             )
         })
         .collect()
