@@ -97,7 +97,10 @@ fn regular_containers(spec: &Value, at: &str, ctx: &PodContext) -> Vec<FieldErro
         }
         errs.extend(probes::container_probes(c, &path, ctx.grace()));
         if has(c, "restartPolicy") {
-            errs.push((format!("{path}.restartPolicy"), "Forbidden: may not be set for non-init containers".into()));
+            errs.push((
+                format!("{path}.restartPolicy"),
+                "Forbidden: may not be set for non-init containers".into(),
+            ));
         }
     }
     errs.extend(host_port_conflicts(containers.iter().enumerate(), &field));
@@ -226,12 +229,20 @@ fn image_whitespace(c: &Value, path: &str) -> Vec<FieldError> {
 pub fn only_for_pod(spec: &Value) -> Vec<FieldError> {
     ["containers", "initContainers"]
         .iter()
-        .flat_map(|l| list(spec, l).iter().enumerate().flat_map(move |(i, c)| image_whitespace(c, &format!("spec.{l}[{i}]"))))
+        .flat_map(|l| {
+            list(spec, l)
+                .iter()
+                .enumerate()
+                .flat_map(move |(i, c)| image_whitespace(c, &format!("spec.{l}[{i}]")))
+        })
         .collect()
 }
 
 /// `AccumulateUniqueHostPorts`: each `protocol/hostIP/hostPort` once among `containers`.
-fn host_port_conflicts<'a>(containers: impl Iterator<Item = (usize, &'a Value)>, field: &str) -> Vec<FieldError> {
+fn host_port_conflicts<'a>(
+    containers: impl Iterator<Item = (usize, &'a Value)>,
+    field: &str,
+) -> Vec<FieldError> {
     let mut seen = HashSet::new();
     let mut errs = Vec::new();
     for (i, c) in containers {
@@ -242,7 +253,10 @@ fn host_port_conflicts<'a>(containers: impl Iterator<Item = (usize, &'a Value)>,
             }
             let key = format!("{}/{}/{port}", str_of(p, "protocol"), str_of(p, "hostIP"));
             if seen.contains(&key) {
-                errs.push((format!("{field}[{i}].ports[{j}].hostPort"), format!("Duplicate value: {}", go_quote(&key))));
+                errs.push((
+                    format!("{field}[{i}].ports[{j}].hostPort"),
+                    format!("Duplicate value: {}", go_quote(&key)),
+                ));
             } else {
                 seen.insert(key);
             }
@@ -266,7 +280,10 @@ fn common(c: &Value, path: &str, ctx: &PodContext) -> Vec<FieldError> {
     match str_of(c, "terminationMessagePolicy") {
         "File" | "FallbackToLogsOnError" => {}
         "" => errs.push((format!("{path}.terminationMessagePolicy"), "Required value".into())),
-        p => errs.push((format!("{path}.terminationMessagePolicy"), unsupported(p, &["File", "FallbackToLogsOnError"]))),
+        p => errs.push((
+            format!("{path}.terminationMessagePolicy"),
+            unsupported(p, &["File", "FallbackToLogsOnError"]),
+        )),
     }
     errs.extend(ports(c, &format!("{path}.ports")));
     errs.extend(env(c, &format!("{path}.env")));
@@ -276,10 +293,14 @@ fn common(c: &Value, path: &str, ctx: &PodContext) -> Vec<FieldError> {
     match str_of(c, "imagePullPolicy") {
         "Always" | "IfNotPresent" | "Never" => {}
         "" => errs.push((format!("{path}.imagePullPolicy"), "Required value".into())),
-        p => errs.push((format!("{path}.imagePullPolicy"), unsupported(p, &["Always", "IfNotPresent", "Never"]))),
+        p => errs
+            .push((format!("{path}.imagePullPolicy"), unsupported(p, &["Always", "IfNotPresent", "Never"]))),
     }
     errs.extend(resources(c.get("resources").unwrap_or(&Value::Null), &format!("{path}.resources")));
-    errs.extend(security_context(c.get("securityContext").unwrap_or(&Value::Null), &format!("{path}.securityContext")));
+    errs.extend(security_context(
+        c.get("securityContext").unwrap_or(&Value::Null),
+        &format!("{path}.securityContext"),
+    ));
     errs
 }
 
@@ -390,7 +411,10 @@ fn value_from(from: &Value, value: &str, field: &str) -> Vec<FieldError> {
     if sources == 0 {
         errs.push((
             field.to_owned(),
-            invalid("", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"),
+            invalid(
+                "",
+                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
+            ),
         ));
     } else if !value.is_empty() {
         errs.push((field.to_owned(), invalid("", "may not be specified when `value` is not empty")));
@@ -419,11 +443,20 @@ fn convert_field_label(version: &str, label: &str) -> Result<String, String> {
         };
     }
     match label {
-        "metadata.annotations" | "metadata.labels" | "metadata.name" | "metadata.namespace" | "metadata.uid"
-        | "spec.nodeName" | "spec.restartPolicy" | "spec.serviceAccountName" | "spec.schedulerName"
-        | "status.phase" | "status.hostIP" | "status.hostIPs" | "status.podIP" | "status.podIPs" => {
-            Ok(label.to_owned())
-        }
+        "metadata.annotations"
+        | "metadata.labels"
+        | "metadata.name"
+        | "metadata.namespace"
+        | "metadata.uid"
+        | "spec.nodeName"
+        | "spec.restartPolicy"
+        | "spec.serviceAccountName"
+        | "spec.schedulerName"
+        | "status.phase"
+        | "status.hostIP"
+        | "status.hostIPs"
+        | "status.podIP"
+        | "status.podIPs" => Ok(label.to_owned()),
         "spec.host" => Ok("spec.nodeName".to_owned()),
         _ => Err(format!("field label not supported: {label}")),
     }
@@ -442,7 +475,12 @@ pub(super) fn object_field_selector(f: &Value, allowed: &[&str], field: &str) ->
     }
     let internal = match convert_field_label(version, path) {
         Ok(p) => p,
-        Err(why) => return vec![(format!("{field}.fieldPath"), invalid(path, &format!("error converting fieldPath: {why}")))],
+        Err(why) => {
+            return vec![(
+                format!("{field}.fieldPath"),
+                invalid(path, &format!("error converting fieldPath: {why}")),
+            )];
+        }
     };
     if let Some((head, key)) = split_subscript(&internal) {
         let key = if head == "metadata.annotations" { key.to_lowercase() } else { key.to_owned() };
@@ -481,9 +519,11 @@ fn resource_field_selector(r: &Value, field: &str) -> Vec<FieldError> {
 /// `validateContainerResourceDivisor`: cpu by `1m` or `1`, the others by a unit of the SI or
 /// binary scale.
 fn divisor_errors(resource: &str, divisor: Option<&Value>, field: &str) -> Vec<FieldError> {
-    const SCALES: [&str; 13] = ["1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"];
+    const SCALES: [&str; 13] =
+        ["1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"];
     const SCALE_LIST: &str = "1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei";
-    let text = divisor.and_then(|d| d.as_str().map(str::to_owned).or_else(|| d.as_number().map(ToString::to_string)));
+    let text = divisor
+        .and_then(|d| d.as_str().map(str::to_owned).or_else(|| d.as_number().map(ToString::to_string)));
     let Some(q) = text.and_then(|t| Quantity::parse(&t).ok()) else { return Vec::new() };
     if q.is_zero() {
         return Vec::new();
@@ -497,7 +537,10 @@ fn divisor_errors(resource: &str, divisor: Option<&Value>, field: &str) -> Vec<F
     };
     match resource {
         "limits.cpu" | "requests.cpu" => {
-            check(matches!(canonical.as_str(), "1m" | "1"), "only divisor's values 1m and 1 are supported with the cpu resource");
+            check(
+                matches!(canonical.as_str(), "1m" | "1"),
+                "only divisor's values 1m and 1 are supported with the cpu resource",
+            );
         }
         "limits.memory" | "requests.memory" => check(
             SCALES.contains(&canonical.as_str()),
@@ -505,7 +548,9 @@ fn divisor_errors(resource: &str, divisor: Option<&Value>, field: &str) -> Vec<F
         ),
         "limits.ephemeral-storage" | "requests.ephemeral-storage" => check(
             SCALES.contains(&canonical.as_str()),
-            &format!("only divisor's values {SCALE_LIST} are supported with the local ephemeral storage resource"),
+            &format!(
+                "only divisor's values {SCALE_LIST} are supported with the local ephemeral storage resource"
+            ),
         ),
         _ => {}
     }
@@ -550,14 +595,21 @@ fn env_from(c: &Value, field: &str) -> Vec<FieldError> {
                 if name.is_empty() {
                     errs.push((format!("{at}.{source}.name"), "Required value".into()));
                 } else {
-                    errs.extend(subdomain_errors(name).iter().map(|m| (format!("{at}.{source}.name"), invalid(name, m))));
+                    errs.extend(
+                        subdomain_errors(name)
+                            .iter()
+                            .map(|m| (format!("{at}.{source}.name"), invalid(name, m))),
+                    );
                 }
             }
         }
         if sources == 0 {
             errs.push((field.to_owned(), invalid("", "must specify one of: `configMapRef` or `secretRef`")));
         } else if sources > 1 {
-            errs.push((field.to_owned(), invalid("", "may not have more than one field specified at a time")));
+            errs.push((
+                field.to_owned(),
+                invalid("", "may not have more than one field specified at a time"),
+            ));
         }
     }
     errs
@@ -610,7 +662,10 @@ fn volume_mounts(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
             errs.push((format!("{at}.name"), invalid(name, "must not already exist in volumeDevices")));
         }
         if devices.values().any(|p| *p == path) {
-            errs.push((format!("{at}.mountPath"), invalid(path, "must not already exist as a path in volumeDevices")));
+            errs.push((
+                format!("{at}.mountPath"),
+                invalid(path, "must not already exist as a path in volumeDevices"),
+            ));
         }
         let sub = str_of(m, "subPath");
         let expr = str_of(m, "subPathExpr");
@@ -626,7 +681,10 @@ fn volume_mounts(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
         }
         if !expr.is_empty() {
             if !sub.is_empty() {
-                errs.push((format!("{at}.subPathExpr"), invalid(expr, "subPathExpr and subPath are mutually exclusive")));
+                errs.push((
+                    format!("{at}.subPathExpr"),
+                    invalid(expr, "subPathExpr and subPath are mutually exclusive"),
+                ));
             }
             errs.extend(local_descending_path(expr, &format!("{field}.subPathExpr")));
         }
@@ -637,7 +695,11 @@ fn volume_mounts(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
                 errs.push((at.clone(), unsupported(p, &["Bidirectional", "HostToContainer", "None"])));
             }
             if p == "Bidirectional" && !privileged {
-                errs.push((at, "Forbidden: Bidirectional mount propagation is available only to privileged containers".into()));
+                errs.push((
+                    at,
+                    "Forbidden: Bidirectional mount propagation is available only to privileged containers"
+                        .into(),
+                ));
             }
         }
         if let Some(rro) = m.get("recursiveReadOnly").and_then(Value::as_str) {
@@ -646,10 +708,17 @@ fn volume_mounts(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
                 "Disabled" => {}
                 "Enabled" | "IfPossible" => {
                     if m.get("readOnly").and_then(Value::as_bool) != Some(true) {
-                        errs.push((at.clone(), "Forbidden: may only be specified when readOnly is true".into()));
+                        errs.push((
+                            at.clone(),
+                            "Forbidden: may only be specified when readOnly is true".into(),
+                        ));
                     }
                     if propagation.is_some_and(|p| p != "None") {
-                        errs.push((at, "Forbidden: may only be specified when mountPropagation is None or not specified".into()));
+                        errs.push((
+                            at,
+                            "Forbidden: may only be specified when mountPropagation is None or not specified"
+                                .into(),
+                        ));
                     }
                 }
                 other => errs.push((at, unsupported(other, &["Disabled", "Enabled", "IfPossible"]))),
@@ -681,7 +750,10 @@ fn volume_devices(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
         match volume {
             Some(v) if !has(v, "persistentVolumeClaim") && !has(v, "ephemeral") => errs.push((
                 format!("{at}.name"),
-                invalid(name, "can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode"),
+                invalid(
+                    name,
+                    "can only use volume source type of PersistentVolumeClaim or Ephemeral for block mode",
+                ),
             )),
             Some(_) => {}
             None => errs.push((format!("{at}.name"), format!("Not found: {}", go_quote(name)))),
@@ -701,7 +773,10 @@ fn volume_devices(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
             errs.push((format!("{at}.name"), invalid(name, "must not already exist in volumeMounts")));
         }
         if mounts.values().any(|p| *p == path) {
-            errs.push((format!("{at}.devicePath"), invalid(path, "must not already exist as a path in volumeMounts")));
+            errs.push((
+                format!("{at}.devicePath"),
+                invalid(path, "must not already exist as a path in volumeMounts"),
+            ));
         }
         if !name.is_empty() {
             names.insert(name);
@@ -760,7 +835,9 @@ fn is_huge_pages(name: &str) -> bool {
 /// `IsExtendedResourceName`: not native, not `requests.`-prefixed, a qualified name as a
 /// quota's `requests.<name>`.
 fn is_extended(name: &str) -> bool {
-    !is_native(name) && !name.starts_with("requests.") && qualified_name_errors(&format!("requests.{name}")).is_empty()
+    !is_native(name)
+        && !name.starts_with("requests.")
+        && qualified_name_errors(&format!("requests.{name}")).is_empty()
 }
 
 /// `validateContainerResourceName` (with `validateResourceName`): a qualified name, standard
@@ -773,7 +850,9 @@ fn resource_name_errors(name: &str, field: &str) -> Vec<FieldError> {
     }
     let mut errs = Vec::new();
     if !name.contains('/') {
-        let standard = STANDARD_RESOURCES.contains(&name) || is_huge_pages(name) || name.starts_with("requests.hugepages-");
+        let standard = STANDARD_RESOURCES.contains(&name)
+            || is_huge_pages(name)
+            || name.starts_with("requests.hugepages-");
         if !standard {
             errs.push(bad("must be a standard resource type or fully qualified"));
         }
@@ -818,7 +897,10 @@ fn huge_pages_errors(name: &str, q: Quantity, field: &str) -> Vec<FieldError> {
     if divisible {
         return Vec::new();
     }
-    vec![(field.to_owned(), invalid(&q.to_string(), &format!("{q} is not positive integer multiple of {name}")))]
+    vec![(
+        field.to_owned(),
+        invalid(&q.to_string(), &format!("{q} is not positive integer multiple of {name}")),
+    )]
 }
 
 /// `ValidateContainerResourceRequirements`: names and quantities of limits, then requests
@@ -888,10 +970,16 @@ fn security_context(sc: &Value, field: &str) -> Vec<FieldError> {
         if let Some(n) = sc.get(id).and_then(Value::as_i64)
             && !(0..=4_294_967_295).contains(&n)
         {
-            errs.push((format!("{field}.{id}"), format!("Invalid value: {n}: must be between 0 and 4294967295, inclusive")));
+            errs.push((
+                format!("{field}.{id}"),
+                format!("Invalid value: {n}: must be between 0 and 4294967295, inclusive"),
+            ));
         }
     }
-    errs.extend(seccomp_profile(sc.get("seccompProfile").unwrap_or(&Value::Null), &format!("{field}.seccompProfile")));
+    errs.extend(seccomp_profile(
+        sc.get("seccompProfile").unwrap_or(&Value::Null),
+        &format!("{field}.seccompProfile"),
+    ));
     if sc.get("allowPrivilegeEscalation").and_then(Value::as_bool) == Some(false) {
         // Upstream prints the whole security context (Go's `%#v`, pointers as addresses).
         let printed = "core.SecurityContext{...}";
@@ -910,8 +998,14 @@ fn security_context(sc: &Value, field: &str) -> Vec<FieldError> {
             }
         }
     }
-    errs.extend(windows_options(sc.get("windowsOptions").unwrap_or(&Value::Null), &format!("{field}.windowsOptions")));
-    errs.extend(app_armor_profile(sc.get("appArmorProfile").unwrap_or(&Value::Null), &format!("{field}.appArmorProfile")));
+    errs.extend(windows_options(
+        sc.get("windowsOptions").unwrap_or(&Value::Null),
+        &format!("{field}.windowsOptions"),
+    ));
+    errs.extend(app_armor_profile(
+        sc.get("appArmorProfile").unwrap_or(&Value::Null),
+        &format!("{field}.appArmorProfile"),
+    ));
     errs
 }
 
@@ -927,7 +1021,10 @@ pub(super) fn seccomp_profile(sp: &Value, field: &str) -> Vec<FieldError> {
     let ty = str_of(sp, "type");
     match ty {
         "Localhost" | "RuntimeDefault" | "Unconfined" => {}
-        "" => errs.push((format!("{field}.type"), "Required value: type is required when seccompProfile is set".into())),
+        "" => errs.push((
+            format!("{field}.type"),
+            "Required value: type is required when seccompProfile is set".into(),
+        )),
         other => errs.push((format!("{field}.type"), unsupported(other, &PROFILE_TYPES))),
     }
     let local = sp.get("localhostProfile").and_then(Value::as_str);
@@ -960,13 +1057,23 @@ fn windows_options(w: &Value, field: &str) -> Vec<FieldError> {
     }
     let mut errs = Vec::new();
     if let Some(name) = w.get("gmsaCredentialSpecName").and_then(Value::as_str) {
-        errs.extend(subdomain_errors(name).iter().map(|m| (format!("{field}.gmsaCredentialSpecName"), invalid(name, m))));
+        errs.extend(
+            subdomain_errors(name)
+                .iter()
+                .map(|m| (format!("{field}.gmsaCredentialSpecName"), invalid(name, m))),
+        );
     }
     if let Some(spec) = w.get("gmsaCredentialSpec").and_then(Value::as_str) {
         if spec.is_empty() {
-            errs.push((format!("{field}.gmsaCredentialSpec"), invalid(spec, "gmsaCredentialSpec cannot be an empty string")));
+            errs.push((
+                format!("{field}.gmsaCredentialSpec"),
+                invalid(spec, "gmsaCredentialSpec cannot be an empty string"),
+            ));
         } else if spec.len() > 64 * 1024 {
-            errs.push((format!("{field}.gmsaCredentialSpec"), invalid(spec, "gmsaCredentialSpec size must be under 64 KiB")));
+            errs.push((
+                format!("{field}.gmsaCredentialSpec"),
+                invalid(spec, "gmsaCredentialSpec size must be under 64 KiB"),
+            ));
         }
     }
     if let Some(user) = w.get("runAsUserName").and_then(Value::as_str) {
@@ -998,7 +1105,10 @@ pub(super) fn app_armor_profile(p: &Value, field: &str) -> Vec<FieldError> {
                 if l.trim() != l {
                     errs.push((at.clone(), invalid(l, "must not be padded with whitespace")));
                 } else if l.is_empty() {
-                    errs.push((at.clone(), "Required value: must be set when AppArmor type is Localhost".into()));
+                    errs.push((
+                        at.clone(),
+                        "Required value: must be set when AppArmor type is Localhost".into(),
+                    ));
                 }
                 if l.len() > 4095 {
                     errs.push((at, "Too long: may not be more than 4095 bytes".into()));
@@ -1010,7 +1120,10 @@ pub(super) fn app_armor_profile(p: &Value, field: &str) -> Vec<FieldError> {
                 errs.push((at, invalid(l, "can only be set when AppArmor type is Localhost")));
             }
         }
-        "" => errs.push((format!("{field}.type"), "Required value: type is required when appArmorProfile is set".into())),
+        "" => errs.push((
+            format!("{field}.type"),
+            "Required value: type is required when appArmorProfile is set".into(),
+        )),
         other => errs.push((format!("{field}.type"), unsupported(other, &PROFILE_TYPES))),
     }
     errs

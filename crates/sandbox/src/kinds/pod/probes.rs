@@ -33,7 +33,10 @@ pub(super) fn container_probes(c: &Value, path: &str, grace: Option<i64>) -> Vec
             _ => {
                 let success = p.get("successThreshold").and_then(Value::as_i64).unwrap_or(0);
                 if success != 1 {
-                    errs.push((format!("{at}.successThreshold"), format!("Invalid value: {success}: must be 1")));
+                    errs.push((
+                        format!("{at}.successThreshold"),
+                        format!("Invalid value: {success}: must be 1"),
+                    ));
                 }
             }
         }
@@ -49,17 +52,25 @@ const LIFECYCLE_ACTIONS: [&str; 4] = ["exec", "httpGet", "tcpSocket", "sleep"];
 /// `validateProbe`: its handler, and its counts not negative.
 fn probe(p: &Value, grace: Option<i64>, at: &str) -> Vec<FieldError> {
     let mut errs = handler(p, &PROBE_ACTIONS, grace, at);
-    for f in ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] {
+    for f in
+        ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"]
+    {
         if let Some(n) = p.get(f).and_then(Value::as_i64)
             && n < 0
         {
-            errs.push((format!("{at}.{f}"), format!("Invalid value: {n}: must be greater than or equal to 0")));
+            errs.push((
+                format!("{at}.{f}"),
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
         }
     }
     if let Some(n) = p.get("terminationGracePeriodSeconds").and_then(Value::as_i64)
         && n <= 0
     {
-        errs.push((format!("{at}.terminationGracePeriodSeconds"), format!("Invalid value: {n}: must be greater than 0")));
+        errs.push((
+            format!("{at}.terminationGracePeriodSeconds"),
+            format!("Invalid value: {n}: must be greater than 0"),
+        ));
     }
     errs
 }
@@ -144,11 +155,12 @@ fn http_get(a: &Value, at: &str) -> Vec<FieldError> {
 /// `ValidatePortNumOrName`: a number in range, or an IANA service name.
 fn port_num_or_name(port: &Value, at: &str) -> Vec<FieldError> {
     match port {
-        Value::String(name) => port_name_errors(name).iter().map(|m| (at.to_owned(), invalid(name, m))).collect(),
+        Value::String(name) => {
+            port_name_errors(name).iter().map(|m| (at.to_owned(), invalid(name, m))).collect()
+        }
         other => {
             let n = other.as_i64().unwrap_or(0);
             port_num_error(n).map(|m| (at.to_owned(), m)).into_iter().collect()
         }
     }
 }
-

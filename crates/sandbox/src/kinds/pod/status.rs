@@ -34,7 +34,10 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
     }
     let qos = str_of(status, "qosClass");
     if qos != str_of(old_status, "qosClass") {
-        errs.push(("status.qosClass".into(), format!("Invalid value: {}: field is immutable", go_quote(qos))));
+        errs.push((
+            "status.qosClass".into(),
+            format!("Invalid value: {}: field is immutable", go_quote(qos)),
+        ));
     }
     let policy = str_of(old_spec, "restartPolicy");
     errs.extend(state_transitions(status, old_status, "containerStatuses", policy, old_spec));
@@ -54,11 +57,9 @@ fn conditions(status: &Value) -> Vec<FieldError> {
         if matches!(ty, "PodScheduled" | "Ready" | "Initialized") {
             continue;
         }
-        errs.extend(
-            qualified_name_errors(ty)
-                .into_iter()
-                .map(|m| (format!("metadata.conditions[{i}].Type"), format!("Invalid value: {}: {m}", go_quote(ty)))),
-        );
+        errs.extend(qualified_name_errors(ty).into_iter().map(|m| {
+            (format!("metadata.conditions[{i}].Type"), format!("Invalid value: {}: {m}", go_quote(ty)))
+        }));
     }
     errs
 }
@@ -66,7 +67,13 @@ fn conditions(status: &Value) -> Vec<FieldError> {
 /// `ValidateContainerStateTransition` / `ValidateInitContainerStateTransition`: unless the pod
 /// restarts its containers, one that terminated (successfully, under `OnFailure`) stays so; a
 /// sidecar may restart.
-fn state_transitions(status: &Value, old_status: &Value, list_name: &str, policy: &str, spec: &Value) -> Vec<FieldError> {
+fn state_transitions(
+    status: &Value,
+    old_status: &Value,
+    list_name: &str,
+    policy: &str,
+    spec: &Value,
+) -> Vec<FieldError> {
     if policy == "Always" {
         return Vec::new();
     }
@@ -145,7 +152,10 @@ fn pod_ips(status: &Value) -> Vec<FieldError> {
         }
         for (i, ip) in ips.iter().enumerate() {
             if ips[..i].contains(ip) {
-                errs.push((format!("status.podIPs[{i}]"), format!("Duplicate value: core.PodIP{{IP:{}}}", go_quote(ip))));
+                errs.push((
+                    format!("status.podIPs[{i}]"),
+                    format!("Duplicate value: core.PodIP{{IP:{}}}", go_quote(ip)),
+                ));
             }
         }
     }
@@ -158,7 +168,10 @@ fn host_ips(status: &Value) -> Vec<FieldError> {
     let Some(first) = ips.first() else { return Vec::new() };
     let mut errs = Vec::new();
     if str_of(status, "hostIP") != first {
-        errs.push(("status.hostIPs[0].ip".into(), format!("Invalid value: {}: must be equal to `hostIP`", go_quote(first))));
+        errs.push((
+            "status.hostIPs[0].ip".into(),
+            format!("Invalid value: {}: must be equal to `hostIP`", go_quote(first)),
+        ));
     }
     for (i, ip) in ips.iter().enumerate() {
         if ip.parse::<IpAddr>().is_err() {
@@ -168,7 +181,10 @@ fn host_ips(status: &Value) -> Vec<FieldError> {
     if ips.len() > 1 {
         for (i, ip) in ips.iter().enumerate() {
             if ips[..i].contains(ip) {
-                errs.push((format!("status.hostIPs[{i}]"), format!("Duplicate value: core.HostIP{{IP:{}}}", go_quote(ip))));
+                errs.push((
+                    format!("status.hostIPs[{i}]"),
+                    format!("Duplicate value: core.HostIP{{IP:{}}}", go_quote(ip)),
+                ));
             }
         }
         if !dual_stack(&ips) || ips.len() > 2 {

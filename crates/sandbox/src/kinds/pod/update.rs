@@ -63,7 +63,10 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
     for l in ["containers", "initContainers"] {
         let (new_list, old_list) = (list(spec, l), list(old_spec, l));
         if new_list.len() != old_list.len() {
-            errs.push((format!("spec.{l}"), "Forbidden: pod updates may not add or remove containers".into()));
+            errs.push((
+                format!("spec.{l}"),
+                "Forbidden: pod updates may not add or remove containers".into(),
+            ));
             return errs;
         }
         for (i, c) in new_list.iter().enumerate() {
@@ -74,7 +77,10 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
             if image.trim() != image {
                 errs.push((
                     format!("spec.{l}[{i}].image"),
-                    format!("Invalid value: {}: must not have leading or trailing whitespace", go_quote(image)),
+                    format!(
+                        "Invalid value: {}: must not have leading or trailing whitespace",
+                        go_quote(image)
+                    ),
                 ));
             }
         }
@@ -107,7 +113,8 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
     if spec == old_spec {
         return errs;
     }
-    let old_qos = old.pointer("/status/qosClass").and_then(Value::as_str).unwrap_or_else(|| qos_class(old_spec));
+    let old_qos =
+        old.pointer("/status/qosClass").and_then(Value::as_str).unwrap_or_else(|| qos_class(old_spec));
     if old_qos != qos_class(spec) {
         let qos = pod.pointer("/status/qosClass").and_then(Value::as_str).unwrap_or("");
         errs.push(("metadata".into(), format!("Invalid value: {}: Pod QoS is immutable", go_quote(qos))));
@@ -127,10 +134,16 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
     }
     let grace = |s: &Value| s.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
     if grace(old_spec).is_some_and(|g| g < 0) && grace(&munged) == Some(1) {
-        set_or_remove(&mut munged, "terminationGracePeriodSeconds", old_spec.get("terminationGracePeriodSeconds"));
+        set_or_remove(
+            &mut munged,
+            "terminationGracePeriodSeconds",
+            old_spec.get("terminationGracePeriodSeconds"),
+        );
     }
     // A pod its gates hold back may gain node selector terms.
-    if !list(old_spec, "schedulingGates").is_empty() && munged.get("nodeSelector") != old_spec.get("nodeSelector") {
+    if !list(old_spec, "schedulingGates").is_empty()
+        && munged.get("nodeSelector") != old_spec.get("nodeSelector")
+    {
         let new_sel = munged.get("nodeSelector").and_then(Value::as_object);
         let old_sel = old_spec.get("nodeSelector").and_then(Value::as_object);
         let kept = old_sel.into_iter().flatten().all(|(k, v)| new_sel.and_then(|n| n.get(k)) == Some(v));
@@ -246,7 +259,11 @@ fn go_requirements(list: Option<&Value>) -> String {
                 }
             };
             let s = |k: &str| go_quote(r.get(k).and_then(Value::as_str).unwrap_or(""));
-            format!("core.NodeSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}", s("key"), s("operator"))
+            format!(
+                "core.NodeSelectorRequirement{{Key:{}, Operator:{}, Values:{values}}}",
+                s("key"),
+                s("operator")
+            )
         })
         .collect();
     format!("[]core.NodeSelectorRequirement{{{}}}", items.join(", "))
@@ -264,18 +281,24 @@ fn go_term(t: &Value) -> String {
 /// `validateNodeAffinityMutation`: a gated pod's required terms, once it has some, stay as
 /// many, each keeping its requirements and maybe gaining more.
 fn node_affinity_mutation(new: Option<&Value>, old: Option<&Value>) -> Vec<FieldError> {
-    const AT: &str = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    const AT: &str =
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
     let Some(old_terms) = required_terms(old).filter(|t| !t.is_empty()) else { return Vec::new() };
     let new_terms = required_terms(new);
     let new_list: &[Value] = new_terms.map_or(&[], Vec::as_slice);
     if new_list.len() != old_terms.len() {
         let printed = match new_terms {
             None => "[]core.NodeSelectorTerm(nil)".to_owned(),
-            Some(ts) => format!("[]core.NodeSelectorTerm{{{}}}", ts.iter().map(go_term).collect::<Vec<_>>().join(", ")),
+            Some(ts) => format!(
+                "[]core.NodeSelectorTerm{{{}}}",
+                ts.iter().map(go_term).collect::<Vec<_>>().join(", ")
+            ),
         };
         return vec![(
             AT.to_owned(),
-            format!("Invalid value: {printed}: no additions/deletions to non-empty NodeSelectorTerms list are allowed"),
+            format!(
+                "Invalid value: {printed}: no additions/deletions to non-empty NodeSelectorTerms list are allowed"
+            ),
         )];
     }
     let kept = |new: &Value, old: &Value, key: &str| {
@@ -291,7 +314,10 @@ fn node_affinity_mutation(new: Option<&Value>, old: Option<&Value>) -> Vec<Field
         .map(|(i, (_, n))| {
             (
                 format!("{AT}[{i}]"),
-                format!("Invalid value: {}: only additions are allowed (no mutations or deletions)", go_term(n)),
+                format!(
+                    "Invalid value: {}: only additions are allowed (no mutations or deletions)",
+                    go_term(n)
+                ),
             )
         })
         .collect()
