@@ -164,19 +164,27 @@ pub(super) fn validate(pod: &Value, old: &Value) -> Vec<FieldError> {
         && munged.pointer("/affinity/nodeAffinity").filter(|v| !v.is_null()) != old_affinity
     {
         errs.extend(node_affinity_mutation(munged.pointer("/affinity/nodeAffinity"), old_affinity));
-        if let Some(a) = munged.get_mut("affinity").filter(|a| a.is_object()) {
-            set_or_remove(a, "nodeAffinity", old_affinity);
-            if a.as_object().is_some_and(Map::is_empty) && old_spec.get("affinity").is_none() {
-                set_or_remove(&mut munged, "affinity", None);
+        let has_affinity = munged.get("affinity").is_some_and(Value::is_object);
+        let only_node = |a: &Value| !has(a, "podAffinity") && !has(a, "podAntiAffinity");
+        if !has_affinity {
+            if let Some(na) = old_affinity {
+                munged["affinity"] = serde_json::json!({ "nodeAffinity": na });
             }
-        } else if let Some(na) = old_affinity {
-            munged["affinity"] = serde_json::json!({ "nodeAffinity": na });
+        } else if !has(old_spec, "affinity") && only_node(&munged["affinity"]) {
+            set_or_remove(&mut munged, "affinity", None);
+        } else {
+            set_or_remove(&mut munged["affinity"], "nodeAffinity", old_affinity);
         }
     }
     if &munged != old_spec {
         errs.push(("spec".into(), POD_UPDATE_FORBIDDEN.into()));
     }
     errs
+}
+
+/// Whether `v` holds `key` with a value other than `null`.
+fn has(v: &Value, key: &str) -> bool {
+    v.get(key).is_some_and(|x| !x.is_null())
 }
 
 /// Sets `key` of `v` to `value`, or removes it when there is none.
