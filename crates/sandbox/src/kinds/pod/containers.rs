@@ -1128,3 +1128,62 @@ pub(super) fn app_armor_profile(p: &Value, field: &str) -> Vec<FieldError> {
     }
     errs
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A container as the server validates it: with the defaulted policies.
+    fn container(name: &str, extra: &Value) -> Value {
+        let mut c = json!({ "name": name, "image": "busybox", "terminationMessagePolicy": "File", "imagePullPolicy": "Always" });
+        if let (Some(c), Some(extra)) = (c.as_object_mut(), extra.as_object()) {
+            c.extend(extra.clone());
+        }
+        c
+    }
+
+    fn fields(errs: &[FieldError]) -> Vec<&str> {
+        errs.iter().map(|e| e.0.as_str()).collect()
+    }
+
+    #[test]
+    fn init_containers_check_their_host_ports_one_by_one_and_only_sidecars_probe() {
+        let port = json!({ "ports": [{ "containerPort": 80, "hostPort": 8080, "protocol": "TCP" }] });
+        let probe = json!({ "exec": { "command": ["true"] }, "successThreshold": 1 });
+        let spec = json!({
+            "containers": [container("web", &port)],
+            "initContainers": [
+                container("a", &port),
+                container("b", &json!({ "restartPolicy": "Always", "livenessProbe": probe })),
+                container("c", &json!({ "readinessProbe": probe })),
+            ],
+        });
+        assert_eq!(fields(&validate(&spec, "spec")), ["spec.initContainers[2].readinessProbe"]);
+    }
+
+    #[test]
+    fn a_field_ref_keys_annotations_lower_cased_and_refuses_other_paths() {
+        let at = "f";
+        let annotation = json!({ "apiVersion": "v1", "fieldPath": "metadata.annotations['Good.Key']" });
+        assert!(object_field_selector(&annotation, &ENV_FIELD_PATHS, at).is_empty());
+        let host = json!({ "apiVersion": "v1", "fieldPath": "spec.host" });
+        assert!(object_field_selector(&host, &ENV_FIELD_PATHS, at).is_empty());
+        let labels = json!({ "apiVersion": "v1", "fieldPath": "metadata.labels" });
+        assert_eq!(fields(&object_field_selector(&labels, &ENV_FIELD_PATHS, at)), ["f.fieldPath"]);
+    }
+
+    #[test]
+    fn huge_pages_count_whole_pages_beside_cpu_or_memory() {
+        let ok = json!({ "limits": { "hugepages-2Mi": "4Mi", "memory": "1Gi" }, "requests": { "hugepages-2Mi": "4Mi" } });
+        assert!(resources(&ok, "r").is_empty());
+        let unequal = json!({ "limits": { "hugepages-2Mi": "4Mi", "cpu": "1" }, "requests": { "hugepages-2Mi": "2Mi" } });
+        assert_eq!(
+            resources(&unequal, "r")[0].1,
+            "Invalid value: \"2Mi\": must be equal to hugepages-2Mi limit of 4Mi"
+        );
+        let whole = json!({ "limits": { "example.com/gpu": "1" }, "requests": { "example.com/gpu": "1" } });
+        assert!(resources(&whole, "r").is_empty());
+    }
+}
