@@ -27,6 +27,13 @@ const LABEL_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 /// Checks a DNS-1123 subdomain (most object names), as `IsDNS1123Subdomain`: the reasons it is
 /// not one, joined as upstream's causes are (length first).
 pub fn check_subdomain(name: &str) -> Option<String> {
+    let errs = subdomain_errors(name);
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
+/// Why `name` is not a DNS-1123 subdomain (`IsDNS1123Subdomain`), one message per cause.
+#[must_use]
+pub fn subdomain_errors(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if name.len() > 253 {
         errs.push("must be no more than 253 characters".to_owned());
@@ -38,28 +45,57 @@ pub fn check_subdomain(name: &str) -> Option<String> {
             &["example.com"],
         ));
     }
-    (!errs.is_empty()).then(|| errs.join(", "))
+    errs
 }
 
 /// Checks a DNS-1123 label (namespace and container names), as `IsDNS1123Label`.
 pub fn check_label(name: &str) -> Option<String> {
+    let errs = label_errors(name);
+    (!errs.is_empty()).then(|| errs.join(", "))
+}
+
+/// Why `name` is not a DNS-1123 label (`IsDNS1123Label`), one message per cause: a name that
+/// would be a subdomain is told it has dots.
+#[must_use]
+pub fn label_errors(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if name.len() > 63 {
         errs.push("must be no more than 63 characters".to_owned());
     }
     if !label_shaped(name) {
-        // A valid subdomain that is no label (its length already checked) holds dots.
         if name.split('.').all(label_shaped) {
             errs.push("must not contain dots".to_owned());
-            return Some(errs.join(", "));
+        } else {
+            errs.push(regex_error(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+                LABEL_REGEX,
+                &["my-name", "123-abc"],
+            ));
         }
-        errs.push(regex_error(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-            LABEL_REGEX,
-            &["my-name", "123-abc"],
-        ));
     }
-    (!errs.is_empty()).then(|| errs.join(", "))
+    errs
+}
+
+/// Why `port` is not an IANA service name (a named port, `IsValidPortName`), in upstream's order.
+#[must_use]
+pub fn port_name_errors(port: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if port.len() > 15 {
+        errs.push("must be no more than 15 characters".to_owned());
+    }
+    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned());
+    }
+    if !port.bytes().any(|b| b.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".to_owned());
+    }
+    if port.contains("--") {
+        errs.push("must not contain consecutive hyphens".to_owned());
+    }
+    if port.starts_with('-') || port.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".to_owned());
+    }
+    errs
 }
 
 /// Checks a DNS-1035 label (a Service's name, `ValidateServiceName`), as `IsDNS1035Label`.
@@ -195,7 +231,7 @@ fn generation_errors(obj: &Value) -> Vec<(String, String)> {
 
 /// `ValidateLabels`: each key a qualified name, each value a label value; both name the
 /// labels as a whole.
-fn label_errors(obj: &Value) -> Vec<(String, String)> {
+fn labels_errors(obj: &Value) -> Vec<(String, String)> {
     let mut errs = Vec::new();
     for (key, value) in string_map(obj, "labels") {
         for why in qualified_name_errors(key) {
@@ -402,7 +438,7 @@ fn managed_fields_errors(obj: &Value) -> Vec<(String, String)> {
 #[must_use]
 pub fn validate(obj: &Value) -> Vec<(String, String)> {
     let mut errs = generation_errors(obj);
-    errs.extend(label_errors(obj));
+    errs.extend(labels_errors(obj));
     errs.extend(annotation_errors(obj));
     errs.extend(owner_reference_errors(obj));
     errs.extend(finalizer_errors(obj, true));
@@ -416,7 +452,7 @@ pub fn validate(obj: &Value) -> Vec<(String, String)> {
 /// rules are for a new object only. The rules on what the stored object fixes are the store's.
 #[must_use]
 pub fn validate_update(obj: &Value) -> Vec<(String, String)> {
-    let mut errs = label_errors(obj);
+    let mut errs = labels_errors(obj);
     errs.extend(annotation_errors(obj));
     errs.extend(owner_reference_errors(obj));
     errs.extend(managed_fields_errors(obj));

@@ -251,6 +251,8 @@ pub(crate) mod tests {
     #[test]
     fn validation_names_the_field() {
         let mut d = web();
+        // Validated as the server validates it: defaulted first.
+        default(&mut d);
         d["spec"]["replicas"] = json!(-1);
         d["spec"]["template"]["metadata"]["labels"]["app"] = json!("other");
         let errs = validate(&d, None);
@@ -264,6 +266,7 @@ pub(crate) mod tests {
         let mut changed = web();
         changed["spec"]["selector"]["matchLabels"]["tier"] = json!("x");
         changed["spec"]["template"]["metadata"]["labels"]["tier"] = json!("x");
+        default(&mut changed);
         assert!(validate(&changed, Some(&web()))[0].1.contains("immutable"));
     }
 }

@@ -11,9 +11,13 @@ mod volumes;
 
 use serde_json::{Map, Value, json};
 
-use crate::metadata::check_label;
 use crate::object_meta::{object_at, set_default};
 use crate::status::FieldError;
+
+mod containers;
+mod probes;
+mod status;
+mod update;
 
 /// A probe's defaults (`SetDefaults_Probe`).
 fn default_probe(p: &mut Map<String, Value>) {
@@ -48,6 +52,13 @@ fn default_container(c: &mut Map<String, Value>) {
             default_probe(p);
         }
     }
+    for hook in ["postStart", "preStop"] {
+        let handler = c.get_mut("lifecycle").and_then(|l| l.get_mut(hook)).and_then(|h| h.get_mut("httpGet"));
+        if let Some(http) = handler.and_then(Value::as_object_mut) {
+            set_default(http, "path", json!("/"));
+            set_default(http, "scheme", json!("HTTP"));
+        }
+    }
     for env in c.get_mut("env").and_then(Value::as_array_mut).into_iter().flatten() {
         if let Some(f) = env.pointer_mut("/valueFrom/fieldRef").and_then(Value::as_object_mut) {
             set_default(f, "apiVersion", json!("v1"));
@@ -79,7 +90,7 @@ pub fn default_spec(spec: &mut Map<String, Value>) {
     set_default(spec, "dnsPolicy", json!("ClusterFirst"));
     set_default(spec, "securityContext", json!({}));
     set_default(spec, "schedulerName", json!("default-scheduler"));
-    for list in ["containers", "initContainers"] {
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
             if let Some(c) = c.as_object_mut() {
                 default_container(c);
@@ -161,9 +172,9 @@ fn qos_class(spec: &Value) -> &'static str {
 }
 
 /// `ValidatePodSpec` in the rules a user meets first, under `at` (`spec` of a Pod,
-/// `spec.template.spec` of a workload): containers are required, each named by a unique DNS
-/// label and given an image; `restartPolicy` is one of the three, or only `allowed` in a
-/// template whose controller restarts its pods itself.
+/// `spec.template.spec` of a workload): the containers of each kind ([`containers`]);
+/// `restartPolicy` is one of the three, or only `allowed` in a template whose controller
+/// restarts its pods itself.
 pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<FieldError> {
     validate_spec_of(spec, "", at, restart_policies)
 }
@@ -172,31 +183,7 @@ pub fn validate_spec(spec: &Value, at: &str, restart_policies: &[&str]) -> Vec<F
 /// in `ValidatePodSpec`'s order.
 fn validate_spec_of(spec: &Value, pod_name: &str, at: &str, restart_policies: &[&str]) -> Vec<FieldError> {
     let mut errs = volumes::validate(spec, at, pod_name);
-    let mut names = std::collections::HashSet::new();
-    for list in ["containers", "initContainers"] {
-        let containers = spec.get(list).and_then(Value::as_array);
-        if list == "containers" && containers.is_none_or(Vec::is_empty) {
-            errs.push((format!("{at}.containers"), "Required value".into()));
-        }
-        for (i, c) in containers.into_iter().flatten().enumerate() {
-            let field = format!("{at}.{list}[{i}]");
-            match c.get("name").and_then(Value::as_str).unwrap_or("") {
-                "" => errs.push((format!("{field}.name"), "Required value".into())),
-                n => {
-                    if let Some(why) = check_label(n) {
-                        errs.push((format!("{field}.name"), format!("Invalid value: {n:?}: {why}")));
-                    }
-                    if !names.insert(n.to_owned()) {
-                        errs.push((format!("{field}.name"), format!("Duplicate value: {n:?}")));
-                    }
-                }
-            }
-            if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
-                errs.push((format!("{field}.image"), "Required value".into()));
-            }
-            errs.extend(resources_errors(c, &field));
-        }
-    }
+    errs.extend(containers::validate(spec, at));
     errs.extend(security::host_network_deps(spec, at, !pod_name.is_empty()));
     if let Some(p) = spec.get("restartPolicy").and_then(Value::as_str)
         && !restart_policies.contains(&p)
@@ -226,41 +213,16 @@ fn validate_spec_of(spec: &Value, pod_name: &str, at: &str, restart_policies: &[
     errs
 }
 
-/// A container's limits and requests (`ValidateResourceRequirements`): no quantity below zero,
-/// each printed in its canonical form.
-fn resources_errors(container: &Value, field: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    for list in ["limits", "requests"] {
-        let Some(map) = container.pointer(&format!("/resources/{list}")).and_then(Value::as_object) else {
-            continue;
-        };
-        for (name, q) in map {
-            // A quantity may be written as a JSON number too.
-            let text = q.as_str().map(str::to_owned).or_else(|| q.as_number().map(ToString::to_string));
-            let Some(q) = text.and_then(|t| crate::quantity::Quantity::parse(&t).ok()) else { continue };
-            if q.is_negative() {
-                errs.push((
-                    format!("{field}.resources.{list}[{name}]"),
-                    format!("Invalid value: {:?}: must be greater than or equal to 0", q.to_string()),
-                ));
-            }
-        }
-    }
-    errs
-}
-
-/// What a Pod's spec may change in an update (`ValidatePodUpdate`): images, the active
-/// deadline, added tolerations, and the scheduling gates; anything else is refused with
-/// upstream's list.
-const POD_UPDATE_FORBIDDEN: &str = "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
-
-/// Validates a v1 Pod, and on update its spec's immutability.
+/// Validates a v1 Pod (`ValidatePodCreate`'s rules: the spec's, then what only a Pod's
+/// containers are held to); on an update, what it may change ([`update`]), and on a write of
+/// its status (the only kind of update that changes it), the status' rules ([`status`]).
 pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = pod.get("spec").cloned().unwrap_or_default();
     let name = crate::object_meta::meta_str(pod, "name");
     let mut errs = annotations::validate(pod);
     errs.extend(validate_spec_of(&spec, name, "spec", &["Always", "OnFailure", "Never"]));
     errs.extend(volumes::pod_only(&spec));
+    errs.extend(containers::only_for_pod(&spec));
     if old.is_none() {
         // `ValidatePodCreate`'s own checks.
         if spec.get("ephemeralContainers").and_then(Value::as_array).is_some_and(|e| !e.is_empty()) {
@@ -270,55 +232,9 @@ pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
         errs.extend(annotations::match_fields(pod));
     }
     if let Some(old) = old {
-        // `ValidateContainerUpdates`: a changed number of containers ends the update's checks.
-        for list in ["containers", "initContainers"] {
-            let count = |o: &Value| {
-                o.get("spec").and_then(|s| s.get(list)).and_then(Value::as_array).map_or(0, Vec::len)
-            };
-            if count(pod) != count(old) {
-                errs.push((
-                    format!("spec.{list}"),
-                    "Forbidden: pod updates may not add or remove containers".into(),
-                ));
-                return errs;
-            }
-        }
-        // Compare with the mutable fields taken from the new spec.
-        let mut before = old.get("spec").cloned().unwrap_or_default();
-        for list in ["containers", "initContainers"] {
-            let new_list = spec.get(list).and_then(Value::as_array);
-            if let (Some(b), Some(n)) = (before.get_mut(list).and_then(Value::as_array_mut), new_list)
-                && b.len() == n.len()
-            {
-                for (bc, nc) in b.iter_mut().zip(n) {
-                    bc["image"] = nc.get("image").cloned().unwrap_or(Value::Null);
-                }
-            }
-        }
-        for field in [
-            "activeDeadlineSeconds",
-            "tolerations",
-            "terminationGracePeriodSeconds",
-            "schedulingGates",
-            "ephemeralContainers",
-        ] {
-            match spec.get(field) {
-                Some(v) => before[field] = v.clone(),
-                None => {
-                    if let Some(b) = before.as_object_mut() {
-                        b.remove(field);
-                    }
-                }
-            }
-        }
-        // `nodeName` is set once, by a binding.
-        if old.pointer("/spec/nodeName").is_none_or(Value::is_null)
-            && let Some(n) = spec.get("nodeName")
-        {
-            before["nodeName"] = n.clone();
-        }
-        if before != spec {
-            errs.push(("spec".into(), POD_UPDATE_FORBIDDEN.into()));
+        errs.extend(update::validate(pod, old));
+        if pod.get("status") != old.get("status") {
+            errs.extend(status::validate(pod, old));
         }
     }
     errs
@@ -326,6 +242,7 @@ pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 #[cfg(test)]
 mod tests {
+    use super::update::POD_UPDATE_FORBIDDEN;
     use super::*;
 
     #[test]
@@ -364,7 +281,7 @@ mod tests {
     fn a_spec_without_containers_or_images_names_them() {
         let errs = validate_spec(&json!({ "containers": [{ "name": "Bad" }] }), "spec", &["Always"]);
         let fields: Vec<&str> = errs.iter().map(|e| e.0.as_str()).collect();
-        assert_eq!(fields, ["spec.containers[0].name", "spec.containers[0].image"]);
+        assert_eq!(fields[..2], ["spec.containers[0].name", "spec.containers[0].image"]);
         assert_eq!(validate_spec(&json!({}), "spec", &["Always"])[0].0, "spec.containers");
     }
 }
