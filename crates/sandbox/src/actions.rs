@@ -5,26 +5,18 @@
 //! request alone ([`Review`]: access and token reviews, `bindings`).
 //!
 //! The sandbox authenticates every client as its administrator ([`admin_user`]) and enforces no
-//! RBAC, so every access review is allowed. Service account tokens are JWTs signed with a key made
-//! when the process starts (ES256); a [`Review::Token`] accepts them, and the sandbox's own
-//! bearer token, while they are unexpired and their account exists.
+//! RBAC, so every access review is allowed. Service account tokens are JWTs the
+//! [`token_issuer`](crate::token_issuer) signs; a [`Review::Token`] accepts them, and the
+//! sandbox's own bearer token, while they are unexpired and their account exists.
 
-use std::sync::OnceLock;
-
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ring::rand::SystemRandom;
-use ring::signature::{self, EcdsaKeyPair, KeyPair};
 use serde_json::{Map, Value, json};
 
 use crate::object_meta::{meta_str, now_rfc3339};
 use crate::resource::{ResourceDef, Review, Run, Subresource};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, Store};
+use crate::token_issuer::{ISSUER, sign, verify};
 use crate::user::admin_user;
-
-/// The issuer and default audience of service account tokens.
-pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
 /// The answer to a `create` of a [`Review`] resource: the request's object with its status.
 ///
@@ -294,38 +286,6 @@ fn log_refusal(pod: &Value, name: &str) -> ApiError {
     ApiError::bad_request(format!("the sandbox runs no kubelet: no logs for pod {name} on node {node}"))
 }
 
-/// The process's signing key for service account tokens.
-fn signing_key() -> &'static EcdsaKeyPair {
-    static KEY: OnceLock<EcdsaKeyPair> = OnceLock::new();
-    KEY.get_or_init(|| {
-        let rng = SystemRandom::new();
-        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("the system's randomness");
-        EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("a key just made")
-    })
-}
-
-fn sign(claims: &Value) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
-    let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
-    let input = format!("{header}.{payload}");
-    let sig = signing_key().sign(&SystemRandom::new(), input.as_bytes()).expect("signing with a valid key");
-    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
-}
-
-/// The claims of `token` when its signature is this process's.
-fn verify(token: &str) -> Option<Value> {
-    let (input, sig) = token.rsplit_once('.')?;
-    let sig = URL_SAFE_NO_PAD.decode(sig).ok()?;
-    let public = signature::UnparsedPublicKey::new(
-        &signature::ECDSA_P256_SHA256_FIXED,
-        signing_key().public_key().as_ref(),
-    );
-    public.verify(input.as_bytes(), &sig).ok()?;
-    let payload = URL_SAFE_NO_PAD.decode(input.split_once('.')?.1).ok()?;
-    serde_json::from_slice(&payload).ok()
-}
-
 fn unix_now() -> i64 {
     jiff::Timestamp::now().as_second()
 }
@@ -426,20 +386,5 @@ fn token_review(store: &Store, token: &str, bearer: &str) -> Value {
             })
         }
         Err(why) => json!({ "user": {}, "error": why }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_signed_token_verifies_and_a_changed_one_does_not() {
-        let token = sign(&json!({ "sub": "system:serviceaccount:default:app" }));
-        assert_eq!(verify(&token).unwrap()["sub"], "system:serviceaccount:default:app");
-        let (head, _) = token.rsplit_once('.').unwrap();
-        let forged = format!("{head}.{}", URL_SAFE_NO_PAD.encode([0u8; 64]));
-        assert!(verify(&forged).is_none());
-        assert!(verify("not-a-token").is_none());
     }
 }

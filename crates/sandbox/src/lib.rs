@@ -181,6 +181,7 @@ mod selector;
 mod shard;
 mod status;
 mod store;
+mod token_issuer;
 mod user;
 
 use std::future::Future;

@@ -6,28 +6,7 @@
 use crate::go_print::go_quote;
 use crate::status::FieldError;
 
-/// Splits a joined message of [`crate::metadata`]'s checks back into upstream's messages: the
-/// length one (when it leads) and the shape one.
-fn split(joined: Option<String>, too_long: &str) -> Vec<String> {
-    let Some(m) = joined else { return Vec::new() };
-    match m.strip_prefix(too_long) {
-        Some("") => vec![too_long.to_owned()],
-        Some(rest) => vec![too_long.to_owned(), rest.trim_start_matches(", ").to_owned()],
-        None => vec![m],
-    }
-}
-
-/// Why `v` is not a DNS-1123 label (`IsDNS1123Label`), one message per reason.
-#[must_use]
-pub fn label_errors(v: &str) -> Vec<String> {
-    split(crate::metadata::check_label(v), "must be no more than 63 characters")
-}
-
-/// Why `v` is not a DNS-1123 subdomain (`IsDNS1123Subdomain`), one message per reason.
-#[must_use]
-pub fn subdomain_errors(v: &str) -> Vec<String> {
-    split(crate::metadata::check_subdomain(v), "must be no more than 253 characters")
-}
+use crate::metadata::{label_errors, port_name_errors, subdomain_errors};
 
 /// `field.Invalid(field, value, msg)` for each of `msgs`.
 #[must_use]
@@ -51,29 +30,6 @@ pub fn subdomain_field(field: &str, value: &str) -> Vec<FieldError> {
 #[must_use]
 pub fn qualified_field(field: &str, value: &str) -> Vec<FieldError> {
     invalid(field, value, crate::metadata::qualified_name_errors(value))
-}
-
-/// Why `port` is not a port name (`IsValidPortName`): at most 15 characters of `[-a-z0-9]`,
-/// a letter among them, no `--`, no hyphen at either end.
-#[must_use]
-pub fn port_name_errors(port: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if port.len() > 15 {
-        errs.push("must be no more than 15 characters".to_owned());
-    }
-    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_owned());
-    }
-    if !port.bytes().any(|b| b.is_ascii_lowercase()) {
-        errs.push("must contain at least one letter (a-z)".to_owned());
-    }
-    if port.contains("--") {
-        errs.push("must not contain consecutive hyphens".to_owned());
-    }
-    if port.starts_with('-') || port.ends_with('-') {
-        errs.push("must not begin or end with a hyphen".to_owned());
-    }
-    errs
 }
 
 /// `IsValidPortNum` of a field's number: in 1–65535.
@@ -138,9 +94,7 @@ pub fn fqdn_errors(field: &str, value: &str) -> Vec<FieldError> {
         return errs;
     }
     for label in name.split('.') {
-        if let Some(m) = crate::metadata::check_label(label) {
-            errs.extend(invalid(field, label, split(Some(m), "must be no more than 63 characters")));
-        }
+        errs.extend(invalid(field, label, label_errors(label)));
     }
     errs
 }

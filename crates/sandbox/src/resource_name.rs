@@ -4,7 +4,6 @@
 //! `pkg/apis/core/helper`): which are standard, which are extended, which count in whole units.
 //! LimitRanges and ResourceQuotas check their keys with these.
 
-use crate::go_print::go_quote;
 use crate::status::FieldError;
 
 /// The resources `IsStandardResourceName` knows (besides the huge pages').
@@ -112,8 +111,29 @@ pub fn overcommit_allowed(name: &str) -> bool {
     is_native(name) && !is_huge_pages(name)
 }
 
+/// `field.Invalid` of a resource name: a `core.ResourceName`, printed by its `String()`, so
+/// unquoted.
 fn invalid(field: &str, name: &str, why: &str) -> FieldError {
-    (field.to_owned(), format!("Invalid value: {}: {why}", go_quote(name)))
+    (field.to_owned(), format!("Invalid value: {name}: {why}"))
+}
+
+/// `ValidateResourceQuantityValue`: not negative, and whole for a resource counted in units.
+#[must_use]
+pub fn quantity_value_errors(name: &str, q: crate::quantity::Quantity, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if q.is_negative() {
+        errs.push((
+            field.to_owned(),
+            format!(
+                "Invalid value: {}: must be greater than or equal to 0",
+                crate::go_print::go_quote(&q.to_string())
+            ),
+        ));
+    }
+    if is_integer(name) && q.ceil() != q {
+        errs.push((field.to_owned(), format!("Invalid value: {q}: must be an integer")));
+    }
+    errs
 }
 
 /// `validateResourceName`: a qualified name, and a standard resource when unqualified.

@@ -206,56 +206,6 @@ fn metric_target_errors(target: &Value, at: &str) -> Vec<FieldError> {
     errs
 }
 
-/// The resource names a container's metric may name (`IsStandardContainerResourceName`).
-fn standard_container_resource(name: &str) -> bool {
-    matches!(name, "cpu" | "memory" | "ephemeral-storage") || name.starts_with("hugepages-")
-}
-
-/// `IsStandardResourceName`: a container's, or one a quota counts.
-fn standard_resource(name: &str) -> bool {
-    standard_container_resource(name)
-        || name.starts_with("requests.hugepages-")
-        || matches!(
-            name,
-            "requests.cpu"
-                | "requests.memory"
-                | "requests.ephemeral-storage"
-                | "requests.storage"
-                | "limits.cpu"
-                | "limits.memory"
-                | "limits.ephemeral-storage"
-                | "pods"
-                | "services"
-                | "replicationcontrollers"
-                | "resourcequotas"
-                | "secrets"
-                | "configmaps"
-                | "persistentvolumeclaims"
-                | "services.nodeports"
-                | "services.loadbalancers"
-        )
-}
-
-/// `ValidateContainerResourceName`: a qualified name; unprefixed, a standard resource of
-/// containers.
-fn container_resource_name_errors(name: &str, at: &str) -> Vec<FieldError> {
-    let invalid = |why: &str| (at.to_owned(), format!("Invalid value: {}: {why}", quote(name)));
-    let qualified = crate::metadata::qualified_name_errors(name);
-    if !qualified.is_empty() {
-        return qualified.iter().map(|why| invalid(why)).collect();
-    }
-    let mut errs = Vec::new();
-    if !name.contains('/') {
-        if !standard_resource(name) {
-            errs.push(invalid("must be a standard resource type or fully qualified"));
-        }
-        if !standard_container_resource(name) {
-            errs.push(invalid("must be a standard resource for containers"));
-        }
-    }
-    errs
-}
-
 /// The raw-value and utilization rules a resource metric's target follows.
 fn utilization_errors(target: &Value, at: &str) -> Vec<FieldError> {
     let has = |k: &str| target.get(k).is_some_and(|v| !v.is_null());
@@ -337,7 +287,9 @@ fn source_errors(kind: &str, src: &Value, at: &str) -> Vec<FieldError> {
                 "" => {
                     errs.push((format!("{at}.name"), "Required value: must specify a resource name".into()))
                 }
-                name => errs.extend(container_resource_name_errors(name, &format!("{at}.name"))),
+                name => {
+                    errs.extend(crate::resource_name::container_resource_errors(name, &format!("{at}.name")))
+                }
             }
             match src.get("container").and_then(Value::as_str).unwrap_or("") {
                 "" => {

@@ -130,7 +130,7 @@ fn ingress_spec_errors(spec: &Value, opts: &IngressOptions) -> Vec<FieldError> {
             let msgs = if host.contains('*') {
                 crate::names::wildcard_errors(host)
             } else {
-                crate::names::subdomain_errors(host)
+                crate::metadata::subdomain_errors(host)
             };
             errs.extend(crate::names::invalid(&format!("{at}.hosts[{j}]"), host, msgs));
         }
@@ -151,7 +151,7 @@ fn ingress_spec_errors(spec: &Value, opts: &IngressOptions) -> Vec<FieldError> {
 /// Why a TLS entry's secret name is not one (none when it is empty).
 fn secret_name_errors(tls: &Value) -> Vec<String> {
     let name = str_of(tls, "secretName");
-    if name.is_empty() { Vec::new() } else { crate::names::subdomain_errors(name) }
+    if name.is_empty() { Vec::new() } else { crate::metadata::subdomain_errors(name) }
 }
 
 /// `validateIngressRuleValue` / `validateHTTPIngressRuleValue`: an `http` rule has paths, each
@@ -245,7 +245,7 @@ fn backend_errors(backend: &Value, at: &str) -> Vec<FieldError> {
                 (false, true) => errs.extend(crate::names::invalid(
                     &format!("{at}.service.port.name"),
                     port_name,
-                    crate::names::port_name_errors(port_name),
+                    crate::metadata::port_name_errors(port_name),
                 )),
                 (true, false) => {
                     errs.extend(crate::names::port_num_field(&format!("{at}.service.port.number"), number))
@@ -447,7 +447,7 @@ fn policy_port_errors(port: &Value, at: &str) -> Vec<FieldError> {
             errs.extend(crate::names::invalid(
                 &format!("{at}.port"),
                 name,
-                crate::names::port_name_errors(name),
+                crate::metadata::port_name_errors(name),
             ));
         }
         Some(p) => {

@@ -240,23 +240,6 @@ fn taint_errors(taints: Option<&Value>, at: &str) -> Vec<FieldError> {
     errs
 }
 
-/// The resources counted in whole units (`IsIntegerResourceName`): the standard ones and
-/// extended resources.
-fn integer_resource(name: &str) -> bool {
-    matches!(
-        name,
-        "pods"
-            | "services"
-            | "replicationcontrollers"
-            | "resourcequotas"
-            | "secrets"
-            | "configmaps"
-            | "persistentvolumeclaims"
-            | "services.nodeports"
-            | "services.loadbalancers"
-    ) || (name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests."))
-}
-
 /// `ValidateNodeResources`: each capacity and allocatable quantity non-negative, and whole for
 /// integer resources.
 fn resource_errors(node: &Value) -> Vec<FieldError> {
@@ -271,25 +254,13 @@ fn resource_errors(node: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// `ValidateResourceQuantityValue`: non-negative, whole for integer resources.
+/// `ValidateResourceQuantityValue` of a quantity as JSON (one that does not parse is the
+/// decoder's to refuse).
 pub(crate) fn quantity_value_errors(field: &str, name: &str, v: &Value) -> Vec<FieldError> {
-    let Some(q) = v.as_str().and_then(|s| crate::quantity::Quantity::parse(s).ok()) else {
-        return Vec::new();
-    };
-    let mut errs = Vec::new();
-    let shown = q.to_string();
-    if q.is_negative() {
-        errs.push((
-            field.to_owned(),
-            format!("Invalid value: {}: must be greater than or equal to 0", go_quote(&shown)),
-        ));
+    match v.as_str().and_then(|s| crate::quantity::Quantity::parse(s).ok()) {
+        Some(q) => crate::resource_name::quantity_value_errors(name, q, field),
+        None => Vec::new(),
     }
-    #[allow(clippy::cast_possible_truncation)]
-    let milli = (q.to_f64() * 1000.0).round() as i64;
-    if integer_resource(name) && milli % 1000 != 0 {
-        errs.push((field.to_owned(), format!("Invalid value: {shown}: must be an integer")));
-    }
-    errs
 }
 
 /// A node's defaults.

@@ -9,6 +9,46 @@ use crate::go_print::go_quote;
 use crate::names::{invalid, not_supported};
 use crate::status::FieldError;
 
+/// The access modes a volume or a claim may ask for.
+const ACCESS_MODES: [&str; 4] = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
+
+/// The access modes (`ValidatePersistentVolumeClaimSpec`, `ValidatePersistentVolumeSpec`):
+/// known ones, `ReadWriteOncePod` alone.
+pub(super) fn access_mode_errors(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let (mut once_pod, mut other) = (false, false);
+    for m in spec.get("accessModes").and_then(Value::as_array).into_iter().flatten() {
+        let m = m.as_str().unwrap_or("");
+        if !ACCESS_MODES.contains(&m) {
+            errs.push(not_supported("spec.accessModes", m, &ACCESS_MODES));
+        }
+        if m == "ReadWriteOncePod" {
+            once_pod = true;
+        } else if ACCESS_MODES.contains(&m) {
+            other = true;
+        }
+    }
+    if once_pod && other {
+        errs.push((
+            "spec.accessModes".into(),
+            "Forbidden: may not use ReadWriteOncePod with other access modes".into(),
+        ));
+    }
+    errs
+}
+
+/// `validateBasicResource`: a quantity's value (rounded up) is not negative.
+pub(super) fn basic_resource_errors(field: &str, v: &Value) -> Vec<FieldError> {
+    match v.as_str().and_then(|s| crate::quantity::Quantity::parse(s).ok()) {
+        Some(q) if q.is_negative() => {
+            #[allow(clippy::cast_possible_truncation)]
+            let n = q.to_f64().ceil() as i64;
+            vec![(field.to_owned(), format!("Invalid value: {n}: must be a valid resource quantity"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The sources a PV may have, in the order upstream checks them: the field's name, and the path
 /// its errors are reported under (a GCE disk's are under `persistentDisk`).
 pub const SOURCES: [(&str, &str); 22] = [
@@ -73,7 +113,7 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
     if spec.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         errs.push(required("spec.accessModes".into()));
     }
-    errs.extend(super::volume::access_mode_errors(&spec));
+    errs.extend(access_mode_errors(&spec));
     let capacity = spec.get("capacity").and_then(Value::as_object).cloned().unwrap_or_default();
     if capacity.is_empty() {
         errs.push(required("spec.capacity".into()));
@@ -86,7 +126,7 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
     }
     for (k, v) in &capacity {
         let at = format!("spec.capacity[{k}]");
-        errs.extend(super::volume::basic_resource_errors(&at, v));
+        errs.extend(basic_resource_errors(&at, v));
         if let Some(q) = v.as_str().and_then(|t| crate::quantity::Quantity::parse(t).ok())
             && (q.is_zero() || q.is_negative())
         {
@@ -524,7 +564,7 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             if driver.len() > 63 {
                 errs.push((field.clone(), "Too long: may not be more than 63 bytes".into()));
             }
-            errs.extend(invalid(&field, driver, crate::names::subdomain_errors(&driver.to_lowercase())));
+            errs.extend(invalid(&field, driver, crate::metadata::subdomain_errors(&driver.to_lowercase())));
             need(&mut errs, "volumeHandle");
             for r in [
                 "controllerPublishSecretRef",

@@ -40,8 +40,6 @@ pub fn default_claim(pvc: &mut Value) {
     set_default(object_at(pvc, "status"), "phase", json!("Pending"));
 }
 
-const ACCESS_MODES: [&str; 4] = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
-
 /// The `storage` quantity of a map, parsed.
 fn quantity(v: Option<&Value>) -> Option<crate::quantity::Quantity> {
     v.and_then(Value::as_str).and_then(|s| crate::quantity::Quantity::parse(s).ok())
@@ -59,31 +57,6 @@ fn positive_size_errors(field: &str, v: &Value) -> Vec<FieldError> {
         )],
         _ => crate::kinds::node::quantity_value_errors(field, "storage", v),
     }
-}
-
-/// The access modes (`ValidatePersistentVolumeClaimSpec`, `ValidatePersistentVolumeSpec`):
-/// known ones, `ReadWriteOncePod` alone.
-pub(super) fn access_mode_errors(spec: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let (mut once_pod, mut other) = (false, false);
-    for m in spec.get("accessModes").and_then(Value::as_array).into_iter().flatten() {
-        let m = m.as_str().unwrap_or("");
-        if !ACCESS_MODES.contains(&m) {
-            errs.push(crate::names::not_supported("spec.accessModes", m, &ACCESS_MODES));
-        }
-        if m == "ReadWriteOncePod" {
-            once_pod = true;
-        } else if ACCESS_MODES.contains(&m) {
-            other = true;
-        }
-    }
-    if once_pod && other {
-        errs.push((
-            "spec.accessModes".into(),
-            "Forbidden: may not use ReadWriteOncePod with other access modes".into(),
-        ));
-    }
-    errs
 }
 
 /// `validateDataSource` / `validateDataSourceRef`: a name and a kind, a claim when in the core
@@ -120,7 +93,7 @@ fn claim_spec_errors(spec: &Value) -> Vec<FieldError> {
         errs.push(("spec.accessModes".into(), "Required value: at least 1 access mode is required".into()));
     }
     errs.extend(crate::label_rules::label_selector_errors(spec.get("selector"), "spec.selector"));
-    errs.extend(access_mode_errors(spec));
+    errs.extend(super::pv_source::access_mode_errors(spec));
     match spec.pointer("/resources/requests/storage") {
         None => errs.push(("spec.resources[storage]".into(), "Required value".into())),
         Some(v) => errs.extend(positive_size_errors("spec.resources[storage]", v)),
@@ -233,18 +206,6 @@ pub fn validate_claim(pvc: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errs
 }
 
-/// `validateBasicResource`: a quantity's value (rounded up) is not negative.
-pub(super) fn basic_resource_errors(field: &str, v: &Value) -> Vec<FieldError> {
-    match quantity(Some(v)) {
-        Some(q) if q.is_negative() => {
-            #[allow(clippy::cast_possible_truncation)]
-            let n = q.to_f64().ceil() as i64;
-            vec![(field.to_owned(), format!("Invalid value: {n}: must be a valid resource quantity"))]
-        }
-        _ => Vec::new(),
-    }
-}
-
 const RESIZE_STATUSES: [&str; 5] = [
     "ControllerResizeInProgress",
     "ControllerResizeInfeasible",
@@ -261,7 +222,7 @@ fn claim_status_errors(pvc: &Value) -> Vec<FieldError> {
         errs.push(("Spec.accessModes".into(), "Required value".into()));
     }
     for (k, v) in pvc.pointer("/status/capacity").and_then(Value::as_object).into_iter().flatten() {
-        errs.extend(basic_resource_errors(&format!("status.capacity[{k}]"), v));
+        errs.extend(super::pv_source::basic_resource_errors(&format!("status.capacity[{k}]"), v));
     }
     let at = "status.allocatedResourceStatus";
     for (k, v) in
@@ -285,7 +246,7 @@ fn claim_status_errors(pvc: &Value) -> Vec<FieldError> {
         } else if k != "storage" {
             errs.push(crate::names::not_supported(at, k, &["storage"]));
         } else {
-            errs.extend(basic_resource_errors(&format!("{at}[{k}]"), v));
+            errs.extend(super::pv_source::basic_resource_errors(&format!("{at}[{k}]"), v));
         }
     }
     errs

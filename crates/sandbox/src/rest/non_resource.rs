@@ -12,6 +12,7 @@ use super::response::{error_response, json_response, json_typed};
 use super::{discovery, openapi};
 use crate::SandboxState;
 use crate::status::ApiError;
+use crate::token_issuer;
 
 /// The media type of aggregated discovery.
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -22,6 +23,13 @@ fn text(body: &'static str) -> Response<ResponseBody> {
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .body(Full::new(Bytes::from(body)).boxed_unsync())
         .expect("valid response")
+}
+
+/// An issuer discovery document, cacheable for an hour as upstream serves it.
+fn discovery_document(doc: &Value, content_type: &str) -> Response<ResponseBody> {
+    let mut r = json_typed(200, content_type, doc);
+    r.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("public, max-age=3600"));
+    r
 }
 
 /// The forms `/openapi/v2` is served in.
@@ -113,6 +121,16 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
                 .body(Full::new(Bytes::new()).boxed_unsync())
                 .expect("valid response"),
         },
+        // Service account issuer discovery: what verifies the tokens the sandbox issues.
+        [".well-known", "openid-configuration"] => {
+            let host = parts.headers.get(header::HOST).and_then(|v| v.to_str().ok());
+            let host = host.or_else(|| parts.uri.authority().map(http::uri::Authority::as_str));
+            discovery_document(
+                &token_issuer::openid_configuration(host.unwrap_or("localhost")),
+                "application/json",
+            )
+        }
+        ["openid", "v1", "jwks"] => discovery_document(&token_issuer::jwks(), "application/jwk-set+json"),
         ["openapi", "v3"] => ok(&openapi::openapi_v3_index(&registry())),
         ["openapi", "v3", "api", v] => found(openapi::openapi_v3(&registry(), "", v).as_deref()),
         ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(&registry(), g, v).as_deref()),

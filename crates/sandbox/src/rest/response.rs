@@ -74,10 +74,13 @@ fn json_body(
     body: &impl serde::Serialize,
     size: usize,
 ) -> Response<ResponseBody> {
-    let mut bytes = Vec::with_capacity(size);
+    let mut bytes = Vec::with_capacity(size + 1);
     if serde_json::to_writer(&mut bytes, body).is_err() {
         bytes.clear();
     }
+    // Go's `json.Encoder` ends each value it writes with a newline, and so does every JSON body
+    // upstream sends.
+    bytes.push(b'\n');
     Response::builder()
         .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header(header::CONTENT_TYPE, content_type)

@@ -86,8 +86,13 @@ async fn a_resource_quota_counts_charges_refuses_and_gives_back() {
     let claims = "/api/v1/namespaces/team/persistentvolumeclaims";
     let claim = json!({ "metadata": { "name": "data" }, "spec": { "accessModes": ["ReadWriteOnce"], "resources": { "requests": { "storage": "2Gi" } } } });
     assert_eq!(post(&sb, claims, claim).await.0, 201);
-    let grow = |size: &str| json!({ "spec": { "resources": { "requests": { "storage": size } } } });
     let merge = [("content-type", "application/merge-patch+json")];
+    // Only a bound claim may grow (an unbound one's spec is immutable, refused before admission).
+    let bound = json!({ "status": { "phase": "Bound" } });
+    let (code, _, _, v) =
+        call_with_headers(&sb, Method::PATCH, &format!("{claims}/data/status"), &merge, Some(bound)).await;
+    assert_eq!(code, 200, "{v}");
+    let grow = |size: &str| json!({ "spec": { "resources": { "requests": { "storage": size } } } });
     let (code, _, _, v) =
         call_with_headers(&sb, Method::PATCH, &format!("{claims}/data"), &merge, Some(grow("4Gi"))).await;
     assert_eq!(code, 403, "{v}");

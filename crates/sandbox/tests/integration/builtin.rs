@@ -399,6 +399,49 @@ async fn each_autoscaling_version_reads_the_others_writes() {
     assert_eq!((e.code, causes(&e)), (422, vec!["spec.maxReplicas".to_owned()]));
 }
 
+/// The tokens the sandbox issues verify, with no help from it, against the key its issuer
+/// discovery publishes: RS256, the token's `kid` in the key set.
+#[tokio::test]
+async fn service_account_tokens_verify_against_the_published_key_set() {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    let c: Client = sb.client();
+    let accounts: Api<ServiceAccount> = Api::default_namespaced(c.clone());
+    accounts.create(&PostParams::default(), &of(json!({ "metadata": { "name": "app" } }))).await.unwrap();
+    let request: TokenRequest = of(json!({ "spec": {} }));
+    let token = accounts.create_token_request("app", &PostParams::default(), &request).await.unwrap();
+    let token = token.status.unwrap().token.unwrap();
+
+    let get = |path: &str| http::Request::get(path).body(Vec::new()).unwrap();
+    let config: Value = c.request(get("/.well-known/openid-configuration")).await.unwrap();
+    assert_eq!(config["issuer"], "https://kubernetes.default.svc.cluster.local");
+    assert_eq!(config["id_token_signing_alg_values_supported"], json!(["RS256"]));
+    let jwks_path = config["jwks_uri"].as_str().unwrap().split_once("/openid/").unwrap().1;
+    let jwks: Value = c.request(get(&format!("/openid/{jwks_path}"))).await.unwrap();
+
+    let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).unwrap();
+    let parts: Vec<&str> = token.split('.').collect();
+    let header: Value = serde_json::from_slice(&decode(parts[0])).unwrap();
+    assert_eq!(header["alg"], "RS256");
+    let jwk =
+        jwks["keys"].as_array().unwrap().iter().find(|k| k["kid"] == header["kid"]).expect("the token's key");
+    let key = ring::signature::RsaPublicKeyComponents {
+        n: decode(jwk["n"].as_str().unwrap()),
+        e: decode(jwk["e"].as_str().unwrap()),
+    };
+    let signed = format!("{}.{}", parts[0], parts[1]);
+    key.verify(&ring::signature::RSA_PKCS1_2048_8192_SHA256, signed.as_bytes(), &decode(parts[2]))
+        .expect("the published key verifies the token");
+    let claims: Value = serde_json::from_slice(&decode(parts[1])).unwrap();
+    assert_eq!(claims["iss"], config["issuer"]);
+    assert_eq!(claims["sub"], "system:serviceaccount:default:app");
+    assert!(
+        key.verify(&ring::signature::RSA_PKCS1_2048_8192_SHA256, b"another payload", &decode(parts[2]))
+            .is_err()
+    );
+}
+
 #[tokio::test]
 async fn tokens_reviews_and_approvals_answer() {
     let sb = Sandbox::with_config(SandboxConfig::bare());

@@ -9,9 +9,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::probes;
+use super::values::{has, invalid, port_num_error, str_of, unsupported};
 use crate::go_print::go_quote;
 use crate::metadata::{label_errors, port_name_errors, qualified_name_errors, subdomain_errors};
 use crate::quantity::Quantity;
+use crate::resource_name;
 use crate::status::FieldError;
 
 /// What every container of a spec is checked against: the pod's volumes by name, and its grace
@@ -36,32 +38,6 @@ impl<'a> PodContext<'a> {
     pub(super) fn grace(&self) -> Option<i64> {
         self.grace
     }
-}
-
-/// A string field of `v`, `""` when absent.
-pub(super) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// Whether `v` holds `key` with a value other than `null`.
-pub(super) fn has(v: &Value, key: &str) -> bool {
-    v.get(key).is_some_and(|x| !x.is_null())
-}
-
-/// `field.NotSupported`'s message.
-pub(super) fn unsupported(value: &str, supported: &[&str]) -> String {
-    let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", "))
-}
-
-/// `field.Invalid` with a string value.
-pub(super) fn invalid(value: &str, why: &str) -> String {
-    format!("Invalid value: {}: {why}", go_quote(value))
-}
-
-/// A JSON number's text (a bad value as Go prints an integer).
-pub(super) fn num(v: &Value) -> String {
-    v.as_i64().map_or_else(|| v.to_string(), |n| n.to_string())
 }
 
 fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
@@ -304,11 +280,6 @@ fn common(c: &Value, path: &str, ctx: &PodContext) -> Vec<FieldError> {
     errs
 }
 
-/// `IsValidPortNum`'s message for a number outside 1..65535, or `None`.
-pub(super) fn port_num_error(n: i64) -> Option<String> {
-    (!(1..=65535).contains(&n)).then(|| format!("Invalid value: {n}: must be between 1 and 65535, inclusive"))
-}
-
 /// `validateContainerPorts`: named ports are IANA service names, unique; numbers in range; a
 /// known protocol.
 fn ports(c: &Value, field: &str) -> Vec<FieldError> {
@@ -381,7 +352,7 @@ const ENV_FIELD_PATHS: [&str; 9] = [
 ];
 
 /// A container's resources the downward API gives (`validContainerResourceFieldPathExpressions`).
-const RESOURCE_FIELD_PATHS: [&str; 6] = [
+pub(super) const RESOURCE_FIELD_PATHS: [&str; 6] = [
     "limits.cpu",
     "limits.ephemeral-storage",
     "limits.memory",
@@ -785,102 +756,10 @@ fn volume_devices(c: &Value, field: &str, ctx: &PodContext) -> Vec<FieldError> {
     errs
 }
 
-/// Resources counted in whole units (`integerResources` and extended resources).
-const INTEGER_RESOURCES: [&str; 10] = [
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "services.nodeports",
-    "services.loadbalancers",
-    "requests.storage",
-];
-
-/// The resource names upstream calls standard (`standardResources`), beside the huge pages.
-const STANDARD_RESOURCES: [&str; 20] = [
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "storage",
-    "requests.storage",
-    "services.nodeports",
-    "services.loadbalancers",
-];
-
-/// `IsNativeResource`: unprefixed, or in `kubernetes.io/`.
-fn is_native(name: &str) -> bool {
-    !name.contains('/') || name.contains("kubernetes.io/")
-}
-
-fn is_huge_pages(name: &str) -> bool {
-    name.starts_with("hugepages-")
-}
-
-/// `IsExtendedResourceName`: not native, not `requests.`-prefixed, a qualified name as a
-/// quota's `requests.<name>`.
-fn is_extended(name: &str) -> bool {
-    !is_native(name)
-        && !name.starts_with("requests.")
-        && qualified_name_errors(&format!("requests.{name}")).is_empty()
-}
-
-/// `validateContainerResourceName` (with `validateResourceName`): a qualified name, standard
-/// when unprefixed and one a container has; prefixed ones native or extended.
-fn resource_name_errors(name: &str, field: &str) -> Vec<FieldError> {
-    let bad = |why: &str| (field.to_owned(), format!("Invalid value: {name}: {why}"));
-    let qualified = qualified_name_errors(name);
-    if !qualified.is_empty() {
-        return qualified.iter().map(|m| bad(m)).collect();
-    }
-    let mut errs = Vec::new();
-    if !name.contains('/') {
-        let standard = STANDARD_RESOURCES.contains(&name)
-            || is_huge_pages(name)
-            || name.starts_with("requests.hugepages-");
-        if !standard {
-            errs.push(bad("must be a standard resource type or fully qualified"));
-        }
-        if !matches!(name, "cpu" | "memory" | "ephemeral-storage") && !is_huge_pages(name) {
-            errs.push(bad("must be a standard resource for containers"));
-        }
-    } else if !is_native(name) && !is_extended(name) {
-        errs.push(bad("doesn't follow extended resource name standard"));
-    }
-    errs
-}
-
 /// A quantity written as a string or a JSON number.
 fn quantity(v: &Value) -> Option<Quantity> {
     let text = v.as_str().map(str::to_owned).or_else(|| v.as_number().map(ToString::to_string))?;
     Quantity::parse(&text).ok()
-}
-
-/// `ValidateResourceQuantityValue`: not negative; whole for counted resources.
-fn quantity_errors(name: &str, q: Quantity, field: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if q.is_negative() {
-        errs.push((field.to_owned(), invalid(&q.to_string(), "must be greater than or equal to 0")));
-    }
-    if (INTEGER_RESOURCES.contains(&name) || is_extended(name)) && q.ceil() != q {
-        errs.push((field.to_owned(), format!("Invalid value: {q}: must be an integer")));
-    }
-    errs
 }
 
 /// The page size a `hugepages-<size>` resource names, in bytes.
@@ -916,10 +795,10 @@ pub(super) fn resources(r: &Value, field: &str) -> Vec<FieldError> {
     let sorted = |m: &'_ Map<String, Value>| m.keys().cloned().collect::<BTreeSet<String>>();
     for name in sorted(limits) {
         let at = format!("{field}.limits[{name}]");
-        errs.extend(resource_name_errors(&name, &at));
+        errs.extend(resource_name::container_resource_errors(&name, &at));
         let Some(q) = quantity(&limits[&name]) else { continue };
-        errs.extend(quantity_errors(&name, q, &at));
-        if is_huge_pages(&name) {
+        errs.extend(resource_name::quantity_value_errors(&name, q, &at));
+        if resource_name::is_huge_pages(&name) {
             huge = true;
             errs.extend(huge_pages_errors(&name, q, &at));
         }
@@ -927,10 +806,10 @@ pub(super) fn resources(r: &Value, field: &str) -> Vec<FieldError> {
     }
     for name in sorted(requests) {
         let at = format!("{field}.requests[{name}]");
-        errs.extend(resource_name_errors(&name, &at));
+        errs.extend(resource_name::container_resource_errors(&name, &at));
         let Some(q) = quantity(&requests[&name]) else { continue };
-        errs.extend(quantity_errors(&name, q, &at));
-        let overcommit = is_native(&name) && !is_huge_pages(&name);
+        errs.extend(resource_name::quantity_value_errors(&name, q, &at));
+        let overcommit = resource_name::overcommit_allowed(&name);
         match limits.get(&name).and_then(quantity) {
             Some(limit) if q != limit && !overcommit => errs.push((
                 format!("{field}.requests"),
@@ -947,7 +826,7 @@ pub(super) fn resources(r: &Value, field: &str) -> Vec<FieldError> {
             )),
             None => {}
         }
-        if is_huge_pages(&name) {
+        if resource_name::is_huge_pages(&name) {
             huge = true;
             errs.extend(huge_pages_errors(&name, q, &at));
         }

@@ -18,6 +18,7 @@ mod containers;
 mod probes;
 mod status;
 mod update;
+mod values;
 
 /// A probe's defaults (`SetDefaults_Probe`).
 fn default_probe(p: &mut Map<String, Value>) {

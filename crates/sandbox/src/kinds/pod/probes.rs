@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::containers::{invalid, num, port_num_error, str_of, unsupported};
+use super::values::{invalid, num, port_num_error, str_of, unsupported};
 use crate::metadata::port_name_errors;
 use crate::status::FieldError;
 

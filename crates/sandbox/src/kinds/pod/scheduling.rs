@@ -425,29 +425,6 @@ pub(crate) fn classes(spec: &Value, at: &str) -> Vec<FieldError> {
     errs
 }
 
-/// The resource names upstream calls standard (`IsStandardResourceName`, hugepages aside).
-const STANDARD_RESOURCES: [&str; 19] = [
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "persistentvolumeclaims",
-    "configmaps",
-    "requests.storage",
-    "services.nodeports",
-    "services.loadbalancers",
-];
-
 /// `validateOverhead`: the overhead checked as a container's limits (names standard container
 /// resources, quantities not negative), under `overhead.limits`.
 pub(crate) fn overhead(spec: &Value, at: &str) -> Vec<FieldError> {
@@ -457,23 +434,7 @@ pub(crate) fn overhead(spec: &Value, at: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for name in keys {
         let path = format!("{at}.overhead.limits[{name}]");
-        let hugepages = name.starts_with("hugepages-");
-        let mut name_errs: Vec<FieldError> =
-            qualified_name_errors(name).iter().map(|why| invalid_bare(&path, name, why)).collect();
-        if name_errs.is_empty()
-            && !name.contains('/')
-            && !hugepages
-            && !STANDARD_RESOURCES.contains(&name.as_str())
-        {
-            name_errs.push(invalid_bare(&path, name, "must be a standard resource type or fully qualified"));
-        }
-        if !name.contains('/')
-            && !hugepages
-            && !["cpu", "memory", "ephemeral-storage"].contains(&name.as_str())
-        {
-            name_errs.push(invalid_bare(&path, name, "must be a standard resource for containers"));
-        }
-        errs.extend(name_errs);
+        errs.extend(crate::resource_name::container_resource_errors(name, &path));
         let q = &map[name];
         let text = q.as_str().map(str::to_owned).or_else(|| q.as_number().map(ToString::to_string));
         if let Some(q) = text.and_then(|t| crate::quantity::Quantity::parse(&t).ok())

@@ -857,16 +857,6 @@ fn object_field_selector(f: &Value, allowed: &[&str], path: &str) -> Vec<FieldEr
     Vec::new()
 }
 
-/// The resources a downward API file may name (`validContainerResourceFieldPathExpressions`).
-const RESOURCE_FIELDS: [&str; 6] = [
-    "limits.cpu",
-    "limits.ephemeral-storage",
-    "limits.memory",
-    "requests.cpu",
-    "requests.ephemeral-storage",
-    "requests.memory",
-];
-
 /// `validateContainerResourceFieldSelector` for a volume (the container's name required) and
 /// `validateContainerResourceDivisor`.
 fn resource_field_selector(r: &Value, path: &str) -> Vec<FieldError> {
@@ -876,11 +866,15 @@ fn resource_field_selector(r: &Value, path: &str) -> Vec<FieldError> {
         errs.push(required(format!("{path}.containerName"), ""));
     } else if resource.is_empty() {
         errs.push(required(format!("{path}.resource"), ""));
-    } else if !RESOURCE_FIELDS.contains(&resource)
+    } else if !super::containers::RESOURCE_FIELD_PATHS.contains(&resource)
         && !resource.starts_with("requests.hugepages-")
         && !resource.starts_with("limits.hugepages-")
     {
-        errs.push(not_supported(format!("{path}.resource"), resource, &RESOURCE_FIELDS));
+        errs.push(not_supported(
+            format!("{path}.resource"),
+            resource,
+            &super::containers::RESOURCE_FIELD_PATHS,
+        ));
     }
     let Some(divisor) = r.get("divisor").and_then(quantity).filter(|d| !d.is_zero()) else { return errs };
     let d = divisor.to_string();
