@@ -188,7 +188,7 @@ mod tests {
         assert!(resource_errors("example.com/gpu", "f").is_empty());
         assert_eq!(
             resource_errors("foo", "f")[0].1,
-            "Invalid value: \"foo\": must be a standard resource type or fully qualified"
+            "Invalid value: foo: must be a standard resource type or fully qualified"
         );
         assert!(container_resource_errors("example.com/gpu", "f").is_empty());
         assert_eq!(container_resource_errors("pods", "f").len(), 1);
