@@ -157,6 +157,7 @@ mod cluster;
 mod faults;
 mod field_errors;
 mod field_validation;
+mod go_order;
 mod go_print;
 mod gojson;
 mod jsonpath;

@@ -511,14 +511,17 @@ impl ResourceDef {
         v
     }
 
-    /// Appends a stored object as this resource presents it, as JSON, to `out`: `kind` and
-    /// `apiVersion` first, as the API server writes them (a client decoding a watch event or a
-    /// list item meets them before the body), and without copying the object when it is stored
-    /// in this version.
+    /// Appends a stored object as this resource presents it, as JSON, to `out`: its fields in
+    /// the order the API server writes them ([`go_order`](crate::go_order)), and without copying
+    /// the object when it is stored in this version.
     pub(crate) fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) {
         let obj = self.view(stored);
         // Serialising a `Value` into a Vec cannot fail.
-        let _ = serde_json::to_writer(out, &Presented { def: self, obj: &obj });
+        let api_version = self.api_version();
+        let _ = serde_json::to_writer(
+            out,
+            &crate::go_order::Stamped { value: &obj, api_version: &api_version, kind: self.kind },
+        );
     }
 
     /// Checks that the object decodes as the kind (a failure is a 400 naming the field).
@@ -720,26 +723,6 @@ impl ResourceDef {
     #[must_use]
     pub(crate) fn pod_template(&self) -> Option<&'static str> {
         self.built_in().pod_template
-    }
-}
-
-/// An object serialised with this resource's `kind` and `apiVersion` first.
-struct Presented<'a> {
-    def: &'a ResourceDef,
-    obj: &'a Value,
-}
-
-impl serde::Serialize for Presented<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Some(fields) = self.obj.as_object() else { return self.obj.serialize(s) };
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("kind", self.def.kind)?;
-        m.serialize_entry("apiVersion", &self.def.api_version())?;
-        for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
     }
 }
 

@@ -1,4 +1,5 @@
-//! What every answer is made of: JSON bodies written as Go's encoder writes them, `metav1.Status`
+//! What every answer is made of: JSON bodies written as Go's encoder writes them (fields in
+//! [`go_order`](crate::go_order), a newline at the end), `metav1.Status`
 //! errors (with `Retry-After` and the injected disconnect), `Warning` headers and watch streams.
 
 use std::convert::Infallible;
@@ -29,33 +30,9 @@ pub(crate) fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
     json_typed(code, "application/json", body)
 }
 
-/// An object as Go's encoder writes it: `kind` and `apiVersion` first (the type's embedded
-/// `TypeMeta`), then the rest. A client that reads the wrong kind fails at the same column as
-/// against a real server.
-struct KindFirst<'a>(&'a Value);
-
-impl serde::Serialize for KindFirst<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Some(fields) = self.0.as_object().filter(|m| m.contains_key("kind")) else {
-            return self.0.serialize(s);
-        };
-        let mut m = s.serialize_map(Some(fields.len()))?;
-        for key in ["kind", "apiVersion"] {
-            if let Some(v) = fields.get(key) {
-                m.serialize_entry(key, v)?;
-            }
-        }
-        for (k, v) in fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion") {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
 /// A JSON body served under `content_type` (aggregated discovery has its own).
 pub(crate) fn json_typed(code: u16, content_type: &str, body: &Value) -> Response<ResponseBody> {
-    json_body(code, content_type, &KindFirst(body), 0)
+    json_body(code, content_type, &crate::go_order::GoOrdered::object(body), 0)
 }
 
 /// A JSON answer written by its own serializer (a list page thawing its objects as it goes)

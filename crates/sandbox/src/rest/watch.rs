@@ -220,7 +220,7 @@ fn frame_with(kind: &str, write_object: impl FnOnce(&mut Vec<u8>)) -> Bytes {
 
 fn frame(kind: &str, object: &Value) -> Bytes {
     frame_with(kind, |out| {
-        let _ = serde_json::to_writer(out, object);
+        let _ = serde_json::to_writer(out, &crate::go_order::GoOrdered::object(object));
     })
 }
 

@@ -538,8 +538,8 @@ impl ListPage<'_> {
 }
 
 impl serde::Serialize for ListPage<'_> {
-    /// As [`into_value`](ListPage::into_value) serializes, `kind` and `apiVersion` first, each
-    /// object thawed only as it is written.
+    /// As [`into_value`](ListPage::into_value) serializes, in Go's order (`kind`, `apiVersion`,
+    /// `metadata`, `items`), each object thawed only as it is written.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{SerializeMap, SerializeSeq};
         struct Items<'a, 'd>(&'a ListPage<'d>);
@@ -547,7 +547,8 @@ impl serde::Serialize for ListPage<'_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut seq = s.serialize_seq(Some(self.0.items.len()))?;
                 for o in &self.0.items {
-                    seq.serialize_element(&self.0.def.present_owned(o.thaw()))?;
+                    let item = self.0.def.present_owned(o.thaw());
+                    seq.serialize_element(&crate::go_order::GoOrdered::object(&item))?;
                 }
                 seq.end()
             }
