@@ -37,10 +37,17 @@ struct Shape<'t> {
     ty: usize,
 }
 
-/// A struct type: its fields' positions and shapes by JSON name.
+/// A field of a struct type: where it is declared, and its value's shape when that is known.
+#[derive(Debug)]
+struct Field {
+    position: usize,
+    shape: Option<(Box<[Layer]>, usize)>,
+}
+
+/// A struct type: its fields by JSON name.
 #[derive(Debug, Default)]
 struct Type {
-    fields: HashMap<Box<str>, (usize, Option<(Box<[Layer]>, usize)>)>,
+    fields: HashMap<Box<str>, Field>,
 }
 
 /// The table, parsed once.
@@ -82,7 +89,8 @@ fn table() -> &'static Table {
                     .enumerate()
                     .filter_map(|(pos, f)| {
                         let name = f.get(0)?.as_str()?;
-                        Some((name.into(), (pos, f.get(1).and_then(Value::as_str).and_then(shape))))
+                        let shape = f.get(1).and_then(Value::as_str).and_then(shape);
+                        Some((name.into(), Field { position: pos, shape }))
                     })
                     .collect();
                 Type { fields }
@@ -208,16 +216,13 @@ fn write_map<S: Serializer>(
 /// sorted.
 fn write_struct<S: Serializer>(mut entries: Vec<(&str, &Value)>, ty: usize, s: S) -> Result<S::Ok, S::Error> {
     let t = &table().types[ty];
-    let position = |k: &str| t.fields.get(k).map_or(usize::MAX, |(pos, _)| *pos);
+    let position = |k: &str| t.fields.get(k).map_or(usize::MAX, |f| f.position);
     // Stable: the unknown fields keep their sorted order.
     entries.sort_by_key(|(k, _)| position(k));
     let mut out = s.serialize_map(Some(entries.len()))?;
     for (k, v) in entries {
-        let shape = t
-            .fields
-            .get(k)
-            .and_then(|(_, shape)| shape.as_ref())
-            .map(|(layers, ty)| Shape { layers, ty: *ty });
+        let shape =
+            t.fields.get(k).and_then(|f| f.shape.as_ref()).map(|(layers, ty)| Shape { layers, ty: *ty });
         out.serialize_entry(k, &GoOrdered { value: v, shape })?;
     }
     out.end()

@@ -31,7 +31,29 @@ const ALGORITHM: &str = "RS256";
 struct Key {
     pair: RsaKeyPair,
     kid: String,
-    jwk: Value,
+    jwk: Jwk,
+}
+
+/// A public key as go-jose writes it into a key set, fields in its order.
+#[derive(serde::Serialize)]
+struct Jwk {
+    #[serde(rename = "use")]
+    usage: &'static str,
+    kty: &'static str,
+    kid: String,
+    alg: &'static str,
+    n: String,
+    e: String,
+}
+
+/// The discovery document, fields in upstream's order (`openIDMetadata`).
+#[derive(serde::Serialize)]
+struct Discovery<'a> {
+    issuer: &'a str,
+    jwks_uri: String,
+    response_types_supported: [&'a str; 1],
+    subject_types_supported: [&'a str; 1],
+    id_token_signing_alg_values_supported: [&'a str; 1],
 }
 
 /// The process's key, made on first use.
@@ -48,11 +70,14 @@ fn key() -> &'static Key {
             let first = n.iter().position(|b| *b != 0).unwrap_or(n.len());
             URL_SAFE_NO_PAD.encode(&n[first..])
         };
-        let jwk = json!({
-            "use": "sig", "kty": "RSA", "kid": kid, "alg": ALGORITHM,
-            "n": unsigned(public.n().to_be_bytes().into_vec()),
-            "e": unsigned(public.e().to_be_bytes().into_vec()),
-        });
+        let jwk = Jwk {
+            usage: "sig",
+            kty: "RSA",
+            kid: kid.clone(),
+            alg: ALGORITHM,
+            n: unsigned(public.n().to_be_bytes().into_vec()),
+            e: unsigned(public.e().to_be_bytes().into_vec()),
+        };
         Key { pair, kid, jwk }
     })
 }
@@ -94,20 +119,27 @@ pub(crate) fn verify(token: &str) -> Option<Value> {
 
 /// `/.well-known/openid-configuration`: the issuer, where its keys are (`host` is the API
 /// server's address as the client reached it, as upstream uses its external address when no
-/// `--service-account-jwks-uri` is given), and what it signs with.
-pub(crate) fn openid_configuration(host: &str) -> Value {
-    json!({
-        "issuer": ISSUER,
-        "jwks_uri": format!("https://{host}/openid/v1/jwks"),
-        "response_types_supported": ["id_token"],
-        "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": [ALGORITHM],
-    })
+/// `--service-account-jwks-uri` is given), and what it signs with. As upstream's, written by
+/// `json.Marshal`: Go's field order, no newline at the end.
+pub(crate) fn openid_configuration(host: &str) -> Vec<u8> {
+    let doc = Discovery {
+        issuer: ISSUER,
+        jwks_uri: format!("https://{host}/openid/v1/jwks"),
+        response_types_supported: ["id_token"],
+        subject_types_supported: ["public"],
+        id_token_signing_alg_values_supported: [ALGORITHM],
+    };
+    serde_json::to_vec(&doc).unwrap_or_default()
 }
 
-/// `/openid/v1/jwks`: the public key tokens verify with, as a JSON Web Key Set.
-pub(crate) fn jwks() -> Value {
-    json!({ "keys": [key().jwk] })
+/// `/openid/v1/jwks`: the public key tokens verify with, as a JSON Web Key Set, written as
+/// [`openid_configuration`] is.
+pub(crate) fn jwks() -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Set<'a> {
+        keys: [&'a Jwk; 1],
+    }
+    serde_json::to_vec(&Set { keys: [&key().jwk] }).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -133,7 +165,8 @@ mod tests {
         let token = sign(&json!({}));
         let header = part(&token, 0);
         assert_eq!(header["alg"], "RS256");
-        let jwk = &jwks()["keys"][0];
+        let set: Value = serde_json::from_slice(&jwks()).unwrap();
+        let jwk = &set["keys"][0];
         assert_eq!(header["kid"], jwk["kid"]);
         assert_eq!((jwk["kty"].as_str(), jwk["e"].as_str()), (Some("RSA"), Some("AQAB")));
         // A 2048-bit modulus, without a leading zero: 256 bytes, 342 base64url characters.
@@ -153,9 +186,13 @@ mod tests {
 
     #[test]
     fn the_discovery_document_points_at_the_key_set() {
-        let doc = openid_configuration("127.0.0.1:6443");
-        assert_eq!(doc["jwks_uri"], "https://127.0.0.1:6443/openid/v1/jwks");
-        assert_eq!(doc["id_token_signing_alg_values_supported"], json!(["RS256"]));
-        assert_eq!(doc["issuer"], ISSUER);
+        let doc = String::from_utf8(openid_configuration("127.0.0.1:6443")).unwrap();
+        assert_eq!(
+            doc,
+            r#"{"issuer":"https://kubernetes.default.svc.cluster.local","jwks_uri":"https://127.0.0.1:6443/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}"#
+        );
+        assert!(
+            String::from_utf8(jwks()).unwrap().starts_with(r#"{"keys":[{"use":"sig","kty":"RSA","kid":""#)
+        );
     }
 }

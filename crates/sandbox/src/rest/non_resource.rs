@@ -26,10 +26,13 @@ fn text(body: &'static str) -> Response<ResponseBody> {
 }
 
 /// An issuer discovery document, cacheable for an hour as upstream serves it.
-fn discovery_document(doc: &Value, content_type: &str) -> Response<ResponseBody> {
-    let mut r = json_typed(200, content_type, doc);
-    r.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("public, max-age=3600"));
-    r
+fn discovery_document(doc: Vec<u8>, content_type: &'static str) -> Response<ResponseBody> {
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::CACHE_CONTROL, "public, max-age=3600")
+        .body(Full::new(Bytes::from(doc)).boxed_unsync())
+        .expect("valid response")
 }
 
 /// The forms `/openapi/v2` is served in.
@@ -126,11 +129,11 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
             let host = parts.headers.get(header::HOST).and_then(|v| v.to_str().ok());
             let host = host.or_else(|| parts.uri.authority().map(http::uri::Authority::as_str));
             discovery_document(
-                &token_issuer::openid_configuration(host.unwrap_or("localhost")),
+                token_issuer::openid_configuration(host.unwrap_or("localhost")),
                 "application/json",
             )
         }
-        ["openid", "v1", "jwks"] => discovery_document(&token_issuer::jwks(), "application/jwk-set+json"),
+        ["openid", "v1", "jwks"] => discovery_document(token_issuer::jwks(), "application/jwk-set+json"),
         ["openapi", "v3"] => ok(&openapi::openapi_v3_index(&registry())),
         ["openapi", "v3", "api", v] => found(openapi::openapi_v3(&registry(), "", v).as_deref()),
         ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(&registry(), g, v).as_deref()),
