@@ -8,28 +8,34 @@
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
 //! | [`cron`] | a CronJob's schedule: the standard cron syntax, upstream's cron library's errors |
+//! | [`cron_job`] | batch/v1 CronJob: schedule, time zone, concurrency policy, its Job template, history limits |
 //! | [`csr`] | CertificateSigningRequests: the requester, the required fields |
 //! | [`custom`] | every custom resource: the one strategy a CRD version's structural schema drives |
+//! | [`daemon_set`] | apps/v1 DaemonSet: selector and template, rolling update, status counts |
 //! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
+//! | [`disruption_budget`] | policy/v1 PodDisruptionBudget: spec and status rules |
 //! | [`endpoints`] | Endpoints and EndpointSlices: addresses of their type, ports in range |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
+//! | [`job`] | batch/v1 Job: counts, completion modes, failure and success policies, the generated selector, update and status rules |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`limitrange`] | v1 LimitRange: limit types, resource names, min ≤ default request ≤ default ≤ max, ratios |
 //! | [`namespace`] | v1 Namespace: phase, finalizer, the `kubernetes.io/metadata.name` label |
 //! | [`network`] | Ingresses (path types, backends), IngressClasses (controller), NetworkPolicies (policy types) |
 //! | [`node`] | v1 Node: allocatable from capacity, taints |
 //! | [`pod`] | v1 Pod and every template's pod spec: defaults, admission's additions, the rules, immutability |
+//! | [`pod_template`] | the pod template every workload holds: labels, annotations, pod spec |
 //! | [`quota`] | v1 ResourceQuota: resource names, integer counts, scopes and scope selectors, scopes immutable |
 //! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
 //! | [`pv_source`] | a PersistentVolume's spec: access modes, capacity, node affinity, its one volume source |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
+//! | [`stateful_set`] | apps/v1 StatefulSet: pod management, update strategy, claim templates, what an update may change, status counts |
 //! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
-//! | [`workload`] | ReplicaSets, ReplicationControllers, StatefulSets, DaemonSets, Jobs, CronJobs, PodTemplates |
+//! | [`workload`] | the workload kinds' shared rules; ReplicaSets, ReplicationControllers, ControllerRevisions |
 //!
-//! Kinds with no rules of their own (ServiceAccount, PodDisruptionBudget, EndpointSlice, …) are
-//! checked only for their shape, from their k8s-openapi type (see [`crate::catalog`]).
+//! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
+//! from their k8s-openapi type (see [`crate::catalog`]).
 
 pub mod autoscaler;
 pub mod configmap;
