@@ -64,6 +64,9 @@ fn default_container(c: &mut Map<String, Value>) {
         if let Some(f) = env.pointer_mut("/valueFrom/fieldRef").and_then(Value::as_object_mut) {
             set_default(f, "apiVersion", json!("v1"));
         }
+        if let Some(r) = env.pointer_mut("/valueFrom/resourceFieldRef").and_then(Value::as_object_mut) {
+            volumes::default_divisor(r);
+        }
     }
 }
 
@@ -256,6 +259,25 @@ mod tests {
         assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
         assert_eq!(pod["status"], json!({ "phase": "Pending", "qosClass": "BestEffort" }));
         assert!(validate(&pod, None).is_empty());
+    }
+
+    #[test]
+    fn a_resource_field_reference_gets_its_zero_divisor() {
+        let r = json!({ "resource": "limits.cpu", "containerName": "c" });
+        let mut pod = json!({ "spec": {
+            "containers": [{ "name": "c", "image": "nginx", "env": [{ "name": "CPU", "valueFrom": { "resourceFieldRef": r } }] }],
+            "volumes": [{ "name": "info", "downwardAPI": { "items": [{ "path": "cpu", "resourceFieldRef": r }] } }],
+        } });
+        default(&mut pod);
+        assert_eq!(
+            pod.pointer("/spec/containers/0/env/0/valueFrom/resourceFieldRef/divisor"),
+            Some(&json!("0"))
+        );
+        assert_eq!(
+            pod.pointer("/spec/volumes/0/downwardAPI/items/0/resourceFieldRef/divisor"),
+            Some(&json!("0"))
+        );
+        assert!(validate(&pod, None).is_empty(), "{:?}", validate(&pod, None));
     }
 
     #[test]

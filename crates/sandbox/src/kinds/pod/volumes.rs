@@ -954,6 +954,9 @@ pub(super) fn default_sources(v: &mut serde_json::Map<String, Value>) {
             if let Some(f) = item.get_mut("fieldRef").and_then(Value::as_object_mut) {
                 set_default(f, "apiVersion", json!("v1"));
             }
+            if let Some(r) = item.get_mut("resourceFieldRef").and_then(Value::as_object_mut) {
+                default_divisor(r);
+            }
         }
     };
     field_refs(v.get_mut("downwardAPI").and_then(|d| d.get_mut("items")));
@@ -964,6 +967,12 @@ pub(super) fn default_sources(v: &mut serde_json::Map<String, Value>) {
         }
         field_refs(s.get_mut("downwardAPI").and_then(|d| d.get_mut("items")));
     }
+}
+
+/// A resource field reference's divisor: a `resource.Quantity` is a struct, which Go's
+/// `omitempty` never leaves out, so an unset one is written as its zero value, `"0"`.
+pub(super) fn default_divisor(r: &mut serde_json::Map<String, Value>) {
+    crate::object_meta::set_default(r, "divisor", Value::String("0".into()));
 }
 
 /// Sets each of `defaults` missing from the source `key` of a volume, if it has that source.
