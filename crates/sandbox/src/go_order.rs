@@ -44,17 +44,38 @@ struct Field {
     shape: Option<(Box<[Layer]>, usize)>,
 }
 
+/// FNV-1a: the table's keys are a fixed set of short field names, looked up once per field
+/// written, where SipHash's setup cost shows.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type FnvMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// A struct type: its fields by JSON name.
 #[derive(Debug, Default)]
 struct Type {
-    fields: HashMap<Box<str>, Field>,
+    fields: FnvMap<Box<str>, Field>,
 }
 
 /// The table, parsed once.
 #[derive(Debug, Default)]
 struct Table {
     types: Vec<Type>,
-    kinds: HashMap<Box<str>, usize>,
+    /// `apiVersion` → `kind` → type.
+    kinds: FnvMap<Box<str>, FnvMap<Box<str>, usize>>,
 }
 
 fn table() -> &'static Table {
@@ -96,19 +117,22 @@ fn table() -> &'static Table {
                 Type { fields }
             })
             .collect();
-        let kinds = raw["kinds"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((k.as_str().into(), *index.get(v.as_str()?)?)))
-            .collect();
+        let mut kinds: FnvMap<Box<str>, FnvMap<Box<str>, usize>> = FnvMap::default();
+        for (k, v) in raw["kinds"].as_object().into_iter().flatten() {
+            let (Some((api_version, kind)), Some(ty)) =
+                (k.rsplit_once('/'), v.as_str().and_then(|v| index.get(v)))
+            else {
+                continue;
+            };
+            kinds.entry(api_version.into()).or_default().insert(kind.into(), *ty);
+        }
         Table { types, kinds }
     })
 }
 
 /// The struct an `apiVersion` and `kind` name, if the table has it.
 fn kind_type(api_version: &str, kind: &str) -> Option<usize> {
-    table().kinds.get(format!("{api_version}/{kind}").as_str()).copied()
+    table().kinds.get(api_version)?.get(kind).copied()
 }
 
 /// A JSON value written in Go's field order.
@@ -158,7 +182,7 @@ impl Serialize for Stamped<'_> {
             fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion").map(|(k, v)| (k.as_str(), v)),
         );
         match kind_type(self.api_version, self.kind) {
-            Some(ty) => write_struct(entries, ty, s),
+            Some(ty) => write_struct(entries.into_iter(), ty, s),
             None => {
                 entries.sort_by_key(|(k, _)| *k);
                 let mut m = s.serialize_map(Some(entries.len()))?;
@@ -177,7 +201,7 @@ fn write<S: Serializer>(value: &Value, shape: Option<Shape<'static>>, s: S) -> R
             write_map(m, Some(Shape { layers: rest, ty }), s)
         }
         (Value::Object(m), Some(Shape { layers: [], ty })) => {
-            write_struct(m.iter().map(|(k, v)| (k.as_str(), v)).collect(), ty, s)
+            write_struct(m.iter().map(|(k, v)| (k.as_str(), v)), ty, s)
         }
         (Value::Object(m), _) => write_map(m, None, s),
         (Value::Array(items), Some(Shape { layers: [Layer::List, rest @ ..], ty })) => {
@@ -214,18 +238,47 @@ fn write_map<S: Serializer>(
 
 /// A struct's fields in their declared order; fields the table does not know after them,
 /// sorted.
-fn write_struct<S: Serializer>(mut entries: Vec<(&str, &Value)>, ty: usize, s: S) -> Result<S::Ok, S::Error> {
+fn write_struct<'v, S: Serializer>(
+    entries: impl ExactSizeIterator<Item = (&'v str, &'v Value)>,
+    ty: usize,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    /// Most objects have fewer fields than this: they are ordered on the stack.
+    const INLINE: usize = 32;
+    static NULL: Value = Value::Null;
     let t = &table().types[ty];
-    let position = |k: &str| t.fields.get(k).map_or(usize::MAX, |f| f.position);
-    // Stable: the unknown fields keep their sorted order.
-    entries.sort_by_key(|(k, _)| position(k));
-    let mut out = s.serialize_map(Some(entries.len()))?;
-    for (k, v) in entries {
-        let shape =
-            t.fields.get(k).and_then(|f| f.shape.as_ref()).map(|(layers, ty)| Shape { layers, ty: *ty });
-        out.serialize_entry(k, &GoOrdered { value: v, shape })?;
+    let n = entries.len();
+    let mut inline: [Placed<'v>; INLINE] =
+        [Placed { position: 0, seq: 0, key: "", value: &NULL, field: None }; INLINE];
+    let mut spilled: Vec<Placed<'v>> = Vec::new();
+    let placed: &mut [Placed<'v>] = if n <= INLINE {
+        &mut inline[..n]
+    } else {
+        spilled.resize(n, inline[0]);
+        &mut spilled
+    };
+    // Each field looked up once; the unknown ones after the known, in the sorted order they came.
+    for (seq, ((key, value), slot)) in entries.zip(placed.iter_mut()).enumerate() {
+        let field = t.fields.get(key);
+        *slot = Placed { position: field.map_or(usize::MAX, |f| f.position), seq, key, value, field };
+    }
+    placed.sort_unstable_by_key(|p| (p.position, p.seq));
+    let mut out = s.serialize_map(Some(n))?;
+    for p in placed.iter() {
+        let shape = p.field.and_then(|f| f.shape.as_ref()).map(|(layers, ty)| Shape { layers, ty: *ty });
+        out.serialize_entry(p.key, &GoOrdered { value: p.value, shape })?;
     }
     out.end()
+}
+
+/// A field of an object being written, with where its type declares it.
+#[derive(Clone, Copy)]
+struct Placed<'v> {
+    position: usize,
+    seq: usize,
+    key: &'v str,
+    value: &'v Value,
+    field: Option<&'static Field>,
 }
 
 #[cfg(test)]
@@ -276,6 +329,22 @@ mod tests {
             text(&config),
             r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{},"data":{},"aNew":1,"zNew":true}"#
         );
+    }
+
+    #[test]
+    fn an_object_with_more_fields_than_the_stack_holds_is_ordered_too() {
+        let mut config = json!({ "kind": "ConfigMap", "apiVersion": "v1", "data": {}, "metadata": {} });
+        for i in 0..40 {
+            config[format!("x{i:02}")] = json!(i);
+        }
+        let text = text(&config);
+        assert!(
+            text.starts_with(
+                r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{},"data":{},"x00":0,"x01":1"#
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with(r#""x39":39}"#), "{text}");
     }
 
     #[test]
