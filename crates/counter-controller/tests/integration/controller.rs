@@ -621,7 +621,7 @@ fn primary_reads(run: &Running, outcome: &str) -> f64 {
 }
 
 /// Starts the controller, creates `web` with 2 replicas, and waits until the controller's cache
-/// holds its Deployment.
+/// holds its Deployment and the request log its create.
 async fn web_created_and_cached(sb: &Sandbox, cms: &Api<ConfigMap>, deploys: &Api<Deployment>) -> Running {
     let run = start(sb);
     cms.create(&PostParams::default(), &cm("web", Some("2"))).await.unwrap();
@@ -630,6 +630,9 @@ async fn web_created_and_cached(sb: &Sandbox, cms: &Api<ConfigMap>, deploys: &Ap
         run.controller.deployment_cache().get(&key("web")).is_some()
     })
     .await;
+    // The request log takes a write once its answer is made, which a busy machine can let the
+    // watch event overtake.
+    eventually("the create is recorded", || async { deployments_created(sb) >= 1 }).await;
     run
 }
 
