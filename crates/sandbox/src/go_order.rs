@@ -175,19 +175,25 @@ pub(crate) struct Stamped<'a> {
 impl Serialize for Stamped<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let Some(fields) = self.value.as_object() else { return self.value.serialize(s) };
-        let kind = Value::String(self.kind.to_owned());
-        let api_version = Value::String(self.api_version.to_owned());
-        let mut entries: Vec<(&str, &Value)> = vec![("kind", &kind), ("apiVersion", &api_version)];
-        entries.extend(
-            fields.iter().filter(|(k, _)| *k != "kind" && *k != "apiVersion").map(|(k, v)| (k.as_str(), v)),
-        );
+        let own = |k: &String| k != "kind" && k != "apiVersion";
+        let n = fields.keys().filter(|k| own(k)).count() + 2;
+        let rest = fields.iter().filter(|(k, _)| own(k)).map(|(k, v)| (k.as_str(), v));
+        let stamp = [("kind", self.kind), ("apiVersion", self.api_version)];
         match kind_type(self.api_version, self.kind) {
-            Some(ty) => write_struct(entries.into_iter(), ty, s),
+            // `TypeMeta` is every kind's first field: the stamp goes first.
+            Some(ty) => write_struct(&stamp, rest, n, ty, s),
+            // A custom resource is a map: the stamp goes where its keys sort.
             None => {
-                entries.sort_by_key(|(k, _)| *k);
-                let mut m = s.serialize_map(Some(entries.len()))?;
-                for (k, v) in entries {
+                let mut m = s.serialize_map(Some(n))?;
+                let mut pending = [stamp[1], stamp[0]].into_iter().peekable();
+                for (k, v) in rest {
+                    while let Some((sk, sv)) = pending.next_if(|(sk, _)| *sk < k) {
+                        m.serialize_entry(sk, sv)?;
+                    }
                     m.serialize_entry(k, &GoOrdered { value: v, shape: None })?;
+                }
+                for (sk, sv) in pending {
+                    m.serialize_entry(sk, sv)?;
                 }
                 m.end()
             }
@@ -201,7 +207,7 @@ fn write<S: Serializer>(value: &Value, shape: Option<Shape<'static>>, s: S) -> R
             write_map(m, Some(Shape { layers: rest, ty }), s)
         }
         (Value::Object(m), Some(Shape { layers: [], ty })) => {
-            write_struct(m.iter().map(|(k, v)| (k.as_str(), v)), ty, s)
+            write_struct(&[], m.iter().map(|(k, v)| (k.as_str(), v)), m.len(), ty, s)
         }
         (Value::Object(m), _) => write_map(m, None, s),
         (Value::Array(items), Some(Shape { layers: [Layer::List, rest @ ..], ty })) => {
@@ -236,10 +242,13 @@ fn write_map<S: Serializer>(
     out.end()
 }
 
-/// A struct's fields in their declared order; fields the table does not know after them,
-/// sorted.
+/// A struct's fields: `stamp` first (its `kind` and `apiVersion`, when written as presented),
+/// then `entries` (`n` fields in all) in their declared order, those the table does not know
+/// after them, sorted.
 fn write_struct<'v, S: Serializer>(
-    entries: impl ExactSizeIterator<Item = (&'v str, &'v Value)>,
+    stamp: &[(&str, &str)],
+    entries: impl Iterator<Item = (&'v str, &'v Value)>,
+    n: usize,
     ty: usize,
     s: S,
 ) -> Result<S::Ok, S::Error> {
@@ -247,7 +256,11 @@ fn write_struct<'v, S: Serializer>(
     const INLINE: usize = 32;
     static NULL: Value = Value::Null;
     let t = &table().types[ty];
-    let n = entries.len();
+    let mut out = s.serialize_map(Some(n))?;
+    for (k, v) in stamp {
+        out.serialize_entry(k, v)?;
+    }
+    let n = n - stamp.len();
     let mut inline: [Placed<'v>; INLINE] =
         [Placed { position: 0, seq: 0, key: "", value: &NULL, field: None }; INLINE];
     let mut spilled: Vec<Placed<'v>> = Vec::new();
@@ -263,7 +276,6 @@ fn write_struct<'v, S: Serializer>(
         *slot = Placed { position: field.map_or(usize::MAX, |f| f.position), seq, key, value, field };
     }
     placed.sort_unstable_by_key(|p| (p.position, p.seq));
-    let mut out = s.serialize_map(Some(n))?;
     for p in placed.iter() {
         let shape = p.field.and_then(|f| f.shape.as_ref()).map(|(layers, ty)| Shape { layers, ty: *ty });
         out.serialize_entry(p.key, &GoOrdered { value: p.value, shape })?;
@@ -356,6 +368,18 @@ mod tests {
         assert_eq!(
             body,
             r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"d"},"spec":{"replicas":1}}"#
+        );
+    }
+
+    #[test]
+    fn a_stamped_custom_resource_has_its_stamp_where_the_keys_sort() {
+        let stored = json!({ "spec": { "b": 1 }, "metadata": { "name": "w" }, "kind": "Old" });
+        let body =
+            serde_json::to_string(&Stamped { value: &stored, api_version: "example.com/v1", kind: "Widget" })
+                .unwrap();
+        assert_eq!(
+            body,
+            r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"b":1}}"#
         );
     }
 

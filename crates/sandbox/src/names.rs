@@ -11,7 +11,7 @@ use crate::metadata::{label_errors, port_name_errors, subdomain_errors};
 /// `field.Invalid(field, value, msg)` for each of `msgs`.
 #[must_use]
 pub fn invalid(field: &str, value: &str, msgs: Vec<String>) -> Vec<FieldError> {
-    msgs.into_iter().map(|m| (field.to_owned(), format!("Invalid value: {}: {m}", go_quote(value)))).collect()
+    msgs.into_iter().map(|m| crate::field_errors::invalid_str(field, value, &m)).collect()
 }
 
 /// `ValidateDNS1123Label` of a field's value.
@@ -137,16 +137,6 @@ pub fn path_segment_field(field: &str, value: &str) -> Vec<FieldError> {
     let msgs =
         ["/", "%"].iter().filter(|c| value.contains(**c)).map(|c| format!("may not contain '{c}'")).collect();
     invalid(field, value, msgs)
-}
-
-/// `field.NotSupported` with upstream's list, in the order given.
-#[must_use]
-pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> FieldError {
-    let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    (
-        field.to_owned(),
-        format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", ")),
-    )
 }
 
 #[cfg(test)]

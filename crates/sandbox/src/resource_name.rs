@@ -114,7 +114,7 @@ pub fn overcommit_allowed(name: &str) -> bool {
 /// `field.Invalid` of a resource name: a `core.ResourceName`, printed by its `String()`, so
 /// unquoted.
 fn invalid(field: &str, name: &str, why: &str) -> FieldError {
-    (field.to_owned(), format!("Invalid value: {name}: {why}"))
+    crate::field_errors::invalid_bare(field, name, why)
 }
 
 /// `ValidateResourceQuantityValue`: not negative, and whole for a resource counted in units.

@@ -14,7 +14,7 @@ const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
 fn protocol_errors(field: &str, protocol: Option<&Value>) -> Vec<FieldError> {
     match protocol.and_then(Value::as_str) {
         None | Some("") => vec![(field.to_owned(), "Required value".into())],
-        Some(p) if !PROTOCOLS.contains(&p) => vec![crate::names::not_supported(field, p, &PROTOCOLS)],
+        Some(p) if !PROTOCOLS.contains(&p) => vec![crate::field_errors::not_supported(field, p, &PROTOCOLS)],
         Some(_) => Vec::new(),
     }
 }
@@ -135,7 +135,9 @@ pub fn validate_slice(slice: &Value, old: Option<&Value>) -> Vec<FieldError> {
     match kind {
         "" => errs.push(("addressType".into(), "Required value".into())),
         "IPv4" | "IPv6" | "FQDN" => {}
-        other => errs.push(crate::names::not_supported("addressType", other, &["FQDN", "IPv4", "IPv6"])),
+        other => {
+            errs.push(crate::field_errors::not_supported("addressType", other, &["FQDN", "IPv4", "IPv6"]))
+        }
     }
     errs.extend(slice_endpoint_errors(slice, kind));
     errs.extend(slice_port_errors(slice));

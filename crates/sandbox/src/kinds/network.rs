@@ -203,8 +203,8 @@ fn http_path_errors(path: &Value, at: &str) -> Vec<FieldError> {
                 errs.push(bad("must be an absolute path".into()));
             }
         }
-        other => errs.push(crate::names::not_supported(
-            &format!("{at}.pathType"),
+        other => errs.push(crate::field_errors::not_supported(
+            format!("{at}.pathType"),
             other,
             &["Exact", "ImplementationSpecific", "Prefix"],
         )),
@@ -351,8 +351,8 @@ pub fn validate_ingress_class(class: &Value, old: Option<&Value>) -> Vec<FieldEr
                     ));
                 }
             }
-            Some(other) => errs.push(crate::names::not_supported(
-                &format!("{at}.scope"),
+            Some(other) => errs.push(crate::field_errors::not_supported(
+                format!("{at}.scope"),
                 other,
                 &["Cluster", "Namespace"],
             )),
@@ -416,8 +416,8 @@ pub fn validate_network_policy(np: &Value, _old: Option<&Value>) -> Vec<FieldErr
     for (i, t) in types.iter().enumerate() {
         let t = t.as_str().unwrap_or("");
         if !matches!(t, "Ingress" | "Egress") {
-            errs.push(crate::names::not_supported(
-                &format!("spec.policyTypes[{i}]"),
+            errs.push(crate::field_errors::not_supported(
+                format!("spec.policyTypes[{i}]"),
                 t,
                 &["Ingress", "Egress"],
             ));
@@ -433,7 +433,7 @@ fn policy_port_errors(port: &Value, at: &str) -> Vec<FieldError> {
     if let Some(p) = port.get("protocol").and_then(Value::as_str)
         && !matches!(p, "TCP" | "UDP" | "SCTP")
     {
-        errs.push(crate::names::not_supported(&format!("{at}.protocol"), p, &["TCP", "UDP", "SCTP"]));
+        errs.push(crate::field_errors::not_supported(format!("{at}.protocol"), p, &["TCP", "UDP", "SCTP"]));
     }
     let end = port.get("endPort").and_then(Value::as_i64);
     match port.get("port").filter(|p| !p.is_null()) {

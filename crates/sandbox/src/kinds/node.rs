@@ -215,8 +215,8 @@ fn taint_errors(taints: Option<&Value>, at: &str) -> Vec<FieldError> {
         match effect {
             "NoSchedule" | "PreferNoSchedule" | "NoExecute" => {}
             "" => errs.push((format!("{at}[{i}].effect"), "Required value".into())),
-            e => errs.push(crate::names::not_supported(
-                &format!("{at}[{i}].effect"),
+            e => errs.push(crate::field_errors::not_supported(
+                format!("{at}[{i}].effect"),
                 e,
                 &["NoSchedule", "PreferNoSchedule", "NoExecute"],
             )),

@@ -87,7 +87,11 @@ pub fn validate(pc: &Value, old: Option<&Value>) -> Vec<FieldError> {
     match pc.get("preemptionPolicy").and_then(Value::as_str) {
         Some("") => errs.push(("preemptionPolicy".into(), "Required value".into())),
         Some(p) if !matches!(p, "PreemptLowerPriority" | "Never") => {
-            errs.push(crate::names::not_supported("preemptionPolicy", p, &["PreemptLowerPriority", "Never"]));
+            errs.push(crate::field_errors::not_supported(
+                "preemptionPolicy",
+                p,
+                &["PreemptLowerPriority", "Never"],
+            ));
         }
         _ => {}
     }

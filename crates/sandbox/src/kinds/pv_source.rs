@@ -5,8 +5,9 @@
 
 use serde_json::Value;
 
+use crate::field_errors::not_supported;
 use crate::go_print::go_quote;
-use crate::names::{invalid, not_supported};
+use crate::names::invalid;
 use crate::status::FieldError;
 
 /// The access modes a volume or a claim may ask for.
@@ -326,7 +327,7 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
                     "Socket",
                 ];
                 if !TYPES.contains(&t) {
-                    errs.push(not_supported(&format!("{at}.type"), t, &TYPES));
+                    errs.push(not_supported(format!("{at}.type"), t, &TYPES));
                 }
             }
         }
@@ -508,25 +509,25 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             if let Some(m) = src.get("cachingMode").and_then(Value::as_str)
                 && !matches!(m, "None" | "ReadOnly" | "ReadWrite")
             {
-                errs.push(not_supported(&format!("{at}.cachingMode"), m, &["None", "ReadOnly", "ReadWrite"]));
+                errs.push(not_supported(format!("{at}.cachingMode"), m, &["None", "ReadOnly", "ReadWrite"]));
             }
             let kind = src.get("kind").and_then(Value::as_str);
             if let Some(k) = kind
                 && !matches!(k, "Dedicated" | "Managed" | "Shared")
             {
-                errs.push(not_supported(&format!("{at}.kind"), k, &["Dedicated", "Managed", "Shared"]));
+                errs.push(not_supported(format!("{at}.kind"), k, &["Dedicated", "Managed", "Shared"]));
             }
             let uri = s(src, "diskURI");
             if kind == Some("Managed") && !uri.starts_with("/subscriptions/") {
                 errs.push(not_supported(
-                    &format!("{at}.diskURI"),
+                    format!("{at}.diskURI"),
                     uri,
                     &["/subscriptions/{sub-id}/resourcegroups/{group-name}/providers/microsoft.compute/disks/{disk-id}"],
                 ));
             }
             if kind.is_some_and(|k| k != "Managed") && !uri.starts_with("https://") {
                 errs.push(not_supported(
-                    &format!("{at}.diskURI"),
+                    format!("{at}.diskURI"),
                     uri,
                     &["https://{account-name}.blob.core.windows.net/{container-name}/{disk-name}.vhd"],
                 ));

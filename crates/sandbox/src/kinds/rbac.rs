@@ -48,10 +48,10 @@ fn validate_role_ref(new: &Value, kinds: &[&str]) -> Vec<FieldError> {
     let field = |name: &str| new.pointer(&format!("/roleRef/{name}")).and_then(Value::as_str).unwrap_or("");
     let mut errors = Vec::new();
     if field("apiGroup") != GROUP {
-        errors.push(crate::names::not_supported("roleRef.apiGroup", field("apiGroup"), &[GROUP]));
+        errors.push(crate::field_errors::not_supported("roleRef.apiGroup", field("apiGroup"), &[GROUP]));
     }
     if !kinds.contains(&field("kind")) {
-        errors.push(crate::names::not_supported("roleRef.kind", field("kind"), kinds));
+        errors.push(crate::field_errors::not_supported("roleRef.kind", field("kind"), kinds));
     }
     if field("name").is_empty() {
         errors.push(("roleRef.name".to_owned(), "Required value".to_owned()));
@@ -75,7 +75,11 @@ fn subject_errors(s: &Value, namespaced: bool, at: &str) -> Vec<FieldError> {
                 errs.extend(crate::names::subdomain_field(&format!("{at}.name"), get("name")));
             }
             if !get("apiGroup").is_empty() {
-                errs.push(crate::names::not_supported(&format!("{at}.apiGroup"), get("apiGroup"), &[""]));
+                errs.push(crate::field_errors::not_supported(
+                    format!("{at}.apiGroup"),
+                    get("apiGroup"),
+                    &[""],
+                ));
             }
             if !namespaced && get("namespace").is_empty() {
                 errs.push((format!("{at}.namespace"), "Required value".into()));
@@ -83,11 +87,15 @@ fn subject_errors(s: &Value, namespaced: bool, at: &str) -> Vec<FieldError> {
         }
         "User" | "Group" => {
             if get("apiGroup") != GROUP {
-                errs.push(crate::names::not_supported(&format!("{at}.apiGroup"), get("apiGroup"), &[GROUP]));
+                errs.push(crate::field_errors::not_supported(
+                    format!("{at}.apiGroup"),
+                    get("apiGroup"),
+                    &[GROUP],
+                ));
             }
         }
-        other => errs.push(crate::names::not_supported(
-            &format!("{at}.kind"),
+        other => errs.push(crate::field_errors::not_supported(
+            format!("{at}.kind"),
             other,
             &["ServiceAccount", "User", "Group"],
         )),

@@ -423,7 +423,11 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
     match affinity {
         "" => errs.push(("spec.sessionAffinity".into(), "Required value".into())),
         "ClientIP" | "None" => {}
-        other => errs.push(crate::names::not_supported("spec.sessionAffinity", other, &["ClientIP", "None"])),
+        other => errs.push(crate::field_errors::not_supported(
+            "spec.sessionAffinity",
+            other,
+            &["ClientIP", "None"],
+        )),
     }
     if affinity == "ClientIP" {
         errs.extend(client_ip_affinity_errors(spec.get("sessionAffinityConfig")));
@@ -447,7 +451,7 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
     if ty.is_empty() {
         errs.push(("spec.type".into(), "Required value".into()));
     } else if !TYPES.contains(&ty) {
-        errs.push(crate::names::not_supported("spec.type", ty, &TYPES));
+        errs.push(crate::field_errors::not_supported("spec.type", ty, &TYPES));
     }
     let node_port = |p: &Value| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
     if ty == "ClusterIP" {
@@ -498,7 +502,7 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
             errs.push(("spec.internalTrafficPolicy".into(), "Required value".into()));
         }
         Some(p) if !matches!(p.as_str(), Some("Cluster" | "Local")) => {
-            errs.push(crate::names::not_supported(
+            errs.push(crate::field_errors::not_supported(
                 "spec.internalTrafficPolicy",
                 p.as_str().unwrap_or(""),
                 &["Cluster", "Local"],
@@ -509,7 +513,7 @@ fn validate_service(svc: &Value) -> Vec<FieldError> {
     if let Some(d) = spec.get("trafficDistribution").and_then(Value::as_str)
         && d != "PreferClose"
     {
-        errs.push(crate::names::not_supported("spec.trafficDistribution", d, &["PreferClose"]));
+        errs.push(crate::field_errors::not_supported("spec.trafficDistribution", d, &["PreferClose"]));
     }
     errs
 }
@@ -541,9 +545,11 @@ fn port_errors(
     match p.get("protocol").and_then(Value::as_str).unwrap_or("") {
         "" => errs.push((format!("{at}.protocol"), "Required value".into())),
         "SCTP" | "TCP" | "UDP" => {}
-        other => {
-            errs.push(crate::names::not_supported(&format!("{at}.protocol"), other, &["SCTP", "TCP", "UDP"]))
-        }
+        other => errs.push(crate::field_errors::not_supported(
+            format!("{at}.protocol"),
+            other,
+            &["SCTP", "TCP", "UDP"],
+        )),
     }
     if let Some(t) = p.get("targetPort") {
         errs.extend(crate::names::port_num_or_name(&format!("{at}.targetPort"), t));
@@ -602,7 +608,11 @@ fn cluster_ips_related_errors(spec: &Value) -> Vec<FieldError> {
     let mut seen = std::collections::HashSet::new();
     for (i, f) in families.iter().enumerate() {
         if !matches!(f.as_str(), "IPv4" | "IPv6") {
-            errs.push(crate::names::not_supported(&format!("spec.ipFamilies[{i}]"), f, &["IPv4", "IPv6"]));
+            errs.push(crate::field_errors::not_supported(
+                format!("spec.ipFamilies[{i}]"),
+                f,
+                &["IPv4", "IPv6"],
+            ));
         }
         if !seen.insert(f.clone()) {
             errs.push((format!("spec.ipFamilies[{i}]"), format!("Duplicate value: {}", go_quote(f))));
@@ -611,7 +621,7 @@ fn cluster_ips_related_errors(spec: &Value) -> Vec<FieldError> {
     if let Some(p) = spec.get("ipFamilyPolicy").filter(|p| !p.is_null()) {
         let p = p.as_str().unwrap_or("");
         if !matches!(p, "PreferDualStack" | "RequireDualStack" | "SingleStack") {
-            errs.push(crate::names::not_supported(
+            errs.push(crate::field_errors::not_supported(
                 "spec.ipFamilyPolicy",
                 p,
                 &["PreferDualStack", "RequireDualStack", "SingleStack"],
@@ -916,7 +926,11 @@ fn external_traffic_policy_errors(spec: &Value) -> Vec<FieldError> {
     } else if policy.is_empty() {
         errs.push(("spec.externalTrafficPolicy".into(), "Required value".into()));
     } else if !matches!(policy, "Cluster" | "Local") {
-        errs.push(crate::names::not_supported("spec.externalTrafficPolicy", policy, &["Cluster", "Local"]));
+        errs.push(crate::field_errors::not_supported(
+            "spec.externalTrafficPolicy",
+            policy,
+            &["Cluster", "Local"],
+        ));
     }
     let hc = spec.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0);
     if ty == "LoadBalancer" && policy == "Local" {
@@ -982,8 +996,8 @@ fn load_balancer_status_errors(svc: &Value) -> Vec<FieldError> {
                 ));
             }
             Some(m) if !matches!(m.as_str(), Some("Proxy" | "VIP")) => {
-                errs.push(crate::names::not_supported(
-                    &format!("{at}.ipMode"),
+                errs.push(crate::field_errors::not_supported(
+                    format!("{at}.ipMode"),
                     m.as_str().unwrap_or(""),
                     &["Proxy", "VIP"],
                 ));

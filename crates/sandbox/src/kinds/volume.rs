@@ -104,7 +104,7 @@ fn claim_spec_errors(spec: &Value) -> Vec<FieldError> {
     if let Some(m) = spec.get("volumeMode").and_then(Value::as_str)
         && !matches!(m, "Block" | "Filesystem")
     {
-        errs.push(crate::names::not_supported("spec.volumeMode", m, &["Block", "Filesystem"]));
+        errs.push(crate::field_errors::not_supported("spec.volumeMode", m, &["Block", "Filesystem"]));
     }
     let ds = spec.get("dataSource").filter(|d| !d.is_null());
     let dsr = spec.get("dataSourceRef").filter(|d| !d.is_null());
@@ -232,7 +232,7 @@ fn claim_status_errors(pvc: &Value) -> Vec<FieldError> {
         if !bad.is_empty() {
             errs.extend(bad);
         } else if k != "storage" {
-            errs.push(crate::names::not_supported(at, k, &["storage"]));
+            errs.push(crate::field_errors::not_supported(at, k, &["storage"]));
         } else if !RESIZE_STATUSES.contains(&v.as_str().unwrap_or("")) {
             let list: Vec<String> = RESIZE_STATUSES.iter().map(|s| format!("{s:?}")).collect();
             errs.push((at.into(), format!("Unsupported value: {k}: supported values: {}", list.join(", "))));
@@ -244,7 +244,7 @@ fn claim_status_errors(pvc: &Value) -> Vec<FieldError> {
         if !bad.is_empty() {
             errs.extend(bad);
         } else if k != "storage" {
-            errs.push(crate::names::not_supported(at, k, &["storage"]));
+            errs.push(crate::field_errors::not_supported(at, k, &["storage"]));
         } else {
             errs.extend(super::pv_source::basic_resource_errors(&format!("{at}[{k}]"), v));
         }
@@ -320,12 +320,12 @@ pub fn validate_storage_class(sc: &Value, old: Option<&Value>) -> Vec<FieldError
     if let Some(p) = sc.get("reclaimPolicy").and_then(Value::as_str)
         && !matches!(p, "Delete" | "Retain")
     {
-        errs.push(crate::names::not_supported("reclaimPolicy", p, &["Delete", "Retain"]));
+        errs.push(crate::field_errors::not_supported("reclaimPolicy", p, &["Delete", "Retain"]));
     }
     match sc.get("volumeBindingMode").and_then(Value::as_str) {
         None => errs.push(("volumeBindingMode".into(), "Required value".into())),
         Some(m) if !matches!(m, "Immediate" | "WaitForFirstConsumer") => {
-            errs.push(crate::names::not_supported(
+            errs.push(crate::field_errors::not_supported(
                 "volumeBindingMode",
                 m,
                 &["Immediate", "WaitForFirstConsumer"],

@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use crate::go_print::go_quote;
-
 /// A string field of `v`, `""` when absent.
 pub(super) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
@@ -17,13 +15,12 @@ pub(super) fn has(v: &Value, key: &str) -> bool {
 
 /// `field.NotSupported`'s message.
 pub(super) fn unsupported(value: &str, supported: &[&str]) -> String {
-    let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    format!("Unsupported value: {}: supported values: {}", go_quote(value), list.join(", "))
+    crate::field_errors::not_supported("", value, supported).1
 }
 
-/// `field.Invalid` with a string value.
+/// `field.Invalid`'s message with a string value.
 pub(super) fn invalid(value: &str, why: &str) -> String {
-    format!("Invalid value: {}: {why}", go_quote(value))
+    crate::field_errors::invalid_str("", value, why).1
 }
 
 /// A JSON number's text (a bad value as Go prints an integer).
