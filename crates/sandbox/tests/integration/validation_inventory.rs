@@ -204,15 +204,48 @@ async fn call(sb: &Sandbox, method: &str, uri: &str, body: &Value) -> (u16, Valu
 }
 
 /// Sends the row's request; `Ok` when the answer is the row's, else what was answered.
+///
+/// A kind whose base names a `parent` and a `subresource` (a TokenRequest, an Eviction, a Scale)
+/// is sent to that subresource of a parent object created for the row: a `create` row POSTs the
+/// kind's object there; an `update` row reads the subresource, applies the case and PUTs it back.
 async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     let base = bases.get(&row.kind).ok_or_else(|| format!("no base object for kind {:?}", row.kind))?;
-    let mut path = base["path"].as_str().ok_or("a base without a path")?.to_owned();
+    let sub = base["subresource"].as_str();
+    let holder = match base["parent"].as_str() {
+        Some(parent) => bases.get(parent).ok_or_else(|| format!("no base object for parent {parent:?}"))?,
+        None => base,
+    };
+    let mut path = holder["path"].as_str().ok_or("a base without a path")?.to_owned();
     if let Some(ns) = row.case.get("namespace").and_then(Value::as_str) {
         path = path.replace("/namespaces/default/", &format!("/namespaces/{ns}/"));
     }
-    let mut obj = base["object"].clone();
+    let mut obj = holder["object"].clone();
     obj["metadata"]["name"] = json!(row.name());
-    let (code, answer) = if row.op == "create" {
+    let (code, answer) = if let Some(sub) = sub {
+        if let Some(Value::Object(before)) = row.case.get("create") {
+            apply(&mut obj, before)?;
+        }
+        let (code, created) = call(sb, "POST", &path, &obj).await;
+        if code != 201 {
+            return Err(format!("the valid parent was refused ({code}): {}", created["message"]));
+        }
+        let at = format!("{path}/{}/{sub}", row.name());
+        if row.op == "create" {
+            let mut body = base["object"].clone();
+            if body["metadata"].is_object() {
+                body["metadata"]["name"] = json!(row.name());
+            }
+            apply(&mut body, &row.case)?;
+            call(sb, "POST", &at, &body).await
+        } else {
+            let (code, mut read) = call(sb, "GET", &at, &Value::Null).await;
+            if code != 200 {
+                return Err(format!("reading {at} answered {code}: {}", read["message"]));
+            }
+            apply(&mut read, &row.case)?;
+            call(sb, "PUT", &at, &read).await
+        }
+    } else if row.op == "create" {
         apply(&mut obj, &row.case)?;
         call(sb, "POST", &path, &obj).await
     } else {
@@ -289,11 +322,40 @@ async fn every_base_object_is_valid() {
         serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
     let mut refused = Vec::new();
     for (kind, base) in bases.as_object().unwrap() {
-        let mut obj = base["object"].clone();
-        obj["metadata"]["name"] = json!(format!("base-{}", kind.to_lowercase()));
-        let (code, answer) = call(&sb, "POST", base["path"].as_str().unwrap(), &obj).await;
+        let name = format!("base-{}", kind.to_lowercase());
+        let (Some(parent), Some(sub)) = (base["parent"].as_str(), base["subresource"].as_str()) else {
+            let mut obj = base["object"].clone();
+            obj["metadata"]["name"] = json!(name);
+            let (code, answer) = call(&sb, "POST", base["path"].as_str().unwrap(), &obj).await;
+            if code != 201 {
+                refused.push(format!("{kind}: {code} {}", answer["message"]));
+            }
+            continue;
+        };
+        // A subresource's base: its parent is created, then the base is POSTed to the
+        // subresource (or, without an object of its own, the subresource is read and written back).
+        let holder = &bases[parent];
+        let mut obj = holder["object"].clone();
+        obj["metadata"]["name"] = json!(name);
+        let path = holder["path"].as_str().unwrap();
+        let (code, answer) = call(&sb, "POST", path, &obj).await;
         if code != 201 {
-            refused.push(format!("{kind}: {code} {}", answer["message"]));
+            refused.push(format!("{kind}'s parent {parent}: {code} {}", answer["message"]));
+            continue;
+        }
+        let at = format!("{path}/{name}/{sub}");
+        let (code, answer) = if base["object"].is_null() {
+            let (_, read) = call(&sb, "GET", &at, &Value::Null).await;
+            call(&sb, "PUT", &at, &read).await
+        } else {
+            let mut body = base["object"].clone();
+            if body["metadata"].is_object() {
+                body["metadata"]["name"] = json!(name);
+            }
+            call(&sb, "POST", &at, &body).await
+        };
+        if !matches!(code, 200 | 201) {
+            refused.push(format!("{kind} at {at}: {code} {}", answer["message"]));
         }
     }
     assert!(refused.is_empty(), "base objects refused:\n{}", refused.join("\n"));
