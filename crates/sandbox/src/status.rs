@@ -238,6 +238,14 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// 500 for a failure inside the server, as apimachinery's `NewInternalError` words it: the
+    /// error is the message's tail and the one cause.
+    pub fn internal_error(err: &str) -> Self {
+        let mut e = Self::new(500, "InternalError", format!("Internal error occurred: {err}"));
+        e.details = Some(serde_json::json!({ "causes": [{ "message": err }] }));
+        e
+    }
+
     /// 429 with a Retry-After, injected by a fault rule.
     pub fn too_many_requests(retry_after_seconds: u64) -> Self {
         let mut e = Self::new(

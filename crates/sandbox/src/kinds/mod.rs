@@ -30,6 +30,7 @@
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
+//! | [`service_allocation`] | what a Service holds of the service IP and node-port ranges; what a write is given or refused |
 //! | [`stateful_set`] | apps/v1 StatefulSet: pod management, update strategy, claim templates, what an update may change, status counts |
 //! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
 //! | [`workload`] | the workload kinds' shared rules; ReplicaSets, ReplicationControllers, ControllerRevisions |
@@ -63,6 +64,7 @@ pub mod quota;
 pub mod rbac;
 pub mod secret;
 pub mod service;
+pub(crate) mod service_allocation;
 pub mod stateful_set;
 pub mod volume;
 pub mod workload;

@@ -1,30 +1,13 @@
 //! v1 Service, as upstream's `pkg/registry/core/service` strategy and `ValidateService` in the
-//! parts a user meets first: a cluster IP from the default range (kept by an update that leaves it
-//! out) and the port defaults; ports required (except for ExternalName and headless Services),
+//! parts a user meets first: the port defaults, the cluster IP an update leaves out kept (the
+//! allocator, [`super::service_allocation`], gives new ones); ports required (except for ExternalName and headless Services),
 //! each in 1–65535 with a known protocol and a target port in range, named when there are
 //! several; a known type; `clusterIP` immutable.
-
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 
 use crate::go_print::go_quote;
 use crate::status::FieldError;
-
-/// The next cluster IP, from the default service range 10.96.0.0/12 (10.96.0.1 is the
-/// `kubernetes` Service's in a real cluster, so allocation starts above it).
-fn next_cluster_ip() -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(10);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed) % (1 << 20);
-    format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
-}
-
-/// The next node port, from the default range 30000–32767 (upstream's allocator picks at random;
-/// the sandbox counts up from the middle of the range).
-fn next_node_port() -> i64 {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    30500 + i64::from(NEXT.fetch_add(1, Ordering::Relaxed) % 2268)
-}
 
 /// The service range a single-stack IPv4 cluster allocates from (`--service-cluster-ip-range`).
 const SERVICE_RANGE: &str = "10.96.0.0/12";
@@ -44,8 +27,9 @@ fn absent(v: Option<&Value>) -> bool {
 }
 
 /// The defaults the API server fills in for a v1 Service (`SetDefaults_Service`), with what the
-/// strategy and the registry's allocator add before validating (`NormalizeClusterIPs`, a cluster
-/// IP, node ports and a health-check node port for what asks for them, the IP family fields).
+/// strategy and the registry's allocator add before validating (`NormalizeClusterIPs`, the IP
+/// family fields); the addresses and node ports themselves are given under the store's lock
+/// ([`super::service_allocation`]).
 pub fn default(svc: &mut Value) {
     // A Go Service always has a spec to default, given or not.
     let Some(spec) =
@@ -77,16 +61,6 @@ pub fn default(svc: &mut Value) {
         spec.insert("clusterIPs".into(), json!([ip]));
     }
     if ty != "ExternalName" {
-        let first_family =
-            spec.get("ipFamilies").and_then(|f| f.get(0)).and_then(Value::as_str).map(str::to_owned);
-        if absent(spec.get("clusterIP"))
-            && absent(spec.get("clusterIPs"))
-            && first_family.as_deref().is_none_or(|f| f == "IPv4")
-        {
-            let ip = next_cluster_ip();
-            spec.insert("clusterIP".into(), json!(ip));
-            spec.insert("clusterIPs".into(), json!([ip]));
-        }
         let ips: Vec<String> = spec
             .get("clusterIPs")
             .and_then(Value::as_array)
@@ -107,37 +81,20 @@ pub fn default(svc: &mut Value) {
     if matches!(ty.as_str(), "NodePort" | "LoadBalancer") && absent(spec.get("externalTrafficPolicy")) {
         spec.insert("externalTrafficPolicy".into(), json!("Cluster"));
     }
-    let node_ports = ty == "NodePort"
-        || (ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts") == Some(&json!(true)));
-    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-        let mut given: Vec<(i64, i64)> = Vec::new();
-        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            p.entry("protocol").or_insert_with(|| json!("TCP"));
-            if let Some(port) = p.get("port").cloned() {
-                let unset = p.get("targetPort").is_none_or(|t| t.is_null() || t.as_i64() == Some(0));
-                if unset {
-                    p.insert("targetPort".into(), port);
-                }
-            }
-            if node_ports {
-                let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
-                match p.get("nodePort").and_then(Value::as_i64).filter(|n| *n != 0) {
-                    Some(n) => given.push((port, n)),
-                    None => {
-                        // Ports of the same number share one node port.
-                        let np = given.iter().find(|(q, _)| *q == port).map_or_else(next_node_port, |g| g.1);
-                        given.push((port, np));
-                        p.insert("nodePort".into(), json!(np));
-                    }
-                }
+    for p in spec
+        .get_mut("ports")
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+    {
+        p.entry("protocol").or_insert_with(|| json!("TCP"));
+        if let Some(port) = p.get("port").cloned() {
+            let unset = p.get("targetPort").is_none_or(|t| t.is_null() || t.as_i64() == Some(0));
+            if unset {
+                p.insert("targetPort".into(), port);
             }
         }
-    }
-    if ty == "LoadBalancer"
-        && str_at(&Value::Object(spec.clone()), "/externalTrafficPolicy") == "Local"
-        && spec.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0) == 0
-    {
-        spec.insert("healthCheckNodePort".into(), json!(next_node_port()));
     }
     let status = svc.as_object_mut().expect("an object").entry("status").or_insert_with(|| json!({}));
     if let Some(s) = status.as_object_mut() {
@@ -227,7 +184,7 @@ pub fn prepare_update(new: &mut Value, old: &Value) {
 }
 
 /// Whether a spec's type allocates node ports (`needsNodePort`).
-fn needs_node_ports(spec: &Value) -> bool {
+pub(super) fn needs_node_ports(spec: &Value) -> bool {
     match str_at(spec, "/type") {
         "NodePort" => true,
         "LoadBalancer" => spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)),
@@ -237,7 +194,7 @@ fn needs_node_ports(spec: &Value) -> bool {
 
 /// Whether a spec needs a health-check node port (`NeedsHealthCheck`): a LoadBalancer with the
 /// `Local` external policy.
-fn needs_health_check(spec: &Value) -> bool {
+pub(super) fn needs_health_check(spec: &Value) -> bool {
     str_at(spec, "/type") == "LoadBalancer" && str_at(spec, "/externalTrafficPolicy") == "Local"
 }
 
@@ -770,14 +727,13 @@ fn allocator_errors(svc: &Value, old: Option<&Value>) -> Vec<FieldError> {
             }
         }
     }
-    let allocates = ty == "NodePort"
-        || (ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)));
     if old.is_none() && matches!(ty, "NodePort" | "LoadBalancer") {
         let mut taken: Vec<(i64, i64)> = Vec::new();
         for (i, p) in spec.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
             let np = p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
             let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
-            if np == 0 && !allocates {
+            // An unset one is given later, by the allocator (`service_allocation`).
+            if np == 0 {
                 continue;
             }
             if taken.iter().any(|(q, n)| *q == port && *n == np) {
@@ -934,9 +890,9 @@ fn external_traffic_policy_errors(spec: &Value) -> Vec<FieldError> {
     }
     let hc = spec.get("healthCheckNodePort").and_then(Value::as_i64).unwrap_or(0);
     if ty == "LoadBalancer" && policy == "Local" {
-        if hc == 0 {
-            errs.push(("spec.healthCheckNodePort".into(), "Required value".into()));
-        } else {
+        // Unset, it is given by the allocator after this (upstream gives it before, so its
+        // `Required` is never met).
+        if hc != 0 {
             errs.extend(crate::names::port_num_field("spec.healthCheckNodePort", hc));
         }
     } else if hc != 0 {
@@ -1033,7 +989,8 @@ mod tests {
         let mut svc = json!({ "spec": { "ports": [{ "port": 8080 }] } });
         default(&mut svc);
         assert_eq!(svc["spec"]["type"], "ClusterIP");
-        assert!(svc["spec"]["clusterIP"].as_str().unwrap().starts_with("10.96."));
+        svc["spec"]["clusterIP"] = json!("10.96.1.0");
+        svc["spec"]["clusterIPs"] = json!(["10.96.1.0"]);
         assert_eq!(svc["spec"]["ports"][0], json!({ "port": 8080, "protocol": "TCP", "targetPort": 8080 }));
         assert!(validate(&svc, None).is_empty());
         let mut moved = svc.clone();
@@ -1066,10 +1023,9 @@ mod tests {
 
     #[test]
     fn a_type_change_drops_what_the_old_type_allocated() {
-        let mut svc = json!({ "spec": { "type": "NodePort", "ports": [{ "port": 80 }] } });
+        let mut svc = json!({ "spec": { "type": "NodePort", "ports": [{ "port": 80, "nodePort": 30086 }] } });
         default(&mut svc);
-        let np = svc["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
-        assert!((30000..=32767).contains(&np));
+        let np = 30086;
         assert!(validate(&svc, None).is_empty(), "{:?}", validate(&svc, None));
         // Back to ClusterIP with the node port as it was: dropped, not refused.
         let mut back = svc.clone();

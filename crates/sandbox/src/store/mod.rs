@@ -17,6 +17,7 @@
 //! | `admission.rs` | what admission's plugins (`crate::admission`) read of the state, and their warnings |
 
 mod admission;
+mod allocations;
 mod apply;
 mod continuation;
 mod crd;
@@ -463,6 +464,11 @@ impl ValidObject {
                 meta_mut(&mut obj).insert("name".into(), json!(format!("{prefix}{}", name_suffix())));
             }
         }
+        // The ranges' allocator, upstream's before validation: under the lock here, so that no
+        // two Services are given one address or port.
+        if def.storage == allocations::SERVICE_STORAGE {
+            st.allocations.allocate(ns, &mut obj, None)?;
+        }
         // Validating admission comes before storage, so a full quota answers 403 even for a
         // name that is taken.
         let effects =
@@ -642,6 +648,7 @@ impl Store {
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
                 quota_namespaces: HashMap::new(),
+                allocations: allocations::Allocations::default(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -680,6 +687,7 @@ impl Store {
                 uids: st.uids.clone(),
                 dependents: st.dependents.clone(),
                 quota_namespaces: st.quota_namespaces.clone(),
+                allocations: st.allocations.clone(),
                 snapshots: HashMap::new(),
                 next_snapshot: 0,
                 tx,
@@ -1221,17 +1229,20 @@ impl Store {
         def: &ResourceDef,
         ns: &str,
         name: &str,
-        new: Value,
+        mut new: Value,
         old: Arc<Value>,
         sub: Subresource,
     ) -> Result<Arc<Value>, ApiError> {
+        let key = key_of(def, ns, name);
         if sub == Subresource::Main {
+            if def.storage == allocations::SERVICE_STORAGE {
+                st.allocations.allocate(ns, &mut new, Some(&old))?;
+            }
             let old_view = def.view(&old);
             let req = st.admission_request(Operation::Update, def, ns, Some(&old_view));
             let effects = crate::admission::validate(&req, &new)?;
             st.charge(ns, effects.charges);
         }
-        let key = key_of(def, ns, name);
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
         let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new), Some(old));
         if finalized {

@@ -159,6 +159,8 @@ pub(super) struct State {
     pub(super) dependents: HashMap<String, BTreeSet<Key>>,
     /// Namespaces holding ResourceQuotas, with how many.
     pub(super) quota_namespaces: HashMap<String, usize>,
+    /// The cluster IPs and node ports Services hold.
+    pub(super) allocations: super::allocations::Allocations,
     pub(super) snapshots: HashMap<u64, Snapshot>,
     pub(super) next_snapshot: u64,
     pub(super) tx: broadcast::Sender<Arc<Change>>,
@@ -342,6 +344,9 @@ impl State {
         if key.0 == super::quota::QUOTA_STORAGE {
             *self.quota_namespaces.entry(key.1.clone()).or_default() += 1;
         }
+        if key.0 == super::allocations::SERVICE_STORAGE {
+            self.allocations.add(&key.1, obj);
+        }
     }
 
     pub(super) fn unindex(&mut self, key: &Key, obj: &Value) {
@@ -361,6 +366,9 @@ impl State {
             if *n == 0 {
                 self.quota_namespaces.remove(&key.1);
             }
+        }
+        if key.0 == super::allocations::SERVICE_STORAGE {
+            self.allocations.remove(&key.1, obj);
         }
     }
 

@@ -219,6 +219,20 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     if let Some(ns) = row.case.get("namespace").and_then(Value::as_str) {
         path = path.replace("/namespaces/default/", &format!("/namespaces/{ns}/"));
     }
+    // Objects of the kind that hold what the row's object asks for (a node port another Service
+    // holds): created first, removed after.
+    let mut others = Vec::new();
+    for (i, changes) in row.case.get("also").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let mut other = holder["object"].clone();
+        let name = format!("{}-also-{i}", row.name());
+        other["metadata"]["name"] = json!(name);
+        apply(&mut other, changes.as_object().ok_or("an `also` entry that is not an object")?)?;
+        let (code, made) = call(sb, "POST", &path, &other).await;
+        if code != 201 {
+            return Err(format!("the valid `also` object {i} was refused ({code}): {}", made["message"]));
+        }
+        others.push(format!("{path}/{name}"));
+    }
     let mut obj = holder["object"].clone();
     obj["metadata"]["name"] = json!(row.name());
     let (code, answer) = if let Some(sub) = sub {
@@ -264,6 +278,9 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     // LimitRange whose defaults admission would give every later pod) does not change the rows
     // after it.
     let _ = call(sb, "DELETE", &format!("{path}/{}", row.name()), &json!({})).await;
+    for other in others {
+        let _ = call(sb, "DELETE", &other, &json!({})).await;
+    }
     let want_code = row.case.get("code").and_then(Value::as_u64).unwrap_or(422);
     let said = || format!("{code} {}", answer["message"].as_str().unwrap_or("(no message)"));
     if u64::from(code) != want_code {
