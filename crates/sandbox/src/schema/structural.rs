@@ -20,7 +20,8 @@
 //!    defaults in the root's `metadata`/`apiVersion`/`kind`, the list and map types and their keys.
 //!
 //! Paths use upstream's `field.Path` rendering: `….properties[spec].items.type`, `….anyOf[0]`.
-//! Not checked: `x-kubernetes-validations` rules (CEL) beyond their placement.
+//! Not checked: the CEL of `x-kubernetes-validations` rules (compilation, cost); their other
+//! fields are (a rule given, messages not blank, a known reason, a `fieldPath` in the schema).
 
 use serde_json::{Map, Value};
 
@@ -86,7 +87,15 @@ fn regex_error(pattern: &str, err: &regex::Error) -> String {
     let text = err.to_string();
     let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let why = last.strip_prefix("error: ").unwrap_or(last);
-    format!("error parsing regexp: {why}: `{pattern}`")
+    // The `regex` crate's words for the faults Go's `regexp/syntax` names otherwise, with the
+    // part of the pattern Go quotes (the open class for a missing `]`).
+    let (why, quoted) = match why {
+        "unclosed character class" => ("missing closing ]", pattern.rfind('[').map_or(pattern, |i| &pattern[i..])),
+        "unclosed group" => ("missing closing )", pattern),
+        "unopened group" => ("unexpected )", pattern),
+        other => (other, pattern),
+    };
+    format!("error parsing regexp: {why}: `{quoted}`")
 }
 
 /// Why `schema` (at `field`, e.g. `spec.versions[0].schema.openAPIV3Schema`) is refused.
@@ -551,6 +560,59 @@ fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut
         ));
     }
     list_and_map_types(m, ty, p, errs);
+    rule_errors(m, p, errs);
+}
+
+/// The reasons an `x-kubernetes-validations` rule may give (`supportedValidationReason`, sorted).
+const RULE_REASONS: [&str; 4] =
+    ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+
+/// A line break as CEL's grammar knows one.
+fn has_newlines(text: &str) -> bool {
+    text.contains(['\n', '\r'])
+}
+
+/// The checks of `x-kubernetes-validations` that need no CEL: a rule is given, a message or
+/// message expression that is set is not blank, a multi-line rule has a message, the reason is
+/// one of four, and a `fieldPath` names a field of this schema. Compiling the rules is left out.
+fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
+    for (i, rule) in list(m, "x-kubernetes-validations").iter().enumerate() {
+        let Some(r) = rule.as_object() else { continue };
+        let at = format!("{p}.x-kubernetes-validations[{i}]");
+        let (text, message) = (s(r, "rule"), s(r, "message"));
+        let (text_t, message_t) = (text.trim(), message.trim());
+        if text_t.is_empty() {
+            errs.push(required(format!("{at}.rule"), "rule is not specified"));
+        } else if !message.is_empty() && message_t.is_empty() {
+            errs.push(invalid(format!("{at}.message"), &go_quote(message), "message must be non-empty if specified"));
+        } else if has_newlines(message_t) {
+            errs.push(invalid(format!("{at}.message"), &go_quote(message), "message must not contain line breaks"));
+        } else if has_newlines(text_t) && message_t.is_empty() {
+            errs.push(required(format!("{at}.message"), "message must be specified if rule contains line breaks"));
+        }
+        let expression = s(r, "messageExpression");
+        if !expression.is_empty() && expression.trim().is_empty() {
+            errs.push(required(
+                format!("{at}.messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
+        }
+        if let Some(reason) = r.get("reason").and_then(Value::as_str)
+            && !RULE_REASONS.contains(&reason)
+        {
+            errs.push(not_supported(format!("{at}.reason"), reason, &RULE_REASONS));
+        }
+        let path = s(r, "fieldPath");
+        if !path.is_empty() && path.trim().is_empty() {
+            errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must be non-empty if specified"));
+        }
+        if has_newlines(path) {
+            errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must not contain line breaks"));
+        }
+        if !path.is_empty() && super::field_path::resolve(m, path, true).is_err() {
+            errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must be a valid path"));
+        }
+    }
 }
 
 /// The `x-kubernetes-map-type`, `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` checks.
