@@ -325,9 +325,7 @@ fn nested(m: &Map<String, Value>, skip_any_of: bool, lvl: Level, p: &str, errs: 
     if flag(m, "nullable") {
         errs.push(forbidden(format!("{p}.nullable"), "must be false to be structural"));
     }
-    if present("externalDocs") {
-        errs.push(forbidden(format!("{p}.externalDocs"), "must be undefined to be structural"));
-    }
+    // `externalDocs` is not among the generics a nested schema keeps: upstream drops it there.
     for k in [
         "x-kubernetes-preserve-unknown-fields",
         "x-kubernetes-embedded-resource",

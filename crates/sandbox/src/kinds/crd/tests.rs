@@ -680,7 +680,7 @@ fn updates() {
         errs,
         [err(
             "status.storedVersions[0]",
-            "Invalid value: \"v1\": missing from spec.versions; v1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1 and removes v1 from status.storedVersions"
+            "Invalid value: \"v1\": must appear in spec.versions"
         )]
     );
     // Without the strategy's preparation the new storage version is missing from the status.

@@ -92,7 +92,7 @@ fn subdomain_errors(v: &str) -> Vec<String> {
 
 /// A string as Go's `%q` shows it.
 fn q(s: &str) -> String {
-    format!("{s:?}")
+    crate::go_print::go_quote(s)
 }
 
 /// A string list as Go's `%#v` shows a `[]string`.
