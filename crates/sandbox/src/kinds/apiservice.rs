@@ -85,18 +85,22 @@ pub fn validate(api: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     if !group.is_empty() {
         errs.extend(crate::names::subdomain_field("spec.group", group));
     }
-    errs.extend(crate::names::invalid(
-        "spec.version",
-        version,
-        crate::metadata::dns1035_errors(version),
-    ));
+    errs.extend(crate::names::invalid("spec.version", version, crate::metadata::dns1035_errors(version)));
     let group_min = int_at(spec, "groupPriorityMinimum");
     if !(1..=20000).contains(&group_min) {
-        errs.push(invalid_bare("spec.groupPriorityMinimum", group_min, "must be positive and less than 20000"));
+        errs.push(invalid_bare(
+            "spec.groupPriorityMinimum",
+            group_min,
+            "must be positive and less than 20000",
+        ));
     }
     let version_priority = int_at(spec, "versionPriority");
     if !(1..=1000).contains(&version_priority) {
-        errs.push(invalid_bare("spec.versionPriority", version_priority, "must be positive and less than 1000"));
+        errs.push(invalid_bare(
+            "spec.versionPriority",
+            version_priority,
+            "must be positive and less than 1000",
+        ));
     }
     let insecure = spec.get("insecureSkipTLSVerify").and_then(Value::as_bool).unwrap_or(false);
     let ca_bundle = ca_bundle_len(spec);
@@ -127,11 +131,16 @@ pub fn validate(api: &Value, _old: Option<&Value>) -> Vec<FieldError> {
                 errs.push(invalid_bare("spec.service.port", port, &why));
             }
             if insecure && ca_bundle > 0 {
-                errs.push(invalid_bare("spec.insecureSkipTLSVerify", true, "may not be true if caBundle is present"));
+                errs.push(invalid_bare(
+                    "spec.insecureSkipTLSVerify",
+                    true,
+                    "may not be true if caBundle is present",
+                ));
             }
         }
     }
-    let conditions = api.pointer("/status/conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let conditions =
+        api.pointer("/status/conditions").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     for (i, c) in conditions.iter().enumerate() {
         let state = str_at(c, "status");
         if !matches!(state, "True" | "False" | "Unknown") {

@@ -29,7 +29,9 @@ fn tokens(path: &str) -> Vec<&str> {
         let end = if rest.starts_with('\'') {
             // Up to the next quote not escaped by a backslash, or the end.
             let bytes = rest.as_bytes();
-            (1..bytes.len()).find(|&i| bytes[i] == b'\'' && bytes[i - 1] != b'\\').map_or(rest.len(), |i| i + 1)
+            (1..bytes.len())
+                .find(|&i| bytes[i] == b'\'' && bytes[i - 1] != b'\\')
+                .map_or(rest.len(), |i| i + 1)
         } else if rest.starts_with(['.', '[', ']']) {
             1
         } else {

@@ -90,7 +90,9 @@ fn regex_error(pattern: &str, err: &regex::Error) -> String {
     // The `regex` crate's words for the faults Go's `regexp/syntax` names otherwise, with the
     // part of the pattern Go quotes (the open class for a missing `]`).
     let (why, quoted) = match why {
-        "unclosed character class" => ("missing closing ]", pattern.rfind('[').map_or(pattern, |i| &pattern[i..])),
+        "unclosed character class" => {
+            ("missing closing ]", pattern.rfind('[').map_or(pattern, |i| &pattern[i..]))
+        }
         "unclosed group" => ("missing closing )", pattern),
         "unopened group" => ("unexpected )", pattern),
         other => (other, pattern),
@@ -582,11 +584,22 @@ fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
         if text_t.is_empty() {
             errs.push(required(format!("{at}.rule"), "rule is not specified"));
         } else if !message.is_empty() && message_t.is_empty() {
-            errs.push(invalid(format!("{at}.message"), &go_quote(message), "message must be non-empty if specified"));
+            errs.push(invalid(
+                format!("{at}.message"),
+                &go_quote(message),
+                "message must be non-empty if specified",
+            ));
         } else if has_newlines(message_t) {
-            errs.push(invalid(format!("{at}.message"), &go_quote(message), "message must not contain line breaks"));
+            errs.push(invalid(
+                format!("{at}.message"),
+                &go_quote(message),
+                "message must not contain line breaks",
+            ));
         } else if has_newlines(text_t) && message_t.is_empty() {
-            errs.push(required(format!("{at}.message"), "message must be specified if rule contains line breaks"));
+            errs.push(required(
+                format!("{at}.message"),
+                "message must be specified if rule contains line breaks",
+            ));
         }
         let expression = s(r, "messageExpression");
         if !expression.is_empty() && expression.trim().is_empty() {
@@ -602,10 +615,18 @@ fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
         }
         let path = s(r, "fieldPath");
         if !path.is_empty() && path.trim().is_empty() {
-            errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must be non-empty if specified"));
+            errs.push(invalid(
+                format!("{at}.fieldPath"),
+                &go_quote(path),
+                "fieldPath must be non-empty if specified",
+            ));
         }
         if has_newlines(path) {
-            errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must not contain line breaks"));
+            errs.push(invalid(
+                format!("{at}.fieldPath"),
+                &go_quote(path),
+                "fieldPath must not contain line breaks",
+            ));
         }
         if !path.is_empty() && super::field_path::resolve(m, path, true).is_err() {
             errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must be a valid path"));

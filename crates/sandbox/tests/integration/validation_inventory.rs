@@ -330,7 +330,8 @@ async fn every_base_object_is_valid() {
         serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
     let mut refused = Vec::new();
     for (kind, base) in bases.as_object().unwrap() {
-        let name = base["name"].as_str().map_or_else(|| format!("base-{}", kind.to_lowercase()), str::to_owned);
+        let name =
+            base["name"].as_str().map_or_else(|| format!("base-{}", kind.to_lowercase()), str::to_owned);
         let (Some(parent), Some(sub)) = (base["parent"].as_str(), base["subresource"].as_str()) else {
             let mut obj = base["object"].clone();
             obj["metadata"]["name"] = json!(name);

@@ -410,12 +410,16 @@ fn spec_errors(e: &mut Errs, spec: &Value, opts: &Opts) {
         version_errors(e, i, v, has_status(subresources), require_structural);
     }
     if !unique {
-        e.invalid("spec.versions", &go_versions(&h.versions), "must contain unique version names");
+        e.invalid(
+            "spec.versions",
+            &go_versions(&h.versions, spec.get("versions").is_some_and(Value::is_array)),
+            "must contain unique version names",
+        );
     }
     if storage != 1 {
         e.invalid(
             "spec.versions",
-            &go_versions(&h.versions),
+            &go_versions(&h.versions, spec.get("versions").is_some_and(Value::is_array)),
             "must have exactly one version marked as storage version",
         );
     }
@@ -470,8 +474,12 @@ fn spec_errors(e: &mut Errs, spec: &Value, opts: &Opts) {
 /// which `field.Invalid` does with `spec.versions`. A field left set after hoisting is a pointer
 /// (or a slice of structs) upstream prints with a memory address; it is shown here as the Go
 /// form of a non-nil pointer to nothing in particular, since no client can expect its address.
-fn go_versions(versions: &[Version<'_>]) -> String {
+fn go_versions(versions: &[Version<'_>], present: bool) -> String {
     const SET: &str = "(0xc000000000)";
+    if !present {
+        // No `versions` at all converts to a nil slice.
+        return "[]apiextensions.CustomResourceDefinitionVersion(nil)".to_owned();
+    }
     let items: Vec<String> = versions
         .iter()
         .map(|v| {
