@@ -37,6 +37,7 @@ pub(super) fn registration() -> Vec<ResourceDef> {
             default: apiservice::default,
             validate: apiservice::validate,
             name_rule: crate::metadata::check_path_segment,
+            metadata_order: crate::resource::MetadataOrder::After(apiservice::name_errors),
             ..BuiltIn::PLAIN
         }),
         ..resource!("apiregistration.k8s.io", "v1", "apiservices", "apiservice", "APIService", [], namespaced: false)

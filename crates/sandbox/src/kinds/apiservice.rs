@@ -4,10 +4,10 @@
 //!
 //! The sandbox aggregates nothing: an APIService is stored and served as upstream would accept
 //! it, and a local one (no `spec.service`) is marked available at once, as upstream's create does.
-//! The generic metadata rules run first with the name held to a path segment (the name
-//! function's first half, [`crate::metadata::check_path_segment`]); the second half — the name is
-//! `<version>.<group>` — needs the spec, so [`validate`] reports it, on create and on update
-//! alike (upstream's update validates the whole object again).
+//! The name is held to a path segment by the generic rule (the name function's first half,
+//! [`crate::metadata::check_path_segment`]); the second half — the name is `<version>.<group>` —
+//! needs the spec: [`name_errors`] reports it ahead of the other metadata rules, on create and on
+//! update alike (upstream's update validates the whole object again).
 
 use serde_json::{Value, json};
 
@@ -63,7 +63,23 @@ fn ca_bundle_len(spec: &Value) -> usize {
     base64::engine::general_purpose::STANDARD.decode(text).map_or(text.len(), |b| b.len())
 }
 
-/// `ValidateAPIService` (after the generic metadata) and `ValidateAPIServiceStatus`, in upstream's
+/// The name function's second half: the name is `<version>.<group>`. Upstream's name function
+/// runs first in `ValidateObjectMeta`, so this comes before the other metadata rules (a name
+/// that is no path segment was refused by the generic rule, and upstream stops there).
+#[must_use]
+pub fn name_errors(api: &Value) -> Vec<FieldError> {
+    let spec = api.get("spec").unwrap_or(&Value::Null);
+    let (group, version) = (str_at(spec, "group"), str_at(spec, "version"));
+    let name = crate::object_meta::meta_str(api, "name");
+    let wanted = format!("{version}.{group}");
+    if crate::metadata::check_path_segment(name).is_some() || name == wanted {
+        return Vec::new();
+    }
+    let why = format!("must be `spec.version+\".\"+spec.group`: {}", crate::go_print::go_quote(&wanted));
+    vec![invalid_str("metadata.name", name, &why)]
+}
+
+/// `ValidateAPIService` (after the metadata and [`name_errors`]) and `ValidateAPIServiceStatus`, in upstream's
 /// order. A status write keeps the stored spec and a main update the stored status, so checking
 /// both on every write refuses what each of upstream's two strategies refuses.
 #[must_use]
@@ -71,14 +87,6 @@ pub fn validate(api: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = api.get("spec").unwrap_or(&Value::Null);
     let (group, version) = (str_at(spec, "group"), str_at(spec, "version"));
-    let name = crate::object_meta::meta_str(api, "name");
-    let wanted = format!("{version}.{group}");
-    // A name that is no path segment was refused by the generic rule, as upstream's name
-    // function stops there.
-    if crate::metadata::check_path_segment(name).is_none() && name != wanted {
-        let why = format!("must be `spec.version+\".\"+spec.group`: {}", crate::go_print::go_quote(&wanted));
-        errs.push(invalid_str("metadata.name", name, &why));
-    }
     if group.is_empty() && version != "v1" {
         errs.push(required("spec.group", "only v1 may have an empty group and it better be legacy kube"));
     }
@@ -183,7 +191,7 @@ mod tests {
         let mut a = api();
         default(&mut a);
         a["metadata"]["name"] = json!("v2.example.com");
-        let errs = validate(&a, None);
+        let errs = name_errors(&a);
         assert_eq!(errs[0].0, "metadata.name");
         assert!(errs[0].1.ends_with(": \"v1.example.com\""), "{}", errs[0].1);
     }
