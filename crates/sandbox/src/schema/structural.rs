@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 
 use super::node::{Node, compile};
 use super::{prune, validate};
+use crate::field_errors::{forbidden, invalid_bare as invalid, not_supported, required};
 use crate::go_print::{bad_value, go_quote};
 use crate::status::FieldError;
 
@@ -35,23 +36,6 @@ enum Level {
     Root,
     Item,
     Field,
-}
-
-fn required(field: String, detail: &str) -> FieldError {
-    (field, if detail.is_empty() { "Required value".to_owned() } else { format!("Required value: {detail}") })
-}
-
-fn forbidden(field: String, detail: &str) -> FieldError {
-    (field, format!("Forbidden: {detail}"))
-}
-
-fn invalid(field: String, value: &str, detail: &str) -> FieldError {
-    (field, format!("Invalid value: {value}: {detail}"))
-}
-
-fn not_supported(field: String, value: &str, supported: &[&str]) -> FieldError {
-    let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    (field, format!("Unsupported value: {}: supported values: {}", go_quote(value), quoted.join(", ")))
 }
 
 fn s<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
@@ -183,7 +167,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
         } else {
             errs.push(invalid(
                 format!("{p}.type"),
-                &go_quote(ty),
+                go_quote(ty),
                 "must be object if x-kubernetes-embedded-resource is true",
             ));
         }
@@ -202,7 +186,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
         ));
     }
     if lvl == Level::Root && !ty.is_empty() && ty != "object" {
-        errs.push(invalid(format!("{p}.type"), &go_quote(ty), "must be object at the root"));
+        errs.push(invalid(format!("{p}.type"), go_quote(ty), "must be object at the root"));
     }
     let properties = obj(m, "properties");
     for meta in ["kind", "apiVersion"] {
@@ -211,7 +195,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
         {
             let t = s(prop, "type");
             if t != "string" {
-                errs.push(invalid(format!("{p}.properties[{meta}].type"), &go_quote(t), "must be string"));
+                errs.push(invalid(format!("{p}.properties[{meta}].type"), go_quote(t), "must be string"));
             }
         }
     }
@@ -230,7 +214,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
 fn metadata_invariants(m: &Map<String, Value>, check: bool, lvl: Level, p: &str, errs: &mut Vec<FieldError>) {
     let ty = s(m, "type");
     if check && ty != "object" {
-        errs.push(invalid(format!("{p}.type"), &go_quote(ty), "must be object"));
+        errs.push(invalid(format!("{p}.type"), go_quote(ty), "must be object"));
     }
     if lvl != Level::Root {
         return;
@@ -294,7 +278,7 @@ fn value_validation(
     {
         errs.push(invalid(
             format!("{p}.pattern"),
-            &go_quote(pattern),
+            go_quote(pattern),
             &format!("must be a valid regular expression, but isn't: {}", regex_error(pattern, &e)),
         ));
     }
@@ -420,7 +404,7 @@ fn defaults(n: &Node, p: &str, embedded_root: bool, inside_meta: bool, errs: &mu
             let mut pruned = d.clone();
             prune::prune_unknown(n, &mut pruned, embedded);
             if pruned != *d {
-                errs.push(invalid(at.clone(), &bad_value(d), "must not have unknown fields"));
+                errs.push(invalid(at.clone(), bad_value(d), "must not have unknown fields"));
             }
         }
         let mut meta_errs = Vec::new();
@@ -586,13 +570,13 @@ fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
         } else if !message.is_empty() && message_t.is_empty() {
             errs.push(invalid(
                 format!("{at}.message"),
-                &go_quote(message),
+                go_quote(message),
                 "message must be non-empty if specified",
             ));
         } else if has_newlines(message_t) {
             errs.push(invalid(
                 format!("{at}.message"),
-                &go_quote(message),
+                go_quote(message),
                 "message must not contain line breaks",
             ));
         } else if has_newlines(text_t) && message_t.is_empty() {
@@ -617,19 +601,19 @@ fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
         if !path.is_empty() && path.trim().is_empty() {
             errs.push(invalid(
                 format!("{at}.fieldPath"),
-                &go_quote(path),
+                go_quote(path),
                 "fieldPath must be non-empty if specified",
             ));
         }
         if has_newlines(path) {
             errs.push(invalid(
                 format!("{at}.fieldPath"),
-                &go_quote(path),
+                go_quote(path),
                 "fieldPath must not contain line breaks",
             ));
         }
         if !path.is_empty() && super::field_path::resolve(m, path, true).is_err() {
-            errs.push(invalid(format!("{at}.fieldPath"), &go_quote(path), "fieldPath must be a valid path"));
+            errs.push(invalid(format!("{at}.fieldPath"), go_quote(path), "fieldPath must be a valid path"));
         }
     }
 }
@@ -646,7 +630,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
         } else {
             errs.push(invalid(
                 format!("{p}.type"),
-                &go_quote(ty),
+                go_quote(ty),
                 &format!("must be {want} if {why} is specified"),
             ));
         }
@@ -667,7 +651,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
                 {
                     errs.push(invalid(
                         format!("{p}.items.x-kubernetes-list-type"),
-                        &go_quote(lt),
+                        go_quote(lt),
                         "must be atomic as item of a list with x-kubernetes-list-type=set",
                     ));
                 }
@@ -699,7 +683,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
             Some("map") => {}
             Some(lt) => errs.push(invalid(
                 format!("{p}.x-kubernetes-list-type"),
-                &go_quote(lt),
+                go_quote(lt),
                 "must be map if x-kubernetes-list-map-keys is non-empty",
             )),
         }
@@ -721,7 +705,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
             Some(v @ Value::Array(_)) => {
                 errs.push(invalid(
                     format!("{p}.items"),
-                    &bad_value(v),
+                    bad_value(v),
                     "must only have a single schema if x-kubernetes-list-type is map",
                 ));
             }
@@ -732,7 +716,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
             if it != "object" {
                 errs.push(invalid(
                     format!("{p}.items.type"),
-                    &go_quote(it),
+                    go_quote(it),
                     "must be object if parent array's x-kubernetes-list-type is map",
                 ));
             } else {
@@ -741,20 +725,20 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
                     match obj(is, "properties").and_then(|ps| ps.get(k)).and_then(Value::as_object) {
                         Some(prop) if matches!(s(prop, "type"), "array" | "object") => errs.push(invalid(
                             format!("{p}.items.properties[{k}].type"),
-                            &go_quote(it),
+                            go_quote(it),
                             "must be a scalar type if parent array's x-kubernetes-list-type is map",
                         )),
                         Some(_) => {}
                         None => errs.push(invalid(
                             format!("{p}.x-kubernetes-list-map-keys"),
-                            &go_strings(keys),
+                            go_strings(keys),
                             "entries must all be names of item properties",
                         )),
                     }
                     if seen.contains(&k) {
                         errs.push(invalid(
                             format!("{p}.x-kubernetes-list-map-keys"),
-                            &go_strings(keys),
+                            go_strings(keys),
                             "must not contain duplicate entries",
                         ));
                     }

@@ -34,11 +34,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::{API_APPROVED_ANNOTATION, NULL, arr_at, condition, get, is_true, str_at};
-use crate::metadata::{dns1035_errors, regex_error};
+use crate::metadata::{dns1035_errors, subdomain_errors};
 use crate::status::FieldError;
 
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
 const COLUMN_FORMATS: &[&str] =
     &["byte", "date", "date-time", "double", "float", "int32", "int64", "password"];
@@ -72,24 +70,6 @@ const ROOT_FORBIDDEN: &[&str] = &[
     "x-kubernetes-map-type",
 ];
 
-/// Why `v` is not a DNS-1123 subdomain (`IsDNS1123Subdomain`), one reason per entry.
-fn subdomain_errors(v: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if v.len() > 253 {
-        errs.push("must be no more than 253 characters".to_owned());
-    }
-    let label = |p: &str| {
-        !p.is_empty()
-            && p.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && !p.starts_with('-')
-            && !p.ends_with('-')
-    };
-    if !v.split('.').all(label) {
-        errs.push(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, &["example.com"]));
-    }
-    errs
-}
-
 /// A string as Go's `%q` shows it.
 fn q(s: &str) -> String {
     crate::go_print::go_quote(s)
@@ -100,8 +80,8 @@ fn go_strings(v: Option<&Value>) -> String {
     match v.and_then(Value::as_array) {
         None => "[]string(nil)".to_owned(),
         Some(a) => {
-            let items: Vec<String> = a.iter().map(|s| q(s.as_str().unwrap_or(""))).collect();
-            format!("[]string{{{}}}", items.join(", "))
+            let items: Vec<&str> = a.iter().map(|s| s.as_str().unwrap_or("")).collect();
+            crate::field_errors::go_string_slice(&items)
         }
     }
 }
@@ -111,30 +91,21 @@ fn go_strings(v: Option<&Value>) -> String {
 struct Errs(Vec<FieldError>);
 
 impl Errs {
-    fn push(&mut self, path: impl Into<String>, msg: String) {
-        self.0.push((path.into(), msg));
-    }
     fn invalid(&mut self, path: impl Into<String>, value: &str, detail: &str) {
-        self.push(path, format!("Invalid value: {value}: {detail}"));
+        self.0.push(crate::field_errors::invalid_bare(path, value, detail));
     }
     fn required(&mut self, path: impl Into<String>, detail: &str) {
-        let msg =
-            if detail.is_empty() { "Required value".to_owned() } else { format!("Required value: {detail}") };
-        self.push(path, msg);
+        self.0.push(crate::field_errors::required(path, detail));
     }
     fn forbidden(&mut self, path: impl Into<String>, detail: &str) {
-        self.push(path, format!("Forbidden: {detail}"));
+        self.0.push(crate::field_errors::forbidden(path, detail));
     }
     /// `validateEnumStrings`: required, and one of `accepted`.
     fn one_of(&mut self, path: &str, value: &str, accepted: &[&str]) {
         if value.is_empty() {
             self.required(path, "");
         } else if !accepted.contains(&value) {
-            let list: Vec<String> = accepted.iter().map(|a| q(a)).collect();
-            self.push(
-                path,
-                format!("Unsupported value: {}: supported values: {}", q(value), list.join(", ")),
-            );
+            self.0.push(crate::field_errors::not_supported(path, value, accepted));
         }
     }
 }
