@@ -788,22 +788,23 @@ fn ca_bundle(client_config: Option<&Value>) -> Option<Vec<u8>> {
 /// `transport.TLSConfigFor`). A `CERTIFICATE` block is taken as a certificate without parsing
 /// its DER: the sandbox calls no webhook.
 fn ca_bundle_error(bundle: &[u8]) -> Option<&'static str> {
+    const CERT: &[u8] = b"-----BEGIN CERTIFICATE-----";
     const BEGIN: &[u8] = b"-----BEGIN ";
-    let mut rest = bundle;
-    let mut found_any = false;
-    while let Some(at) = rest.windows(BEGIN.len()).position(|w| w == BEGIN) {
-        found_any = true;
-        let after = &rest[at + BEGIN.len()..];
-        if after.starts_with(b"CERTIFICATE-----") {
-            return None;
-        }
-        rest = after;
+    const END: &[u8] = b"-----END ";
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    if find(bundle, CERT).is_some() {
+        return None;
     }
-    Some(if found_any {
-        "unable to load root certificates: no valid certificate authority data seen"
-    } else {
-        "unable to load root certificates: unable to parse bytes as PEM block"
-    })
+    // `createErrorParsingCAData`: block after block; anything left that is no block is an error.
+    let mut rest = bundle;
+    while !rest.is_empty() {
+        let Some(end) = find(rest, BEGIN).and_then(|b| find(&rest[b..], END).map(|e| b + e)) else {
+            return Some("unable to load root certificates: unable to parse bytes as PEM block");
+        };
+        let after = &rest[end..];
+        rest = after.iter().position(|&c| c == b'\n').map_or(&[][..], |nl| &after[nl + 1..]);
+    }
+    Some("unable to load root certificates: no valid certificate authority data seen")
 }
 
 /// Bytes as Go's `%#v` prints a `[]byte`: `[]byte{0x0, 0x41}`.
@@ -889,7 +890,7 @@ fn webhook_url_errors(e: &mut Errs, url: &str, path: &str) {
         e.invalid(path, &q(&scheme), &format!("'https' is the only allowed URL scheme{URL_FORM}"));
     }
     if host.is_empty() {
-        e.invalid(path, &q(host), &format!("host must be provided{URL_FORM}"));
+        e.invalid(path, &q(host), &format!("host must be specified{URL_FORM}"));
     }
     if let Some(user) = user {
         e.invalid(path, &q(user), "user information is not permitted in the URL");
