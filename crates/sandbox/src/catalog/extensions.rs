@@ -34,6 +34,7 @@ pub(super) fn registration() -> Vec<ResourceDef> {
         categories: API_EXTENSIONS,
         strategy: Strategy::BuiltIn(BuiltIn {
             prepare_create: apiservice::prepare_create,
+            prepare_status_update: apiservice::prepare_status_update,
             default: apiservice::default,
             validate: apiservice::validate,
             name_rule: crate::metadata::check_path_segment,

@@ -51,6 +51,22 @@ pub fn prepare_create(api: &mut Value) {
     map.insert("status".into(), status);
 }
 
+/// The status strategy's `PrepareForUpdate`: a `/status` write keeps the stored spec (done by the
+/// store) and the stored labels, annotations, finalizers and owner references.
+pub fn prepare_status_update(api: &mut Value, old: &Value) {
+    let kept: Vec<(&str, Option<Value>)> = ["labels", "annotations", "finalizers", "ownerReferences"]
+        .into_iter()
+        .map(|k| (k, old.get("metadata").and_then(|m| m.get(k)).cloned()))
+        .collect();
+    let meta = crate::object_meta::meta_mut(api);
+    for (k, v) in kept {
+        match v {
+            Some(v) => meta.insert(k.into(), v),
+            None => meta.remove(k),
+        };
+    }
+}
+
 /// The number a field holds, 0 when unset (Go's zero value).
 fn int_at(spec: &Value, key: &str) -> i64 {
     spec.get(key).and_then(Value::as_i64).unwrap_or(0)
@@ -184,6 +200,14 @@ mod tests {
         local["spec"]["service"] = Value::Null;
         prepare_create(&mut local);
         assert_eq!(local.pointer("/status/conditions/0/reason"), Some(&json!("Local")));
+    }
+
+    #[test]
+    fn a_status_write_keeps_the_stored_labels() {
+        let old = json!({"metadata": {"name": "v1.example.com", "labels": {"a": "b"}}});
+        let mut new = json!({"metadata": {"name": "v1.example.com", "annotations": {"x": "y"}}});
+        prepare_status_update(&mut new, &old);
+        assert_eq!(new["metadata"], json!({"name": "v1.example.com", "labels": {"a": "b"}}));
     }
 
     #[test]
