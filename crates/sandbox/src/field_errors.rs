@@ -66,3 +66,8 @@ pub(crate) fn go_string_slice(items: &[&str]) -> String {
 pub(crate) fn inclusive_range(lo: i64, hi: i64) -> String {
     format!("must be between {lo} and {hi}, inclusive")
 }
+
+/// `field.TooMany` with the count: `Too many: 9: must have at most 8 items`.
+pub(crate) fn too_many(path: impl Into<String>, actual: usize, max: usize) -> FieldError {
+    (path.into(), format!("Too many: {actual}: must have at most {max} items"))
+}

@@ -4,6 +4,7 @@
 //!
 //! | module | kind |
 //! |---|---|
+//! | [`apiservice`] | apiregistration.k8s.io/v1 APIService: the name `<version>.<group>`, priorities, service vs local, status conditions |
 //! | [`autoscaler`] | HorizontalPodAutoscalers: v2 defaults and bounds, conversion to and from v1 |
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
@@ -38,6 +39,7 @@
 //! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
 //! from their k8s-openapi type (see [`crate::catalog`]).
 
+pub mod apiservice;
 pub mod autoscaler;
 pub mod configmap;
 pub mod crd;

@@ -17,9 +17,11 @@
 //! | `format` | string formats | kube-openapi `pkg/validation/strfmt`, `pkg/apiserver/validation/formats.go` |
 //! | `prune` | pruning, null pruning, ObjectMeta coercion | `schema/pruning`, `schema/defaulting/prunenulls.go`, `schema/objectmeta/coerce.go` |
 //! | `default` | defaulting | `schema/defaulting/algorithm.go` |
+//! | `field_path` | a field path into a schema (selectable fields, a rule's `fieldPath`) | `schema/cel/validation.go` `ValidFieldPath` |
 //! | `structural` | the schema's own checks, its defaults' validity | `schema/validation.go`, `complete.go`, `defaulting/validation.go`, `apis/apiextensions/validation` |
 //!
-//! Differences from upstream: no CEL (`x-kubernetes-validations` rules are not evaluated); no
+//! Differences from upstream: no CEL (`x-kubernetes-validations` rules are neither compiled nor
+//! evaluated; their other fields are checked); no
 //! ratcheting on update (every update is validated as a create); `format: int32` and `float`
 //! are not range-checked (kube-openapi does not check them either); the formats listed as
 //! approximated in `format`'s docs; `pattern` is compiled by the `regex` crate, whose syntax is
@@ -30,6 +32,7 @@ use serde_json::Value;
 use crate::status::FieldError;
 
 mod default;
+pub(crate) mod field_path;
 mod format;
 mod node;
 mod prune;

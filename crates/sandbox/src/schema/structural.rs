@@ -20,12 +20,14 @@
 //!    defaults in the root's `metadata`/`apiVersion`/`kind`, the list and map types and their keys.
 //!
 //! Paths use upstream's `field.Path` rendering: `….properties[spec].items.type`, `….anyOf[0]`.
-//! Not checked: `x-kubernetes-validations` rules (CEL) beyond their placement.
+//! Not checked: the CEL of `x-kubernetes-validations` rules (compilation, cost); their other
+//! fields are (a rule given, messages not blank, a known reason, a `fieldPath` in the schema).
 
 use serde_json::{Map, Value};
 
 use super::node::{Node, compile};
 use super::{prune, validate};
+use crate::field_errors::{forbidden, invalid_bare as invalid, not_supported, required};
 use crate::go_print::{bad_value, go_quote};
 use crate::status::FieldError;
 
@@ -34,23 +36,6 @@ enum Level {
     Root,
     Item,
     Field,
-}
-
-fn required(field: String, detail: &str) -> FieldError {
-    (field, if detail.is_empty() { "Required value".to_owned() } else { format!("Required value: {detail}") })
-}
-
-fn forbidden(field: String, detail: &str) -> FieldError {
-    (field, format!("Forbidden: {detail}"))
-}
-
-fn invalid(field: String, value: &str, detail: &str) -> FieldError {
-    (field, format!("Invalid value: {value}: {detail}"))
-}
-
-fn not_supported(field: String, value: &str, supported: &[&str]) -> FieldError {
-    let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
-    (field, format!("Unsupported value: {}: supported values: {}", go_quote(value), quoted.join(", ")))
 }
 
 fn s<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
@@ -86,7 +71,17 @@ fn regex_error(pattern: &str, err: &regex::Error) -> String {
     let text = err.to_string();
     let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     let why = last.strip_prefix("error: ").unwrap_or(last);
-    format!("error parsing regexp: {why}: `{pattern}`")
+    // The `regex` crate's words for the faults Go's `regexp/syntax` names otherwise, with the
+    // part of the pattern Go quotes (the open class for a missing `]`).
+    let (why, quoted) = match why {
+        "unclosed character class" => {
+            ("missing closing ]", pattern.rfind('[').map_or(pattern, |i| &pattern[i..]))
+        }
+        "unclosed group" => ("missing closing )", pattern),
+        "unopened group" => ("unexpected )", pattern),
+        other => (other, pattern),
+    };
+    format!("error parsing regexp: {why}: `{quoted}`")
 }
 
 /// Why `schema` (at `field`, e.g. `spec.versions[0].schema.openAPIV3Schema`) is refused.
@@ -172,7 +167,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
         } else {
             errs.push(invalid(
                 format!("{p}.type"),
-                &go_quote(ty),
+                go_quote(ty),
                 "must be object if x-kubernetes-embedded-resource is true",
             ));
         }
@@ -191,7 +186,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
         ));
     }
     if lvl == Level::Root && !ty.is_empty() && ty != "object" {
-        errs.push(invalid(format!("{p}.type"), &go_quote(ty), "must be object at the root"));
+        errs.push(invalid(format!("{p}.type"), go_quote(ty), "must be object at the root"));
     }
     let properties = obj(m, "properties");
     for meta in ["kind", "apiVersion"] {
@@ -200,7 +195,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
         {
             let t = s(prop, "type");
             if t != "string" {
-                errs.push(invalid(format!("{p}.properties[{meta}].type"), &go_quote(t), "must be string"));
+                errs.push(invalid(format!("{p}.properties[{meta}].type"), go_quote(t), "must be string"));
             }
         }
     }
@@ -219,7 +214,7 @@ fn invariants(m: &Map<String, Value>, lvl: Level, p: &str, errs: &mut Vec<FieldE
 fn metadata_invariants(m: &Map<String, Value>, check: bool, lvl: Level, p: &str, errs: &mut Vec<FieldError>) {
     let ty = s(m, "type");
     if check && ty != "object" {
-        errs.push(invalid(format!("{p}.type"), &go_quote(ty), "must be object"));
+        errs.push(invalid(format!("{p}.type"), go_quote(ty), "must be object"));
     }
     if lvl != Level::Root {
         return;
@@ -283,7 +278,7 @@ fn value_validation(
     {
         errs.push(invalid(
             format!("{p}.pattern"),
-            &go_quote(pattern),
+            go_quote(pattern),
             &format!("must be a valid regular expression, but isn't: {}", regex_error(pattern, &e)),
         ));
     }
@@ -316,9 +311,7 @@ fn nested(m: &Map<String, Value>, skip_any_of: bool, lvl: Level, p: &str, errs: 
     if flag(m, "nullable") {
         errs.push(forbidden(format!("{p}.nullable"), "must be false to be structural"));
     }
-    if present("externalDocs") {
-        errs.push(forbidden(format!("{p}.externalDocs"), "must be undefined to be structural"));
-    }
+    // `externalDocs` is not among the generics a nested schema keeps: upstream drops it there.
     for k in [
         "x-kubernetes-preserve-unknown-fields",
         "x-kubernetes-embedded-resource",
@@ -411,7 +404,7 @@ fn defaults(n: &Node, p: &str, embedded_root: bool, inside_meta: bool, errs: &mu
             let mut pruned = d.clone();
             prune::prune_unknown(n, &mut pruned, embedded);
             if pruned != *d {
-                errs.push(invalid(at.clone(), &bad_value(d), "must not have unknown fields"));
+                errs.push(invalid(at.clone(), bad_value(d), "must not have unknown fields"));
             }
         }
         let mut meta_errs = Vec::new();
@@ -551,6 +544,78 @@ fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut
         ));
     }
     list_and_map_types(m, ty, p, errs);
+    rule_errors(m, p, errs);
+}
+
+/// The reasons an `x-kubernetes-validations` rule may give (`supportedValidationReason`, sorted).
+const RULE_REASONS: [&str; 4] =
+    ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"];
+
+/// A line break as CEL's grammar knows one.
+fn has_newlines(text: &str) -> bool {
+    text.contains(['\n', '\r'])
+}
+
+/// The checks of `x-kubernetes-validations` that need no CEL: a rule is given, a message or
+/// message expression that is set is not blank, a multi-line rule has a message, the reason is
+/// one of four, and a `fieldPath` names a field of this schema. Compiling the rules is left out.
+fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
+    for (i, rule) in list(m, "x-kubernetes-validations").iter().enumerate() {
+        let Some(r) = rule.as_object() else { continue };
+        let at = format!("{p}.x-kubernetes-validations[{i}]");
+        let (text, message) = (s(r, "rule"), s(r, "message"));
+        let (text_t, message_t) = (text.trim(), message.trim());
+        if text_t.is_empty() {
+            errs.push(required(format!("{at}.rule"), "rule is not specified"));
+        } else if !message.is_empty() && message_t.is_empty() {
+            errs.push(invalid(
+                format!("{at}.message"),
+                go_quote(message),
+                "message must be non-empty if specified",
+            ));
+        } else if has_newlines(message_t) {
+            errs.push(invalid(
+                format!("{at}.message"),
+                go_quote(message),
+                "message must not contain line breaks",
+            ));
+        } else if has_newlines(text_t) && message_t.is_empty() {
+            errs.push(required(
+                format!("{at}.message"),
+                "message must be specified if rule contains line breaks",
+            ));
+        }
+        let expression = s(r, "messageExpression");
+        if !expression.is_empty() && expression.trim().is_empty() {
+            errs.push(required(
+                format!("{at}.messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
+        }
+        if let Some(reason) = r.get("reason").and_then(Value::as_str)
+            && !RULE_REASONS.contains(&reason)
+        {
+            errs.push(not_supported(format!("{at}.reason"), reason, &RULE_REASONS));
+        }
+        let path = s(r, "fieldPath");
+        if !path.is_empty() && path.trim().is_empty() {
+            errs.push(invalid(
+                format!("{at}.fieldPath"),
+                go_quote(path),
+                "fieldPath must be non-empty if specified",
+            ));
+        }
+        if has_newlines(path) {
+            errs.push(invalid(
+                format!("{at}.fieldPath"),
+                go_quote(path),
+                "fieldPath must not contain line breaks",
+            ));
+        }
+        if !path.is_empty() && super::field_path::resolve(m, path, true).is_err() {
+            errs.push(invalid(format!("{at}.fieldPath"), go_quote(path), "fieldPath must be a valid path"));
+        }
+    }
 }
 
 /// The `x-kubernetes-map-type`, `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` checks.
@@ -565,7 +630,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
         } else {
             errs.push(invalid(
                 format!("{p}.type"),
-                &go_quote(ty),
+                go_quote(ty),
                 &format!("must be {want} if {why} is specified"),
             ));
         }
@@ -586,7 +651,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
                 {
                     errs.push(invalid(
                         format!("{p}.items.x-kubernetes-list-type"),
-                        &go_quote(lt),
+                        go_quote(lt),
                         "must be atomic as item of a list with x-kubernetes-list-type=set",
                     ));
                 }
@@ -618,7 +683,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
             Some("map") => {}
             Some(lt) => errs.push(invalid(
                 format!("{p}.x-kubernetes-list-type"),
-                &go_quote(lt),
+                go_quote(lt),
                 "must be map if x-kubernetes-list-map-keys is non-empty",
             )),
         }
@@ -640,7 +705,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
             Some(v @ Value::Array(_)) => {
                 errs.push(invalid(
                     format!("{p}.items"),
-                    &bad_value(v),
+                    bad_value(v),
                     "must only have a single schema if x-kubernetes-list-type is map",
                 ));
             }
@@ -651,7 +716,7 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
             if it != "object" {
                 errs.push(invalid(
                     format!("{p}.items.type"),
-                    &go_quote(it),
+                    go_quote(it),
                     "must be object if parent array's x-kubernetes-list-type is map",
                 ));
             } else {
@@ -660,20 +725,20 @@ fn list_and_map_types(m: &Map<String, Value>, ty: &str, p: &str, errs: &mut Vec<
                     match obj(is, "properties").and_then(|ps| ps.get(k)).and_then(Value::as_object) {
                         Some(prop) if matches!(s(prop, "type"), "array" | "object") => errs.push(invalid(
                             format!("{p}.items.properties[{k}].type"),
-                            &go_quote(it),
+                            go_quote(it),
                             "must be a scalar type if parent array's x-kubernetes-list-type is map",
                         )),
                         Some(_) => {}
                         None => errs.push(invalid(
                             format!("{p}.x-kubernetes-list-map-keys"),
-                            &go_strings(keys),
+                            go_strings(keys),
                             "entries must all be names of item properties",
                         )),
                     }
                     if seen.contains(&k) {
                         errs.push(invalid(
                             format!("{p}.x-kubernetes-list-map-keys"),
-                            &go_strings(keys),
+                            go_strings(keys),
                             "must not contain duplicate entries",
                         ));
                     }

@@ -62,9 +62,10 @@ impl Row {
         format!("{}:{}", self.file, self.line)
     }
 
-    /// The object's name: the case's, or one unique to the row.
-    fn name(&self) -> String {
-        match self.case.get("name").and_then(Value::as_str) {
+    /// The object's name: the case's, else the base's own (a kind whose name is made of its
+    /// spec, as a CRD's `<plural>.<group>`), else one unique to the row.
+    fn name(&self, base: &Value) -> String {
+        match self.case.get("name").or_else(|| base.get("name")).and_then(Value::as_str) {
             Some(n) => n.to_owned(),
             None => format!("{}-{}", self.file.trim_end_matches(".tsv"), self.line),
         }
@@ -224,7 +225,7 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     let mut others = Vec::new();
     for (i, changes) in row.case.get("also").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let mut other = holder["object"].clone();
-        let name = format!("{}-also-{i}", row.name());
+        let name = format!("{}-also-{i}", row.name(holder));
         other["metadata"]["name"] = json!(name);
         apply(&mut other, changes.as_object().ok_or("an `also` entry that is not an object")?)?;
         let (code, made) = call(sb, "POST", &path, &other).await;
@@ -234,7 +235,8 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
         others.push(format!("{path}/{name}"));
     }
     let mut obj = holder["object"].clone();
-    obj["metadata"]["name"] = json!(row.name());
+    let name = row.name(holder);
+    obj["metadata"]["name"] = json!(name);
     let (code, answer) = if let Some(sub) = sub {
         if let Some(Value::Object(before)) = row.case.get("create") {
             apply(&mut obj, before)?;
@@ -243,11 +245,11 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
         if code != 201 {
             return Err(format!("the valid parent was refused ({code}): {}", created["message"]));
         }
-        let at = format!("{path}/{}/{sub}", row.name());
+        let at = format!("{path}/{}/{sub}", name);
         if row.op == "create" {
             let mut body = base["object"].clone();
             if body["metadata"].is_object() {
-                body["metadata"]["name"] = json!(row.name());
+                body["metadata"]["name"] = json!(name);
             }
             apply(&mut body, &row.case)?;
             call(sb, "POST", &at, &body).await
@@ -266,18 +268,24 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
         if let Some(Value::Object(before)) = row.case.get("create") {
             apply(&mut obj, before)?;
         }
-        let (code, mut created) = call(sb, "POST", &path, &obj).await;
+        let (code, created) = call(sb, "POST", &path, &obj).await;
         if code != 201 {
             return Err(format!("the valid object was refused ({code}): {}", created["message"]));
         }
+        // Read back: a controller may have written the object since (a CRD's naming controller
+        // sets its status), and a PUT of the create's answer would be a conflict.
+        let (code, mut created) = call(sb, "GET", &format!("{path}/{name}"), &Value::Null).await;
+        if code != 200 {
+            return Err(format!("reading the created object answered {code}: {}", created["message"]));
+        }
         apply(&mut created, &row.case)?;
         let status = if row.op == "status" { "/status" } else { "" };
-        call(sb, "PUT", &format!("{path}/{}{status}", row.name()), &created).await
+        call(sb, "PUT", &format!("{path}/{}{status}", name), &created).await
     };
     // The row's object goes, so that one the sandbox accepted against upstream's rules (a
     // LimitRange whose defaults admission would give every later pod) does not change the rows
     // after it.
-    let _ = call(sb, "DELETE", &format!("{path}/{}", row.name()), &json!({})).await;
+    let _ = call(sb, "DELETE", &format!("{path}/{name}"), &json!({})).await;
     for other in others {
         let _ = call(sb, "DELETE", &other, &json!({})).await;
     }
@@ -339,7 +347,8 @@ async fn every_base_object_is_valid() {
         serde_json::from_str(&std::fs::read_to_string(dir().join("objects.json")).unwrap()).unwrap();
     let mut refused = Vec::new();
     for (kind, base) in bases.as_object().unwrap() {
-        let name = format!("base-{}", kind.to_lowercase());
+        let name =
+            base["name"].as_str().map_or_else(|| format!("base-{}", kind.to_lowercase()), str::to_owned);
         let (Some(parent), Some(sub)) = (base["parent"].as_str(), base["subresource"].as_str()) else {
             let mut obj = base["object"].clone();
             obj["metadata"]["name"] = json!(name);

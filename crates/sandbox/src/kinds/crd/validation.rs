@@ -17,26 +17,26 @@
 //! columns, conversion); on update, the immutable fields; `status.acceptedNames`;
 //! `status.storedVersions`; the API-approval annotation; `preserveUnknownFields: true`.
 //!
-//! Values that are not strings, numbers or booleans are shown as JSON where upstream prints a
-//! Go value (`[]apiextensions.CustomResourceDefinitionVersion{...}`); string lists are shown as
-//! Go does (`[]string{"v1"}`).
+//! Values that are not strings, numbers or booleans are shown as Go prints them where the
+//! sandbox can (string lists as `[]string{"v1"}`, the versions as below), else as JSON (a root
+//! schema refused with the status subresource, which upstream prints with pointer addresses).
 //!
 //! Left out: the schema itself beyond its root (that is [`crate::schema::structural_errors`]'s,
 //! called for each schema), CEL rules and their cost, the ratcheting of schema rules on update
-//! (only the structural requirement ratchets here), `selectableFields` paths (only a missing
-//! `jsonPath` and a missing schema are caught), a conversion webhook's `caBundle` and Go's
-//! `url.Parse` errors beyond control characters and a missing scheme.
+//! (only the structural requirement ratchets here), Go's
+//! `url.Parse` errors beyond control characters and a missing scheme; a `caBundle`'s certificates
+//! are found, not parsed. `spec.versions` is printed
+//! as Go prints the internal versions (`[]apiextensions.CustomResourceDefinitionVersion{…}`),
+//! exactly when their hoisted-away fields are nil, as they are when every version has the same.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
 use super::{API_APPROVED_ANNOTATION, NULL, arr_at, condition, get, is_true, str_at};
-use crate::metadata::{dns1035_errors, regex_error};
+use crate::metadata::{dns1035_errors, subdomain_errors};
 use crate::status::FieldError;
 
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
 const COLUMN_FORMATS: &[&str] =
     &["byte", "date", "date-time", "double", "float", "int32", "int64", "password"];
@@ -70,27 +70,9 @@ const ROOT_FORBIDDEN: &[&str] = &[
     "x-kubernetes-map-type",
 ];
 
-/// Why `v` is not a DNS-1123 subdomain (`IsDNS1123Subdomain`), one reason per entry.
-fn subdomain_errors(v: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if v.len() > 253 {
-        errs.push("must be no more than 253 characters".to_owned());
-    }
-    let label = |p: &str| {
-        !p.is_empty()
-            && p.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-            && !p.starts_with('-')
-            && !p.ends_with('-')
-    };
-    if !v.split('.').all(label) {
-        errs.push(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, &["example.com"]));
-    }
-    errs
-}
-
 /// A string as Go's `%q` shows it.
 fn q(s: &str) -> String {
-    format!("{s:?}")
+    crate::go_print::go_quote(s)
 }
 
 /// A string list as Go's `%#v` shows a `[]string`.
@@ -98,8 +80,8 @@ fn go_strings(v: Option<&Value>) -> String {
     match v.and_then(Value::as_array) {
         None => "[]string(nil)".to_owned(),
         Some(a) => {
-            let items: Vec<String> = a.iter().map(|s| q(s.as_str().unwrap_or(""))).collect();
-            format!("[]string{{{}}}", items.join(", "))
+            let items: Vec<&str> = a.iter().map(|s| s.as_str().unwrap_or("")).collect();
+            crate::field_errors::go_string_slice(&items)
         }
     }
 }
@@ -109,30 +91,21 @@ fn go_strings(v: Option<&Value>) -> String {
 struct Errs(Vec<FieldError>);
 
 impl Errs {
-    fn push(&mut self, path: impl Into<String>, msg: String) {
-        self.0.push((path.into(), msg));
-    }
     fn invalid(&mut self, path: impl Into<String>, value: &str, detail: &str) {
-        self.push(path, format!("Invalid value: {value}: {detail}"));
+        self.0.push(crate::field_errors::invalid_bare(path, value, detail));
     }
     fn required(&mut self, path: impl Into<String>, detail: &str) {
-        let msg =
-            if detail.is_empty() { "Required value".to_owned() } else { format!("Required value: {detail}") };
-        self.push(path, msg);
+        self.0.push(crate::field_errors::required(path, detail));
     }
     fn forbidden(&mut self, path: impl Into<String>, detail: &str) {
-        self.push(path, format!("Forbidden: {detail}"));
+        self.0.push(crate::field_errors::forbidden(path, detail));
     }
     /// `validateEnumStrings`: required, and one of `accepted`.
     fn one_of(&mut self, path: &str, value: &str, accepted: &[&str]) {
         if value.is_empty() {
             self.required(path, "");
         } else if !accepted.contains(&value) {
-            let list: Vec<String> = accepted.iter().map(|a| q(a)).collect();
-            self.push(
-                path,
-                format!("Unsupported value: {}: supported values: {}", q(value), list.join(", ")),
-            );
+            self.0.push(crate::field_errors::not_supported(path, value, accepted));
         }
     }
 }
@@ -252,6 +225,9 @@ struct Opts {
     require_structural: bool,
     require_recognized_review_version: bool,
     immutable_names: bool,
+    /// A conversion webhook's `caBundle` is not checked: on create, before the CRD is
+    /// established, or while the stored one is itself invalid (`allowInvalidCABundle`).
+    allow_invalid_ca_bundle: bool,
 }
 
 impl Opts {
@@ -262,6 +238,7 @@ impl Opts {
                 require_structural: true,
                 require_recognized_review_version: true,
                 immutable_names: false,
+                allow_invalid_ca_bundle: true,
             };
         };
         let spec = old.get("spec").unwrap_or(&NULL);
@@ -277,6 +254,9 @@ impl Opts {
                 r.is_empty() || r.iter().any(|v| v.as_str().is_some_and(|v| REVIEW_VERSIONS.contains(&v)))
             }),
             immutable_names: super::is_condition_true(old, condition::ESTABLISHED),
+            allow_invalid_ca_bundle: !super::is_condition_true(old, condition::ESTABLISHED)
+                || ca_bundle(old.pointer("/spec/conversion/webhook/clientConfig"))
+                    .is_some_and(|b| ca_bundle_error(&b).is_some()),
         }
     }
 }
@@ -289,6 +269,17 @@ impl Opts {
 #[must_use]
 pub fn validate(new: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut e = Errs::default();
+    // A `/status` write keeps the stored spec; a main update keeps the stored status (but for
+    // a new storage version, which changes the spec). So a write that changes the status alone
+    // is a status write, which upstream's status strategy checks for the accepted names only
+    // (`ValidateUpdateCustomResourceDefinitionStatus`).
+    if let Some(old) = old
+        && new.get("spec") == old.get("spec")
+        && new.get("status") != old.get("status")
+    {
+        names_errors(&mut e, new.pointer("/status/acceptedNames").unwrap_or(&NULL), "status.acceptedNames");
+        return e.0;
+    }
     let spec = new.get("spec").unwrap_or(&NULL);
     let names = spec.get("names").unwrap_or(&NULL);
     let (group, plural) = (str_at(spec, "group"), str_at(names, "plural"));
@@ -392,14 +383,14 @@ fn spec_errors(e: &mut Errs, spec: &Value, opts: &Opts) {
     if !unique {
         e.invalid(
             "spec.versions",
-            &Value::Array(versions.to_vec()).to_string(),
+            &go_versions(&h.versions, spec.get("versions").is_some_and(Value::is_array)),
             "must contain unique version names",
         );
     }
     if storage != 1 {
         e.invalid(
             "spec.versions",
-            &Value::Array(versions.to_vec()).to_string(),
+            &go_versions(&h.versions, spec.get("versions").is_some_and(Value::is_array)),
             "must have exactly one version marked as storage version",
         );
     }
@@ -430,7 +421,7 @@ fn spec_errors(e: &mut Errs, spec: &Value, opts: &Opts) {
                 "selectableFields may only be set when validations.schema is included",
             );
         } else {
-            selectable_errors(e, h.selectable, "spec.selectableFields");
+            selectable_errors(e, h.selectable, h.validation, "spec.selectableFields");
         }
     }
 
@@ -446,8 +437,40 @@ fn spec_errors(e: &mut Errs, spec: &Value, opts: &Opts) {
         );
     }
     if let Some(c) = conversion {
-        conversion_errors(e, c, opts.require_recognized_review_version);
+        conversion_errors(e, c, opts);
     }
+}
+
+/// The internal versions as Go's `%#v` prints a `[]apiextensions.CustomResourceDefinitionVersion`,
+/// which `field.Invalid` does with `spec.versions`. A field left set after hoisting is a pointer
+/// (or a slice of structs) upstream prints with a memory address; it is shown here as the Go
+/// form of a non-nil pointer to nothing in particular, since no client can expect its address.
+fn go_versions(versions: &[Version<'_>], present: bool) -> String {
+    const SET: &str = "(0xc000000000)";
+    if !present {
+        // No `versions` at all converts to a nil slice.
+        return "[]apiextensions.CustomResourceDefinitionVersion(nil)".to_owned();
+    }
+    let items: Vec<String> = versions
+        .iter()
+        .map(|v| {
+            let warning = if v.raw.get("deprecationWarning").is_some_and(Value::is_string) { SET } else { "(nil)" };
+            let pointer = |set: bool| if set { SET } else { "(nil)" };
+            let slice = |set: bool| if set { "{...}" } else { "(nil)" };
+            format!(
+                "apiextensions.CustomResourceDefinitionVersion{{Name:{}, Served:{}, Storage:{}, Deprecated:{}, DeprecationWarning:(*string){warning}, Schema:(*apiextensions.CustomResourceValidation){}, Subresources:(*apiextensions.CustomResourceSubresources){}, AdditionalPrinterColumns:[]apiextensions.CustomResourceColumnDefinition{}, SelectableFields:[]apiextensions.SelectableField{}}}",
+                q(v.name),
+                is_true(v.raw, "served"),
+                is_true(v.raw, "storage"),
+                is_true(v.raw, "deprecated"),
+                pointer(v.schema.is_some()),
+                pointer(v.subresources.is_some()),
+                slice(!v.columns.is_empty()),
+                slice(!v.selectable.is_empty()),
+            )
+        })
+        .collect();
+    format!("[]apiextensions.CustomResourceDefinitionVersion{{{}}}", items.join(", "))
 }
 
 fn has_status(subresources: Option<&Value>) -> bool {
@@ -476,7 +499,7 @@ fn version_errors(e: &mut Errs, i: usize, v: &Version<'_>, status_enabled: bool,
                 "selectableFields may only be set when version.schema.openAPIV3Schema is not included",
             );
         } else {
-            selectable_errors(e, v.selectable, &format!("{prefix}.selectableFields"));
+            selectable_errors(e, v.selectable, v.schema, &format!("{prefix}.selectableFields"));
         }
     }
 }
@@ -618,12 +641,48 @@ fn column_errors(e: &mut Errs, col: &Value, prefix: &str) {
     }
 }
 
-/// The part of `ValidateCustomResourceSelectableFields` that needs no schema walk.
-fn selectable_errors(e: &mut Errs, fields: &[Value], prefix: &str) {
+/// The most selectable fields a version may have (`MaxSelectableFields`).
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// `ValidateCustomResourceSelectableFields`: each path names a string, boolean or integer field
+/// of `schema` (the `openAPIV3Schema` in force) outside `metadata`, once; at most eight.
+fn selectable_errors(e: &mut Errs, fields: &[Value], schema: Option<&Value>, prefix: &str) {
+    let root = schema.and_then(|s| get(s, "openAPIV3Schema")).and_then(Value::as_object);
+    let mut unique: Vec<&str> = Vec::new();
     for (i, f) in fields.iter().enumerate() {
-        if str_at(f, "jsonPath").is_empty() {
-            e.required(format!("{prefix}[{i}].jsonPath"), "");
+        let path = format!("{prefix}[{i}].jsonPath");
+        let json_path = str_at(f, "jsonPath");
+        if json_path.is_empty() {
+            e.required(path, "");
+            continue;
         }
+        let Some(root) = root else { continue };
+        let found = match crate::schema::field_path::resolve(root, json_path, false) {
+            Ok(found) => found,
+            Err(why) => {
+                e.invalid(path, &q(json_path), &format!("is an invalid path: {why}"));
+                continue;
+            }
+        };
+        if found.root == "metadata" {
+            e.invalid(path.clone(), &q(json_path), "must not point to fields in metadata");
+        }
+        let ty = found.schema.and_then(|s| s.get("type")).and_then(Value::as_str).unwrap_or("");
+        if !matches!(ty, "string" | "boolean" | "integer") {
+            e.invalid(
+                path.clone(),
+                &q(json_path),
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            );
+        }
+        if unique.contains(&json_path) {
+            e.0.push(crate::field_errors::duplicate(path, json_path));
+        } else {
+            unique.push(json_path);
+        }
+    }
+    if unique.len() > MAX_SELECTABLE_FIELDS {
+        e.0.push(crate::field_errors::too_many(prefix, unique.len(), MAX_SELECTABLE_FIELDS));
     }
 }
 
@@ -669,7 +728,8 @@ fn names_errors(e: &mut Errs, names: &Value, prefix: &str) {
 
 /// `validateCustomResourceConversion` (the v1 `webhook` block is the internal
 /// `webhookClientConfig` and `conversionReviewVersions`, which name the paths).
-fn conversion_errors(e: &mut Errs, conversion: &Value, require_recognized: bool) {
+fn conversion_errors(e: &mut Errs, conversion: &Value, opts: &Opts) {
+    let require_recognized = opts.require_recognized_review_version;
     let strategy = str_at(conversion, "strategy");
     e.one_of("spec.conversion.strategy", strategy, &["None", "Webhook"]);
     let webhook = get(conversion, "webhook").unwrap_or(&NULL);
@@ -699,6 +759,12 @@ fn conversion_errors(e: &mut Errs, conversion: &Value, require_recognized: bool)
                 }
             },
         }
+        if !opts.allow_invalid_ca_bundle
+            && let Some(bundle) = ca_bundle(client_config)
+            && let Some(why) = ca_bundle_error(&bundle)
+        {
+            e.invalid("spec.conversion.webhookClientConfig.caBundle", &go_bytes(&bundle), why);
+        }
         review_versions_errors(e, review, require_recognized);
     } else {
         if client_config.is_some() {
@@ -708,6 +774,43 @@ fn conversion_errors(e: &mut Errs, conversion: &Value, require_recognized: bool)
             e.forbidden("spec.conversion.conversionReviewVersions", NOT_WEBHOOK);
         }
     }
+}
+
+/// A client config's `caBundle`, decoded, when it holds any bytes.
+fn ca_bundle(client_config: Option<&Value>) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let text = client_config.map_or("", |c| str_at(c, "caBundle"));
+    let bytes = base64::engine::general_purpose::STANDARD.decode(text).ok()?;
+    (!bytes.is_empty()).then_some(bytes)
+}
+
+/// Why client-go would not load `bundle` as root certificates (`webhook.ValidateCABundle`, through
+/// `transport.TLSConfigFor`). A `CERTIFICATE` block is taken as a certificate without parsing
+/// its DER: the sandbox calls no webhook.
+fn ca_bundle_error(bundle: &[u8]) -> Option<&'static str> {
+    const CERT: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const BEGIN: &[u8] = b"-----BEGIN ";
+    const END: &[u8] = b"-----END ";
+    let find = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).position(|w| w == needle);
+    if find(bundle, CERT).is_some() {
+        return None;
+    }
+    // `createErrorParsingCAData`: block after block; anything left that is no block is an error.
+    let mut rest = bundle;
+    while !rest.is_empty() {
+        let Some(end) = find(rest, BEGIN).and_then(|b| find(&rest[b..], END).map(|e| b + e)) else {
+            return Some("unable to load root certificates: unable to parse bytes as PEM block");
+        };
+        let after = &rest[end..];
+        rest = after.iter().position(|&c| c == b'\n').map_or(&[][..], |nl| &after[nl + 1..]);
+    }
+    Some("unable to load root certificates: no valid certificate authority data seen")
+}
+
+/// Bytes as Go's `%#v` prints a `[]byte`: `[]byte{0x0, 0x41}`.
+fn go_bytes(bytes: &[u8]) -> String {
+    let items: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
+    format!("[]byte{{{}}}", items.join(", "))
 }
 
 fn review_versions_errors(e: &mut Errs, review: Option<&Value>, require_recognized: bool) {
@@ -787,7 +890,7 @@ fn webhook_url_errors(e: &mut Errs, url: &str, path: &str) {
         e.invalid(path, &q(&scheme), &format!("'https' is the only allowed URL scheme{URL_FORM}"));
     }
     if host.is_empty() {
-        e.invalid(path, &q(host), &format!("host must be provided{URL_FORM}"));
+        e.invalid(path, &q(host), &format!("host must be specified{URL_FORM}"));
     }
     if let Some(user) = user {
         e.invalid(path, &q(user), "user information is not permitted in the URL");
@@ -868,13 +971,7 @@ fn stored_versions_errors(e: &mut Errs, crd: &Value) {
     let mut left: Vec<(&str, usize)> = left.into_iter().collect();
     left.sort_by_key(|(_, i)| *i);
     for (v, i) in left {
-        e.invalid(
-            format!("{PATH}[{i}]"),
-            &q(v),
-            &format!(
-                "missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"
-            ),
-        );
+        e.invalid(format!("{PATH}[{i}]"), &q(v), "must appear in spec.versions");
     }
 }
 
