@@ -56,6 +56,11 @@ pub(crate) fn too_long(path: impl Into<String>, max: usize) -> FieldError {
     (path.into(), format!("Too long: may not be more than {max} bytes"))
 }
 
+/// `field.TooMany`: a list longer than `max`.
+pub(crate) fn too_many(path: impl Into<String>, n: usize, max: usize) -> FieldError {
+    (path.into(), format!("Too many: {n}: must have at most {max} items"))
+}
+
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}`.
 pub(crate) fn go_string_slice(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
