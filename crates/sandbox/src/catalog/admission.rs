@@ -31,8 +31,11 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             has_generation: true,
             status_subresource: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                // Both strategies want the version an update starts from.
+                allow_unconditional_update: false,
                 default: admission_policy::default_policy,
                 validate: admission_policy::validate_policy,
+                prepare_status_update: admission_policy::prepare_status_update,
                 ..typed::<admission::ValidatingAdmissionPolicy>()
             }),
             ..resource!("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "validatingadmissionpolicy", "ValidatingAdmissionPolicy", [], namespaced: false)
@@ -41,6 +44,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             categories: API_EXTENSIONS,
             has_generation: true,
             strategy: Strategy::BuiltIn(BuiltIn {
+                allow_unconditional_update: false,
                 default: admission_policy::default_binding,
                 validate: admission_policy::validate_binding,
                 ..typed::<admission::ValidatingAdmissionPolicyBinding>()

@@ -76,6 +76,18 @@ pub fn default_binding(binding: &mut Value) {
     }
 }
 
+/// The status strategy's `PrepareForUpdate` (`ResetObjectMetaForStatus`): a `/status` write
+/// keeps the stored spec, and the stored labels, annotations, finalizers and owners.
+pub fn prepare_status_update(policy: &mut Value, old: &Value) {
+    let meta = crate::object_meta::meta_mut(policy);
+    for key in ["labels", "annotations", "finalizers", "ownerReferences"] {
+        match old.pointer(&format!("/metadata/{key}")) {
+            Some(v) => meta.insert(key.into(), v.clone()),
+            None => meta.remove(key),
+        };
+    }
+}
+
 /// A policy's rules: the spec's (`ValidateValidatingAdmissionPolicy`, and on update the same
 /// with unchanged match conditions skipped), then the status's (what a `/status` write changes;
 /// on other writes it is the stored status, already valid).
