@@ -93,14 +93,14 @@ pub fn prepare_status_update(policy: &mut Value, old: &Value) {
 /// on other writes it is the stored status, already valid).
 #[must_use]
 pub fn validate_policy(policy: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let spec = policy.get("spec").cloned().unwrap_or_default();
+    let spec = policy.get("spec").unwrap_or(&Value::Null);
     // An update that keeps the parameters' kind and the match conditions does not check the
     // conditions again.
     let ignore_conditions = old.is_some_and(|o| {
         same(spec.get("paramKind"), o.pointer("/spec/paramKind"))
             && same(spec.get("matchConditions"), o.pointer("/spec/matchConditions"))
     });
-    let mut errs = policy_spec_errors(&spec, meta_str(policy, "name"), ignore_conditions);
+    let mut errs = policy_spec_errors(spec, meta_str(policy, "name"), ignore_conditions);
     if let Some(status) = policy.get("status").filter(|s| s.is_object()) {
         errs.extend(status_errors(status));
     }
@@ -344,7 +344,7 @@ fn status_errors(status: &Value) -> Vec<FieldError> {
 /// update.
 #[must_use]
 pub fn validate_binding(binding: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-    let spec = binding.get("spec").cloned().unwrap_or_default();
+    let spec = binding.get("spec").unwrap_or(&Value::Null);
     let mut errs = Vec::new();
     let policy = spec.get("policyName").and_then(Value::as_str).unwrap_or("");
     if policy.is_empty() {

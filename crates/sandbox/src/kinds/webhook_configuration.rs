@@ -98,8 +98,7 @@ impl Options {
                 require_unique_names: true,
             };
         };
-        let hooks = |o: &Value| o.get("webhooks").and_then(Value::as_array).cloned().unwrap_or_default();
-        let (old_hooks, new_hooks) = (hooks(old), hooks(new));
+        let (old_hooks, new_hooks) = (webhooks(old), webhooks(new));
         let mut names: Vec<&str> = Vec::new();
         let unique = old_hooks.iter().all(|h| {
             let name = h.get("name").and_then(Value::as_str).unwrap_or("");
@@ -111,7 +110,7 @@ impl Options {
             ignore_match_conditions: old_hooks.len() == new_hooks.len()
                 && old_hooks
                     .iter()
-                    .zip(&new_hooks)
+                    .zip(new_hooks)
                     .all(|(o, n)| same(o.get("matchConditions"), n.get("matchConditions"))),
             require_no_side_effects: old_hooks.iter().all(|h| {
                 h.get("sideEffects").and_then(Value::as_str).is_some_and(|s| NO_SIDE_EFFECTS.contains(&s))
@@ -125,12 +124,16 @@ impl Options {
     }
 }
 
+/// A configuration's webhooks (none when it has no list).
+fn webhooks(config: &Value) -> &[Value] {
+    config.get("webhooks").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+}
+
 /// Each webhook's rules, then its review versions, then its name's uniqueness.
 fn config_errors(config: &Value, opts: &Options, mutating: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut names: Vec<&str> = Vec::new();
-    let hooks = config.get("webhooks").and_then(Value::as_array);
-    for (i, hook) in hooks.into_iter().flatten().enumerate() {
+    for (i, hook) in webhooks(config).iter().enumerate() {
         let at = format!("webhooks[{i}]");
         errs.extend(webhook_errors(hook, opts, mutating, &at));
         errs.extend(review_versions_errors(
