@@ -56,6 +56,11 @@ pub(crate) fn too_long(path: impl Into<String>, max: usize) -> FieldError {
     (path.into(), format!("Too long: may not be more than {max} bytes"))
 }
 
+/// `field.TooMany`: a list of `n` items, longer than `max` (`Too many: 9: must have at most 8 items`).
+pub(crate) fn too_many(path: impl Into<String>, n: usize, max: usize) -> FieldError {
+    (path.into(), format!("Too many: {n}: must have at most {max} items"))
+}
+
 /// Go's `%#v` of a `[]string`: `[]string{"a", "b"}`.
 pub(crate) fn go_string_slice(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|s| go_quote(s)).collect();
@@ -65,9 +70,4 @@ pub(crate) fn go_string_slice(items: &[&str]) -> String {
 /// apimachinery's `InclusiveRangeError`.
 pub(crate) fn inclusive_range(lo: i64, hi: i64) -> String {
     format!("must be between {lo} and {hi}, inclusive")
-}
-
-/// `field.TooMany` with the count: `Too many: 9: must have at most 8 items`.
-pub(crate) fn too_many(path: impl Into<String>, actual: usize, max: usize) -> FieldError {
-    (path.into(), format!("Too many: {actual}: must have at most {max} items"))
 }

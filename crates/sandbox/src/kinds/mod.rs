@@ -5,6 +5,8 @@
 //! | module | kind |
 //! |---|---|
 //! | [`apiservice`] | apiregistration.k8s.io/v1 APIService: the name `<version>.<group>`, priorities, service vs local, status conditions |
+//! | [`admission_match`] | what webhooks and admission policies match: rules, `matchResources`, `matchConditions` |
+//! | [`admission_policy`] | ValidatingAdmissionPolicies and their bindings: defaults, the spec's and status's rules (CEL not compiled) |
 //! | [`autoscaler`] | HorizontalPodAutoscalers: v2 defaults and bounds, conversion to and from v1 |
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
@@ -34,11 +36,15 @@
 //! | [`service_allocation`] | what a Service holds of the service IP and node-port ranges; what a write is given or refused |
 //! | [`stateful_set`] | apps/v1 StatefulSet: pod management, update strategy, claim templates, what an update may change, status counts |
 //! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
+//! | [`webhook_client`] | a webhook's `clientConfig`: an `https` URL as Go parses it, or a Service |
+//! | [`webhook_configuration`] | Mutating and Validating webhook configurations: defaults, each webhook's rules, what an update lets stay |
 //! | [`workload`] | the workload kinds' shared rules; ReplicaSets, ReplicationControllers, ControllerRevisions |
 //!
 //! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
 //! from their k8s-openapi type (see [`crate::catalog`]).
 
+pub mod admission_match;
+pub mod admission_policy;
 pub mod apiservice;
 pub mod autoscaler;
 pub mod configmap;
@@ -69,6 +75,8 @@ pub mod service;
 pub(crate) mod service_allocation;
 pub mod stateful_set;
 pub mod volume;
+pub mod webhook_client;
+pub mod webhook_configuration;
 pub mod workload;
 
 /// Checks that `obj` decodes as the k8s-openapi type `K`; the error names the field.
