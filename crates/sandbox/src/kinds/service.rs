@@ -9,6 +9,13 @@ use serde_json::{Value, json};
 use crate::go_print::go_quote;
 use crate::status::FieldError;
 
+/// The ports of a spec, each as an object.
+fn ports_mut(
+    spec: &mut serde_json::Map<String, Value>,
+) -> impl Iterator<Item = &mut serde_json::Map<String, Value>> {
+    spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
+}
+
 /// The service range a single-stack IPv4 cluster allocates from (`--service-cluster-ip-range`).
 const SERVICE_RANGE: &str = "10.96.0.0/12";
 
@@ -81,13 +88,7 @@ pub fn default(svc: &mut Value) {
     if matches!(ty.as_str(), "NodePort" | "LoadBalancer") && absent(spec.get("externalTrafficPolicy")) {
         spec.insert("externalTrafficPolicy".into(), json!("Cluster"));
     }
-    for p in spec
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-    {
+    for p in ports_mut(spec) {
         p.entry("protocol").or_insert_with(|| json!("TCP"));
         if let Some(port) = p.get("port").cloned() {
             let unset = p.get("targetPort").is_none_or(|t| t.is_null() || t.as_i64() == Some(0));
@@ -154,13 +155,7 @@ pub fn prepare_update(new: &mut Value, old: &Value) {
     let old_spec = old.get("spec").cloned().unwrap_or_default();
     let old_ports = old_spec.get("ports").and_then(Value::as_array).cloned().unwrap_or_default();
     if needs_node_ports(&old_spec) && needs_node_ports(&new_spec) {
-        for p in spec
-            .get_mut("ports")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object_mut)
-        {
+        for p in ports_mut(spec) {
             if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
                 continue;
             }
@@ -226,13 +221,7 @@ fn drop_type_dependent_fields(spec: &mut serde_json::Map<String, Value>, old: &V
             .collect()
     };
     if needs_node_ports(old) && !needs_node_ports(&new) && node_ports(old) == node_ports(&new) {
-        for p in spec
-            .get_mut("ports")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object_mut)
-        {
+        for p in ports_mut(spec) {
             p.remove("nodePort");
         }
     }
