@@ -4,7 +4,9 @@
 //!
 //! | module | kind |
 //! |---|---|
+//! | [`access_review`] | the access reviews and TokenReview: what their storages refuse before answering |
 //! | [`autoscaler`] | HorizontalPodAutoscalers: v2 defaults and bounds, conversion to and from v1 |
+//! | [`binding`] | v1 Binding: the target is a node, named (`ValidatePodBinding`, a 500) |
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
 //! | [`cron`] | a CronJob's schedule: the standard cron syntax, upstream's cron library's errors |
@@ -31,13 +33,16 @@
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
 //! | [`stateful_set`] | apps/v1 StatefulSet: pod management, update strategy, claim templates, what an update may change, status counts |
+//! | [`token_request`] | authentication.k8s.io/v1 TokenRequest: the account's name, the token's life |
 //! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
 //! | [`workload`] | the workload kinds' shared rules; ReplicaSets, ReplicationControllers, ControllerRevisions |
 //!
 //! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
 //! from their k8s-openapi type (see [`crate::catalog`]).
 
+pub mod access_review;
 pub mod autoscaler;
+pub mod binding;
 pub mod configmap;
 pub mod crd;
 pub mod cron;
@@ -64,6 +69,7 @@ pub mod rbac;
 pub mod secret;
 pub mod service;
 pub mod stateful_set;
+pub mod token_request;
 pub mod volume;
 pub mod workload;
 

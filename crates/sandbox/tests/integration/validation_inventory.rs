@@ -208,6 +208,9 @@ async fn call(sb: &Sandbox, method: &str, uri: &str, body: &Value) -> (u16, Valu
 /// A kind whose base names a `parent` and a `subresource` (a TokenRequest, an Eviction, a Scale)
 /// is sent to that subresource of a parent object created for the row: a `create` row POSTs the
 /// kind's object there; an `update` row reads the subresource, applies the case and PUTs it back.
+/// A base marked `read_parent` (a namespace's `finalize`, which answers no GET) is read from the
+/// parent object before it is written through the subresource. A base marked `unnamed` (the access reviews, whose metadata must be empty) is sent without a
+/// name.
 async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     let base = bases.get(&row.kind).ok_or_else(|| format!("no base object for kind {:?}", row.kind))?;
     let sub = base["subresource"].as_str();
@@ -220,7 +223,9 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
         path = path.replace("/namespaces/default/", &format!("/namespaces/{ns}/"));
     }
     let mut obj = holder["object"].clone();
-    obj["metadata"]["name"] = json!(row.name());
+    if holder["unnamed"] != true {
+        obj["metadata"]["name"] = json!(row.name());
+    }
     let (code, answer) = if let Some(sub) = sub {
         if let Some(Value::Object(before)) = row.case.get("create") {
             apply(&mut obj, before)?;
@@ -238,7 +243,8 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
             apply(&mut body, &row.case)?;
             call(sb, "POST", &at, &body).await
         } else {
-            let (code, mut read) = call(sb, "GET", &at, &Value::Null).await;
+            let read_at = if base["read_parent"] == true { format!("{path}/{}", row.name()) } else { at.clone() };
+            let (code, mut read) = call(sb, "GET", &read_at, &Value::Null).await;
             if code != 200 {
                 return Err(format!("reading {at} answered {code}: {}", read["message"]));
             }
@@ -325,7 +331,9 @@ async fn every_base_object_is_valid() {
         let name = format!("base-{}", kind.to_lowercase());
         let (Some(parent), Some(sub)) = (base["parent"].as_str(), base["subresource"].as_str()) else {
             let mut obj = base["object"].clone();
-            obj["metadata"]["name"] = json!(name);
+            if base["unnamed"] != true {
+                obj["metadata"]["name"] = json!(name);
+            }
             let (code, answer) = call(&sb, "POST", base["path"].as_str().unwrap(), &obj).await;
             if code != 201 {
                 refused.push(format!("{kind}: {code} {}", answer["message"]));
@@ -345,7 +353,8 @@ async fn every_base_object_is_valid() {
         }
         let at = format!("{path}/{name}/{sub}");
         let (code, answer) = if base["object"].is_null() {
-            let (_, read) = call(&sb, "GET", &at, &Value::Null).await;
+            let read_at = if base["read_parent"] == true { format!("{path}/{name}") } else { at.clone() };
+            let (_, read) = call(&sb, "GET", &read_at, &Value::Null).await;
             call(&sb, "PUT", &at, &read).await
         } else {
             let mut body = base["object"].clone();
