@@ -94,7 +94,8 @@ fn success(code: u16) -> Value {
 pub(crate) fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Value), ApiError> {
     let pods = crate::catalog::find("", "v1", "pods").expect("pods are built in");
     let given = meta_str(binding, "name");
-    if !given.is_empty() && given != name {
+    // Upstream compares the two as they are: a body without a name does not match either.
+    if given != name {
         return Err(ApiError::bad_request("name in URL does not match name in Binding object".to_owned()));
     }
     crate::kinds::binding::check(binding)?;
@@ -147,7 +148,8 @@ fn evict(
     body: &Value,
 ) -> Result<(u16, Value), ApiError> {
     let given = meta_str(body, "name");
-    if !given.is_empty() && given != name {
+    // Upstream compares the two as they are: a body without a name does not match either.
+    if given != name {
         return Err(ApiError::bad_request("name in URL does not match name in Eviction object".to_owned()));
     }
     let mut opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None, &[])?;

@@ -78,22 +78,32 @@ fn access_spec(spec: &Value, subject: bool) -> Vec<FieldError> {
 }
 
 /// `validateFieldSelectorAttributes` and `validateLabelSelectorAttributes`: a raw selector or
-/// requirements, not both and not neither.
+/// requirements, not both and not neither, and each requirement well formed.
 fn selector_attributes(resource: &Value, selector: &str) -> Vec<FieldError> {
     let Some(s) = given(resource, selector) else { return Vec::new() };
     let at = format!("spec.resourceAttributes.{selector}");
     let raw = s.get("rawSelector").and_then(Value::as_str).unwrap_or("");
-    let requirements = s.get("requirements").and_then(Value::as_array).is_some_and(|r| !r.is_empty());
-    match (raw.is_empty(), requirements) {
-        (false, true) => {
+    let requirements = s.get("requirements").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let mut errs = match (raw.is_empty(), requirements.is_empty()) {
+        (false, false) => {
             vec![invalid_str(format!("{at}.rawSelector"), raw, "may not specified at the same time as requirements")]
         }
-        (true, false) => vec![required(
+        (true, true) => vec![required(
             format!("{at}.requirements"),
             &format!("when {at} is specified, requirements or rawSelector is required"),
         )],
         _ => Vec::new(),
+    };
+    // A newer client's operators are let through: the authorizer may know them.
+    for (i, req) in requirements.iter().enumerate() {
+        let at = format!("{at}.requirements[{i}]");
+        errs.extend(if selector == "fieldSelector" {
+            crate::label_rules::field_requirement_errors(req, &at, true)
+        } else {
+            crate::label_rules::label_requirement_errors(req, &at, true)
+        });
     }
+    errs
 }
 
 /// `ValidateLocalSubjectAccessReview`: a subject access review whose resource attributes name

@@ -208,7 +208,8 @@ async fn call(sb: &Sandbox, method: &str, uri: &str, body: &Value) -> (u16, Valu
 /// A kind whose base names a `parent` and a `subresource` (a TokenRequest, an Eviction, a Scale)
 /// is sent to that subresource of a parent object created for the row: a `create` row POSTs the
 /// kind's object there; an `update` row reads the subresource, applies the case and PUTs it back.
-/// A base marked `read_parent` (a namespace's `finalize`, which answers no GET) is read from the
+/// A case's `before` lists other objects the row needs (`path` and `object`): they are created
+/// first and deleted after. A base marked `read_parent` (a namespace's `finalize`, which answers no GET) is read from the
 /// parent object before it is written through the subresource. A base marked `unnamed` (the access reviews, whose metadata must be empty) is sent without a
 /// name.
 async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
@@ -225,6 +226,22 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     let mut obj = holder["object"].clone();
     if holder["unnamed"] != true {
         obj["metadata"]["name"] = json!(row.name());
+    }
+    // Objects the row needs besides its own (a pod a token is bound to): created first, removed
+    // after.
+    let others: Vec<(String, Value)> = row
+        .case
+        .get("before")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|o| (o["path"].as_str().unwrap_or("").to_owned(), o["object"].clone()))
+        .collect();
+    for (at, object) in &others {
+        let (code, made) = call(sb, "POST", at, object).await;
+        if code != 201 {
+            return Err(format!("an object the row needs was refused ({code}): {}", made["message"]));
+        }
     }
     let (code, answer) = if let Some(sub) = sub {
         if let Some(Value::Object(before)) = row.case.get("create") {
@@ -270,6 +287,10 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     // LimitRange whose defaults admission would give every later pod) does not change the rows
     // after it.
     let _ = call(sb, "DELETE", &format!("{path}/{}", row.name()), &json!({})).await;
+    for (at, object) in others.iter().rev() {
+        let name = object["metadata"]["name"].as_str().unwrap_or("");
+        let _ = call(sb, "DELETE", &format!("{at}/{name}"), &json!({})).await;
+    }
     let want_code = row.case.get("code").and_then(Value::as_u64).unwrap_or(422);
     let said = || format!("{code} {}", answer["message"].as_str().unwrap_or("(no message)"));
     if u64::from(code) != want_code {
