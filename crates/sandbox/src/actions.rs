@@ -354,7 +354,8 @@ fn bound_object(store: &Store, ns: &str, account: &str, target: &Value) -> Resul
     };
     let def = crate::catalog::find("", "v1", plural).expect("pods, nodes and secrets are built in");
     let object = store.get(def, if plural == "nodes" { "" } else { ns }, name, Subresource::Main)?;
-    if plural == "pods" && object.pointer("/spec/serviceAccountName").and_then(Value::as_str) != Some(account) {
+    if plural == "pods" && object.pointer("/spec/serviceAccountName").and_then(Value::as_str) != Some(account)
+    {
         return Err(ApiError::bad_request(format!(
             "cannot bind token for serviceaccount {} to pod running with different serviceaccount name.",
             go_quote(account)

@@ -95,9 +95,14 @@ fn operator_errors(req: &Value, at: &str, unknown_allowed: bool) -> Vec<FieldErr
 /// and label values.
 pub(crate) fn label_requirement_errors(req: &Value, at: &str, unknown_allowed: bool) -> Vec<FieldError> {
     let mut errs = operator_errors(req, at, unknown_allowed);
-    errs.extend(label_name_errors(req.get("key").and_then(Value::as_str).unwrap_or(""), &format!("{at}.key")));
+    errs.extend(label_name_errors(
+        req.get("key").and_then(Value::as_str).unwrap_or(""),
+        &format!("{at}.key"),
+    ));
     for (j, v) in requirement_values(req).iter().enumerate() {
-        errs.extend(label_value_errors(v).into_iter().map(|why| (format!("{at}.values[{j}]"), invalid(v, &why))));
+        errs.extend(
+            label_value_errors(v).into_iter().map(|why| (format!("{at}.values[{j}]"), invalid(v, &why))),
+        );
     }
     errs
 }

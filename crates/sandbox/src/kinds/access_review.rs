@@ -60,7 +60,9 @@ fn access_spec(spec: &Value, subject: bool) -> Vec<FieldError> {
     let resource = given(spec, "resourceAttributes");
     let non_resource = given(spec, "nonResourceAttributes");
     match (resource, non_resource) {
-        (Some(_), Some(n)) => errs.push(("spec".into(), format!("Invalid value: {}: {ONE}", non_resource_go(n)))),
+        (Some(_), Some(n)) => {
+            errs.push(("spec".into(), format!("Invalid value: {}: {ONE}", non_resource_go(n))))
+        }
         (None, None) => errs.push(invalid("spec", &Value::Null, ONE)),
         _ => {}
     }
@@ -86,7 +88,11 @@ fn selector_attributes(resource: &Value, selector: &str) -> Vec<FieldError> {
     let requirements = s.get("requirements").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let mut errs = match (raw.is_empty(), requirements.is_empty()) {
         (false, false) => {
-            vec![invalid_str(format!("{at}.rawSelector"), raw, "may not specified at the same time as requirements")]
+            vec![invalid_str(
+                format!("{at}.rawSelector"),
+                raw,
+                "may not specified at the same time as requirements",
+            )]
         }
         (true, true) => vec![required(
             format!("{at}.requirements"),
@@ -111,11 +117,16 @@ fn selector_attributes(resource: &Value, selector: &str) -> Vec<FieldError> {
 /// non-resource attributes.
 fn local(spec: &Value, review: &Value, ns: &str) -> Vec<FieldError> {
     let mut errs = access_spec(spec, true);
-    let own = review.pointer("/metadata/namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(ns);
+    let own =
+        review.pointer("/metadata/namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(ns);
     if let Some(r) = given(spec, "resourceAttributes") {
         let asked = r.get("namespace").and_then(Value::as_str).unwrap_or("");
         if asked != own {
-            errs.push(invalid_str("spec.resourceAttributes.namespace", asked, "must match metadata.namespace"));
+            errs.push(invalid_str(
+                "spec.resourceAttributes.namespace",
+                asked,
+                "must match metadata.namespace",
+            ));
         }
     }
     if let Some(n) = given(spec, "nonResourceAttributes") {

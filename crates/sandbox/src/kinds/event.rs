@@ -214,8 +214,12 @@ fn immutable_value(field: &str, v: &Value) -> String {
             text("resourceVersion"),
             text("fieldPath")
         ),
-        "deprecatedSource" => format!("core.EventSource{{Component:{}, Host:{}}}", text("component"), text("host")),
-        "deprecatedFirstTimestamp" | "deprecatedLastTimestamp" | "eventTime" => go_time(v.as_str().unwrap_or("")),
+        "deprecatedSource" => {
+            format!("core.EventSource{{Component:{}, Host:{}}}", text("component"), text("host"))
+        }
+        "deprecatedFirstTimestamp" | "deprecatedLastTimestamp" | "eventTime" => {
+            go_time(v.as_str().unwrap_or(""))
+        }
         "deprecatedCount" => v.as_i64().unwrap_or(0).to_string(),
         _ => go_quote(v.as_str().unwrap_or("")),
     }
@@ -228,11 +232,8 @@ fn go_time(rfc3339: &str) -> String {
         return "0001-01-01 00:00:00 +0000 UTC".to_owned();
     };
     let nanos = t.subsec_nanosecond();
-    let fraction = if nanos == 0 {
-        String::new()
-    } else {
-        format!(".{nanos:09}").trim_end_matches('0').to_owned()
-    };
+    let fraction =
+        if nanos == 0 { String::new() } else { format!(".{nanos:09}").trim_end_matches('0').to_owned() };
     format!("{}{fraction} +0000 UTC", t.strftime("%Y-%m-%d %H:%M:%S"))
 }
 

@@ -35,10 +35,18 @@ pub fn check(request: &Value, name: &str) -> Result<(), ApiError> {
     let s = seconds(request);
     let mut errs = Vec::new();
     if s < MIN_SECONDS {
-        errs.push(invalid_bare("spec.expirationSeconds", s, "may not specify a duration less than 10 minutes"));
+        errs.push(invalid_bare(
+            "spec.expirationSeconds",
+            s,
+            "may not specify a duration less than 10 minutes",
+        ));
     }
     if s > MAX_SECONDS {
-        errs.push(invalid_bare("spec.expirationSeconds", s, "may not specify a duration larger than 2^32 seconds"));
+        errs.push(invalid_bare(
+            "spec.expirationSeconds",
+            s,
+            "may not specify a duration larger than 2^32 seconds",
+        ));
     }
     if errs.is_empty() { Ok(()) } else { Err(ApiError::invalid(KIND.0, KIND.1, "", &errs)) }
 }

@@ -1739,7 +1739,11 @@ fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
             ),
         )),
     }
-    if errs.is_empty() { Ok(body.clone()) } else { Err(ApiError::invalid("autoscaling", "Scale", name, &errs)) }
+    if errs.is_empty() {
+        Ok(body.clone())
+    } else {
+        Err(ApiError::invalid("autoscaling", "Scale", name, &errs))
+    }
 }
 
 /// A body the kind's type cannot hold is a 400, as the API server's decoder answers.

@@ -260,7 +260,8 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
             apply(&mut body, &row.case)?;
             call(sb, "POST", &at, &body).await
         } else {
-            let read_at = if base["read_parent"] == true { format!("{path}/{}", row.name()) } else { at.clone() };
+            let read_at =
+                if base["read_parent"] == true { format!("{path}/{}", row.name()) } else { at.clone() };
             let (code, mut read) = call(sb, "GET", &read_at, &Value::Null).await;
             if code != 200 {
                 return Err(format!("reading {at} answered {code}: {}", read["message"]));
