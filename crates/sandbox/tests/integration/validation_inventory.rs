@@ -107,7 +107,8 @@ fn parse_row(file: &str, line: usize, text: &str) -> Result<Row, String> {
         field: field.to_owned(),
         reason,
         case,
-        message: message.to_owned(),
+        // A message upstream ends with a newline writes it as `\n`.
+        message: message.replace("\\n", "\n"),
         state,
     })
 }
@@ -208,7 +209,8 @@ async fn call(sb: &Sandbox, method: &str, uri: &str, body: &Value) -> (u16, Valu
 /// A kind whose base names a `parent` and a `subresource` (a TokenRequest, an Eviction, a Scale)
 /// is sent to that subresource of a parent object created for the row: a `create` row POSTs the
 /// kind's object there; an `update` row reads the subresource, applies the case and PUTs it back.
-/// A case's `before` lists other objects the row needs (`path` and `object`): they are created
+/// An `update` row's `first` (pointers, as the case's) is written through the subresource before
+/// the row's own write (an ephemeral container to remove). A case's `before` lists other objects the row needs (`path` and `object`): they are created
 /// first and deleted after. A base marked `read_parent` (a namespace's `finalize`, which answers no GET) is read from the
 /// parent object before it is written through the subresource. A base marked `unnamed` (the access reviews, whose metadata must be empty) is sent without a
 /// name.
@@ -262,6 +264,17 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
         } else {
             let read_at =
                 if base["read_parent"] == true { format!("{path}/{}", row.name()) } else { at.clone() };
+            if let Some(Value::Object(first)) = row.case.get("first") {
+                let (_, mut read) = call(sb, "GET", &read_at, &Value::Null).await;
+                apply(&mut read, first)?;
+                let (code, written) = call(sb, "PUT", &at, &read).await;
+                if code != 200 {
+                    return Err(format!(
+                        "the valid first write was refused ({code}): {}",
+                        written["message"]
+                    ));
+                }
+            }
             let (code, mut read) = call(sb, "GET", &read_at, &Value::Null).await;
             if code != 200 {
                 return Err(format!("reading {at} answered {code}: {}", read["message"]));
