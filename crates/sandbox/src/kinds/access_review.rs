@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use crate::field_errors::{invalid, invalid_str, required};
-use crate::go_print::go_quote;
+use crate::go_print::{go_quote, go_string_map};
 use crate::status::{ApiError, FieldError};
 
 /// What the review of kind `kind`, posted in namespace `ns` (empty for the cluster-wide ones),
@@ -24,8 +24,8 @@ pub fn check(kind: &str, ns: &str, review: &Value) -> Result<(), ApiError> {
     let spec = review.get("spec").unwrap_or(&Value::Null);
     let text = |field: &str| spec.get(field).and_then(Value::as_str).unwrap_or("");
     let errs = match kind {
-        "SubjectAccessReview" => access_spec(spec, true),
-        "SelfSubjectAccessReview" => access_spec(spec, false),
+        "SubjectAccessReview" => [access_spec(spec, true), empty_metadata(review, false)].concat(),
+        "SelfSubjectAccessReview" => [access_spec(spec, false), empty_metadata(review, false)].concat(),
         "LocalSubjectAccessReview" => local(spec, review, ns),
         "SelfSubjectRulesReview" if text("namespace").is_empty() => {
             return Err(ApiError::bad_request("no namespace on request"));
@@ -112,11 +112,48 @@ fn selector_attributes(resource: &Value, selector: &str) -> Vec<FieldError> {
     errs
 }
 
+/// The access reviews' metadata must be empty but for the field manager's entries (and, for a
+/// local review, its namespace). Upstream prints the whole `ObjectMeta` with `%#v`, managed
+/// fields and their time pointers included: that part is not reproduced (it holds an address).
+fn empty_metadata(review: &Value, local: bool) -> Vec<FieldError> {
+    let meta = review.get("metadata").and_then(Value::as_object);
+    let set = meta.into_iter().flatten().any(|(k, v)| {
+        !v.is_null() && k != "managedFields" && k != "creationTimestamp" && !(local && k == "namespace")
+    });
+    if !set {
+        return Vec::new();
+    }
+    let why = if local { "must be empty except for namespace" } else { "must be empty" };
+    vec![("metadata".into(), format!("Invalid value: {}: {why}", go_object_meta(review)))]
+}
+
+/// An object's metadata as Go's `%#v` prints a `metav1.ObjectMeta` (managed fields left out).
+fn go_object_meta(obj: &Value) -> String {
+    let m = |f: &str| obj.pointer(&format!("/metadata/{f}"));
+    let text = |f: &str| go_quote(m(f).and_then(Value::as_str).unwrap_or(""));
+    let finalizers: Option<Vec<&str>> =
+        m("finalizers").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect());
+    format!(
+        "v1.ObjectMeta{{Name:{}, GenerateName:{}, Namespace:{}, SelfLink:{}, UID:{}, ResourceVersion:{}, Generation:{}, CreationTimestamp:time.Date(1, time.January, 1, 0, 0, 0, 0, time.UTC), DeletionTimestamp:<nil>, DeletionGracePeriodSeconds:(*int64)(nil), Labels:{}, Annotations:{}, OwnerReferences:[]v1.OwnerReference(nil), Finalizers:{}, ManagedFields:[]v1.ManagedFieldsEntry(nil)}}",
+        text("name"),
+        text("generateName"),
+        text("namespace"),
+        text("selfLink"),
+        text("uid"),
+        text("resourceVersion"),
+        m("generation").and_then(Value::as_i64).unwrap_or(0),
+        go_string_map(m("labels").and_then(Value::as_object)),
+        go_string_map(m("annotations").and_then(Value::as_object)),
+        finalizers.map_or_else(|| "[]string(nil)".to_owned(), |f| crate::field_errors::go_string_slice(&f)),
+    )
+}
+
 /// `ValidateLocalSubjectAccessReview`: a subject access review whose resource attributes name
 /// the review's own namespace (the request's, when the body names none) and that has no
 /// non-resource attributes.
 fn local(spec: &Value, review: &Value, ns: &str) -> Vec<FieldError> {
     let mut errs = access_spec(spec, true);
+    errs.extend(empty_metadata(review, true));
     let own =
         review.pointer("/metadata/namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(ns);
     if let Some(r) = given(spec, "resourceAttributes") {
