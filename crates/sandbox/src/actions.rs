@@ -11,6 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::go_print::go_quote;
 use crate::object_meta::{meta_str, now_rfc3339};
 use crate::resource::{ResourceDef, Review, Run, Subresource};
 use crate::status::ApiError;
@@ -93,28 +94,27 @@ fn success(code: u16) -> Value {
 pub(crate) fn bind(store: &Store, ns: &str, name: &str, binding: &Value) -> Result<(u16, Value), ApiError> {
     let pods = crate::catalog::find("", "v1", "pods").expect("pods are built in");
     let given = meta_str(binding, "name");
-    if !given.is_empty() && given != name {
+    // Upstream compares the two as they are: a body without a name does not match either.
+    if given != name {
         return Err(ApiError::bad_request("name in URL does not match name in Binding object".to_owned()));
     }
+    crate::kinds::binding::check(binding)?;
     let node = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("").to_owned();
-    if node.is_empty() {
-        return Err(ApiError::invalid(
-            "",
-            "Binding",
-            name,
-            &[("target.name".into(), "Required value".into())],
-        ));
-    }
     let annotations = binding.pointer("/metadata/annotations").and_then(Value::as_object).cloned();
     store.modify(pods, ns, name, |pod| {
+        // `setPodNodeAndMetadata`'s refusals, in its order.
+        let refuse = |why: String| -> Result<(), ApiError> {
+            Err(ApiError::conflict("", "pods/binding", name, &why))
+        };
+        if crate::object_meta::is_deleting(pod) {
+            return refuse(format!("pod {name} is being deleted, cannot be assigned to a host"));
+        }
         let bound = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
         if !bound.is_empty() {
-            return Err(ApiError::conflict(
-                "",
-                "pods/binding",
-                name,
-                &format!("pod {name} is already assigned to node {bound:?}"),
-            ));
+            return refuse(format!("pod {name} is already assigned to node {}", go_quote(bound)));
+        }
+        if pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
+            return refuse(format!("pod {name} has non-empty .spec.schedulingGates"));
         }
         pod["spec"]["nodeName"] = json!(node);
         if let Some(a) = &annotations {
@@ -148,7 +148,8 @@ fn evict(
     body: &Value,
 ) -> Result<(u16, Value), ApiError> {
     let given = meta_str(body, "name");
-    if !given.is_empty() && given != name {
+    // Upstream compares the two as they are: a body without a name does not match either.
+    if given != name {
         return Err(ApiError::bad_request("name in URL does not match name in Eviction object".to_owned()));
     }
     let mut opts = DeleteOptions::from_body(body.get("deleteOptions").unwrap_or(&Value::Null), None, &[])?;
@@ -293,21 +294,13 @@ fn unix_now() -> i64 {
 /// `serviceaccounts/<name>/token`: a token for the account, for the audiences asked (the
 /// issuer's by default), for `expirationSeconds` (an hour by default, ten minutes at least).
 fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u16, Value), ApiError> {
+    crate::kinds::token_request::check(body, name)?;
     let accounts = crate::catalog::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
     let account = store.get(accounts, ns, name, Subresource::Main)?;
     let spec = body.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let seconds = spec.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600);
-    if seconds < 600 {
-        // The request names no object: upstream's error has an empty name.
-        return Err(ApiError::invalid(
-            "authentication.k8s.io",
-            "TokenRequest",
-            "",
-            &[(
-                "spec.expirationSeconds".into(),
-                format!("Invalid value: {seconds}: may not specify a duration less than 10 minutes"),
-            )],
-        ));
+    let seconds = crate::kinds::token_request::seconds(body);
+    if let Some(target) = spec.get("boundObjectRef").filter(|r| !r.is_null()) {
+        bound_object(store, ns, name, target)?;
     }
     let audiences = spec
         .get("audiences")
@@ -340,6 +333,46 @@ fn token_request(store: &Store, ns: &str, name: &str, body: &Value) -> Result<(u
             "status": { "token": sign(&claims), "expirationTimestamp": expires },
         }),
     ))
+}
+
+/// `TokenREST.Create`'s checks of the object a token is bound to: a Pod running as the account,
+/// a Node or a Secret of the core group, which exists and, when the reference names a uid, has
+/// it.
+fn bound_object(store: &Store, ns: &str, account: &str, target: &Value) -> Result<(), ApiError> {
+    let text = |f: &str| target.get(f).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind, name) = (text("apiVersion"), text("kind"), text("name"));
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let plural = match (group, kind) {
+        ("", "Pod") => "pods",
+        ("", "Node") => "nodes",
+        ("", "Secret") => "secrets",
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "cannot bind token to object of type {group}/{version}, Kind={kind}"
+            )));
+        }
+    };
+    let def = crate::catalog::find("", "v1", plural).expect("pods, nodes and secrets are built in");
+    let object = store.get(def, if plural == "nodes" { "" } else { ns }, name, Subresource::Main)?;
+    if plural == "pods" && object.pointer("/spec/serviceAccountName").and_then(Value::as_str) != Some(account)
+    {
+        return Err(ApiError::bad_request(format!(
+            "cannot bind token for serviceaccount {} to pod running with different serviceaccount name.",
+            go_quote(account)
+        )));
+    }
+    let uid = text("uid");
+    if !uid.is_empty() && uid != meta_str(&object, "uid") {
+        return Err(ApiError::conflict(
+            group,
+            kind,
+            name,
+            &format!(
+                "the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Who a live service account token of this process is: its claims when it is unexpired and

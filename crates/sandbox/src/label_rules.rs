@@ -61,37 +61,59 @@ pub(crate) fn label_selector_errors(selector: Option<&Value>, field: &str) -> Ve
     let mut errs = label_map_errors(sel.get("matchLabels"), &format!("{field}.matchLabels"));
     let requirements = sel.get("matchExpressions").and_then(Value::as_array);
     for (i, req) in requirements.into_iter().flatten().enumerate() {
-        let at = format!("{field}.matchExpressions[{i}]");
-        let values: Vec<&str> = req
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let op = req.get("operator").and_then(Value::as_str).unwrap_or("");
-        match op {
-            "In" | "NotIn" if values.is_empty() => errs.push((
-                format!("{at}.values"),
-                "Required value: must be specified when `operator` is 'In' or 'NotIn'".into(),
-            )),
-            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push((
-                format!("{at}.values"),
-                "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".into(),
-            )),
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            other => errs.push((format!("{at}.operator"), invalid(other, "not a valid selector operator"))),
-        }
-        errs.extend(label_name_errors(
-            req.get("key").and_then(Value::as_str).unwrap_or(""),
-            &format!("{at}.key"),
-        ));
-        for (j, v) in values.iter().enumerate() {
-            errs.extend(
-                label_value_errors(v).into_iter().map(|why| (format!("{at}.values[{j}]"), invalid(v, &why))),
-            );
-        }
+        errs.extend(label_requirement_errors(req, &format!("{field}.matchExpressions[{i}]"), false));
     }
+    errs
+}
+
+/// A requirement's string values.
+fn requirement_values(req: &Value) -> Vec<&str> {
+    req.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+/// The operator rules both kinds of requirement share: `In` and `NotIn` want values, `Exists` and
+/// `DoesNotExist` none, and another operator is refused unless `unknown_allowed` (a review's
+/// selector attributes, which may come from a newer client).
+fn operator_errors(req: &Value, at: &str, unknown_allowed: bool) -> Vec<FieldError> {
+    let has_values = !requirement_values(req).is_empty();
+    match req.get("operator").and_then(Value::as_str).unwrap_or("") {
+        "In" | "NotIn" if !has_values => vec![(
+            format!("{at}.values"),
+            "Required value: must be specified when `operator` is 'In' or 'NotIn'".into(),
+        )],
+        "Exists" | "DoesNotExist" if has_values => vec![(
+            format!("{at}.values"),
+            "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'".into(),
+        )],
+        "In" | "NotIn" | "Exists" | "DoesNotExist" => Vec::new(),
+        _ if unknown_allowed => Vec::new(),
+        other => vec![(format!("{at}.operator"), invalid(other, "not a valid selector operator"))],
+    }
+}
+
+/// `ValidateLabelSelectorRequirement` of the requirement at `at`: its operator, a qualified key
+/// and label values.
+pub(crate) fn label_requirement_errors(req: &Value, at: &str, unknown_allowed: bool) -> Vec<FieldError> {
+    let mut errs = operator_errors(req, at, unknown_allowed);
+    errs.extend(label_name_errors(
+        req.get("key").and_then(Value::as_str).unwrap_or(""),
+        &format!("{at}.key"),
+    ));
+    for (j, v) in requirement_values(req).iter().enumerate() {
+        errs.extend(
+            label_value_errors(v).into_iter().map(|why| (format!("{at}.values[{j}]"), invalid(v, &why))),
+        );
+    }
+    errs
+}
+
+/// `ValidateFieldSelectorRequirement` of the requirement at `at`: a key, then its operator.
+pub(crate) fn field_requirement_errors(req: &Value, at: &str, unknown_allowed: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if req.get("key").and_then(Value::as_str).unwrap_or("").is_empty() {
+        errs.push((format!("{at}.key"), "Required value: must be specified".into()));
+    }
+    errs.extend(operator_errors(req, at, unknown_allowed));
     errs
 }
 

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::go_print::go_quote;
 use crate::status::FieldError;
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
@@ -163,7 +164,7 @@ pub fn strict_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
         for (field, internal) in IMMUTABLE {
             let (new, was) = (ev.get(field), old.get(field));
             if new != was && !(absent(new) && absent(was)) {
-                let shown = new.map_or_else(|| "null".to_owned(), Value::to_string);
+                let shown = immutable_value(field, new.unwrap_or(&Value::Null));
                 errs.push((internal.into(), format!("Invalid value: {shown}: field is immutable")));
             }
         }
@@ -194,6 +195,46 @@ pub fn strict_events_v1(ev: &Value, old: Option<&Value>) -> Vec<FieldError> {
         errs.push(("source".into(), "Invalid value: \"\": needs to be unset".into()));
     }
     errs
+}
+
+/// A changed field's new value as `ValidateImmutableField`'s error prints the internal type's:
+/// an object reference or event source by `%#v`, a time by its `String` method, a count bare, a
+/// string quoted (an unset one as the zero value Go holds, a missing `related` as `"null"`).
+fn immutable_value(field: &str, v: &Value) -> String {
+    let text = |f: &str| go_quote(v.get(f).and_then(Value::as_str).unwrap_or(""));
+    match field {
+        "related" if v.is_null() => "\"null\"".to_owned(),
+        "regarding" | "related" => format!(
+            "core.ObjectReference{{Kind:{}, Namespace:{}, Name:{}, UID:{}, APIVersion:{}, ResourceVersion:{}, FieldPath:{}}}",
+            text("kind"),
+            text("namespace"),
+            text("name"),
+            text("uid"),
+            text("apiVersion"),
+            text("resourceVersion"),
+            text("fieldPath")
+        ),
+        "deprecatedSource" => {
+            format!("core.EventSource{{Component:{}, Host:{}}}", text("component"), text("host"))
+        }
+        "deprecatedFirstTimestamp" | "deprecatedLastTimestamp" | "eventTime" => {
+            go_time(v.as_str().unwrap_or(""))
+        }
+        "deprecatedCount" => v.as_i64().unwrap_or(0).to_string(),
+        _ => go_quote(v.as_str().unwrap_or("")),
+    }
+}
+
+/// A `metav1.Time` or `MicroTime` as Go's `time.Time.String` writes it in UTC
+/// (`2026-01-01 00:00:00.5 +0000 UTC`); the zero time when unset.
+fn go_time(rfc3339: &str) -> String {
+    let Ok(t) = rfc3339.parse::<jiff::Timestamp>() else {
+        return "0001-01-01 00:00:00 +0000 UTC".to_owned();
+    };
+    let nanos = t.subsec_nanosecond();
+    let fraction =
+        if nanos == 0 { String::new() } else { format!(".{nanos:09}").trim_end_matches('0').to_owned() };
+    format!("{}{fraction} +0000 UTC", t.strftime("%Y-%m-%d %H:%M:%S"))
 }
 
 /// How one API's Go type writes an Event's fields (`k8s.io/api/core/v1` and `events/v1`

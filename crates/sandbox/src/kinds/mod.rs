@@ -7,7 +7,9 @@
 //! | [`apiservice`] | apiregistration.k8s.io/v1 APIService: the name `<version>.<group>`, priorities, service vs local, status conditions |
 //! | [`admission_match`] | what webhooks and admission policies match: rules, `matchResources`, `matchConditions` |
 //! | [`admission_policy`] | ValidatingAdmissionPolicies and their bindings: defaults, the spec's and status's rules (CEL not compiled) |
+//! | [`access_review`] | the access reviews and TokenReview: what their storages refuse before answering |
 //! | [`autoscaler`] | HorizontalPodAutoscalers: v2 defaults and bounds, conversion to and from v1 |
+//! | [`binding`] | v1 Binding: the target is a node, named (`ValidatePodBinding`, a 500) |
 //! | [`configmap`] | v1 ConfigMap: key syntax, `data` vs `binaryData`, the 1 MiB total, `immutable` |
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
 //! | [`cron`] | a CronJob's schedule: the standard cron syntax, upstream's cron library's errors |
@@ -35,6 +37,7 @@
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
 //! | [`service_allocation`] | what a Service holds of the service IP and node-port ranges; what a write is given or refused |
 //! | [`stateful_set`] | apps/v1 StatefulSet: pod management, update strategy, claim templates, what an update may change, status counts |
+//! | [`token_request`] | authentication.k8s.io/v1 TokenRequest: the account's name, the token's life |
 //! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
 //! | [`webhook_client`] | a webhook's `clientConfig`: an `https` URL as Go parses it, or a Service |
 //! | [`webhook_configuration`] | Mutating and Validating webhook configurations: defaults, each webhook's rules, what an update lets stay |
@@ -43,10 +46,12 @@
 //! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
 //! from their k8s-openapi type (see [`crate::catalog`]).
 
+pub mod access_review;
 pub mod admission_match;
 pub mod admission_policy;
 pub mod apiservice;
 pub mod autoscaler;
+pub mod binding;
 pub mod configmap;
 pub mod crd;
 pub mod cron;
@@ -74,6 +79,7 @@ pub mod secret;
 pub mod service;
 pub(crate) mod service_allocation;
 pub mod stateful_set;
+pub mod token_request;
 pub mod volume;
 pub mod webhook_client;
 pub mod webhook_configuration;

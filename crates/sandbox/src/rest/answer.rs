@@ -21,6 +21,7 @@ use crate::store::Store;
 pub(super) fn act(c: &Call, action: &Action) -> Result<Response<ResponseBody>, ApiError> {
     super::write::options(c)?;
     let body = parse_object(&c.bytes, c.content_type(), c.req.verb.name(), action.kind.2)?;
+    same_namespace(c, &body)?;
     let (code, answer) =
         crate::actions::run(c.store, &c.req.def, action.run, c.req.ns(), c.req.name(), &body)?;
     Ok(if code == 204 { no_content() } else { json_response(code, &answer) })
@@ -31,6 +32,8 @@ pub(super) fn review(c: &Call, review: Review) -> Result<Response<ResponseBody>,
     super::write::options(c)?;
     let def = &c.req.def;
     let body = parse_object(&c.bytes, c.content_type(), "create", def.kind)?;
+    same_namespace(c, &body)?;
+    crate::kinds::access_review::check(def.kind, c.req.ns(), &body)?;
     let bearer = c
         .parts
         .headers
@@ -41,6 +44,18 @@ pub(super) fn review(c: &Call, review: Review) -> Result<Response<ResponseBody>,
     let (code, mut answer) = crate::actions::review(c.store, review, c.req.ns(), body, bearer)?;
     def.stamp(&mut answer);
     Ok(json_response(code, &answer))
+}
+
+/// The create handler's `EnsureObjectNamespaceMatchesRequestNamespace`: a body may name the
+/// request's namespace or none (a cluster-scoped resource's namespace is dropped).
+fn same_namespace(c: &Call, body: &serde_json::Value) -> Result<(), ApiError> {
+    let given = crate::object_meta::meta_str(body, "namespace");
+    if c.req.def.namespaced && !given.is_empty() && given != c.req.ns() {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
 }
 
 /// Gets one of the objects the server makes up, or lists them.

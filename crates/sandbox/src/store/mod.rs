@@ -1540,6 +1540,8 @@ fn update_body(
     sub: Subresource,
 ) -> Result<Value, ApiError> {
     if sub == Subresource::Scale {
+        check_name(&body, name)?;
+        same_namespace(def, ns, &body)?;
         return check_scale(&body, name);
     }
     let body = check_body(def, ns, body)?;
@@ -1617,14 +1619,21 @@ fn check_body(def: &ResourceDef, ns: &str, body: Value) -> Result<Value, ApiErro
             def.kind
         )));
     }
-    let body_ns = meta_str(&body, "namespace");
+    same_namespace(def, ns, &body)?;
+    Ok(body)
+}
+
+/// The handlers' `EnsureObjectNamespaceMatchesRequestNamespace`: a namespaced object's body names
+/// the request's namespace, or none.
+fn same_namespace(def: &ResourceDef, ns: &str, body: &Value) -> Result<(), ApiError> {
+    let body_ns = meta_str(body, "namespace");
     if def.namespaced && !body_ns.is_empty() && body_ns != ns {
         return Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request"
                 .to_owned(),
         ));
     }
-    Ok(body)
+    Ok(())
 }
 
 /// The autoscaling/v1 Scale view of an object with a scale subresource: replicas and selector
@@ -1726,20 +1735,25 @@ fn set_pointer(obj: &mut Value, pointer: &str, value: Option<Value>) {
 }
 
 fn check_scale(body: &Value, name: &str) -> Result<Value, ApiError> {
+    // `ValidateScale`: the Scale's own metadata (its labels and annotations, which the parent
+    // never takes), then the replicas.
+    let meta = body.get("metadata").unwrap_or(&Value::Null);
+    let mut errs = crate::label_rules::label_map_errors(meta.get("labels"), "metadata.labels");
+    errs.extend(crate::label_rules::annotation_map_errors(meta.get("annotations"), "metadata.annotations"));
     match body.pointer("/spec/replicas") {
-        Some(r) if r.as_i64().is_some_and(|n| n >= 0) => Ok(body.clone()),
-        other => Err(ApiError::invalid(
-            "autoscaling",
-            "Scale",
-            name,
-            &[(
-                "spec.replicas".into(),
-                format!(
-                    "Invalid value: {}: must be greater than or equal to 0",
-                    other.map_or("null".into(), Value::to_string)
-                ),
-            )],
+        Some(r) if r.as_i64().is_some_and(|n| n >= 0) => {}
+        other => errs.push((
+            "spec.replicas".into(),
+            format!(
+                "Invalid value: {}: must be greater than or equal to 0",
+                other.map_or("null".into(), Value::to_string)
+            ),
         )),
+    }
+    if errs.is_empty() {
+        Ok(body.clone())
+    } else {
+        Err(ApiError::invalid("autoscaling", "Scale", name, &errs))
     }
 }
 

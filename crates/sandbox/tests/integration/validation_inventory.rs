@@ -108,7 +108,9 @@ fn parse_row(file: &str, line: usize, text: &str) -> Result<Row, String> {
         field: field.to_owned(),
         reason,
         case,
-        message: message.to_owned(),
+        // A message upstream ends with a newline writes it as a trailing `\n` (inside the message,
+        // `\n` is what Go's quoting prints for a newline in a value).
+        message: message.strip_suffix("\\n").map_or_else(|| message.to_owned(), |m| format!("{m}\n")),
         state,
     })
 }
@@ -209,6 +211,11 @@ async fn call(sb: &Sandbox, method: &str, uri: &str, body: &Value) -> (u16, Valu
 /// A kind whose base names a `parent` and a `subresource` (a TokenRequest, an Eviction, a Scale)
 /// is sent to that subresource of a parent object created for the row: a `create` row POSTs the
 /// kind's object there; an `update` row reads the subresource, applies the case and PUTs it back.
+/// An `update` row's `first` (pointers, as the case's) is written through the subresource before
+/// the row's own write (an ephemeral container to remove). A case's `before` lists other objects the row needs (`path` and `object`): they are created
+/// first and deleted after. A base marked `read_parent` (a namespace's `finalize`, which answers no GET) is read from the
+/// parent object before it is written through the subresource. A base marked `unnamed` (the access reviews, whose metadata must be empty) is sent without a
+/// name.
 async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     let base = bases.get(&row.kind).ok_or_else(|| format!("no base object for kind {:?}", row.kind))?;
     let sub = base["subresource"].as_str();
@@ -220,23 +227,27 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     if let Some(ns) = row.case.get("namespace").and_then(Value::as_str) {
         path = path.replace("/namespaces/default/", &format!("/namespaces/{ns}/"));
     }
-    // Objects of the kind that hold what the row's object asks for (a node port another Service
-    // holds): created first, removed after.
-    let mut others = Vec::new();
-    for (i, changes) in row.case.get("also").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let mut other = holder["object"].clone();
-        let name = format!("{}-also-{i}", row.name(holder));
-        other["metadata"]["name"] = json!(name);
-        apply(&mut other, changes.as_object().ok_or("an `also` entry that is not an object")?)?;
-        let (code, made) = call(sb, "POST", &path, &other).await;
-        if code != 201 {
-            return Err(format!("the valid `also` object {i} was refused ({code}): {}", made["message"]));
-        }
-        others.push(format!("{path}/{name}"));
-    }
     let mut obj = holder["object"].clone();
     let name = row.name(holder);
-    obj["metadata"]["name"] = json!(name);
+    if holder["unnamed"] != true {
+        obj["metadata"]["name"] = json!(name);
+    }
+    // Objects the row needs besides its own (a pod a token is bound to): created first, removed
+    // after.
+    let others: Vec<(String, Value)> = row
+        .case
+        .get("before")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|o| (o["path"].as_str().unwrap_or("").to_owned(), o["object"].clone()))
+        .collect();
+    for (at, object) in &others {
+        let (code, made) = call(sb, "POST", at, object).await;
+        if code != 201 {
+            return Err(format!("an object the row needs was refused ({code}): {}", made["message"]));
+        }
+    }
     let (code, answer) = if let Some(sub) = sub {
         if let Some(Value::Object(before)) = row.case.get("create") {
             apply(&mut obj, before)?;
@@ -254,7 +265,19 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
             apply(&mut body, &row.case)?;
             call(sb, "POST", &at, &body).await
         } else {
-            let (code, mut read) = call(sb, "GET", &at, &Value::Null).await;
+            let read_at = if base["read_parent"] == true { format!("{path}/{}", name) } else { at.clone() };
+            if let Some(Value::Object(first)) = row.case.get("first") {
+                let (_, mut read) = call(sb, "GET", &read_at, &Value::Null).await;
+                apply(&mut read, first)?;
+                let (code, written) = call(sb, "PUT", &at, &read).await;
+                if code != 200 {
+                    return Err(format!(
+                        "the valid first write was refused ({code}): {}",
+                        written["message"]
+                    ));
+                }
+            }
+            let (code, mut read) = call(sb, "GET", &read_at, &Value::Null).await;
             if code != 200 {
                 return Err(format!("reading {at} answered {code}: {}", read["message"]));
             }
@@ -286,8 +309,9 @@ async fn run(sb: &Sandbox, bases: &Value, row: &Row) -> Result<(), String> {
     // LimitRange whose defaults admission would give every later pod) does not change the rows
     // after it.
     let _ = call(sb, "DELETE", &format!("{path}/{name}"), &json!({})).await;
-    for other in others {
-        let _ = call(sb, "DELETE", &other, &json!({})).await;
+    for (at, object) in others.iter().rev() {
+        let name = object["metadata"]["name"].as_str().unwrap_or("");
+        let _ = call(sb, "DELETE", &format!("{at}/{name}"), &json!({})).await;
     }
     let want_code = row.case.get("code").and_then(Value::as_u64).unwrap_or(422);
     let said = || format!("{code} {}", answer["message"].as_str().unwrap_or("(no message)"));
@@ -351,7 +375,9 @@ async fn every_base_object_is_valid() {
             base["name"].as_str().map_or_else(|| format!("base-{}", kind.to_lowercase()), str::to_owned);
         let (Some(parent), Some(sub)) = (base["parent"].as_str(), base["subresource"].as_str()) else {
             let mut obj = base["object"].clone();
-            obj["metadata"]["name"] = json!(name);
+            if base["unnamed"] != true {
+                obj["metadata"]["name"] = json!(name);
+            }
             let (code, answer) = call(&sb, "POST", base["path"].as_str().unwrap(), &obj).await;
             if code != 201 {
                 refused.push(format!("{kind}: {code} {}", answer["message"]));
@@ -371,7 +397,8 @@ async fn every_base_object_is_valid() {
         }
         let at = format!("{path}/{name}/{sub}");
         let (code, answer) = if base["object"].is_null() {
-            let (_, read) = call(&sb, "GET", &at, &Value::Null).await;
+            let read_at = if base["read_parent"] == true { format!("{path}/{name}") } else { at.clone() };
+            let (_, read) = call(&sb, "GET", &read_at, &Value::Null).await;
             call(&sb, "PUT", &at, &read).await
         } else {
             let mut body = base["object"].clone();

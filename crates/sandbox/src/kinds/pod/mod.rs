@@ -15,6 +15,7 @@ use crate::object_meta::{object_at, set_default};
 use crate::status::FieldError;
 
 mod containers;
+mod ephemeral_update;
 mod probes;
 mod status;
 mod update;
@@ -237,6 +238,7 @@ pub fn validate(pod: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     if let Some(old) = old {
         errs.extend(update::validate(pod, old));
+        errs.extend(ephemeral_update::validate(pod, old));
         if pod.get("status") != old.get("status") {
             errs.extend(status::validate(pod, old));
         }
