@@ -24,6 +24,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         strategy: Strategy::BuiltIn(BuiltIn {
             default: csr::default,
             validate: csr::validate,
+            prepare_status_update: csr::prepare_status_update,
             actions: CSR_ACTIONS,
             ..typed::<certificates::CertificateSigningRequest>()
         }),

@@ -9,7 +9,8 @@
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
 //! | [`cron`] | a CronJob's schedule: the standard cron syntax, upstream's cron library's errors |
 //! | [`cron_job`] | batch/v1 CronJob: schedule, time zone, concurrency policy, its Job template, history limits |
-//! | [`csr`] | CertificateSigningRequests: the requester, the required fields |
+//! | [`csi`] | storage.k8s.io/v1 CSIDrivers (defaults), CSINodes, CSIStorageCapacities, VolumeAttachments |
+//! | [`csr`] | CertificateSigningRequests: the requester, the PEM request, usages, signer, conditions, the issued certificate |
 //! | [`custom`] | every custom resource: the one strategy a CRD version's structural schema drives |
 //! | [`daemon_set`] | apps/v1 DaemonSet: selector and template, rolling update, status counts |
 //! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
@@ -27,6 +28,7 @@
 //! | [`quota`] | v1 ResourceQuota: resource names, integer counts, scopes and scope selectors, scopes immutable |
 //! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
 //! | [`pv_source`] | a PersistentVolume's spec: access modes, capacity, node affinity, its one volume source |
+//! | [`runtime_class`] | node.k8s.io/v1 RuntimeClass: handler, pod overhead, scheduling constraints |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
@@ -34,7 +36,7 @@
 //! | [`volume`] | PersistentVolumeClaims, PersistentVolumes, StorageClasses |
 //! | [`workload`] | the workload kinds' shared rules; ReplicaSets, ReplicationControllers, ControllerRevisions |
 //!
-//! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
+//! Kinds with no module here (ServiceAccount, …) are checked only for their shape,
 //! from their k8s-openapi type (see [`crate::catalog`]).
 
 pub mod autoscaler;
@@ -42,6 +44,7 @@ pub mod configmap;
 pub mod crd;
 pub mod cron;
 pub mod cron_job;
+pub mod csi;
 pub mod csr;
 pub mod custom;
 pub mod daemon_set;
@@ -61,6 +64,7 @@ pub mod priority;
 pub mod pv_source;
 pub mod quota;
 pub mod rbac;
+pub mod runtime_class;
 pub mod secret;
 pub mod service;
 pub mod stateful_set;

@@ -106,6 +106,22 @@ fn required(field: String) -> FieldError {
     (field, "Required value".into())
 }
 
+/// `ValidateCSIDriverName`: a CSI driver's name (a PersistentVolume's CSI source, a CSINode's
+/// drivers, a VolumeAttachment's attacher) is given, at most 63 bytes, and a DNS subdomain once
+/// lowercased.
+#[must_use]
+pub(crate) fn csi_driver_name_errors(driver: &str, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if driver.is_empty() {
+        errs.push(required(field.to_owned()));
+    }
+    if driver.len() > 63 {
+        errs.push(crate::field_errors::too_long(field, 63));
+    }
+    errs.extend(invalid(field, driver, crate::metadata::subdomain_errors(&driver.to_lowercase())));
+    errs
+}
+
 /// `ValidatePersistentVolumeSpec` and `checkMountOption` for the PV `pv` named `name`.
 #[must_use]
 pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
@@ -557,15 +573,7 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             errs.extend(secret_ref_required(given(src, "secretRef"), &format!("{at}.secretRef")));
         }
         "csi" => {
-            let driver = s(src, "driver");
-            let field = format!("{at}.driver");
-            if driver.is_empty() {
-                errs.push(required(field.clone()));
-            }
-            if driver.len() > 63 {
-                errs.push((field.clone(), "Too long: may not be more than 63 bytes".into()));
-            }
-            errs.extend(invalid(&field, driver, crate::metadata::subdomain_errors(&driver.to_lowercase())));
+            errs.extend(csi_driver_name_errors(s(src, "driver"), &format!("{at}.driver")));
             need(&mut errs, "volumeHandle");
             for r in [
                 "controllerPublishSecretRef",

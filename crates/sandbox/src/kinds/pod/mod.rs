@@ -15,6 +15,8 @@ use crate::object_meta::{object_at, set_default};
 use crate::status::FieldError;
 
 mod containers;
+
+pub(crate) use containers::resources as container_resources;
 mod probes;
 mod status;
 mod update;
