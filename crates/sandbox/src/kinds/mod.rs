@@ -17,6 +17,7 @@
 //! | [`disruption_budget`] | policy/v1 PodDisruptionBudget: spec and status rules |
 //! | [`endpoints`] | Endpoints and EndpointSlices: addresses of their type, ports in range |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
+//! | [`flow_control`] | flowcontrol.apiserver.k8s.io/v1 FlowSchemas and PriorityLevelConfigurations: v1 defaults, rules, subjects, queuing |
 //! | [`job`] | batch/v1 Job: counts, completion modes, failure and success policies, the generated selector, update and status rules |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`limitrange`] | v1 LimitRange: limit types, resource names, min ≤ default request ≤ default ≤ max, ratios |
@@ -52,6 +53,7 @@ pub mod deployment;
 pub mod disruption_budget;
 pub mod endpoints;
 pub mod event;
+pub mod flow_control;
 pub mod job;
 pub mod lease;
 pub mod limitrange;
