@@ -108,7 +108,7 @@ fn pem_next(mut text: &str) -> Option<(Block, &str)> {
     loop {
         let start = text.find("-----BEGIN ")?;
         let after = &text[start + 11..];
-        let Some(type_end) = after.find("-----") else { return None };
+        let type_end = after.find("-----")?;
         let kind = &after[..type_end];
         let rest = &after[type_end + 5..];
         let end_marker = format!("-----END {kind}-----");
@@ -118,7 +118,7 @@ fn pem_next(mut text: &str) -> Option<(Block, &str)> {
         };
         let inner = &rest[..end];
         let remaining = &rest[end + end_marker.len()..];
-        let (headers, body_text) = match inner.find(":") {
+        let (headers, body_text) = match inner.find(':') {
             Some(colon) => {
                 let body = inner[colon..].split_once("\n\n").map_or("", |(_, b)| b);
                 (true, body)
