@@ -1,7 +1,8 @@
 //! storage.k8s.io/v1's CSI objects: CSIDrivers (with `SetDefaults_CSIDriver`), CSINodes,
 //! CSIStorageCapacities and VolumeAttachments, as `pkg/apis/storage/validation` checks them and
 //! in its order. StorageClasses live in [`super::volume`]; the CSI driver name rule they share
-//! with a PersistentVolume's CSI source is [`super::pv_source::csi_driver_name_errors`].
+//! with a PersistentVolume's CSI source is [`super::pv_source::csi_driver_name_errors`], and an
+//! attachment's inline volume spec is a PV spec ([`super::pv_source::inline_spec_errors`]).
 
 use serde_json::{Value, json};
 
@@ -129,7 +130,8 @@ fn token_request_errors(spec: &Value) -> Vec<FieldError> {
 }
 
 /// `ValidateCSINode` / `ValidateCSINodeUpdate`: each driver's name, node ID, allocatable count
-/// and topology keys; a driver's entry never changes once there.
+/// and topology keys (twice on update, as upstream reports them); a driver's entry never
+/// changes once there.
 pub fn validate_node(node: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let drivers =
         |n: &Value| n.pointer("/spec/drivers").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -171,6 +173,9 @@ pub fn validate_node(node: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     if let Some(old) = old {
+        // The update strategy validates the object, then `ValidateCSINodeUpdate` validates it
+        // again before comparing the drivers.
+        errs.extend(errs.clone());
         for o in drivers(old) {
             for n in new_drivers.iter().filter(|n| str_at(n, "name") == str_at(&o, "name")) {
                 if *n != o {
@@ -306,6 +311,9 @@ fn attachment_errors(va: &Value, spec: &Value) -> Vec<FieldError> {
                 "spec.source.persistentVolumeName",
                 "must specify non empty persistentVolumeName",
             ));
+        }
+        (Some(inline), None) => {
+            errs.extend(super::pv_source::inline_spec_errors(inline, "spec.source.inlineVolumeSpec"));
         }
         _ => {}
     }
