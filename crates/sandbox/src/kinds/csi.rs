@@ -13,6 +13,8 @@ use crate::names::{qualified_field, subdomain_field};
 use crate::object_meta::{object_at, set_default};
 use crate::status::FieldError;
 
+use super::crd::{get as given, str_at};
+
 use super::pv_source::csi_driver_name_errors;
 
 /// The most bytes a VolumeAttachment's `status.attachmentMetadata` may hold (keys and values).
@@ -21,14 +23,6 @@ const MAX_ATTACHMENT_METADATA: usize = 256 * 1024;
 const MAX_VOLUME_ERROR_MESSAGE: usize = 1024;
 /// The longest node ID of a CSINode driver (the strategy allows the longer IDs since 1.22).
 const MAX_NODE_ID: usize = 256;
-
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn given<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v.get(key).filter(|x| !x.is_null())
-}
 
 /// `SetDefaults_CSIDriver`: a driver needs attaching, gets no pod info, publishes no capacity,
 /// applies fsGroup to RWO volumes with a filesystem type, serves persistent volumes, is not
@@ -230,7 +224,8 @@ pub fn validate_capacity(cap: &Value, old: Option<&Value>) -> Vec<FieldError> {
         if given(cap, "nodeTopology") != given(old, "nodeTopology") {
             errs.push(invalid_bare(
                 "nodeTopology",
-                label_selector_go(given(cap, "nodeTopology")),
+                given(cap, "nodeTopology")
+                    .map_or_else(|| "null".to_owned(), crate::go_print::go_label_selector),
                 "field is immutable",
             ));
         }
@@ -239,36 +234,6 @@ pub fn validate_capacity(cap: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     errs
-}
-
-/// Go's `%#v` of a `metav1.LabelSelector` holding only `matchLabels` (Go prints a map sorted
-/// by key); `null` for none.
-fn label_selector_go(sel: Option<&Value>) -> String {
-    let Some(sel) = sel else { return "null".to_owned() };
-    let labels = match sel.get("matchLabels").and_then(Value::as_object) {
-        Some(m) => {
-            let mut pairs: Vec<(&String, &Value)> = m.iter().collect();
-            pairs.sort_by(|a, b| a.0.cmp(b.0));
-            let shown: Vec<String> = pairs
-                .iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{}:{}",
-                        crate::go_print::go_quote(k),
-                        crate::go_print::go_quote(v.as_str().unwrap_or(""))
-                    )
-                })
-                .collect();
-            format!("map[string]string{{{}}}", shown.join(", "))
-        }
-        None => "map[string]string(nil)".to_owned(),
-    };
-    let exprs = if sel.get("matchExpressions").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
-        "[]v1.LabelSelectorRequirement{…}"
-    } else {
-        "[]v1.LabelSelectorRequirement(nil)"
-    };
-    format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}")
 }
 
 /// `ValidateVolumeAttachment` and, on create and update alike, the v1 tightening

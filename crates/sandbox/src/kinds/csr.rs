@@ -15,6 +15,8 @@ use crate::field_errors::{
 };
 use crate::status::FieldError;
 
+use super::crd::str_at;
+
 /// The key usages a request may ask for (`allValidUsages`), sorted as Go's `sets.List` gives
 /// them.
 const USAGES: [&str; 23] = [
@@ -74,10 +76,6 @@ pub fn prepare_status_update(csr: &mut Value, old: &Value) {
 
 fn conditions(csr: &Value) -> Vec<Value> {
     csr.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default()
-}
-
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The bytes of a `[]byte` field (base64 in JSON).

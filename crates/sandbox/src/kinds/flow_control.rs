@@ -12,6 +12,8 @@ use crate::field_errors::{forbidden, go_string_slice, invalid_bare, invalid_str,
 use crate::object_meta::{object_at, set_default};
 use crate::status::FieldError;
 
+use super::crd::{get as given, str_at};
+
 /// The verbs a rule may name besides `*`, sorted as Go's `sets.List` gives them.
 const VERBS: [&str; 9] =
     ["create", "delete", "deletecollection", "get", "list", "patch", "proxy", "update", "watch"];
@@ -23,14 +25,6 @@ const MAX_QUEUES: i64 = 10_000_000;
 const MAX_HASH_BITS: f64 = 60.0;
 /// What each member of a rule's namespaces is told before the label's own reason.
 const NS_INTRO: &str = "each member of this list must be '*' or a DNS-1123 label; ";
-
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-fn given<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    v.get(key).filter(|x| !x.is_null())
-}
 
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)

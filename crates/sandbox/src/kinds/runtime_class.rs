@@ -8,9 +8,7 @@ use crate::field_errors::invalid_str;
 use crate::go_print::go_quote;
 use crate::status::FieldError;
 
-fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
+use super::crd::str_at;
 
 /// `ValidateRuntimeClass`, then on update `ValidateRuntimeClassUpdate` (the handler is fixed).
 pub fn validate(rc: &Value, old: Option<&Value>) -> Vec<FieldError> {
