@@ -25,6 +25,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             default: csr::default,
             validate: csr::validate,
             prepare_status_update: csr::prepare_status_update,
+            validate_status_update: csr::validate_status_update,
             // `ValidateCertificateRequestName` accepts any name; only what cannot be a path
             // segment is refused (upstream's store refuses it when it makes the key).
             name_rule: crate::metadata::check_path_segment,

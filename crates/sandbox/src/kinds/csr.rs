@@ -74,6 +74,32 @@ pub fn prepare_status_update(csr: &mut Value, old: &Value) {
     }
 }
 
+/// The `/status` write's own rules (`allowSettingApprovalConditions` is the approval
+/// subresource's alone): the Approved and Denied conditions neither added nor changed, and an
+/// issued certificate not replaced.
+pub fn validate_status_update(csr: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for kind in ["Approved", "Denied"] {
+        let of =
+            |c: &Value| -> Vec<Value> { conditions(c).into_iter().filter(|x| x["type"] == kind).collect() };
+        let (new_conds, old_conds) = (of(csr), of(old));
+        if new_conds.len() > old_conds.len() {
+            errs.push(forbidden(
+                "status.conditions",
+                &format!("updates may not add a condition of type {kind:?}"),
+            ));
+        }
+        // A changed condition of the same count is restored by `prepare_status_update`; a
+        // removal is the update rules' error.
+    }
+    let cert = bytes_at(csr, "/status/certificate");
+    let old_cert = bytes_at(old, "/status/certificate");
+    if cert != old_cert && !old_cert.is_empty() {
+        errs.push(forbidden("status.certificate", "updates may not modify existing certificate content"));
+    }
+    errs
+}
+
 fn conditions(csr: &Value) -> Vec<Value> {
     csr.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default()
 }
