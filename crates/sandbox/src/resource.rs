@@ -106,6 +106,10 @@ pub struct BuiltIn {
     /// spec, on a `/status` write (which otherwise takes the request's metadata and status): a
     /// Deployment's labels.
     pub(crate) prepare_status_update: fn(&mut Value, &Value),
+    /// What the *status* strategy's `ValidateUpdate` checks beyond the kind's `validate`, from
+    /// the stored object to `new` (a CertificateSigningRequest's `/status` may not add or change
+    /// its Approved and Denied conditions, which its `approval` subresource may).
+    pub(crate) validate_status_update: fn(&Value, &Value) -> Vec<FieldError>,
     /// The strategy's `AllowUnconditionalUpdate`: a PUT without `metadata.resourceVersion` is
     /// accepted (most kinds); `false` refuses it with 422 (Leases, CRDs).
     pub(crate) allow_unconditional_update: bool,
@@ -337,6 +341,7 @@ impl BuiltIn {
         prepare_create: no_defaults,
         prepare_update: no_update_rules,
         prepare_status_update: no_update_rules,
+        validate_status_update: no_status_rules,
         allow_unconditional_update: true,
         internal_group: None,
         default: no_defaults,
@@ -569,6 +574,16 @@ impl ResourceDef {
         }
     }
 
+    /// What a `/status` write is held to beyond the kind's rules (the status strategy's own
+    /// `ValidateUpdate` checks); none for custom resources.
+    #[must_use]
+    pub(crate) fn validate_status_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        match &self.strategy {
+            Strategy::BuiltIn(b) => (b.validate_status_update)(new, old),
+            Strategy::Custom(_) => Vec::new(),
+        }
+    }
+
     /// The strategy's `AllowUnconditionalUpdate`; custom resources' is `false`
     /// (apiextensions' `customresource/strategy.go`).
     #[must_use]
@@ -749,5 +764,8 @@ fn any_shape(_: &Value) -> Result<(), String> {
     Ok(())
 }
 fn no_validation(_: &Value, _: Option<&Value>) -> Vec<FieldError> {
+    Vec::new()
+}
+fn no_status_rules(_: &Value, _: &Value) -> Vec<FieldError> {
     Vec::new()
 }

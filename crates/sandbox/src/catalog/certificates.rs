@@ -24,6 +24,11 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         strategy: Strategy::BuiltIn(BuiltIn {
             default: csr::default,
             validate: csr::validate,
+            prepare_status_update: csr::prepare_status_update,
+            validate_status_update: csr::validate_status_update,
+            // `ValidateCertificateRequestName` accepts any name; only what cannot be a path
+            // segment is refused (upstream's store refuses it when it makes the key).
+            name_rule: crate::metadata::check_path_segment,
             actions: CSR_ACTIONS,
             ..typed::<certificates::CertificateSigningRequest>()
         }),

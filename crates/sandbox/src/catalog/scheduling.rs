@@ -4,7 +4,7 @@
 use k8s_openapi::api::{node::v1 as node, scheduling::v1 as scheduling};
 
 use super::resource;
-use crate::kinds::priority;
+use crate::kinds::{priority, runtime_class};
 use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 
 pub(super) fn priority() -> Vec<ResourceDef> {
@@ -24,6 +24,7 @@ pub(super) fn node() -> Vec<ResourceDef> {
     vec![ResourceDef {
         strategy: Strategy::BuiltIn(BuiltIn {
             allow_unconditional_update: false,
+            validate: runtime_class::validate,
             ..typed::<node::RuntimeClass>()
         }),
         ..resource!("node.k8s.io", "v1", "runtimeclasses", "runtimeclass", "RuntimeClass", [], namespaced: false)

@@ -4,7 +4,7 @@
 use k8s_openapi::api::storage::v1 as storage;
 
 use super::resource;
-use crate::kinds::volume;
+use crate::kinds::{csi, volume};
 use crate::resource::{BuiltIn, ResourceDef, Strategy, typed};
 
 pub(super) fn resources() -> Vec<ResourceDef> {
@@ -13,6 +13,8 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 allow_unconditional_update: false,
+                default: csi::default_driver,
+                validate: csi::validate_driver,
                 ..typed::<storage::CSIDriver>()
             }),
             ..resource!("storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", [], namespaced: false)
@@ -21,6 +23,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 allow_unconditional_update: false,
+                validate: csi::validate_node,
                 ..typed::<storage::CSINode>()
             }),
             ..resource!("storage.k8s.io", "v1", "csinodes", "csinode", "CSINode", [], namespaced: false)
@@ -28,6 +31,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
         ResourceDef {
             strategy: Strategy::BuiltIn(BuiltIn {
                 allow_unconditional_update: false,
+                validate: csi::validate_capacity,
                 ..typed::<storage::CSIStorageCapacity>()
             }),
             ..resource!("storage.k8s.io", "v1", "csistoragecapacities", "csistoragecapacity", "CSIStorageCapacity", [], namespaced: true)
@@ -47,6 +51,7 @@ pub(super) fn resources() -> Vec<ResourceDef> {
             strategy: Strategy::BuiltIn(BuiltIn {
                 returns_deleted_object: true,
                 allow_unconditional_update: false,
+                validate: csi::validate_attachment,
                 ..typed::<storage::VolumeAttachment>()
             }),
             ..resource!("storage.k8s.io", "v1", "volumeattachments", "volumeattachment", "VolumeAttachment", [], namespaced: false)

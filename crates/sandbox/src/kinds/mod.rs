@@ -14,13 +14,15 @@
 //! | [`crd`] | apiextensions.k8s.io/v1 CustomResourceDefinition: defaults, validation, the status its controllers keep |
 //! | [`cron`] | a CronJob's schedule: the standard cron syntax, upstream's cron library's errors |
 //! | [`cron_job`] | batch/v1 CronJob: schedule, time zone, concurrency policy, its Job template, history limits |
-//! | [`csr`] | CertificateSigningRequests: the requester, the required fields |
+//! | [`csi`] | storage.k8s.io/v1 CSIDrivers (defaults), CSINodes, CSIStorageCapacities, VolumeAttachments |
+//! | [`csr`] | CertificateSigningRequests: the requester, the PEM request, usages, signer, conditions, the issued certificate |
 //! | [`custom`] | every custom resource: the one strategy a CRD version's structural schema drives |
 //! | [`daemon_set`] | apps/v1 DaemonSet: selector and template, rolling update, status counts |
 //! | [`deployment`] | apps/v1 Deployment: defaults, validation, selector immutability, the simulated rollout |
 //! | [`disruption_budget`] | policy/v1 PodDisruptionBudget: spec and status rules |
 //! | [`endpoints`] | Endpoints and EndpointSlices: addresses of their type, ports in range |
 //! | [`event`] | Events in both APIs: the legacy rules for core/v1, the strict ones for events.k8s.io/v1 |
+//! | [`flow_control`] | flowcontrol.apiserver.k8s.io/v1 FlowSchemas and PriorityLevelConfigurations: v1 defaults, rules, subjects, queuing |
 //! | [`job`] | batch/v1 Job: counts, completion modes, failure and success policies, the generated selector, update and status rules |
 //! | [`lease`] | Lease: duration and transitions ranges, `MicroTime` (six digits, stored in UTC) |
 //! | [`limitrange`] | v1 LimitRange: limit types, resource names, min ≤ default request ≤ default ≤ max, ratios |
@@ -32,6 +34,7 @@
 //! | [`quota`] | v1 ResourceQuota: resource names, integer counts, scopes and scope selectors, scopes immutable |
 //! | [`priority`] | PriorityClasses: the system classes, reserved names, the user maximum |
 //! | [`pv_source`] | a PersistentVolume's spec: access modes, capacity, node affinity, its one volume source |
+//! | [`runtime_class`] | node.k8s.io/v1 RuntimeClass: handler, pod overhead, scheduling constraints |
 //! | [`rbac`] | Roles and bindings: a binding's `roleRef` is immutable (no RBAC is enforced) |
 //! | [`secret`] | v1 Secret: `stringData` folded into `data`, key syntax, the 1 MiB total, `immutable`, `type` |
 //! | [`service`] | v1 Service: cluster IP and port defaults, port rules, `clusterIP` immutable |
@@ -43,7 +46,7 @@
 //! | [`webhook_configuration`] | Mutating and Validating webhook configurations: defaults, each webhook's rules, what an update lets stay |
 //! | [`workload`] | the workload kinds' shared rules; ReplicaSets, ReplicationControllers, ControllerRevisions |
 //!
-//! Kinds with no module here (ServiceAccount, RuntimeClass, …) are checked only for their shape,
+//! Kinds with no module here (ServiceAccount, …) are checked only for their shape,
 //! from their k8s-openapi type (see [`crate::catalog`]).
 
 pub mod access_review;
@@ -56,6 +59,7 @@ pub mod configmap;
 pub mod crd;
 pub mod cron;
 pub mod cron_job;
+pub mod csi;
 pub mod csr;
 pub mod custom;
 pub mod daemon_set;
@@ -63,6 +67,7 @@ pub mod deployment;
 pub mod disruption_budget;
 pub mod endpoints;
 pub mod event;
+pub mod flow_control;
 pub mod job;
 pub mod lease;
 pub mod limitrange;
@@ -75,6 +80,7 @@ pub mod priority;
 pub mod pv_source;
 pub mod quota;
 pub mod rbac;
+pub mod runtime_class;
 pub mod secret;
 pub mod service;
 pub(crate) mod service_allocation;

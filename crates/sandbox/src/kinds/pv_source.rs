@@ -106,15 +106,27 @@ fn required(field: String) -> FieldError {
     (field, "Required value".into())
 }
 
+/// `ValidateCSIDriverName`: a CSI driver's name (a PersistentVolume's CSI source, a CSINode's
+/// drivers, a VolumeAttachment's attacher) is given, at most 63 bytes, and a DNS subdomain once
+/// lowercased.
+#[must_use]
+pub(crate) fn csi_driver_name_errors(driver: &str, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if driver.is_empty() {
+        errs.push(required(field.to_owned()));
+    }
+    if driver.len() > 63 {
+        errs.push(crate::field_errors::too_long(field, 63));
+    }
+    errs.extend(invalid(field, driver, crate::metadata::subdomain_errors(&driver.to_lowercase())));
+    errs
+}
+
 /// `ValidatePersistentVolumeSpec` and `checkMountOption` for the PV `pv` named `name`.
 #[must_use]
 pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
     let spec = pv.get("spec").cloned().unwrap_or_default();
-    let mut errs = Vec::new();
-    if spec.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
-        errs.push(required("spec.accessModes".into()));
-    }
-    errs.extend(access_mode_errors(&spec));
+    let mut errs = access_errors(&spec, "spec");
     let capacity = spec.get("capacity").and_then(Value::as_object).cloned().unwrap_or_default();
     if capacity.is_empty() {
         errs.push(required("spec.capacity".into()));
@@ -156,25 +168,13 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
             )),
         }
     }
-    let mut count = 0;
-    for (key, path) in SOURCES {
-        let Some(src) = given(&spec, key) else { continue };
-        if count > 0 {
-            errs.push((format!("spec.{key}"), "Forbidden: may not specify more than 1 volume type".into()));
-            continue;
-        }
-        count += 1;
-        errs.extend(source_errors(key, src, &format!("spec.{path}"), name));
+    errs.extend(one_source_errors(&spec, "spec", name, |key| {
         if key == "local" && affinity.is_none() {
-            errs.push((
-                "spec.nodeAffinity".into(),
-                "Required value: Local volume requires node affinity".into(),
-            ));
+            vec![("spec.nodeAffinity".into(), "Required value: Local volume requires node affinity".into())]
+        } else {
+            Vec::new()
         }
-    }
-    if count == 0 {
-        errs.push(("spec".into(), "Required value: must specify a volume type".into()));
-    }
+    }));
     if let Some(h) = given(&spec, "hostPath")
         && clean_is_root(s(h, "path"))
         && policy == "Recycle"
@@ -204,6 +204,65 @@ pub fn volume_errors(pv: &Value, name: &str) -> Vec<FieldError> {
             "Forbidden: may not specify mount options for this volume type".into(),
         ));
     }
+    errs
+}
+
+/// A PV spec's one volume source at `at`: its own rules (with what `after` adds for the kind
+/// of the first), then each further source is one too many.
+fn one_source_errors(
+    spec: &Value,
+    at: &str,
+    name: &str,
+    after: impl Fn(&str) -> Vec<FieldError>,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut count = 0;
+    for (key, path) in SOURCES {
+        let Some(src) = given(spec, key) else { continue };
+        if count > 0 {
+            errs.push((format!("{at}.{key}"), "Forbidden: may not specify more than 1 volume type".into()));
+            continue;
+        }
+        count += 1;
+        errs.extend(source_errors(key, src, &format!("{at}.{path}"), name));
+        errs.extend(after(key));
+    }
+    if count == 0 {
+        errs.push((at.to_owned(), "Required value: must specify a volume type".into()));
+    }
+    errs
+}
+
+/// `ValidatePersistentVolumeSpec` of an inline spec (a VolumeAttachment's `inlineVolumeSpec`)
+/// at `at`: no claim reference or capacity, a CSI source, then a PV spec's rules.
+#[must_use]
+pub(crate) fn inline_spec_errors(spec: &Value, at: &str) -> Vec<FieldError> {
+    const INLINE: &str = "may not be specified in the context of inline volumes";
+    let mut errs = Vec::new();
+    if given(spec, "claimRef").is_some() {
+        errs.push(crate::field_errors::forbidden(format!("{at}.claimRef"), INLINE));
+    }
+    if spec.get("capacity").and_then(Value::as_object).is_some_and(|c| !c.is_empty()) {
+        errs.push(crate::field_errors::forbidden(format!("{at}.capacity"), INLINE));
+    }
+    if given(spec, "csi").is_none() {
+        errs.push(crate::field_errors::required(
+            format!("{at}.csi"),
+            "has to be specified in the context of inline volumes",
+        ));
+    }
+    errs.extend(access_errors(spec, at));
+    errs.extend(one_source_errors(spec, at, "", |_| Vec::new()));
+    errs
+}
+
+/// A PV spec's access modes at `at`: given, supported, `ReadWriteOncePod` alone.
+fn access_errors(spec: &Value, at: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if spec.get("accessModes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        errs.push(required(format!("{at}.accessModes")));
+    }
+    errs.extend(access_mode_errors(spec).into_iter().map(|(f, m)| (f.replacen("spec", at, 1), m)));
     errs
 }
 
@@ -557,15 +616,7 @@ fn source_errors(key: &str, src: &Value, at: &str, pv_name: &str) -> Vec<FieldEr
             errs.extend(secret_ref_required(given(src, "secretRef"), &format!("{at}.secretRef")));
         }
         "csi" => {
-            let driver = s(src, "driver");
-            let field = format!("{at}.driver");
-            if driver.is_empty() {
-                errs.push(required(field.clone()));
-            }
-            if driver.len() > 63 {
-                errs.push((field.clone(), "Too long: may not be more than 63 bytes".into()));
-            }
-            errs.extend(invalid(&field, driver, crate::metadata::subdomain_errors(&driver.to_lowercase())));
+            errs.extend(csi_driver_name_errors(s(src, "driver"), &format!("{at}.driver")));
             need(&mut errs, "volumeHandle");
             for r in [
                 "controllerPublishSecretRef",

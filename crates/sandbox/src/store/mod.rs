@@ -1207,7 +1207,10 @@ impl Store {
         }
         let mut meta = metadata_update_errors(&new, &old_view);
         meta.extend(crate::metadata::validate_update(&new));
-        let errs = object_errors(def, &new, Some(&old_view), meta);
+        let mut errs = object_errors(def, &new, Some(&old_view), meta);
+        if sub == Subresource::Status {
+            errs.extend(def.validate_status_update(&new, &old_view));
+        }
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.internal_group(), def.kind, name, &errs));
         }

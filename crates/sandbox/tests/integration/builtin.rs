@@ -487,9 +487,11 @@ async fn tokens_reviews_and_approvals_answer() {
     assert_eq!(e.code, 405);
 
     let csrs: Api<CertificateSigningRequest> = Api::all(c.clone());
+    // A PEM certificate request (an EC P-256 key's, subject CN=base), base64 as `[]byte` is.
+    const REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlIS01IRUNBUUF3RHpFTk1Bc0dBMVVFQXd3RVltRnpaVEJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQklIZlNLMHFNYmZvd09YOUNGOUFQOEZ3VDZMYkVCZ1NsclBzRU5hSXMxYUszTW05bXVBQ3VBdnFvbjhsCmsxQWlQNXFWVEFvd1NDZkZreEZIUWxINEZJT2dBREFLQmdncWhrak9QUVFEQWdOSkFEQkdBaUVBc2JGZGYwVzcKRFo2cXFNSEIva0NYWnhRcHhiS2tFUkNSVVV1NlFCVGVoVjBDSVFDNzFtaDYydENWdzhZNHNvN0ZxMWEwSGRKKwp2dU1UcllwRDJ3cWoxeWhpRHc9PQotLS0tLUVORCBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K";
     csrs.create(
         &PostParams::default(),
-        &of(json!({ "metadata": { "name": "me" }, "spec": { "request": "LS0t", "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"] } })),
+        &of(json!({ "metadata": { "name": "me" }, "spec": { "request": REQUEST, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"] } })),
     )
     .await
     .unwrap();

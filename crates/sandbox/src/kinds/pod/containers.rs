@@ -785,7 +785,7 @@ fn huge_pages_errors(name: &str, q: Quantity, field: &str) -> Vec<FieldError> {
 /// `ValidateContainerResourceRequirements`: names and quantities of limits, then requests
 /// (at most their limit; equal to it when not overcommitable), and cpu or memory beside huge
 /// pages.
-pub(super) fn resources(r: &Value, field: &str) -> Vec<FieldError> {
+pub(crate) fn resources(r: &Value, field: &str) -> Vec<FieldError> {
     let empty = Map::new();
     let limits = r.get("limits").and_then(Value::as_object).unwrap_or(&empty);
     let requests = r.get("requests").and_then(Value::as_object).unwrap_or(&empty);

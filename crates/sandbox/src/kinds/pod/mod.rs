@@ -21,6 +21,8 @@ mod status;
 mod update;
 mod values;
 
+pub(crate) use containers::resources as container_resources;
+
 /// A probe's defaults (`SetDefaults_Probe`).
 fn default_probe(p: &mut Map<String, Value>) {
     set_default(p, "timeoutSeconds", json!(1));
