@@ -343,13 +343,24 @@ fn condition_errors(obj: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// `ValidatePriorityLevelConfiguration` (v1 allows zero shares): the type matches the name
-/// `exempt`, its configuration is the type's, then the status's conditions.
+/// The annotation v1beta3 used to keep a zero `nominalConcurrencyShares` through a round trip;
+/// conversion from v1beta3 drops it, so an object that still has it was not sent as v1beta3.
+const PRESERVE_ZERO_SHARES: &str = "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares";
+
+/// `ValidatePriorityLevelConfiguration` (v1 allows zero shares): no v1beta3 round-trip
+/// annotation, the type matches the name `exempt`, its configuration is the type's, then the
+/// status's conditions.
 pub fn validate_priority_level(pl: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let spec = pl.get("spec").cloned().unwrap_or_else(|| json!({}));
     let name = crate::object_meta::meta_str(pl, "name");
     let kind = str_at(&spec, "type");
     let mut errs = Vec::new();
+    if pl.pointer("/metadata/annotations").and_then(|a| a.get(PRESERVE_ZERO_SHARES)).is_some() {
+        errs.push(forbidden(
+            "metadata.annotations",
+            &format!("annotation '{PRESERVE_ZERO_SHARES}' is forbidden"),
+        ));
+    }
     if (name == "exempt") != (kind == "Exempt") {
         errs.push(invalid_str("spec.type", kind, "type must be 'Exempt' if and only if name is 'exempt'"));
     }
