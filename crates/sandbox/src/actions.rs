@@ -58,8 +58,8 @@ pub fn review(
 ///
 /// # Errors
 ///
-/// 404 for a missing object; the action's own refusals (a pod already bound, a log without a
-/// node, a token with too short a life).
+/// 404 for a missing object; the action's own refusals (a pod already bound, a token with too
+/// short a life).
 pub fn run(
     store: &Store,
     def: &ResourceDef,
@@ -71,15 +71,8 @@ pub fn run(
     match run {
         Run::Bind => bind(store, ns, name, body),
         Run::Evict => evict(store, def, ns, name, body),
-        Run::Log => {
-            let pod = store.get(def, ns, name, Subresource::Main)?;
-            // A pod no node runs yet has no log: an empty answer, as upstream's `LogLocation`
-            // gives no location for it.
-            if pod.pointer("/spec/nodeName").and_then(Value::as_str).is_none_or(str::is_empty) {
-                return Ok((204, Value::Null));
-            }
-            Err(log_refusal(&pod, name))
-        }
+        // A stream, not an object: the HTTP layer serves it with `pod_log`'s decisions.
+        Run::Log => Err(ApiError::bad_request(format!("{}/log is served as a stream", def.plural))),
         Run::Token => token_request(store, ns, name, body),
         Run::Owns(_) => Err(ApiError::bad_request(format!("{} is served by the store", def.plural))),
     }
@@ -276,16 +269,6 @@ fn take_disruption(budget: &mut Value, pod: &str) -> Result<(), ApiError> {
 
 /// How many evictions a budget may hold unconfirmed by its controller (`MaxDisruptedPodSize`).
 const MAX_DISRUPTED_PODS: usize = 2000;
-
-/// Why a pod's log cannot be read: it has no node yet, a container must be named among
-/// several, or its node has no kubelet (every node of the sandbox).
-fn log_refusal(pod: &Value, name: &str) -> ApiError {
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-    if node.is_empty() {
-        return ApiError::bad_request(format!("pod {name} does not have a host assigned"));
-    }
-    ApiError::bad_request(format!("the sandbox runs no kubelet: no logs for pod {name} on node {node}"))
-}
 
 fn unix_now() -> i64 {
     jiff::Timestamp::now().as_second()

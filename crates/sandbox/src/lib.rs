@@ -154,6 +154,7 @@ mod actions;
 mod admission;
 mod catalog;
 mod cluster;
+mod container_runtime;
 mod faults;
 mod field_errors;
 mod field_validation;
@@ -169,6 +170,7 @@ mod names;
 mod netaddr;
 mod object_meta;
 mod patch;
+mod pod_log;
 mod post_start;
 mod quantity;
 mod quota;
@@ -194,6 +196,9 @@ use std::time::Duration;
 use http::{Request, Response};
 
 pub use cluster::{Clock, Cluster, Controller, Controllers, NodeShape, Simulation, UnknownController};
+pub use container_runtime::{
+    Container, ContainerLog, ContainerRun, ContainerRuntime, DefaultRuntime, Exit, LogLine,
+};
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
 pub use record::{RequestRecord, Requests};
 pub use resource::ResourceDef;
@@ -253,6 +258,9 @@ pub struct SandboxConfig {
     /// ([`bare`](Self::bare)): an API server alone, whose only simulation is the Deployments'
     /// status ([`rollout`](Self::rollout)).
     pub simulation: Option<cluster::Simulation>,
+    /// What the simulated containers write to their logs (`pods/log`): [`DefaultRuntime`]
+    /// unless a test installs its own [`ContainerRuntime`].
+    pub container_runtime: Arc<dyn ContainerRuntime>,
 }
 
 /// How the sandbox answers streaming lists (`sendInitialEvents`).
@@ -282,6 +290,7 @@ impl Default for SandboxConfig {
             sharded_list_watch: true,
             streaming_lists: StreamingLists::Served,
             simulation: Some(cluster::Simulation::default()),
+            container_runtime: Arc::new(DefaultRuntime),
         }
     }
 }
@@ -330,6 +339,8 @@ pub(crate) struct SandboxState {
     authority: std::sync::OnceLock<Result<rest::server::Authority, String>>,
     /// The simulated cluster, when there is one.
     cluster: Option<cluster::Cluster>,
+    /// The container runtime and the log lines tests scripted.
+    pub(crate) containers: container_runtime::Containers,
 }
 
 /// An in-memory Kubernetes API server.
@@ -386,6 +397,21 @@ impl Sandbox {
     /// Outside a Tokio runtime.
     #[must_use]
     pub fn with_config(config: SandboxConfig) -> Self {
+        let cluster = config.simulation.map(|mut sim| {
+            sim.pod_ready_after.get_or_insert(match config.rollout {
+                Rollout::Paced(d) => d,
+                Rollout::Instant => Duration::ZERO,
+            });
+            cluster::Cluster::new(sim)
+        });
+        // Log lines are stamped on the simulation's clock, as its kubelets stamp the statuses.
+        let now: container_runtime::Now = match &cluster {
+            Some(c) => {
+                let clock = c.clock().clone();
+                Arc::new(move || clock.now())
+            }
+            None => Arc::new(jiff::Timestamp::now),
+        };
         let shared = Arc::new(SandboxState {
             store: Store::new(config.store),
             faults: Faults::default(),
@@ -394,13 +420,8 @@ impl Sandbox {
             sharded_list_watch: config.sharded_list_watch,
             streaming_lists: config.streaming_lists,
             authority: std::sync::OnceLock::new(),
-            cluster: config.simulation.map(|mut sim| {
-                sim.pod_ready_after.get_or_insert(match config.rollout {
-                    Rollout::Paced(d) => d,
-                    Rollout::Instant => Duration::ZERO,
-                });
-                cluster::Cluster::new(sim)
-            }),
+            cluster,
+            containers: container_runtime::Containers::new(config.container_runtime, now),
         });
         // The Deployment controller, when simulated, writes real status; its status-only mode is
         // for a sandbox without it.
@@ -487,6 +508,56 @@ impl Sandbox {
     #[must_use]
     pub fn faults(&self) -> &Faults {
         &self.shared.faults
+    }
+
+    /// The log of container `container` of pod `namespace`/`pod`, for a test to script what it
+    /// writes: each [`ContainerLog::write_line`] is a line of its log after its start line, in
+    /// `kubectl logs` and in a `follow` under way.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kube_sandbox::{Sandbox, SandboxConfig, Simulation};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), kube::Error> {
+    /// let sandbox = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::instant()));
+    /// let pods: kube::Api<Pod> = kube::Api::default_namespaced(sandbox.client());
+    /// let pod = serde_json::from_value(serde_json::json!({
+    ///     "metadata": { "name": "web" },
+    ///     "spec": { "containers": [{ "name": "nginx", "image": "nginx:1.27" }] },
+    /// }))
+    /// .unwrap();
+    /// pods.create(&Default::default(), &pod).await?;
+    /// sandbox.container_log("default", "web", "nginx").write_line("ready for connections");
+    /// let log = loop {
+    ///     match pods.logs("web", &Default::default()).await {
+    ///         Ok(log) if !log.is_empty() => break log,
+    ///         _ => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+    ///     }
+    /// };
+    /// assert!(log.starts_with("container \"nginx\" started at "), "{log}");
+    /// assert!(log.ends_with("\nready for connections\n"), "{log}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// ## Warning
+    ///
+    /// A line counts for the run of the container its pod's status shows when it is written,
+    /// and for a pod created before it: one written before the pod was created is never shown.
+    #[must_use]
+    pub fn container_log(&self, namespace: &str, pod: &str, container: &str) -> ContainerLog {
+        let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
+        let shared = Arc::downgrade(&self.shared);
+        let (ns, name, c) = key.clone();
+        let current_run = move || {
+            let Some(shared) = shared.upgrade() else { return 0 };
+            let pods = catalog::find("", "v1", "pods").expect("pods are built in");
+            shared
+                .store
+                .get(pods, &ns, &name, resource::Subresource::Main)
+                .map_or(0, |p| pod_log::current_run(&p, &c))
+        };
+        ContainerLog::new(self.shared.containers.clone(), key, Arc::new(current_run))
     }
 
     /// The simulated cluster (its clock, what a test may order it), when the sandbox has one.

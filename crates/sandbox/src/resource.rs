@@ -268,8 +268,8 @@ pub enum Run {
     /// `pods/eviction`: deletes the pod, with the Eviction's delete options, when its
     /// PodDisruptionBudget allows it.
     Evict,
-    /// `pods/log`: empty for a pod on no node; a 400 for the others, as there is no kubelet to
-    /// read logs from (a stand-in: a real server would reach the node's kubelet).
+    /// `pods/log`: the container's log as the simulated runtime writes it (empty for a pod on
+    /// no node), streamed by the HTTP layer (see `crate::pod_log`).
     Log,
     /// `serviceaccounts/token`: a TokenRequest answered with a signed token.
     Token,

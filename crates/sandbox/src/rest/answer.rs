@@ -13,12 +13,16 @@ use super::request::Request;
 use super::response::{json_response, no_content};
 use crate::resource::Action;
 use crate::resource::Review;
+use crate::resource::Run;
 use crate::resource::Subresource;
 use crate::status::ApiError;
 use crate::store::Store;
 
 /// Runs an acting subresource on its object with the request's body.
 pub(super) fn act(c: &Call, action: &Action) -> Result<Response<ResponseBody>, ApiError> {
+    if action.run == Run::Log {
+        return super::log::log(c);
+    }
     super::write::options(c)?;
     let body = parse_object(&c.bytes, c.content_type(), c.req.verb.name(), action.kind.2)?;
     same_namespace(c, &body)?;

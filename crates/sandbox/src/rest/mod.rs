@@ -54,6 +54,7 @@ mod call;
 mod delete;
 pub mod discovery;
 mod dispatch;
+mod log;
 mod negotiate;
 mod non_resource;
 pub mod openapi;

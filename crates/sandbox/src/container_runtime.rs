@@ -1,0 +1,259 @@
+//! The simulated container runtime: what a container of a simulated pod writes to its log over
+//! its life. The sandbox runs no processes; a container's life is its status (the kubelet's
+//! `containerStatuses`: started, exited with a code, restarted), and its log is a function of
+//! that life ([`ContainerRuntime`]) plus the lines a test scripts for it
+//! ([`ContainerLog::write_line`]).
+//!
+//! The trait is the seam for what a runtime answers about a container; today its log
+//! (`pods/log`, `kubectl logs`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use parking_lot::Mutex;
+
+use crate::go_print::go_quote;
+
+/// A container as the runtime is asked to run it: where it is and what its spec says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Container {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The container's name in the pod.
+    pub name: String,
+    /// `image`, as the spec gives it.
+    pub image: String,
+    /// `command` (the image's entrypoint when empty).
+    pub command: Vec<String>,
+    /// `args`.
+    pub args: Vec<String>,
+}
+
+/// One run of a container: from its start to its exit, when it has exited. A restarted
+/// container has had several; the kubelet keeps the current one and the one before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerRun {
+    /// Which run it is: 0 for the first, the container's `restartCount` for the current one.
+    pub restart: i64,
+    /// When it started (`startedAt`, whole seconds as the status has it).
+    pub started: Timestamp,
+    /// How it ended, if it has.
+    pub exit: Option<Exit>,
+}
+
+/// How a run of a container ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit {
+    /// When (`finishedAt`).
+    pub at: Timestamp,
+    /// Its exit code.
+    pub code: i32,
+}
+
+/// One line of a container's log and the time it was written, on the sandbox's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    /// When the container wrote it.
+    pub time: Timestamp,
+    /// The line, without its newline.
+    pub text: String,
+}
+
+/// A container runtime: what a container writes as it runs. The sandbox asks it for a run's
+/// log whenever a client reads `pods/log`; its answers must depend only on its arguments, so
+/// the same life gives the same log on every read (and a `follow` sees only new lines).
+///
+/// A test may install its own ([`SandboxConfig::container_runtime`](crate::SandboxConfig::container_runtime)):
+///
+/// ```
+/// use std::sync::Arc;
+/// use kube_sandbox::{Container, ContainerRun, ContainerRuntime, Exit, SandboxConfig};
+///
+/// /// A runtime whose containers greet on start and say nothing when they exit.
+/// #[derive(Debug)]
+/// struct Greeter;
+///
+/// impl ContainerRuntime for Greeter {
+///     fn started(&self, container: &Container, _run: &ContainerRun) -> Vec<String> {
+///         vec![format!("hello from {}", container.name)]
+///     }
+///     fn exited(&self, _: &Container, _: &ContainerRun, _: &Exit) -> Vec<String> {
+///         Vec::new()
+///     }
+/// }
+///
+/// let config = SandboxConfig { container_runtime: Arc::new(Greeter), ..SandboxConfig::default() };
+/// # let _ = config;
+/// ```
+///
+/// ## Warning
+///
+/// The log is computed from the pod's status each time it is read, not kept: a runtime whose
+/// answers change between reads (a counter, the wall clock) makes `follow` repeat or skip lines.
+pub trait ContainerRuntime: fmt::Debug + Send + Sync {
+    /// The lines `container` writes when `run` starts, stamped with its start time.
+    fn started(&self, container: &Container, run: &ContainerRun) -> Vec<String>;
+
+    /// The lines it writes as `run` ends with `exit`, stamped with the exit's time.
+    fn exited(&self, container: &Container, run: &ContainerRun, exit: &Exit) -> Vec<String>;
+
+    /// The whole log of `run`: its start lines, then `written` (the lines a test scripted for
+    /// this run, in order), then its exit lines if it has exited.
+    fn log(&self, container: &Container, run: &ContainerRun, written: &[LogLine]) -> Vec<LogLine> {
+        let stamp = |time: Timestamp| move |text: String| LogLine { time, text };
+        let mut lines: Vec<LogLine> =
+            self.started(container, run).into_iter().map(stamp(run.started)).collect();
+        lines.extend_from_slice(written);
+        if let Some(exit) = &run.exit {
+            lines.extend(self.exited(container, run, exit).into_iter().map(stamp(exit.at)));
+        }
+        lines
+    }
+}
+
+/// The sandbox's runtime unless a test installs another: each container says when it started,
+/// with what image and command, and when it exited, with what code.
+///
+/// ```
+/// use kube_sandbox::{Container, ContainerRun, ContainerRuntime, DefaultRuntime, Exit};
+/// let main = Container { name: "main".into(), image: "busybox".into(), command: vec!["true".into()], ..Container::default() };
+/// let at: jiff::Timestamp = "2025-01-02T03:04:05Z".parse().unwrap();
+/// let run = ContainerRun { restart: 0, started: at, exit: Some(Exit { at, code: 3 }) };
+/// let log = DefaultRuntime.log(&main, &run, &[]);
+/// assert_eq!(log[0].text, r#"container "main" started at 2025-01-02T03:04:05Z: image "busybox", command ["true"]"#);
+/// assert_eq!(log[1].text, r#"container "main" exited with code 3 at 2025-01-02T03:04:05Z"#);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DefaultRuntime;
+
+impl ContainerRuntime for DefaultRuntime {
+    fn started(&self, container: &Container, run: &ContainerRun) -> Vec<String> {
+        let argv: Vec<&String> = container.command.iter().chain(&container.args).collect();
+        let command = if argv.is_empty() {
+            "the image's entrypoint".to_owned()
+        } else {
+            serde_json::to_string(&argv).unwrap_or_default()
+        };
+        let what =
+            if run.restart == 0 { "started".to_owned() } else { format!("restarted ({})", run.restart) };
+        vec![format!(
+            "container {} {what} at {}: image {}, command {command}",
+            go_quote(&container.name),
+            run.started,
+            go_quote(&container.image),
+        )]
+    }
+
+    fn exited(&self, container: &Container, _run: &ContainerRun, exit: &Exit) -> Vec<String> {
+        vec![format!("container {} exited with code {} at {}", go_quote(&container.name), exit.code, exit.at)]
+    }
+}
+
+/// What the time is for the sandbox: its simulated cluster's clock, or the wall clock.
+pub(crate) type Now = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// Which container a line is for: namespace, pod, container.
+type Key = (String, String, String);
+
+/// The sandbox's runtime and the lines tests scripted, which every handle shares.
+#[derive(Clone)]
+pub(crate) struct Containers {
+    pub(crate) runtime: Arc<dyn ContainerRuntime>,
+    pub(crate) now: Now,
+    /// The lines tests scripted, each with the run (`restartCount`) that was current then.
+    written: Arc<Mutex<HashMap<Key, Vec<(i64, LogLine)>>>>,
+    /// Woken on every scripted line, for the logs being followed.
+    pub(crate) wrote: Arc<tokio::sync::Notify>,
+}
+
+impl Containers {
+    pub(crate) fn new(runtime: Arc<dyn ContainerRuntime>, now: Now) -> Self {
+        Self { runtime, now, written: Arc::default(), wrote: Arc::default() }
+    }
+
+    fn write(&self, key: &Key, run: i64, text: &str) {
+        let time = (self.now)();
+        {
+            let mut all = self.written.lock();
+            let lines = all.entry(key.clone()).or_default();
+            lines.extend(text.lines().map(|t| (run, LogLine { time, text: t.to_owned() })));
+        }
+        self.wrote.notify_waiters();
+    }
+
+    /// The scripted lines `run` of `c` shows: those written while it was the container's
+    /// current run, since the pod was created (`created`; an older pod of the same name wrote
+    /// the others).
+    pub(crate) fn lines_of(
+        &self,
+        c: &Container,
+        run: &ContainerRun,
+        created: Option<Timestamp>,
+    ) -> Vec<LogLine> {
+        let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
+        let all = self.written.lock();
+        all.get(&key)
+            .into_iter()
+            .flatten()
+            .filter(|(r, l)| *r == run.restart && created.is_none_or(|t| l.time >= t))
+            .map(|(_, l)| l.clone())
+            .collect()
+    }
+}
+
+impl fmt::Debug for Containers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Containers").field("runtime", &self.runtime).finish_non_exhaustive()
+    }
+}
+
+/// The log of one container, for a test to script: [`Sandbox::container_log`](crate::Sandbox::container_log).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let sandbox = kube_sandbox::Sandbox::new();
+/// sandbox.container_log("default", "web", "nginx").write_line("listening on :80");
+/// # }
+/// ```
+///
+/// ## Warning
+///
+/// A line belongs to the run of the container that its pod's status shows when it is written
+/// (a line written just after [`Cluster::exit_pod`](crate::Cluster::exit_pod) but before the
+/// kubelet restarted the container is the old run's), and to the pod of that name created
+/// before it: a line written before the pod was created is never shown.
+#[derive(Clone)]
+pub struct ContainerLog {
+    containers: Containers,
+    key: Key,
+    /// The container's current run, read from its pod's status when a line is written.
+    current_run: Arc<dyn Fn() -> i64 + Send + Sync>,
+}
+
+impl fmt::Debug for ContainerLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContainerLog").field("container", &self.key).finish()
+    }
+}
+
+impl ContainerLog {
+    pub(crate) fn new(
+        containers: Containers,
+        key: (String, String, String),
+        current_run: Arc<dyn Fn() -> i64 + Send + Sync>,
+    ) -> Self {
+        Self { containers, key, current_run }
+    }
+
+    /// Appends `text` to the container's log, stamped with the sandbox's time now, after its
+    /// start line; a text of several lines is several lines. Clients following the log get it
+    /// at once.
+    pub fn write_line(&self, text: &str) {
+        self.containers.write(&self.key, (self.current_run)(), text);
+    }
+}
