@@ -81,6 +81,23 @@ impl Kubectl {
         (out.status.success(), text(out.stdout), text(out.stderr))
     }
 
+    /// kubectl started with its stdout piped, for a command that streams (`logs -f`).
+    pub(crate) fn spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(&self.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.dir.join("cache"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl runs")
+    }
+
+    /// The sandbox kubectl talks to, for what a test does beside the API (a scripted log line).
+    pub(crate) fn sandbox(&self) -> &Sandbox {
+        &self._sandbox
+    }
+
     /// kubectl's stdout; it must succeed.
     pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);

@@ -1,7 +1,10 @@
 //! The simulated cluster with the installed kubectl, as an operator's end-to-end test drives a
 //! cluster: `kubectl rollout status`, `set image`, `rollout history` and `undo` on a Deployment;
 //! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
-//! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes.
+//! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes;
+//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one.
+
+use std::io::{BufRead, BufReader};
 
 use kube_sandbox::SandboxConfig;
 use kube_sandbox::Simulation;
@@ -60,6 +63,36 @@ fn a_job_completes_and_kubectl_wait_sees_it() {
     assert_eq!((rows[1][0], rows[1][1], rows[1][2]), ("hello", "Complete", "1/1"), "{table}");
     let phase = k.jsonpath(&["get", "pods", "-l", "job-name=hello"], "{.items[0].status.phase}");
     assert_eq!(phase, "Succeeded");
+    // Its log: the container started with its command, and exited 0.
+    let log = k.ok(&["logs", "job/hello"]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].starts_with("container \"hello\" started at "), "{log}");
+    assert!(lines[0].ends_with(": image \"busybox:1.36\", command [\"echo\",\"hello\"]"), "{log}");
+    assert!(lines[1].starts_with("container \"hello\" exited with code 0 at "), "{log}");
+    let tail = k.ok(&["logs", "job/hello", "--tail=1", "--timestamps"]);
+    let (time, rest) = tail.trim_end().split_once(' ').unwrap();
+    assert!(time.ends_with('Z') && rest.starts_with("container \"hello\" exited"), "{tail}");
+    // kubectl checks its flags first; the API server the ones it lets through.
+    let err = k.fails(&["logs", "job/hello", "-c", "nope"]);
+    assert!(err.contains("container nope is not valid for pod hello-"), "{err}");
+}
+
+#[test]
+fn kubectl_logs_follow_gets_new_lines_and_ends_when_the_pod_is_deleted() {
+    let Some(k) = start("logs-follow") else { return };
+    k.ok(&["run", "web", "--image=nginx:1.27"]);
+    k.ok(&["wait", "--for=condition=ready", "pod/web", "--timeout=60s"]);
+    let mut follow = k.spawn(&["logs", "-f", "web"]);
+    let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("container \"web\" started at "), "{first}");
+    k.sandbox().container_log("default", "web", "web").write_line("GET / 200");
+    assert_eq!(lines.next().unwrap().unwrap(), "GET / 200");
+    k.ok(&["delete", "pod", "web", "--wait=false"]);
+    // The stream ends with the pod, and kubectl with it, successfully.
+    assert!(lines.next().is_none());
+    assert!(follow.wait().unwrap().success());
 }
 
 #[test]
