@@ -159,13 +159,16 @@ pub(crate) type Now = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 /// Which container a line is for: namespace, pod, container.
 type Key = (String, String, String);
 
+/// Scripted lines per container, each with the run (`restartCount`) current when written.
+type Written = HashMap<Key, Vec<(i64, LogLine)>>;
+
 /// The sandbox's runtime and the lines tests scripted, which every handle shares.
 #[derive(Clone)]
 pub(crate) struct Containers {
     pub(crate) runtime: Arc<dyn ContainerRuntime>,
     pub(crate) now: Now,
     /// The lines tests scripted, each with the run (`restartCount`) that was current then.
-    written: Arc<Mutex<HashMap<Key, Vec<(i64, LogLine)>>>>,
+    written: Arc<Mutex<Written>>,
     /// Woken on every scripted line, for the logs being followed.
     pub(crate) wrote: Arc<tokio::sync::Notify>,
 }
