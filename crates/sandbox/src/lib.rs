@@ -549,9 +549,9 @@ impl Sandbox {
         let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
         let shared = Arc::downgrade(&self.shared);
         let (ns, name, c) = key.clone();
+        let pods = catalog::find("", "v1", "pods").expect("pods are built in");
         let current_run = move || {
             let Some(shared) = shared.upgrade() else { return 0 };
-            let pods = catalog::find("", "v1", "pods").expect("pods are built in");
             shared
                 .store
                 .get(pods, &ns, &name, resource::Subresource::Main)
