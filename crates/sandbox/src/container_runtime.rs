@@ -4,17 +4,22 @@
 //! that life ([`ContainerRuntime`]) plus the lines a test scripts for it
 //! ([`ContainerLog::write_line`]).
 //!
-//! The trait is the seam for what a runtime answers about a container; today its log
-//! (`pods/log`, `kubectl logs`).
+//! The trait is the seam for what a runtime answers about a container: its log (`pods/log`,
+//! `kubectl logs`) and what an exec runs in it (`pods/exec`, `kubectl exec`). What the runtime
+//! does not answer, the sandbox's built-in shell does ([`ContainerRuntime::exec`]); a test may
+//! script one container's execs ([`Sandbox::container_exec`](crate::Sandbox::container_exec)).
 
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use jiff::Timestamp;
 use parking_lot::Mutex;
 
 use crate::go_print::go_quote;
+use crate::process::Process;
 
 /// A container as the runtime is asked to run it: where it is and what its spec says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -31,7 +36,17 @@ pub struct Container {
     pub command: Vec<String>,
     /// `args`.
     pub args: Vec<String>,
+    /// `env`: the variables given by value, in order (those from a source are not resolved).
+    pub env: Vec<(String, String)>,
+    /// The pod's IP (`status.podIP`), empty before it has one.
+    pub pod_ip: String,
 }
+
+/// What an exec comes to: the process's exit code.
+pub type ExecFuture = Pin<Box<dyn Future<Output = i32> + Send>>;
+
+/// A test's own exec for one container: given the container and the process, its exit code.
+pub type ExecFn = Arc<dyn Fn(&Container, Process) -> ExecFuture + Send + Sync>;
 
 /// One run of a container: from its start to its exit, when it has exited. A restarted
 /// container has had several; the kubelet keeps the current one and the one before it.
@@ -113,6 +128,20 @@ pub trait ContainerRuntime: fmt::Debug + Send + Sync {
         }
         lines
     }
+
+    /// Runs `process` (an exec: its command, stdin, stdout and stderr) in `container`, to its
+    /// exit code; or hands the process back (`Err`), as the default does, for the sandbox's
+    /// built-in shell to run: `echo`, `cat`, `ls`, `date`, `env`, `sh -c` over them, `exit N`
+    /// and the rest the sandbox's README lists; any other command exits 127, `command not
+    /// found`.
+    ///
+    /// # Errors
+    ///
+    /// The process, untouched, when this runtime does not run it.
+    fn exec(&self, container: &Container, process: Process) -> Result<ExecFuture, Process> {
+        let _ = container;
+        Err(process)
+    }
 }
 
 /// The sandbox's runtime unless a test installs another: each container says when it started,
@@ -162,7 +191,7 @@ type Key = (String, String, String);
 /// Scripted lines per container, each with the run (`restartCount`) current when written.
 type Written = HashMap<Key, Vec<(i64, LogLine)>>;
 
-/// The sandbox's runtime and the lines tests scripted, which every handle shares.
+/// The sandbox's runtime and what tests scripted, which every handle shares.
 #[derive(Clone)]
 pub(crate) struct Containers {
     pub(crate) runtime: Arc<dyn ContainerRuntime>,
@@ -171,11 +200,35 @@ pub(crate) struct Containers {
     written: Arc<Mutex<Written>>,
     /// Woken on every scripted line, for the logs being followed.
     pub(crate) wrote: Arc<tokio::sync::Notify>,
+    /// The execs tests scripted, per container.
+    execs: Arc<Mutex<HashMap<Key, ExecFn>>>,
 }
 
 impl Containers {
     pub(crate) fn new(runtime: Arc<dyn ContainerRuntime>, now: Now) -> Self {
-        Self { runtime, now, written: Arc::default(), wrote: Arc::default() }
+        Self { runtime, now, written: Arc::default(), wrote: Arc::default(), execs: Arc::default() }
+    }
+
+    pub(crate) fn script_exec(&self, key: Key, exec: ExecFn) {
+        self.execs.lock().insert(key, exec);
+    }
+
+    /// Runs an exec in `c`: the test's script for it, else the runtime's, else the built-in
+    /// shell on a machine made for the container.
+    pub(crate) fn exec(&self, c: &Container, process: Process) -> ExecFuture {
+        let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
+        let scripted = self.execs.lock().get(&key).cloned();
+        if let Some(f) = scripted {
+            return f(c, process);
+        }
+        match self.runtime.exec(c, process) {
+            Ok(f) => f,
+            Err(process) => {
+                let machine =
+                    crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), Arc::clone(&self.now));
+                Box::pin(crate::shell::exec(Arc::new(machine), process))
+            }
+        }
     }
 
     fn write(&self, key: &Key, run: i64, text: &str) {

@@ -172,6 +172,7 @@ mod object_meta;
 mod patch;
 mod pod_log;
 mod post_start;
+mod process;
 mod quantity;
 mod quota;
 mod record;
@@ -182,6 +183,7 @@ mod rest;
 mod schema;
 mod selector;
 mod shard;
+mod shell;
 mod status;
 mod store;
 mod token_issuer;
@@ -197,9 +199,11 @@ use http::{Request, Response};
 
 pub use cluster::{Clock, Cluster, Controller, Controllers, NodeShape, Simulation, UnknownController};
 pub use container_runtime::{
-    Container, ContainerLog, ContainerRun, ContainerRuntime, DefaultRuntime, Exit, LogLine,
+    Container, ContainerLog, ContainerRun, ContainerRuntime, DefaultRuntime, ExecFn, ExecFuture, Exit,
+    LogLine,
 };
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
+pub use process::{Output, Process, Stdin, TerminalSize, Written};
 pub use record::{RequestRecord, Requests};
 pub use resource::ResourceDef;
 pub use rest::server::{HttpServer, new_token, write_kubeconfig};
@@ -558,6 +562,33 @@ impl Sandbox {
                 .map_or(0, |p| pod_log::current_run(&p, &c))
         };
         ContainerLog::new(self.shared.containers.clone(), key, Arc::new(current_run))
+    }
+
+    /// Scripts what an exec in one container runs: `exec` gets the container and the process
+    /// (its command, stdin, stdout, stderr) and comes to its exit code. It replaces the runtime's
+    /// and the built-in shell's answer for that container, for every exec after this call.
+    ///
+    /// ```
+    /// use kube_sandbox::{Output, Sandbox};
+    /// let sandbox = Sandbox::new();
+    /// sandbox.container_exec("default", "db", "postgres", |_container, mut process| {
+    ///     Box::pin(async move {
+    ///         if process.command.first().map(String::as_str) == Some("pg_isready") {
+    ///             process.stdout.write("/var/run/postgresql:5432 - accepting connections\n").await;
+    ///             return 0;
+    ///         }
+    ///         let input = process.stdin.read_to_end().await;
+    ///         process.stdout.write(input).await;
+    ///         1
+    ///     })
+    /// });
+    /// ```
+    pub fn container_exec<F>(&self, namespace: &str, pod: &str, container: &str, exec: F)
+    where
+        F: Fn(&Container, Process) -> ExecFuture + Send + Sync + 'static,
+    {
+        let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
+        self.shared.containers.script_exec(key, Arc::new(exec));
     }
 
     /// The simulated cluster (its clock, what a test may order it), when the sandbox has one.

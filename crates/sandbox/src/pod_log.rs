@@ -138,6 +138,13 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
         image: spec["image"].as_str().unwrap_or("").to_owned(),
         command: strings("command"),
         args: strings("args"),
+        env: spec["env"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| Some((e["name"].as_str()?.to_owned(), e["value"].as_str()?.to_owned())))
+            .collect(),
+        pod_ip: pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("").to_owned(),
     }
 }
 
