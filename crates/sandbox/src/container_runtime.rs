@@ -18,6 +18,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use parking_lot::Mutex;
 
+use crate::clock::Now;
 use crate::go_print::go_quote;
 use crate::process::Process;
 
@@ -182,14 +183,14 @@ impl ContainerRuntime for DefaultRuntime {
     }
 }
 
-/// What the time is for the sandbox: its simulated cluster's clock, or the wall clock.
-pub(crate) type Now = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
 /// Which container a line is for: namespace, pod, container.
 type Key = (String, String, String);
 
 /// Scripted lines per container, each with the run (`restartCount`) current when written.
 type Written = HashMap<Key, Vec<(i64, LogLine)>>;
+
+/// Where ports are forwarded: (namespace, pod, port) to a local address.
+type Forwarded = HashMap<(String, String, u16), std::net::SocketAddr>;
 
 /// The sandbox's runtime and what tests scripted, which every handle shares.
 #[derive(Clone)]
@@ -202,15 +203,33 @@ pub(crate) struct Containers {
     pub(crate) wrote: Arc<tokio::sync::Notify>,
     /// The execs tests scripted, per container.
     execs: Arc<Mutex<HashMap<Key, ExecFn>>>,
+    /// Where a pod's ports are forwarded to: (namespace, pod, port) to a local address.
+    ports: Arc<Mutex<Forwarded>>,
 }
 
 impl Containers {
     pub(crate) fn new(runtime: Arc<dyn ContainerRuntime>, now: Now) -> Self {
-        Self { runtime, now, written: Arc::default(), wrote: Arc::default(), execs: Arc::default() }
+        Self {
+            runtime,
+            now,
+            written: Arc::default(),
+            wrote: Arc::default(),
+            execs: Arc::default(),
+            ports: Arc::default(),
+        }
     }
 
     pub(crate) fn script_exec(&self, key: Key, exec: ExecFn) {
         self.execs.lock().insert(key, exec);
+    }
+
+    pub(crate) fn forward_port(&self, namespace: &str, pod: &str, port: u16, to: std::net::SocketAddr) {
+        self.ports.lock().insert((namespace.to_owned(), pod.to_owned(), port), to);
+    }
+
+    /// The local address a pod's port is forwarded to, if one was mapped.
+    pub(crate) fn forwarded(&self, namespace: &str, pod: &str, port: u16) -> Option<std::net::SocketAddr> {
+        self.ports.lock().get(&(namespace.to_owned(), pod.to_owned(), port)).copied()
     }
 
     /// Runs an exec in `c`: the test's script for it, else the runtime's, else the built-in

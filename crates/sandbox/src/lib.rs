@@ -153,6 +153,7 @@ pub struct ReadmeDoctests;
 mod actions;
 mod admission;
 mod catalog;
+mod clock;
 mod cluster;
 mod container_runtime;
 mod faults;
@@ -186,6 +187,7 @@ mod shard;
 mod shell;
 mod status;
 mod store;
+mod terminal;
 mod token_issuer;
 mod user;
 
@@ -409,7 +411,7 @@ impl Sandbox {
             cluster::Cluster::new(sim)
         });
         // Log lines are stamped on the simulation's clock, as its kubelets stamp the statuses.
-        let now: container_runtime::Now = match &cluster {
+        let now: clock::Now = match &cluster {
             Some(c) => {
                 let clock = c.clock().clone();
                 Arc::new(move || clock.now())
@@ -589,6 +591,18 @@ impl Sandbox {
     {
         let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
         self.shared.containers.script_exec(key, Arc::new(exec));
+    }
+
+    /// Forwards `port` of a pod to a local address: a port-forward to it (`kubectl
+    /// port-forward`, kube's `Api::portforward`) connects there. Without one, a port a container
+    /// declares echoes what it is sent, and any other port refuses the connection.
+    ///
+    /// ```
+    /// let sandbox = kube_sandbox::Sandbox::new();
+    /// sandbox.forward_port("default", "web", 80, "127.0.0.1:8080".parse().unwrap());
+    /// ```
+    pub fn forward_port(&self, namespace: &str, pod: &str, port: u16, to: std::net::SocketAddr) {
+        self.shared.containers.forward_port(namespace, pod, port, to);
     }
 
     /// The simulated cluster (its clock, what a test may order it), when the sandbox has one.

@@ -67,7 +67,7 @@ impl TerminalSize {
 /// A process's standard input: the chunks the client sends, until it closes the stream.
 #[derive(Debug)]
 pub struct Stdin {
-    rx: Option<mpsc::Receiver<Bytes>>,
+    rx: Option<mpsc::UnboundedReceiver<Bytes>>,
     pending: BytesMut,
 }
 
@@ -82,9 +82,11 @@ impl Stdin {
         Self { rx: None, pending: BytesMut::from(&data.into()[..]) }
     }
 
-    /// A stdin fed by the returned sender; it ends when the sender is dropped.
-    pub fn channel() -> (mpsc::Sender<Bytes>, Self) {
-        let (tx, rx) = mpsc::channel(64);
+    /// A stdin fed by the returned sender; it ends when the sender is dropped. What the client
+    /// sends is kept until the process reads it: a process that reads nothing does not hold up
+    /// the connection's other channels.
+    pub fn channel() -> (mpsc::UnboundedSender<Bytes>, Self) {
+        let (tx, rx) = mpsc::unbounded_channel();
         (tx, Self { rx: Some(rx), pending: BytesMut::new() })
     }
 
@@ -216,8 +218,8 @@ mod tests {
     #[tokio::test]
     async fn stdin_reads_lines_across_chunks_and_ends_when_its_sender_goes() {
         let (tx, mut stdin) = Stdin::channel();
-        tx.send(Bytes::from_static(b"ab")).await.unwrap();
-        tx.send(Bytes::from_static(b"c\nd")).await.unwrap();
+        tx.send(Bytes::from_static(b"ab")).unwrap();
+        tx.send(Bytes::from_static(b"c\nd")).unwrap();
         drop(tx);
         assert_eq!(stdin.read_line().await.unwrap(), b"abc\n");
         assert_eq!(stdin.read_line().await.unwrap(), b"d");

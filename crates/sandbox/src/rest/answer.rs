@@ -1,6 +1,6 @@
 //! The requests answered rather than stored: the subresources that act on an object
 //! (`pods/binding`, `pods/eviction`, `serviceaccounts/token`, `pods/log`), the reviews,
-//! computed objects (`componentstatuses`), and the kubelet's streams, refused. What each does
+//! computed objects (`componentstatuses`). What each does
 //! is [`crate::actions`]'; this is its HTTP side.
 
 use http::{Response, header};
@@ -14,9 +14,7 @@ use super::response::{json_response, no_content};
 use crate::resource::Action;
 use crate::resource::Review;
 use crate::resource::Run;
-use crate::resource::Subresource;
 use crate::status::ApiError;
-use crate::store::Store;
 
 /// Runs an acting subresource on its object with the request's body.
 pub(super) fn act(c: &Call, action: &Action) -> Result<Response<ResponseBody>, ApiError> {
@@ -83,12 +81,4 @@ pub(super) fn compute(
         200,
         &json!({ "kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {}, "items": objects }),
     ))
-}
-
-/// A kubelet's stream is reached through its object: a missing object is not found; an
-/// existing one is refused as a request that did not upgrade its connection, the only kind the
-/// sandbox could take — it runs no container.
-pub(super) fn refuse_stream(store: &Store, req: &Request) -> Result<Response<ResponseBody>, ApiError> {
-    store.get(&req.def, req.ns(), req.name(), Subresource::Main)?;
-    Err(ApiError::bad_request("Upgrade request required"))
 }

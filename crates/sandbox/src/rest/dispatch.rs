@@ -178,9 +178,9 @@ fn answer(
     record: &mut RequestRecord,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut req = Request::parse(shared, parts, target, record)?;
-    // A stream is refused before faults or the body are judged: its handler answers it alone.
-    if let Verb::Connect = req.verb {
-        return answer::refuse_stream(&shared.store, &req);
+    // A stream is answered before faults or the body are judged: its handler answers it alone.
+    if let Verb::Connect(stream) = req.verb {
+        return super::connect::connect(shared, parts, &req, stream);
     }
     if let Some(e) = shared.faults.check(req.verb.name(), req.def.plural) {
         return Err(e);
@@ -212,6 +212,6 @@ fn answer(
         Verb::Act { action, .. } => answer::act(&call, action),
         Verb::Review(review) => answer::review(&call, review),
         Verb::Compute { objects, one } => answer::compute(&call.req, objects, one),
-        Verb::Connect => answer::refuse_stream(&shared.store, &call.req),
+        Verb::Connect(stream) => super::connect::connect(shared, parts, &call.req, stream),
     }
 }

@@ -1,6 +1,7 @@
 //! `pods/log`'s HTTP side: the registry's checks in its order (options, pod, container, node),
 //! then the kubelet's answer as `text/plain` — whole, or followed as the container writes until
-//! it exits or the pod goes. What is decided is [`crate::pod_log`]'s.
+//! it exits or the pod goes. What is decided is [`crate::pod_log`]'s. An attach
+//! ([`attach`]) follows the same log from the moment it connects.
 
 use std::convert::Infallible;
 use std::sync::{Arc, Weak};
@@ -17,9 +18,10 @@ use super::ResponseBody;
 use super::call::Call;
 use super::response::no_content;
 use crate::SandboxState;
-use crate::container_runtime::Container;
+use crate::container_runtime::{Container, ExecFuture};
 use crate::object_meta::meta_str;
 use crate::pod_log::{self, LogOptions};
+use crate::process::Process;
 use crate::resource::{ResourceDef, Subresource};
 use crate::status::ApiError;
 
@@ -68,6 +70,52 @@ pub(super) fn log(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
     });
     Ok(text(StreamBody::new(stream).boxed_unsync()))
+}
+
+/// What an attach to `container` shows: the lines its current run writes from now on, until
+/// it exits or the pod goes. What the client types is read and dropped — the simulated
+/// container's process reads no input.
+pub(super) fn attach(
+    shared: &Arc<SandboxState>,
+    pod: &Value,
+    container: &Container,
+    mut process: Process,
+) -> ExecFuture {
+    let pods = crate::catalog::find("", "v1", "pods").expect("pods are built in");
+    let restart = pod_log::current_run(pod, &container.name);
+    let sent = pod_log::run_numbered(pod, &container.name, restart)
+        .map_or(0, |run| pod_log::lines(&shared.containers, pod, container, &run).len());
+    let followed = Followed {
+        shared: Arc::downgrade(shared),
+        def: Arc::new(pods.clone()),
+        uid: meta_str(pod, "uid").to_owned(),
+        spec: container.clone(),
+        restart,
+        sent,
+        opts: LogOptions::default(),
+        budget: None,
+    };
+    Box::pin(async move {
+        let (tx, mut rx) = mpsc::channel(16);
+        let follow = tokio::spawn(followed.run(Vec::new(), tx));
+        let drain = async {
+            while process.stdin.read().await.is_some() {}
+            std::future::pending::<()>().await;
+        };
+        let relay = async {
+            while let Some(bytes) = rx.recv().await {
+                if !process.stdout.write(bytes).await {
+                    break;
+                }
+            }
+        };
+        tokio::select! {
+            () = relay => {}
+            () = drain => {}
+        }
+        follow.abort();
+        0
+    })
 }
 
 fn text(body: ResponseBody) -> Response<ResponseBody> {

@@ -48,9 +48,8 @@ pub(super) enum Verb {
     Review(Review),
     /// A get (`one`) or list of objects the server makes up (`componentstatuses`).
     Compute { objects: fn() -> Vec<serde_json::Value>, one: bool },
-    /// One of the streams a kubelet serves (a pod's `exec`, `attach`, `portforward`): refused,
-    /// as the sandbox runs no container.
-    Connect,
+    /// One of the streams a kubelet serves, by name (a pod's `exec`, `attach`, `portforward`).
+    Connect(&'static str),
 }
 
 impl Verb {
@@ -66,7 +65,7 @@ impl Verb {
             Self::Patch => "patch",
             Self::Delete => "delete",
             Self::DeleteCollection => "deletecollection",
-            Self::Connect => "connect",
+            Self::Connect(_) => "connect",
         }
     }
 
@@ -130,8 +129,8 @@ impl Request {
         t: Target,
         record: &mut RequestRecord,
     ) -> Result<Self, ApiError> {
-        if t.stream.is_some() {
-            return Ok(t.into_request(Verb::Connect, Query::default()));
+        if let Some(stream) = t.stream {
+            return Ok(t.into_request(Verb::Connect(stream), Query::default()));
         }
         t.record(record);
         let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");

@@ -180,6 +180,7 @@ impl Sandbox {
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades()
                         .await;
                 });
             }
@@ -246,7 +247,13 @@ fn tls_config(
     Ok((ca.pem.clone(), Arc::new(config)))
 }
 
-async fn respond(sandbox: &Sandbox, auth: &str, req: Request<Incoming>) -> Response<ResponseBody> {
+async fn respond(sandbox: &Sandbox, auth: &str, mut req: Request<Incoming>) -> Response<ResponseBody> {
+    // A request that asks to switch protocols carries its connection's upgrade to the handler
+    // of the stream it names.
+    if req.headers().contains_key(header::UPGRADE) {
+        let on = hyper::upgrade::on(&mut req);
+        req.extensions_mut().insert(rest::Upgrade::new(on));
+    }
     let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
     // The sandbox's own token, or a live token it issued for a service account (what a pod's
     // projected token volume holds): either may do everything, as no RBAC is enforced.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::parse::{self, ParseError};
-use super::run::{Flow, Io, Shell};
+use super::{Flow, Io, Shell};
 
 /// The commands, as `/bin` lists them.
 pub(crate) const COMMANDS: [&str; 36] = [

@@ -9,12 +9,49 @@ pub(crate) mod files;
 pub(crate) mod parse;
 pub(crate) mod run;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::container_runtime::Now;
-use crate::process::Process;
+use crate::clock::Now;
+use crate::process::{Output, Process, Stdin};
 use files::Files;
-use run::{Io, Shell};
+
+/// How a command ended: with a status, or by `exit`, which ends the whole shell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Go(i32),
+    Exit(i32),
+}
+
+impl Flow {
+    pub(crate) fn status(self) -> i32 {
+        match self {
+            Self::Go(s) | Self::Exit(s) => s,
+        }
+    }
+}
+
+/// A command's streams.
+pub(crate) struct Io<'a> {
+    pub(crate) stdin: &'a mut Stdin,
+    pub(crate) stdout: Output,
+    pub(crate) stderr: Output,
+}
+
+/// One shell: its variables, positional parameters, last status and working directory, on the
+/// container's machine.
+#[derive(Clone)]
+pub(crate) struct Shell {
+    pub(crate) vars: BTreeMap<String, String>,
+    pub(crate) exported: BTreeSet<String>,
+    /// `$0`, `$1`, …
+    pub(crate) args: Vec<String>,
+    pub(crate) status: i32,
+    pub(crate) cwd: String,
+    /// Whether it runs on a terminal: an interactive shell prompts.
+    pub(crate) tty: bool,
+    pub(crate) machine: Arc<Machine>,
+}
 
 /// What a container's processes share: its environment, files, host name and clock.
 pub(crate) struct Machine {

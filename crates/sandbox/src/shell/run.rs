@@ -3,54 +3,17 @@
 //! built-in ([`super::commands`]); pipelines run their commands in turn, each reading what the
 //! one before it wrote.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::Machine;
 use super::parse::{AndOr, Command, Part, Pipeline, Redirect, RedirectTo, Script, Word};
+use super::{Flow, Io, Machine, Shell};
 use crate::process::{Output, Stdin};
 
 /// A boxed future of the shell: its evaluation recurses.
 pub(crate) type Step<'a> = Pin<Box<dyn Future<Output = Flow> + Send + 'a>>;
-
-/// How a command ended: with a status, or by `exit`, which ends the whole shell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Go(i32),
-    Exit(i32),
-}
-
-impl Flow {
-    pub(crate) fn status(self) -> i32 {
-        match self {
-            Self::Go(s) | Self::Exit(s) => s,
-        }
-    }
-}
-
-/// A command's streams.
-pub(crate) struct Io<'a> {
-    pub(crate) stdin: &'a mut Stdin,
-    pub(crate) stdout: Output,
-    pub(crate) stderr: Output,
-}
-
-/// One shell: its variables, positional parameters, last status and working directory, on the
-/// container's machine.
-#[derive(Clone)]
-pub(crate) struct Shell {
-    pub(crate) vars: BTreeMap<String, String>,
-    pub(crate) exported: BTreeSet<String>,
-    /// `$0`, `$1`, …
-    pub(crate) args: Vec<String>,
-    pub(crate) status: i32,
-    pub(crate) cwd: String,
-    /// Whether it runs on a terminal: an interactive shell prompts.
-    pub(crate) tty: bool,
-    pub(crate) machine: Arc<Machine>,
-}
 
 impl Shell {
     /// A shell with the container's environment, exported.

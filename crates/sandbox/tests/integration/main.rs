@@ -16,6 +16,7 @@ mod kubectl;
 mod kubectl_cluster;
 mod kubectl_workloads;
 mod module_graph;
+mod pod_exec;
 mod pod_logs;
 mod upstream;
 mod validation_inventory;

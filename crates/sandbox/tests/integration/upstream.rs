@@ -2114,7 +2114,7 @@ async fn an_apply_keeps_the_maps_it_still_sets_fields_under() {
     assert_eq!(cm["metadata"]["annotations"], json!({ "desired": "4" }), "{cm}");
 }
 
-/// What a kind's declaration makes the HTTP layer do for it: a pod's kubelet streams refused
+/// What a kind's declaration makes the HTTP layer do for it: a pod's kubelet streams located
 /// (`pkg/registry/core/pod/rest/subresources.go`, reached through the pod), a Job's delete warning
 /// (`pkg/registry/batch/job/storage`), ComponentStatus's deprecation on every answer (the
 /// installer's).
@@ -2128,7 +2128,12 @@ async fn kinds_declare_their_streams_warnings_and_deprecation() {
         .await;
     for stream in ["exec", "attach", "portforward"] {
         let (code, _, v) = call(&sb, Method::POST, &format!("{pods}/p/{stream}"), &[], None).await;
-        assert_eq!((code, v["message"].as_str()), (400, Some("Upgrade request required")), "{stream}: {v}");
+        // Unscheduled: upstream's location lookup refuses before any upgrade is looked at.
+        assert_eq!(
+            (code, v["message"].as_str()),
+            (400, Some("pod p does not have a host assigned")),
+            "{stream}: {v}"
+        );
     }
     // Only a pod has them.
     create(&sb, CMS, json!({ "metadata": { "name": "c" } })).await;

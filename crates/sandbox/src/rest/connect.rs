@@ -1,0 +1,113 @@
+//! The `connect` verb: a pod's `exec`, `attach` and `portforward`, which the API server hands to
+//! the pod's kubelet. The registry's checks come first, in its order (the options, the pod, the
+//! container, the node); then the upgrade: a plain request is refused as upstream refuses it
+//! (`Upgrade request required`), a WebSocket is accepted with the subprotocol negotiated, and
+//! the session runs in a task of its own ([`super::remote_command`], [`super::port_forward`]).
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::Value;
+
+use super::ResponseBody;
+use super::request::Request;
+use super::websocket::{self, Asked, Protocol};
+use crate::SandboxState;
+use crate::object_meta::meta_str;
+use crate::pod_log;
+use crate::resource::Subresource;
+use crate::status::ApiError;
+
+/// The remote command protocols a kubelet (and, for v5, the API server) speaks.
+const REMOTE_COMMAND: [Protocol; 5] =
+    [Protocol::V5, Protocol::V4, Protocol::V4Base64, Protocol::V1, Protocol::V1Base64];
+
+/// The port-forward protocols a kubelet speaks over WebSocket.
+const PORT_FORWARD: [Protocol; 3] = [Protocol::V4, Protocol::V4Base64, Protocol::V1];
+
+/// Answers a request to one of a pod's streams.
+pub(super) fn connect(
+    shared: &Arc<SandboxState>,
+    parts: &http::request::Parts,
+    req: &Request,
+    stream: &'static str,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let query = parts.uri.query();
+    let pod = || shared.store.get(&req.def, req.ns(), req.name(), Subresource::Main);
+    match stream {
+        "portforward" => {
+            let pod = pod()?;
+            node(shared, &pod)?;
+            let Some((protocol, asked)) = upgrade(parts, &PORT_FORWARD)? else {
+                return Ok(websocket::refused());
+            };
+            // The kubelet reads the ports, once the API server has found the pod's node.
+            let ports = super::port_forward::ports(query)?;
+            let (response, on) = websocket::accept(parts, protocol, asked)?;
+            tokio::spawn(super::port_forward::session(Arc::clone(shared), pod, ports, protocol, on));
+            Ok(response)
+        }
+        _ => {
+            let exec = stream == "exec";
+            let opts = super::remote_command::Options::parse(query, exec)?;
+            let pod = pod()?;
+            let container = pod_log::container_name(&pod, opts.container.as_deref())?;
+            node(shared, &pod)?;
+            let Some((protocol, asked)) = upgrade(parts, &REMOTE_COMMAND)? else {
+                return Ok(websocket::refused());
+            };
+            opts.check()?;
+            // The kubelet finds no running container to connect to: its error, passed through.
+            if !running(&pod, &container) {
+                return Err(ApiError::unclassified(format!(
+                    "container not found ({})",
+                    crate::go_print::go_quote(&container)
+                )));
+            }
+            let (response, on) = websocket::accept(parts, protocol, asked)?;
+            let spec = pod_log::container(&pod, &container);
+            tokio::spawn(super::remote_command::session(Arc::clone(shared), pod, spec, opts, protocol, on));
+            Ok(response)
+        }
+    }
+}
+
+/// The pod's node, which must be assigned and exist (the registry's `streamLocation`).
+fn node(shared: &SandboxState, pod: &Value) -> Result<(), ApiError> {
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    if node.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "pod {} does not have a host assigned",
+            meta_str(pod, "name")
+        )));
+    }
+    let nodes = crate::catalog::find("", "v1", "nodes").expect("nodes are built in");
+    shared.store.get(nodes, "", node, Subresource::Main).map(|_| ())
+}
+
+/// The subprotocol of a WebSocket request; `None` when the client offers only others; an error
+/// for a request that does not upgrade, or upgrades to another protocol.
+fn upgrade(
+    parts: &http::request::Parts,
+    supported: &[Protocol],
+) -> Result<Option<(Protocol, bool)>, ApiError> {
+    match websocket::asked(&parts.headers) {
+        Asked::Nothing => Err(ApiError::bad_request("Upgrade request required")),
+        Asked::Other(p) => Err(ApiError::bad_request(format!(
+            "unable to upgrade connection to {p:?}: the sandbox serves pods' streams over WebSocket ({}), not SPDY",
+            supported.iter().map(|p| p.name(true)).collect::<Vec<_>>().join(", ")
+        ))),
+        Asked::WebSocket => Ok(websocket::negotiate(&parts.headers, supported)),
+    }
+}
+
+/// Whether the container (regular, init or ephemeral) is running.
+fn running(pod: &Value, name: &str) -> bool {
+    ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"].iter().any(|k| {
+        pod["status"][k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["name"] == name && s.pointer("/state/running").is_some())
+    })
+}
