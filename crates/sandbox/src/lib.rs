@@ -571,7 +571,9 @@ impl Sandbox {
     /// and the built-in shell's answer for that container, for every exec after this call.
     ///
     /// ```
-    /// use kube_sandbox::{Output, Sandbox};
+    /// use kube_sandbox::Sandbox;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let sandbox = Sandbox::new();
     /// sandbox.container_exec("default", "db", "postgres", |_container, mut process| {
     ///     Box::pin(async move {
@@ -584,6 +586,7 @@ impl Sandbox {
     ///         1
     ///     })
     /// });
+    /// # }
     /// ```
     pub fn container_exec<F>(&self, namespace: &str, pod: &str, container: &str, exec: F)
     where
@@ -598,8 +601,11 @@ impl Sandbox {
     /// declares echoes what it is sent, and any other port refuses the connection.
     ///
     /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
     /// let sandbox = kube_sandbox::Sandbox::new();
     /// sandbox.forward_port("default", "web", 80, "127.0.0.1:8080".parse().unwrap());
+    /// # }
     /// ```
     pub fn forward_port(&self, namespace: &str, pod: &str, port: u16, to: std::net::SocketAddr) {
         self.shared.containers.forward_port(namespace, pod, port, to);

@@ -220,7 +220,13 @@ impl Writer {
 
     /// Sends the close frame.
     pub(super) async fn close(&mut self) {
-        let _ = self.sink.send(Message::Close(None)).await;
+        // A normal closure, which clients read as the end of every stream; a close without
+        // a code (1005) is an error to client-go.
+        let frame = tokio_tungstenite::tungstenite::protocol::CloseFrame {
+            code: tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode::Normal,
+            reason: "".into(),
+        };
+        let _ = self.sink.send(Message::Close(Some(frame))).await;
         let _ = self.sink.flush().await;
     }
 }

@@ -28,7 +28,8 @@ impl Files {
     pub(crate) fn new(commands: &[&str], files: Vec<(String, Vec<u8>)>) -> Self {
         let dirs = DIRS.iter().map(|d| (*d).to_owned()).collect();
         let mut all: BTreeMap<String, Vec<u8>> = files.into_iter().collect();
-        for c in commands {
+        // `:` is the shell's alone; every other command is a file in /bin, as busybox links them.
+        for c in commands.iter().filter(|c| **c != ":") {
             all.insert(format!("/bin/{c}"), Vec::new());
         }
         all.insert("/dev/null".to_owned(), Vec::new());

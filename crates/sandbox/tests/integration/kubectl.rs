@@ -93,6 +93,19 @@ impl Kubectl {
             .expect("kubectl runs")
     }
 
+    /// kubectl started with its stdin and stdout piped (`exec -i`).
+    pub(crate) fn spawn_with_stdin(&self, args: &[&str]) -> std::process::Child {
+        Command::new(&self.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.dir.join("cache"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl runs")
+    }
+
     /// The sandbox kubectl talks to, for what a test does beside the API (a scripted log line).
     pub(crate) fn sandbox(&self) -> &Sandbox {
         &self._sandbox

@@ -2,7 +2,7 @@
 //! cluster: `kubectl rollout status`, `set image`, `rollout history` and `undo` on a Deployment;
 //! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
 //! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes;
-//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one.
+//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one; `kubectl exec` into one.
 
 use std::io::{BufRead, BufReader};
 
@@ -93,6 +93,34 @@ fn kubectl_logs_follow_gets_new_lines_and_ends_when_the_pod_is_deleted() {
     // The stream ends with the pod, and kubectl with it, successfully.
     assert!(lines.next().is_none());
     assert!(follow.wait().unwrap().success());
+}
+
+#[test]
+fn kubectl_exec_runs_the_containers_shell_with_stdin_and_exit_codes() {
+    let Some(k) = start("exec") else { return };
+    k.ok(&["run", "web", "--image=busybox:1.36", "--env=GREETING=hello"]);
+    k.ok(&["wait", "--for=condition=ready", "pod/web", "--timeout=60s"]);
+    assert_eq!(
+        k.ok(&["exec", "web", "--", "sh", "-c", "echo $GREETING from $(hostname)"]),
+        "hello from web\n"
+    );
+    // Its exit code is kubectl's; stderr passes through.
+    let (ok, out, err) = k.run(&["exec", "web", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]);
+    assert!(!ok);
+    assert_eq!(out, "out\n");
+    assert!(err.starts_with("err\n"), "{err}");
+    assert!(err.contains("command terminated with exit code 3"), "{err}");
+    let err = k.fails(&["exec", "web", "--", "curl", "localhost"]);
+    assert!(err.contains("curl: command not found") && err.contains("exit code 127"), "{err}");
+    // Stdin, to the end.
+    let mut cat = k.spawn_with_stdin(&["exec", "-i", "web", "--", "wc", "-l"]);
+    use std::io::Write;
+    cat.stdin.take().unwrap().write_all(b"one\ntwo\n").unwrap();
+    let out = cat.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    let err = k.fails(&["exec", "web", "-c", "nope", "--", "ls"]);
+    assert!(err.contains("container nope is not valid for pod web"), "{err}");
 }
 
 #[test]
