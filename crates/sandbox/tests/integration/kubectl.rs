@@ -83,23 +83,20 @@ impl Kubectl {
 
     /// kubectl started with its stdout piped, for a command that streams (`logs -f`).
     pub(crate) fn spawn(&self, args: &[&str]) -> std::process::Child {
-        Command::new(&self.kubectl)
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("KUBECACHEDIR", self.dir.join("cache"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("kubectl runs")
+        self.piped(args, std::process::Stdio::inherit())
     }
 
     /// kubectl started with its stdin and stdout piped (`exec -i`).
     pub(crate) fn spawn_with_stdin(&self, args: &[&str]) -> std::process::Child {
+        self.piped(args, std::process::Stdio::piped())
+    }
+
+    fn piped(&self, args: &[&str], stdin: std::process::Stdio) -> std::process::Child {
         Command::new(&self.kubectl)
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("KUBECACHEDIR", self.dir.join("cache"))
-            .stdin(std::process::Stdio::piped())
+            .stdin(stdin)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
