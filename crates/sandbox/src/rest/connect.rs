@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::ResponseBody;
 use super::request::Request;
+use super::spdy;
 use super::websocket::{self, Asked, Protocol};
 use crate::SandboxState;
 use crate::object_meta::meta_str;
@@ -38,6 +39,13 @@ pub(super) fn connect(
         "portforward" => {
             let pod = pod()?;
             node(shared, &pod)?;
+            if spdy::asked(&parts.headers) {
+                let (response, on) = spdy::accept(parts, &["portforward.k8s.io"]);
+                if let Some(on) = on {
+                    tokio::spawn(super::port_forward::spdy_session(Arc::clone(shared), pod, on));
+                }
+                return Ok(response);
+            }
             let Some((protocol, asked)) = upgrade(parts, &PORT_FORWARD)? else {
                 return Ok(websocket::refused());
             };
@@ -94,7 +102,7 @@ fn upgrade(
     match websocket::asked(&parts.headers) {
         Asked::Nothing => Err(ApiError::bad_request("Upgrade request required")),
         Asked::Other(p) => Err(ApiError::bad_request(format!(
-            "unable to upgrade connection to {p:?}: the sandbox serves pods' streams over WebSocket ({}), not SPDY",
+            "unable to upgrade connection to {p:?}: the sandbox serves exec and attach over WebSocket ({}), not SPDY",
             supported.iter().map(|p| p.name(true)).collect::<Vec<_>>().join(", ")
         ))),
         Asked::WebSocket => Ok(websocket::negotiate(&parts.headers, supported)),

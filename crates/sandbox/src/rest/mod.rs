@@ -69,6 +69,7 @@ mod remote_command;
 mod request;
 mod response;
 pub mod server;
+mod spdy;
 pub mod table;
 mod transform;
 mod watch;

@@ -31,7 +31,7 @@ impl Upgrade {
         Self(Arc::new(Mutex::new(Some(on))))
     }
 
-    fn take(&self) -> Option<OnUpgrade> {
+    pub(super) fn take(&self) -> Option<OnUpgrade> {
         self.0.lock().take()
     }
 }

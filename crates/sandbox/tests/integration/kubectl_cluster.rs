@@ -2,7 +2,8 @@
 //! cluster: `kubectl rollout status`, `set image`, `rollout history` and `undo` on a Deployment;
 //! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
 //! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes;
-//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one; `kubectl exec` into one.
+//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one; `kubectl exec` into one;
+//! `kubectl port-forward` to one.
 
 use std::io::{BufRead, BufReader};
 
@@ -121,6 +122,54 @@ fn kubectl_exec_runs_the_containers_shell_with_stdin_and_exit_codes() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
     let err = k.fails(&["exec", "web", "-c", "nope", "--", "ls"]);
     assert!(err.contains("container nope is not valid for pod web"), "{err}");
+}
+
+#[test]
+fn kubectl_port_forward_reaches_a_mapped_address_an_echo_and_a_refused_port() {
+    use std::io::{Read, Write};
+    let Some(k) = start("port-forward") else { return };
+    k.ok(&["run", "web", "--image=nginx:1.27", "--port=80"]);
+    k.ok(&["wait", "--for=condition=ready", "pod/web", "--timeout=60s"]);
+    let local = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    k.sandbox().forward_port("default", "web", 8080, local.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = local.accept().unwrap();
+        conn.write_all(b"from the local server").unwrap();
+    });
+    // Local ports kubectl picks, one per remote port, in the order asked.
+    let mut pf = k.spawn(&["port-forward", "pod/web", ":80", ":8080", ":81"]);
+    let mut lines = BufReader::new(pf.stdout.take().unwrap()).lines();
+    let mut ports = Vec::new();
+    while ports.len() < 3 {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(rest) = line.strip_prefix("Forwarding from 127.0.0.1:") {
+            ports.push(rest.split_once(' ').unwrap().0.parse::<u16>().unwrap());
+        }
+    }
+    let connect = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut echo = connect(ports[0]);
+    echo.write_all(b"ping").unwrap();
+    let mut buf = [0; 4];
+    echo.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"ping");
+    drop(echo);
+    let mut mapped = connect(ports[1]);
+    let mut got = String::new();
+    mapped.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "from the local server");
+    server.join().unwrap();
+    // A port nothing listens on: kubectl reports the kubelet's error and, as against a
+    // cluster, drops the whole forward.
+    let mut refused = connect(ports[2]);
+    let _ = refused.write_all(b"x");
+    let out = pf.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("error forwarding port 81 to pod web_default, uid ")
+            && err.contains("failed to connect to localhost:81 inside the pod: connection refused"),
+        "{err}"
+    );
+    assert!(!out.status.success());
 }
 
 #[test]
