@@ -41,6 +41,8 @@ pub struct Container {
     pub env: Vec<(String, String)>,
     /// The pod's IP (`status.podIP`), empty before it has one.
     pub pod_ip: String,
+    /// This run's `containerID` from the pod's status: a restarted container has a new one.
+    pub id: String,
 }
 
 /// What an exec comes to: the process's exit code.
@@ -192,6 +194,17 @@ type Written = HashMap<Key, Vec<(i64, LogLine)>>;
 /// Where ports are forwarded: (namespace, pod, port) to a local address.
 type Forwarded = HashMap<(String, String, u16), std::net::SocketAddr>;
 
+/// How many container runs keep their built-in shell's files; a pod's are not dropped when it is
+/// deleted, so the oldest go first.
+const MACHINES_KEPT: usize = 256;
+
+/// The built-in shell's machines, by container id, oldest first in `order`.
+#[derive(Default)]
+struct Machines {
+    by_id: HashMap<String, Arc<crate::shell::Machine>>,
+    order: std::collections::VecDeque<String>,
+}
+
 /// The sandbox's runtime and what tests scripted, which every handle shares.
 #[derive(Clone)]
 pub(crate) struct Containers {
@@ -203,6 +216,9 @@ pub(crate) struct Containers {
     pub(crate) wrote: Arc<tokio::sync::Notify>,
     /// The execs tests scripted, per container.
     execs: Arc<Mutex<HashMap<Key, ExecFn>>>,
+    /// The built-in shell's machine per container run (by container id), so what one exec
+    /// writes the next one reads; the oldest are dropped beyond [`MACHINES_KEPT`].
+    machines: Arc<Mutex<Machines>>,
     /// Where a pod's ports are forwarded to: (namespace, pod, port) to a local address.
     ports: Arc<Mutex<Forwarded>>,
 }
@@ -215,6 +231,7 @@ impl Containers {
             written: Arc::default(),
             wrote: Arc::default(),
             execs: Arc::default(),
+            machines: Arc::default(),
             ports: Arc::default(),
         }
     }
@@ -242,12 +259,30 @@ impl Containers {
         }
         match self.runtime.exec(c, process) {
             Ok(f) => f,
-            Err(process) => {
-                let machine =
-                    crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), Arc::clone(&self.now));
-                Box::pin(crate::shell::exec(Arc::new(machine), process))
+            Err(process) => Box::pin(crate::shell::exec(self.machine(c), process)),
+        }
+    }
+
+    /// The built-in shell's machine for this run of `c`, made on its first exec.
+    fn machine(&self, c: &Container) -> Arc<crate::shell::Machine> {
+        let new =
+            || Arc::new(crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), Arc::clone(&self.now)));
+        if c.id.is_empty() {
+            return new();
+        }
+        let mut machines = self.machines.lock();
+        if let Some(m) = machines.by_id.get(&c.id) {
+            return Arc::clone(m);
+        }
+        let machine = new();
+        machines.by_id.insert(c.id.clone(), Arc::clone(&machine));
+        machines.order.push_back(c.id.clone());
+        while machines.order.len() > MACHINES_KEPT {
+            if let Some(oldest) = machines.order.pop_front() {
+                machines.by_id.remove(&oldest);
             }
         }
+        machine
     }
 
     fn write(&self, key: &Key, run: i64, text: &str) {

@@ -145,6 +145,7 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
             .filter_map(|e| Some((e["name"].as_str()?.to_owned(), e["value"].as_str()?.to_owned())))
             .collect(),
         pod_ip: pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("").to_owned(),
+        id: status(pod, name).and_then(|s| s["containerID"].as_str()).unwrap_or("").to_owned(),
     }
 }
 
@@ -165,7 +166,7 @@ fn ended(state: &Value, restart: i64) -> Option<ContainerRun> {
 }
 
 /// The container's status in the pod, any kind.
-fn status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
     ["initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses"]
         .into_iter()
         .flat_map(|k| pod["status"][k].as_array().into_iter().flatten())

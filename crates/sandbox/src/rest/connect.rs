@@ -111,11 +111,5 @@ fn upgrade(
 
 /// Whether the container (regular, init or ephemeral) is running.
 fn running(pod: &Value, name: &str) -> bool {
-    ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"].iter().any(|k| {
-        pod["status"][k]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|s| s["name"] == name && s.pointer("/state/running").is_some())
-    })
+    pod_log::status(pod, name).is_some_and(|s| s.pointer("/state/running").is_some())
 }

@@ -115,6 +115,18 @@ async fn exec_runs_the_built_in_shell_with_stdin_and_exit_statuses() {
     );
     assert_eq!(exit_cause(status), ("ExitCode".to_string(), "1".to_string()));
 
+    // What one exec writes, the next one in the same container reads.
+    let run = |cmd: &'static str| {
+        let pods = pods.clone();
+        async move {
+            let ap = AttachParams::default().stderr(false);
+            let mut attached = pods.exec("busybox", vec!["sh", "-c", cmd], &ap).await.unwrap();
+            read_all(attached.stdout().unwrap()).await
+        }
+    };
+    assert_eq!(run("mkdir -p /data && echo kept > /data/note").await, "");
+    assert_eq!(run("cat /data/note; ls /data").await, "kept\nnote\n");
+
     // Stderr, and a command the container does not have.
     let ap = AttachParams::default().stderr(true);
     let mut attached = pods.exec("busybox", vec!["kubectl", "version"], &ap).await.unwrap();
