@@ -2,8 +2,8 @@
 //! cluster: `kubectl rollout status`, `set image`, `rollout history` and `undo` on a Deployment;
 //! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
 //! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes;
-//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one; `kubectl exec` into one;
-//! `kubectl port-forward` to one.
+//! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one; `kubectl exec` into one,
+//! `kubectl attach` to one and `kubectl port-forward` to one.
 
 use std::io::{BufRead, BufReader};
 
@@ -122,6 +122,36 @@ fn kubectl_exec_runs_the_containers_shell_with_stdin_and_exit_codes() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
     let err = k.fails(&["exec", "web", "-c", "nope", "--", "ls"]);
     assert!(err.contains("container nope is not valid for pod web"), "{err}");
+}
+
+#[test]
+fn kubectl_attach_follows_what_the_container_writes() {
+    let Some(k) = start("attach") else { return };
+    k.ok(&["run", "web", "--image=nginx:1.27"]);
+    k.ok(&["wait", "--for=condition=ready", "pod/web", "--timeout=60s"]);
+    let mut attach = k.spawn(&["attach", "web"]);
+    let mut lines = BufReader::new(attach.stdout.take().unwrap()).lines();
+    let log = k.sandbox().container_log("default", "web", "web");
+    // The session is up once a line written now comes through; until then, lines written
+    // before it are not what attach shows, so write until one arrives.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = std::sync::Arc::clone(&stop);
+    let writer = std::thread::spawn(move || {
+        let mut i = 0;
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            log.write_line(&format!("GET /{i} 200"));
+            i += 1;
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    });
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.starts_with("GET /") && first.ends_with(" 200"), "{first}");
+    let n: u32 = first["GET /".len()..first.len() - 4].parse().unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), format!("GET /{} 200", n + 1), "lines in order, none lost");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    attach.kill().unwrap();
+    let _ = attach.wait();
 }
 
 #[test]
