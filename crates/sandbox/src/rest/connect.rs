@@ -12,7 +12,8 @@ use serde_json::Value;
 use super::ResponseBody;
 use super::request::Request;
 use super::spdy;
-use super::websocket::{self, Asked, Protocol};
+use super::upgrade::{self, Asked};
+use super::websocket::{self, Protocol};
 use crate::SandboxState;
 use crate::object_meta::meta_str;
 use crate::pod_log;
@@ -39,14 +40,14 @@ pub(super) fn connect(
         "portforward" => {
             let pod = pod()?;
             node(shared, &pod)?;
-            if spdy::asked(&parts.headers) {
+            if upgrade::asked(&parts.headers) == Asked::Spdy {
                 let (response, on) = spdy::accept(parts, &["portforward.k8s.io"]);
                 if let Some(on) = on {
                     tokio::spawn(super::port_forward::spdy_session(Arc::clone(shared), pod, on));
                 }
                 return Ok(response);
             }
-            let Some((protocol, asked)) = upgrade(parts, &PORT_FORWARD)? else {
+            let Some((protocol, asked)) = websocket_upgrade(parts, &PORT_FORWARD)? else {
                 return Ok(websocket::refused());
             };
             // The kubelet reads the ports, once the API server has found the pod's node.
@@ -61,7 +62,7 @@ pub(super) fn connect(
             let pod = pod()?;
             let container = pod_log::container_name(&pod, opts.container.as_deref())?;
             node(shared, &pod)?;
-            let Some((protocol, asked)) = upgrade(parts, &REMOTE_COMMAND)? else {
+            let Some((protocol, asked)) = websocket_upgrade(parts, &REMOTE_COMMAND)? else {
                 return Ok(websocket::refused());
             };
             opts.check()?;
@@ -74,7 +75,8 @@ pub(super) fn connect(
             }
             let (response, on) = websocket::accept(parts, protocol, asked)?;
             let spec = pod_log::container(&pod, &container);
-            tokio::spawn(super::remote_command::session(Arc::clone(shared), pod, spec, opts, protocol, on));
+            let target = super::remote_command::Target { def: Arc::clone(&req.def), pod, container: spec };
+            tokio::spawn(super::remote_command::session(Arc::clone(shared), target, opts, protocol, on));
             Ok(response)
         }
     }
@@ -82,29 +84,28 @@ pub(super) fn connect(
 
 /// The pod's node, which must be assigned and exist (the registry's `streamLocation`).
 fn node(shared: &SandboxState, pod: &Value) -> Result<(), ApiError> {
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
-    if node.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "pod {} does not have a host assigned",
-            meta_str(pod, "name")
-        )));
+    if super::log::assigned_node(&shared.store, pod)? {
+        return Ok(());
     }
-    let nodes = crate::catalog::find("", "v1", "nodes").expect("nodes are built in");
-    shared.store.get(nodes, "", node, Subresource::Main).map(|_| ())
+    Err(ApiError::bad_request(format!("pod {} does not have a host assigned", meta_str(pod, "name"))))
 }
 
 /// The subprotocol of a WebSocket request; `None` when the client offers only others; an error
-/// for a request that does not upgrade, or upgrades to another protocol.
-fn upgrade(
+/// for a request that does not upgrade, or upgrades to a protocol not served here.
+fn websocket_upgrade(
     parts: &http::request::Parts,
     supported: &[Protocol],
 ) -> Result<Option<(Protocol, bool)>, ApiError> {
-    match websocket::asked(&parts.headers) {
-        Asked::Nothing => Err(ApiError::bad_request("Upgrade request required")),
-        Asked::Other(p) => Err(ApiError::bad_request(format!(
-            "unable to upgrade connection to {p:?}: the sandbox serves exec and attach over WebSocket ({}), not SPDY",
+    let other = |p: &str| {
+        ApiError::bad_request(format!(
+            "unable to upgrade connection to {p:?}: the sandbox serves this stream over WebSocket ({})",
             supported.iter().map(|p| p.name(true)).collect::<Vec<_>>().join(", ")
-        ))),
+        ))
+    };
+    match upgrade::asked(&parts.headers) {
+        Asked::Nothing => Err(ApiError::bad_request("Upgrade request required")),
+        Asked::Spdy => Err(other("SPDY/3.1")),
+        Asked::Other(p) => Err(other(&p)),
         Asked::WebSocket => Ok(websocket::negotiate(&parts.headers, supported)),
     }
 }

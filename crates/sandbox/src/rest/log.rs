@@ -24,6 +24,7 @@ use crate::pod_log::{self, LogOptions};
 use crate::process::Process;
 use crate::resource::{ResourceDef, Subresource};
 use crate::status::ApiError;
+use crate::store::Store;
 
 /// How often a followed log is read again when no scripted line woke it: the status changes
 /// (an exit, a deletion) that end it come from the kubelet, not from a test.
@@ -36,14 +37,10 @@ pub(super) fn log(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     opts.validate(name)?;
     let pod = c.store.get(&c.req.def, c.req.ns(), name, Subresource::Main)?;
     let container = pod_log::container_name(&pod, opts.container.as_deref())?;
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
     // No node yet: upstream's `LogLocation` has no location, and the answer is empty.
-    if node.is_empty() {
+    if !assigned_node(c.store, &pod)? {
         return Ok(no_content());
     }
-    // The node's connection info is read from its object: a missing node is its 404.
-    let nodes = crate::catalog::find("", "v1", "nodes").expect("nodes are built in");
-    c.store.get(nodes, "", node, Subresource::Main)?;
     // The kubelet's own refusals come back through the API server as 400s.
     let found = pod_log::find_run(&pod, &container, opts.previous)?;
     let spec = pod_log::container(&pod, &container);
@@ -77,17 +74,17 @@ pub(super) fn log(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
 /// container's process reads no input.
 pub(super) fn attach(
     shared: &Arc<SandboxState>,
+    pods: Arc<ResourceDef>,
     pod: &Value,
     container: &Container,
     mut process: Process,
 ) -> ExecFuture {
-    let pods = crate::catalog::find("", "v1", "pods").expect("pods are built in");
     let restart = pod_log::current_run(pod, &container.name);
     let sent = pod_log::run_numbered(pod, &container.name, restart)
         .map_or(0, |run| pod_log::lines(&shared.containers, pod, container, &run).len());
     let followed = Followed {
         shared: Arc::downgrade(shared),
-        def: Arc::new(pods.clone()),
+        def: pods,
         uid: meta_str(pod, "uid").to_owned(),
         spec: container.clone(),
         restart,
@@ -116,6 +113,17 @@ pub(super) fn attach(
         follow.abort();
         0
     })
+}
+
+/// Whether the pod has a node; a node it names must exist (its connection info is read from
+/// its object, so a missing one is its 404). Logs and streams locate the kubelet this way.
+pub(super) fn assigned_node(store: &Store, pod: &Value) -> Result<bool, ApiError> {
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    if node.is_empty() {
+        return Ok(false);
+    }
+    let nodes = crate::catalog::find("", "v1", "nodes").expect("nodes are built in");
+    store.get(nodes, "", node, Subresource::Main).map(|_| true)
 }
 
 fn text(body: ResponseBody) -> Response<ResponseBody> {

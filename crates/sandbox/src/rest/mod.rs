@@ -72,10 +72,11 @@ pub mod server;
 mod spdy;
 pub mod table;
 mod transform;
+mod upgrade;
 mod watch;
 mod websocket;
 mod write;
 
 pub use dispatch::handle;
 pub use response::{BoxError, Disconnect, ResponseBody, error_response};
-pub(crate) use websocket::Upgrade;
+pub(crate) use upgrade::Upgrade;

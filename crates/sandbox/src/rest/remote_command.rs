@@ -17,6 +17,7 @@ use super::websocket::{self, Frame, Protocol};
 use crate::SandboxState;
 use crate::container_runtime::Container;
 use crate::process::{Output, Process, Stdin, TerminalSize};
+use crate::resource::ResourceDef;
 use crate::status::ApiError;
 use crate::terminal::{self, LineDiscipline};
 
@@ -75,15 +76,22 @@ impl Options {
     }
 }
 
+/// What a session runs in: the pod (as read, with its resource) and the container.
+pub(super) struct Target {
+    pub(super) def: Arc<ResourceDef>,
+    pub(super) pod: Value,
+    pub(super) container: Container,
+}
+
 /// Runs one exec or attach session over the upgraded connection.
 pub(super) async fn session(
     shared: Arc<SandboxState>,
-    pod: Value,
-    container: Container,
+    target: Target,
     opts: Options,
     protocol: Protocol,
     on: OnUpgrade,
 ) {
+    let Target { def, pod, container } = target;
     let Some((mut writer, mut reader)) = websocket::open(on, protocol).await else { return };
     // An empty frame on the first stream the client reads says the streams are open.
     let first = if opts.stdout {
@@ -109,10 +117,12 @@ pub(super) async fn session(
     let run = if opts.exec {
         shared.containers.exec(&container, process)
     } else {
-        super::log::attach(&shared, &pod, &container, process)
+        super::log::attach(&shared, def, &pod, &container, process)
     };
     let mut run = tokio::spawn(run);
     let mut tty = opts.tty.then(LineDiscipline::default);
+    // On a terminal, output lines end as a terminal ends them.
+    let shown = |bytes: Bytes| if opts.tty { Bytes::from(terminal::output(&bytes)) } else { bytes };
     let mut client_gone = false;
     let code = loop {
         tokio::select! {
@@ -148,8 +158,7 @@ pub(super) async fn session(
                 Frame::Closed => client_gone = true,
             },
             Some(bytes) = out_rx.recv() => {
-                let shown = if opts.tty { Bytes::from(terminal::output(&bytes)) } else { bytes };
-                if !writer.send(STDOUT, &shown).await {
+                if !writer.send(STDOUT, &shown(bytes)).await {
                     client_gone = true;
                 }
             }
@@ -168,8 +177,7 @@ pub(super) async fn session(
     };
     // What the process wrote before it ended, then its status.
     while let Some(bytes) = out_rx.recv().await {
-        let shown = if opts.tty { Bytes::from(terminal::output(&bytes)) } else { bytes };
-        writer.send(STDOUT, &shown).await;
+        writer.send(STDOUT, &shown(bytes)).await;
     }
     while let Some(bytes) = err_rx.recv().await {
         writer.send(STDERR, &bytes).await;

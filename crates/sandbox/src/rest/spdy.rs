@@ -10,13 +10,14 @@
 
 use bytes::Bytes;
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
-use http::{HeaderMap, Response, header};
+use http::{Response, header};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 
 use super::ResponseBody;
+use super::upgrade;
 
 /// The header naming the stream protocols a client speaks, and the one the server chose.
 const PROTOCOL_HEADER: &str = "x-stream-protocol-version";
@@ -120,14 +121,6 @@ const GOAWAY: u16 = 7;
 /// `FLAG_FIN`: the sender's last frame on the stream.
 const FIN: u8 = 0x01;
 
-/// Whether the request asks to upgrade to SPDY/3.1.
-pub(super) fn asked(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::UPGRADE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("SPDY/3.1"))
-}
-
 /// The upgrade's answer for a stream protocol among `supported`: 101 naming it, with the
 /// connection's upgrade, or upstream's 403 when the client speaks none of them. A client that
 /// names no protocol gets the first.
@@ -135,15 +128,7 @@ pub(super) fn accept(
     parts: &http::request::Parts,
     supported: &[&str],
 ) -> (Response<ResponseBody>, Option<OnUpgrade>) {
-    let offered: Vec<&str> = parts
-        .headers
-        .get_all(PROTOCOL_HEADER)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .collect();
+    let offered = upgrade::listed(&parts.headers, PROTOCOL_HEADER);
     let chosen =
         if offered.is_empty() { supported.first() } else { offered.iter().find(|p| supported.contains(p)) };
     let Some(chosen) = chosen else {
@@ -152,11 +137,9 @@ pub(super) fn accept(
         );
         return (plain(403, text), None);
     };
-    let Some(on) =
-        parts.extensions.get::<super::websocket::Upgrade>().and_then(super::websocket::Upgrade::take)
-    else {
-        let text = "the connection cannot be upgraded: streams are served over the sandbox's HTTPS server (Sandbox::serve)";
-        return (plain(400, text.into()), None);
+    let on = match upgrade::take(parts) {
+        Ok(on) => on,
+        Err(e) => return (plain(400, e.message), None),
     };
     let response = Response::builder()
         .status(101)

@@ -3,8 +3,6 @@
 //! `v5.channel.k8s.io`) and their framing — each message one channel's bytes, the channel its
 //! first byte (a digit before base64 text in the base64 forms).
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
@@ -12,29 +10,13 @@ use http::{HeaderMap, Response, header};
 use http_body_util::{BodyExt, Empty};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
-use parking_lot::Mutex;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
 use super::ResponseBody;
+use super::upgrade;
 use crate::status::ApiError;
-
-/// The connection's upgrade, which the HTTP server leaves in the request for the stream's
-/// handler to take.
-#[derive(Clone, Default)]
-pub struct Upgrade(Arc<Mutex<Option<OnUpgrade>>>);
-
-impl Upgrade {
-    /// Holds `on`, the connection's upgrade.
-    pub fn new(on: OnUpgrade) -> Self {
-        Self(Arc::new(Mutex::new(Some(on))))
-    }
-
-    pub(super) fn take(&self) -> Option<OnUpgrade> {
-        self.0.lock().take()
-    }
-}
 
 /// A channel subprotocol, as the client and the server agreed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,47 +63,11 @@ impl Protocol {
     }
 }
 
-/// What a request asks of its connection.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Asked {
-    /// No upgrade: a plain request.
-    Nothing,
-    /// A WebSocket.
-    WebSocket,
-    /// Another protocol (`SPDY/3.1`), by its `Upgrade` header.
-    Other(String),
-}
-
-/// What `headers` ask: upstream's `IsUpgradeRequest` (a `Connection` header naming `upgrade`)
-/// and `IsWebSocketRequest`.
-pub(super) fn asked(headers: &HeaderMap) -> Asked {
-    let connection_upgrade = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .any(|v| v.to_str().is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("upgrade"))));
-    if !connection_upgrade {
-        return Asked::Nothing;
-    }
-    let upgrade = headers.get(header::UPGRADE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    if upgrade.eq_ignore_ascii_case("websocket") {
-        Asked::WebSocket
-    } else {
-        Asked::Other(upgrade.to_owned())
-    }
-}
-
 /// The subprotocol to speak: the first the client lists that `supported` has; the plain channel
 /// protocol when it lists none; `None` when it lists only others (the kubelet then refuses the
 /// handshake with a bare 403).
 pub(super) fn negotiate(headers: &HeaderMap, supported: &[Protocol]) -> Option<(Protocol, bool)> {
-    let listed: Vec<&str> = headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .collect();
+    let listed = upgrade::listed(headers, header::SEC_WEBSOCKET_PROTOCOL);
     if listed.is_empty() {
         return supported.contains(&Protocol::V1).then_some((Protocol::V1, false));
     }
@@ -153,13 +99,7 @@ pub(super) fn accept(
     let Some(key) = headers.get(header::SEC_WEBSOCKET_KEY).and_then(|v| v.to_str().ok()) else {
         return Err(ApiError::bad_request("websocket: the request has no Sec-WebSocket-Key"));
     };
-    let Some(on) = parts.extensions.get::<Upgrade>().and_then(Upgrade::take) else {
-        // A request that did not come over a connection that can be upgraded (an in-process
-        // client): nothing to switch.
-        return Err(ApiError::bad_request(
-            "the connection cannot be upgraded: streams are served over the sandbox's HTTPS server (Sandbox::serve)",
-        ));
-    };
+    let on = upgrade::take(parts)?;
     let mut response = Response::builder()
         .status(101)
         .header(header::UPGRADE, "websocket")
@@ -312,8 +252,5 @@ mod tests {
         assert_eq!(decode(Protocol::V4Base64, b"0aGk="), Some(Frame::Data(0, Bytes::from_static(b"hi"))));
         assert_eq!(decode(Protocol::V1Base64, b"0!!"), None);
         assert_eq!(decode(Protocol::V1, b""), None);
-        let h = headers(&[("connection", "keep-alive, Upgrade"), ("upgrade", "SPDY/3.1")]);
-        assert_eq!(asked(&h), Asked::Other("SPDY/3.1".into()));
-        assert_eq!(asked(&headers(&[("upgrade", "websocket")])), Asked::Nothing);
     }
 }
