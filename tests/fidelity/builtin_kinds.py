@@ -13,7 +13,8 @@ that differ between the recorded server's version and the one the sandbox follow
 with the upstream change that made the difference; its "formats" the few messages upstream
 prints as Go values no other implementation reproduces (pointer addresses), where the field,
 reason and code still agree; its "not_served" what the sandbox does not serve on purpose
-(the subresources that need a kubelet). One more case, "discovery", compares every resource of
+(the subresources that need a kubelet); its "add_ons" what the sandbox serves that a cluster
+serves only with an add-on installed (metrics-server's `metrics.k8s.io`). One more case, "discovery", compares every resource of
 legacy discovery: verbs, short names, categories, scope, kind.
 """
 
@@ -461,7 +462,7 @@ def main():
     with open(args.compare) as f:
         golden = json.load(f)
     explained_by = {}
-    for section in ("formats", "not_served"):
+    for section in ("formats", "not_served", "add_ons"):
         for case, fields in golden.get(section, {}).items():
             explained_by.setdefault(case, {}).update(fields)
     for case, fields in golden.get("versions", {}).items():

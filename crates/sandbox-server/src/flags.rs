@@ -26,9 +26,10 @@ pub struct ServerArgs {
     /// Time for one simulated pod to become ready.
     #[arg(long, default_value = "300ms", value_parser = parse_duration, value_name = "DURATION")]
     pub pod_ready: Duration,
-    /// How long the containers of a simulated pod that does not restart (`restartPolicy: Never`
-    /// or `OnFailure`, a Job's) run before they exit 0: there is no container runtime to run
-    /// their command.
+    /// How long a container that runs its image's entrypoint, in a simulated pod that does not
+    /// restart (`restartPolicy: Never` or `OnFailure`, a Job's), runs before it exits 0. A
+    /// command the built-in shell runs (`sh -c …`, `sleep 30`, `echo hi`) runs as long as it
+    /// takes, and exits with its own code.
     #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
     pub pod_run_time: Duration,
     /// Nodes of the simulated cluster (each with a kubelet that runs the pods bound to it).

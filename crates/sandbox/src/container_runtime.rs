@@ -1,13 +1,15 @@
-//! The simulated container runtime: what a container of a simulated pod writes to its log over
-//! its life. The sandbox runs no processes; a container's life is its status (the kubelet's
-//! `containerStatuses`: started, exited with a code, restarted), and its log is a function of
-//! that life ([`ContainerRuntime`]) plus the lines a test scripts for it
-//! ([`ContainerLog::write_line`]).
+//! The simulated container runtime: what a container of a simulated pod runs and writes over its
+//! life. A container's life is its status (the kubelet's `containerStatuses`: started, exited
+//! with a code, restarted). When its command is one the runtime or the built-in shell runs
+//! (`sh -c '…'`, `sleep 30`, `echo hi`), the kubelet starts it as a process when the container
+//! starts ([`Containers::start`]): its output is the container's log, and its exit is the
+//! container's, with its code. Any other container runs its image's entrypoint, which nothing
+//! simulates: it runs until stopped, and its log is what the runtime says of its life
+//! ([`ContainerRuntime::started`], [`ContainerRuntime::exited`]).
 //!
-//! The trait is the seam for what a runtime answers about a container: its log (`pods/log`,
-//! `kubectl logs`) and what an exec runs in it (`pods/exec`, `kubectl exec`). What the runtime
-//! does not answer, the sandbox's built-in shell does ([`ContainerRuntime::exec`]); a test may
-//! script one container's execs ([`Sandbox::container_exec`](crate::Sandbox::container_exec)).
+//! A test adds lines to either log ([`ContainerLog::write_line`]) and may script one
+//! container's execs ([`Sandbox::container_exec`](crate::Sandbox::container_exec)); what the
+//! runtime does not run, the sandbox's built-in shell does ([`ContainerRuntime::exec`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,9 +20,9 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use parking_lot::Mutex;
 
-use crate::clock::Now;
+use crate::clock::Clock;
 use crate::go_print::go_quote;
-use crate::process::Process;
+use crate::process::{Output, Process, Stdin};
 
 /// A container as the runtime is asked to run it: where it is and what its spec says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -43,6 +45,16 @@ pub struct Container {
     pub pod_ip: String,
     /// This run's `containerID` from the pod's status: a restarted container has a new one.
     pub id: String,
+    /// Which run it is: its `restartCount`.
+    pub restart: i64,
+}
+
+impl Container {
+    /// What the container runs: `command` then `args`.
+    #[must_use]
+    pub fn argv(&self) -> Vec<String> {
+        self.command.iter().chain(&self.args).cloned().collect()
+    }
 }
 
 /// What an exec comes to: the process's exit code.
@@ -145,6 +157,23 @@ pub trait ContainerRuntime: fmt::Debug + Send + Sync {
         let _ = container;
         Err(process)
     }
+
+    /// What `container` runs as its own command, when this runtime runs it: the process's
+    /// output (stdout and stderr) is the container's log, and its exit code the container's.
+    /// `None`, the default, leaves it to the built-in shell when the command's first word is
+    /// one of its commands (`sh`, `sleep`, `echo`, …); otherwise the container runs its image's
+    /// entrypoint, which is not simulated: its log is [`started`](Self::started) and
+    /// [`exited`](Self::exited)'s lines, and it runs until it is stopped (a pod that does not
+    /// restart, for the simulation's run time).
+    ///
+    /// ## Warning
+    ///
+    /// It is asked each time the sandbox needs to know whether the container runs a program
+    /// (a log read, a kubelet round), so its answer must depend on the container only.
+    fn program(&self, container: &Container) -> Option<ExecFn> {
+        let _ = container;
+        None
+    }
 }
 
 /// The sandbox's runtime unless a test installs another: each container says when it started,
@@ -164,7 +193,7 @@ pub struct DefaultRuntime;
 
 impl ContainerRuntime for DefaultRuntime {
     fn started(&self, container: &Container, run: &ContainerRun) -> Vec<String> {
-        let argv: Vec<&String> = container.command.iter().chain(&container.args).collect();
+        let argv = container.argv();
         let command = if argv.is_empty() {
             "the image's entrypoint".to_owned()
         } else {
@@ -205,11 +234,19 @@ struct Machines {
     order: std::collections::VecDeque<String>,
 }
 
+/// The processes containers run as their own command, by container: the run's id and its task.
+type Processes = HashMap<Key, (String, tokio::task::AbortHandle)>;
+
 /// The sandbox's runtime and what tests scripted, which every handle shares.
 #[derive(Clone)]
 pub(crate) struct Containers {
     pub(crate) runtime: Arc<dyn ContainerRuntime>,
-    pub(crate) now: Now,
+    pub(crate) clock: Clock,
+    /// Where containers' processes run: the sandbox's runtime (the kubelets start them from
+    /// the simulation's thread).
+    tokio: tokio::runtime::Handle,
+    /// The process each container runs as its own command, while it runs.
+    processes: Arc<Mutex<Processes>>,
     /// The lines tests scripted, each with the run (`restartCount`) that was current then.
     written: Arc<Mutex<Written>>,
     /// Woken on every scripted line, for the logs being followed.
@@ -221,18 +258,26 @@ pub(crate) struct Containers {
     machines: Arc<Mutex<Machines>>,
     /// Where a pod's ports are forwarded to: (namespace, pod, port) to a local address.
     ports: Arc<Mutex<Forwarded>>,
+    /// What containers use, as tests set it, for the resource metrics.
+    usage: Arc<Mutex<HashMap<Key, crate::metrics::Usage>>>,
 }
 
 impl Containers {
-    pub(crate) fn new(runtime: Arc<dyn ContainerRuntime>, now: Now) -> Self {
+    /// ## Panics
+    ///
+    /// Outside a Tokio runtime.
+    pub(crate) fn new(runtime: Arc<dyn ContainerRuntime>, clock: Clock) -> Self {
         Self {
             runtime,
-            now,
+            clock,
+            tokio: tokio::runtime::Handle::current(),
+            processes: Arc::default(),
             written: Arc::default(),
             wrote: Arc::default(),
             execs: Arc::default(),
             machines: Arc::default(),
             ports: Arc::default(),
+            usage: Arc::default(),
         }
     }
 
@@ -242,6 +287,16 @@ impl Containers {
 
     pub(crate) fn forward_port(&self, namespace: &str, pod: &str, port: u16, to: std::net::SocketAddr) {
         self.ports.lock().insert((namespace.to_owned(), pod.to_owned(), port), to);
+    }
+
+    /// Sets what a container uses, for the resource metrics.
+    pub(crate) fn set_usage(&self, key: Key, usage: crate::metrics::Usage) {
+        self.usage.lock().insert(key, usage);
+    }
+
+    /// What a test said a container uses, if it did.
+    pub(crate) fn usage(&self, namespace: &str, pod: &str, container: &str) -> Option<crate::metrics::Usage> {
+        self.usage.lock().get(&(namespace.to_owned(), pod.to_owned(), container.to_owned())).copied()
     }
 
     /// The local address a pod's port is forwarded to, if one was mapped.
@@ -266,7 +321,7 @@ impl Containers {
     /// The built-in shell's machine for this run of `c`, made on its first exec.
     fn machine(&self, c: &Container) -> Arc<crate::shell::Machine> {
         let new =
-            || Arc::new(crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), Arc::clone(&self.now)));
+            || Arc::new(crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), self.clock.clone()));
         if c.id.is_empty() {
             return new();
         }
@@ -285,12 +340,97 @@ impl Containers {
         machine
     }
 
+    /// Whether `c`'s own command runs as a process (the runtime's program or the built-in
+    /// shell's), rather than an image's entrypoint nothing simulates.
+    pub(crate) fn runs_program(&self, c: &Container) -> bool {
+        self.runtime.program(c).is_some() || crate::shell::runs(&c.argv())
+    }
+
+    /// Starts run `c.restart` of container `c` as its command's process, when it
+    /// [runs one](Self::runs_program): its output becomes the run's log, line by line as it
+    /// is written, and `exited` is told its exit code once the output is all in the log —
+    /// unless the run is [stopped](Self::stop) first. A process already running for the
+    /// container (an earlier run) is stopped.
+    pub(crate) fn start(&self, c: &Container, exited: impl FnOnce(i32) + Send + 'static) {
+        let argv = c.argv();
+        let run: ExecFn = match self.runtime.program(c) {
+            Some(program) => program,
+            None if crate::shell::runs(&argv) => {
+                let machine = self.machine(c);
+                Arc::new(move |_, process| Box::pin(crate::shell::exec(Arc::clone(&machine), process)))
+            }
+            None => return,
+        };
+        let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
+        let (out, mut rx) = Output::channel();
+        let mut process = Process::new(argv, Stdin::closed(), out.clone());
+        process.stderr = out;
+        let running = run(c, process);
+        let this = self.clone();
+        let (k, restart, id) = (key.clone(), c.restart, c.id.clone());
+        let task = self.tokio.spawn(async move {
+            let log = async {
+                let mut partial = Vec::new();
+                while let Some(chunk) = rx.recv().await {
+                    partial.extend_from_slice(&chunk);
+                    let Some(end) = partial.iter().rposition(|b| *b == b'\n') else { continue };
+                    let rest = partial.split_off(end + 1);
+                    this.append(&k, restart, lines(&partial[..end]));
+                    partial = rest;
+                }
+                if !partial.is_empty() {
+                    this.append(&k, restart, lines(&partial));
+                }
+            };
+            let (code, ()) = tokio::join!(running, log);
+            {
+                let mut processes = this.processes.lock();
+                if processes.get(&k).is_some_and(|(i, _)| *i == id) {
+                    processes.remove(&k);
+                }
+            }
+            exited(code);
+        });
+        let before = self.processes.lock().insert(key, (c.id.clone(), task.abort_handle()));
+        if let Some((_, before)) = before {
+            before.abort();
+        }
+    }
+
+    /// Stops the process of run `id` of container `name` in pod `namespace/pod`, if it still
+    /// runs; its exit is not reported.
+    pub(crate) fn stop(&self, namespace: &str, pod: &str, name: &str, id: &str) {
+        let key = (namespace.to_owned(), pod.to_owned(), name.to_owned());
+        let mut processes = self.processes.lock();
+        if processes.get(&key).is_some_and(|(i, _)| i == id)
+            && let Some((_, task)) = processes.remove(&key)
+        {
+            task.abort();
+        }
+    }
+
+    /// Stops every process of pod `namespace/pod`: it is being deleted.
+    pub(crate) fn stop_pod(&self, namespace: &str, pod: &str) {
+        self.processes.lock().retain(|(ns, p, _), (_, task)| {
+            let of_pod = ns == namespace && p == pod;
+            if of_pod {
+                task.abort();
+            }
+            !of_pod
+        });
+    }
+
     fn write(&self, key: &Key, run: i64, text: &str) {
-        let time = (self.now)();
+        self.append(key, run, text.lines().map(str::to_owned));
+    }
+
+    /// Adds `lines` to run `run` of the container's log, stamped now, and wakes its followers.
+    fn append(&self, key: &Key, run: i64, lines: impl IntoIterator<Item = String>) {
+        let time = self.clock.now();
         {
             let mut all = self.written.lock();
-            let lines = all.entry(key.clone()).or_default();
-            lines.extend(text.lines().map(|t| (run, LogLine { time, text: t.to_owned() })));
+            let written = all.entry(key.clone()).or_default();
+            written.extend(lines.into_iter().map(|text| (run, LogLine { time, text })));
         }
         self.wrote.notify_waiters();
     }
@@ -313,6 +453,11 @@ impl Containers {
             .map(|(_, l)| l.clone())
             .collect()
     }
+}
+
+/// The lines of `bytes` (a process's output up to a newline, or its unfinished last line).
+fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes).split('\n').map(str::to_owned).collect()
 }
 
 impl fmt::Debug for Containers {

@@ -6,7 +6,8 @@
 //! `reason`, `details`, `code`).
 //!
 //! `go_order.json` holds, for each struct type of the built-in API (`k8s.io/api`, apimachinery's
-//! `meta/v1`, the CRD and APIService types, as released in v1.32), its JSON field names in
+//! `meta/v1`, the CRD and APIService types, metrics-server's `metrics.k8s.io`, as released in
+//! v1.32), its JSON field names in
 //! declaration order (embedded `inline` structs spliced in where they are embedded), each with
 //! the type of its value when that is a struct again (behind `list:` and `map:` for slices and
 //! maps of it); and which struct each `apiVersion`/`kind` names. Types that write themselves

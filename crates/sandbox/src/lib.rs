@@ -167,6 +167,7 @@ mod kinds;
 mod label_rules;
 mod managed_fields;
 mod metadata;
+mod metrics;
 mod names;
 mod netaddr;
 mod object_meta;
@@ -199,12 +200,14 @@ use std::time::Duration;
 
 use http::{Request, Response};
 
-pub use cluster::{Clock, Cluster, Controller, Controllers, NodeShape, Simulation, UnknownController};
+pub use clock::Clock;
+pub use cluster::{Cluster, Controller, Controllers, NodeShape, Simulation, UnknownController};
 pub use container_runtime::{
     Container, ContainerLog, ContainerRun, ContainerRuntime, DefaultRuntime, ExecFn, ExecFuture, Exit,
     LogLine,
 };
 pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
+pub use metrics::{USAGE_ANNOTATION, Usage, UsageError, parse_usage};
 pub use process::{Output, Process, Stdin, TerminalSize, Written};
 pub use record::{RequestRecord, Requests};
 pub use resource::ResourceDef;
@@ -410,14 +413,8 @@ impl Sandbox {
             });
             cluster::Cluster::new(sim)
         });
-        // Log lines are stamped on the simulation's clock, as its kubelets stamp the statuses.
-        let now: clock::Now = match &cluster {
-            Some(c) => {
-                let clock = c.clock().clone();
-                Arc::new(move || clock.now())
-            }
-            None => Arc::new(jiff::Timestamp::now),
-        };
+        // Containers live on the simulation's clock, as its kubelets stamp the statuses.
+        let clock = cluster.as_ref().map(|c| c.clock().clone()).unwrap_or_default();
         let shared = Arc::new(SandboxState {
             store: Store::new(config.store),
             faults: Faults::default(),
@@ -427,7 +424,7 @@ impl Sandbox {
             streaming_lists: config.streaming_lists,
             authority: std::sync::OnceLock::new(),
             cluster,
-            containers: container_runtime::Containers::new(config.container_runtime, now),
+            containers: container_runtime::Containers::new(config.container_runtime, clock.clone()),
         });
         // The Deployment controller, when simulated, writes real status; its status-only mode is
         // for a sandbox without it.
@@ -440,7 +437,6 @@ impl Sandbox {
         // Followed here, before anything is written, so the controllers see every change.
         let feed = shared.store.follow();
         let core = cluster::core_controllers::CoreControllers::new(&shared.store, deployments);
-        let clock = shared.cluster.as_ref().map(|c| c.clock().clone()).unwrap_or_default();
         tokio::spawn(cluster::core_controllers::run(
             Arc::downgrade(&shared),
             feed,
@@ -594,6 +590,23 @@ impl Sandbox {
     {
         let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
         self.shared.containers.script_exec(key, Arc::new(exec));
+    }
+
+    /// Sets what a container uses, as `metrics.k8s.io` reports it (`kubectl top`, the
+    /// HorizontalPodAutoscaler) while it runs: it wins over the pod's
+    /// `usage.sandbox.counter.example.com/<container>` annotation and the container's requests.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let sandbox = kube_sandbox::Sandbox::new();
+    /// let busy = kube_sandbox::parse_usage("test", "cpu=900m,memory=128Mi").unwrap();
+    /// sandbox.set_container_usage("default", "web", "nginx", busy);
+    /// # }
+    /// ```
+    pub fn set_container_usage(&self, namespace: &str, pod: &str, container: &str, usage: Usage) {
+        let key = (namespace.to_owned(), pod.to_owned(), container.to_owned());
+        self.shared.containers.set_usage(key, usage);
     }
 
     /// Forwards `port` of a pod to a local address: a port-forward to it (`kubectl

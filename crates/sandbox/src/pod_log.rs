@@ -146,6 +146,7 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
             .collect(),
         pod_ip: pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("").to_owned(),
         id: status(pod, name).and_then(|s| s["containerID"].as_str()).unwrap_or("").to_owned(),
+        restart: current_run(pod, name),
     }
 }
 
@@ -188,16 +189,19 @@ pub(crate) fn find_run(pod: &Value, name: &str, previous: bool) -> Result<Contai
         )));
     };
     let restarts = s["restartCount"].as_i64().unwrap_or(0);
+    // The last run that ended: the one before this run, or, while the container waits to
+    // restart (`CrashLoopBackOff`), this one — both reads show it, as the kubelet's do.
+    let waiting = s.pointer("/state/waiting").is_some();
+    let last = if waiting { restarts } else { (restarts - 1).max(0) };
     if previous {
-        return ended(&s["lastState"], (restarts - 1).max(0)).ok_or_else(|| {
+        return ended(&s["lastState"], last).ok_or_else(|| {
             refuse(format!("previous terminated container {} in pod {} not found", q(name), q(pod_name)))
         });
     }
     if let Some(started) = time(&s["state"], "/running/startedAt") {
         return Ok(ContainerRun { restart: restarts, started, exit: None });
     }
-    if let Some(run) = ended(&s["state"], restarts).or_else(|| ended(&s["lastState"], (restarts - 1).max(0)))
-    {
+    if let Some(run) = ended(&s["state"], restarts).or_else(|| ended(&s["lastState"], last)) {
         return Ok(run);
     }
     let reason = s.pointer("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
@@ -235,6 +239,10 @@ pub(crate) fn current_run(pod: &Value, name: &str) -> i64 {
 pub(crate) fn lines(containers: &Containers, pod: &Value, c: &Container, run: &ContainerRun) -> Vec<LogLine> {
     let created = time(pod, "/metadata/creationTimestamp");
     let written = containers.lines_of(c, run, created);
+    if containers.runs_program(c) {
+        // A process's log is what it wrote.
+        return written;
+    }
     containers.runtime.log(c, run, &written)
 }
 

@@ -159,6 +159,12 @@ impl Quantity {
         }
     }
 
+    /// The same amount, printed in `format`.
+    #[must_use]
+    pub fn in_format(self, format: Format) -> Self {
+        Self { nanos: self.nanos, format }
+    }
+
     /// Rounded up to a whole number (`RoundUp(0)`), keeping the format.
     #[must_use]
     pub fn ceil(self) -> Self {

@@ -243,6 +243,18 @@ pub enum Answer {
     Review(Review),
     /// `get` and `list` only, of objects the server makes up on each request.
     Computed(fn() -> Vec<Value>),
+    /// `get` and `list` only: resource metrics, from the pods and their containers' usage now
+    /// (`metrics.k8s.io`, metrics-server's API; the answers are in `crate::metrics`).
+    Metrics(Metrics),
+}
+
+/// Whose resource metrics an [`Answer::Metrics`] resource reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metrics {
+    /// `PodMetrics`: each running container's usage.
+    Pods,
+    /// `NodeMetrics`: the sum of a node's pods'.
+    Nodes,
 }
 
 /// A subresource that does something to an object rather than store a part of it as `status`
@@ -401,7 +413,9 @@ impl ResourceDef {
     pub(crate) fn verbs(&self) -> &'static [&'static str] {
         match &self.strategy {
             Strategy::BuiltIn(BuiltIn { answer: Answer::Review(_), .. }) => &["create"],
-            Strategy::BuiltIn(BuiltIn { answer: Answer::Computed(_), .. }) => &["get", "list"],
+            Strategy::BuiltIn(BuiltIn { answer: Answer::Computed(_) | Answer::Metrics(_), .. }) => {
+                &["get", "list"]
+            }
             Strategy::BuiltIn(b) => b.verbs,
             Strategy::Custom(_) => STORED_VERBS,
         }

@@ -21,6 +21,7 @@ mod core;
 mod events;
 mod extensions;
 mod flowcontrol;
+mod metrics;
 mod networking;
 mod policy;
 mod scheduling;
@@ -79,6 +80,8 @@ pub fn all() -> Vec<ResourceDef> {
         scheduling::node(),
         networking::discovery(),
         flowcontrol::resources(),
+        // An aggregated API's group comes after the server's own, as an APIService adds it.
+        metrics::resources(),
     ]
     .into_iter()
     .flatten()

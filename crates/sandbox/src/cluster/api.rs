@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::clock::Clock;
 use crate::catalog;
+use crate::clock::Clock;
 use crate::object_meta::{meta_str, new_uid};
 use crate::resource::{ResourceDef, Subresource};
 use crate::status::ApiError;

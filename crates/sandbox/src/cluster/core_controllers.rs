@@ -15,13 +15,13 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::api::{Api, Defs};
-use super::clock::Clock;
 use super::deployment::StatusOnly;
 use super::garbage_collector::GarbageCollector;
 use super::namespace::Namespaces;
 use super::protection::Protection;
 use super::quota::Quotas;
 use crate::Rollout;
+use crate::clock::Clock;
 use crate::store::{ChangeType, Followed, Store};
 
 /// The core controllers' queues.

@@ -155,7 +155,7 @@ fn sync_one(api: &Api<'_>, cj: &Value, timers: &mut Timers) -> Result<(), crate:
                         return Err(e);
                     }
                 }
-                status["lastScheduleTime"] = json!(super::clock::seconds(at));
+                status["lastScheduleTime"] = json!(crate::clock::seconds(at));
             }
         }
         if let Some(next) = schedule.next_after(now, &tz) {
@@ -221,7 +221,7 @@ fn new_job(api: &Api<'_>, cj: &Value, at: Timestamp) -> Value {
         meta["labels"] = labels;
     }
     let mut annotations = template.pointer("/metadata/annotations").cloned().unwrap_or_else(|| json!({}));
-    annotations[SCHEDULED] = json!(super::clock::seconds(at));
+    annotations[SCHEDULED] = json!(crate::clock::seconds(at));
     meta["annotations"] = annotations;
     json!({ "apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})) })
 }

@@ -4,11 +4,19 @@
 //! A bound pod starts (`Running`, its `podIP` from the node's pod network, `hostIP`,
 //! `startTime`, init containers completed, each container running with an image id and a
 //! container id) and turns Ready once [`Simulation::ready_after`] has passed on the clock.
-//! A pod that does not restart (`restartPolicy: Never` or `OnFailure`, a Job's) exits 0 after
-//! [`Simulation::run_to_completion`] and Succeeds; [`Cluster::exit_pod`](super::Cluster::exit_pod)
-//! makes its containers exit with a code (Failed, or restarted with `restartCount` up under
-//! `Always`/`OnFailure`). A deleted pod is stopped and then removed with a zero grace period,
-//! as the kubelet's final delete. Each kubelet renews its node's lease every 10 s and reports its
+//!
+//! A container whose command the runtime runs (`sh -c …`, `sleep 30`) runs it as a process
+//! from its start, and exits when the process does, with its code. Any other container runs
+//! its image's entrypoint, which is not simulated: it runs until stopped, or, in a pod that does
+//! not restart (`restartPolicy: Never` or `OnFailure`, a Job's), exits 0 after
+//! [`Simulation::run_to_completion`]. [`Cluster::exit_pod`](super::Cluster::exit_pod) makes a
+//! pod's running containers exit with a code. An exited container restarts under `Always` (and
+//! under `OnFailure` when it failed), the kubelet's way: at once the first time, then after a
+//! back-off (`CrashLoopBackOff`) of 10 s doubling to 5 min, forgotten after 10 min without one.
+//! The pod's phase follows its containers: `Succeeded` when all exited 0 and none restarts,
+//! `Failed` when one failed and none restarts. A deleted pod's processes are stopped at once;
+//! the pod is removed after its grace period, with a zero grace period, as the kubelet's final
+//! delete. Each kubelet renews its node's lease every 10 s and reports its
 //! node Ready or, when a test says so, NotReady.
 
 use std::collections::{BTreeSet, HashMap};
@@ -19,11 +27,68 @@ use serde_json::{Value, json};
 
 use super::api::{Api, phase};
 use super::nodes::{self, is_ready};
-use super::{Controller, Queue, Simulation, Timers, log_failure};
+use super::{Cluster, Controller, Queue, Simulation, Timers, log_failure};
+use crate::container_runtime::Containers;
 use crate::object_meta::{is_deleting, meta_str};
 
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
 const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);
+
+/// The first back-off before an exited container restarts again, and its ceiling: the
+/// kubelet's `backOffPeriod` and `MaxContainerBackOff`.
+const BACK_OFF_FIRST: SignedDuration = SignedDuration::from_secs(10);
+const BACK_OFF_MAX: SignedDuration = SignedDuration::from_secs(300);
+
+/// What the kubelets run containers with: the sandbox's container runtime, which starts and
+/// stops their processes, and the cluster, to which a process reports its exit.
+pub(crate) struct Runtime {
+    pub(crate) containers: Containers,
+    pub(crate) cluster: Cluster,
+}
+
+/// A container's process exited: which run of which container, with what code.
+#[derive(Debug, Clone)]
+pub(crate) struct ProcessExit {
+    pub(crate) namespace: String,
+    pub(crate) pod: String,
+    pub(crate) container: String,
+    /// The run's `containerID`: an exit of a run the kubelet already ended is ignored.
+    pub(crate) id: String,
+    pub(crate) code: i32,
+}
+
+/// A container's restart back-off, as the kubelet's `flowcontrol.Backoff` keeps it.
+#[derive(Debug, Clone, Copy)]
+struct BackOff {
+    period: SignedDuration,
+    updated: Timestamp,
+}
+
+impl BackOff {
+    /// Forgotten after twice the ceiling without a restart.
+    fn expired(&self, now: Timestamp) -> bool {
+        now.duration_since(self.updated) > BACK_OFF_MAX * 2
+    }
+}
+
+/// A container whose running run a status write changes: the run it stops (its id), the run
+/// it starts (its id and `restartCount`).
+struct RunChange {
+    container: String,
+    stopped: Option<String>,
+    started: Option<(String, i64)>,
+}
+
+/// What becomes of a container whose run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// It stays terminated: its pod does not restart it.
+    Stays,
+    /// It starts again now.
+    Restarts,
+    /// It waits out this back-off (`CrashLoopBackOff`), then starts again.
+    BacksOff(SignedDuration),
+}
 
 /// What a kubelet knows of its node for its pods: the address it reports and its pod network.
 struct NodeInfo {
@@ -41,6 +106,13 @@ impl NodeInfo {
 /// What the kubelets remember between rounds.
 #[derive(Default)]
 pub(crate) struct Kubelets {
+    /// The container runtime (none only in the stand-in left while the kubelets run on a
+    /// thread of their own).
+    runtime: Option<Runtime>,
+    /// Container processes that exited, by pod, not yet looked at.
+    process_exits: HashMap<(String, String), Vec<ProcessExit>>,
+    /// Each container's restart back-off, by namespace, pod and container.
+    back_off: HashMap<(String, String, String), BackOff>,
     /// Each node as its kubelet knows it, kept as the node changes (a pod's every round would
     /// otherwise read its node again).
     nodes: HashMap<String, NodeInfo>,
@@ -52,6 +124,14 @@ pub(crate) struct Kubelets {
 }
 
 impl Kubelets {
+    pub(crate) fn new(runtime: Runtime) -> Self {
+        Self { runtime: Some(runtime), ..Self::default() }
+    }
+
+    pub(crate) fn process_exited(&mut self, exit: ProcessExit) {
+        self.process_exits.entry((exit.namespace.clone(), exit.pod.clone())).or_default().push(exit);
+    }
+
     pub(crate) fn set_node_ready(&mut self, node: &str, ready: bool) {
         if ready {
             self.not_ready.remove(node);
@@ -91,7 +171,7 @@ impl Kubelets {
             } else if let Some(pod) = api.get(api.defs.pods, ns, name) {
                 self.sync_pod(api, sim, &pod, timers);
             } else {
-                self.stopping.remove(&(ns.clone(), name.clone()));
+                self.forget(ns, name);
             }
         }
     }
@@ -141,6 +221,11 @@ impl Kubelets {
         let now = api.clock.now();
         let key = (ns.clone(), name.clone());
         if is_deleting(pod) {
+            if !self.stopping.contains_key(&key)
+                && let Some(rt) = &self.runtime
+            {
+                rt.containers.stop_pod(&ns, &name);
+            }
             let seen = *self.stopping.entry(key).or_insert(now);
             let grace =
                 pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(0);
@@ -173,8 +258,7 @@ impl Kubelets {
             self.write(api, pod, init(pod, &node_ip, &ip, &api.clock.rfc3339()));
             return;
         }
-        let started = if initializing { None } else { started };
-        let Some(started) = started else {
+        if initializing || started.is_none() {
             let ip = pod
                 .pointer("/status/podIP")
                 .and_then(Value::as_str)
@@ -184,46 +268,207 @@ impl Kubelets {
             if !sim.ready_after().is_zero() {
                 timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
             }
-            if restart != "Always" {
-                timers.at(after(now, sim.run_to_completion), Controller::Kubelet, &ns, &name);
-            }
             return;
-        };
+        }
         let stamp = api.clock.rfc3339();
+        let statuses = container_statuses(pod);
+        // The runs that ended: as a test ordered, as their process exited, or an entrypoint's
+        // run time in a pod that does not restart.
+        let mut ended: Vec<(String, i32)> = Vec::new();
         if let Some(code) = self.exits.remove(&key) {
+            ended.extend(statuses.iter().filter(|s| running(s)).map(|s| (status_name(s).to_owned(), code)));
+        }
+        for exit in self.process_exits.remove(&key).unwrap_or_default() {
+            let current = statuses.iter().find(|s| status_name(s) == exit.container);
+            if current.is_some_and(|s| running(s) && s["containerID"] == exit.id.as_str())
+                && !ended.iter().any(|(n, _)| *n == exit.container)
+            {
+                ended.push((exit.container, exit.code));
+            }
+        }
+        if restart != "Always" {
+            for s in statuses.iter().filter(|s| running(s)) {
+                let container = status_name(s);
+                if ended.iter().any(|(n, _)| n == container) || self.runs_program(pod, container) {
+                    continue;
+                }
+                let since = s
+                    .pointer("/state/running/startedAt")
+                    .and_then(Value::as_str)
+                    .and_then(|t| t.parse().ok());
+                let done = after(since.unwrap_or(now), sim.run_to_completion);
+                if done <= now {
+                    ended.push((container.to_owned(), 0));
+                } else {
+                    timers.at(done, Controller::Kubelet, &ns, &name);
+                }
+            }
+        }
+        // The runs that end now, and the containers whose back-off is over.
+        let mut then: Vec<(String, i32, Then)> = Vec::new();
+        for (container, code) in ended {
             let restarts = restart == "Always" || (restart == "OnFailure" && code != 0);
-            let status = exit(pod, code, restarts, &stamp, sim.ready_after().is_zero());
+            let what = if !restarts {
+                Then::Stays
+            } else if let Some(period) = self.backing_off(&ns, &name, &container, now, now) {
+                timers.at(now.saturating_add(period).unwrap_or(now), Controller::Kubelet, &ns, &name);
+                Then::BacksOff(period)
+            } else {
+                self.next_back_off(&ns, &name, &container, now);
+                Then::Restarts
+            };
+            then.push((container, code, what));
+        }
+        let mut restarting: Vec<String> = Vec::new();
+        for s in
+            statuses.iter().filter(|s| s.pointer("/state/waiting/reason") == Some(&json!("CrashLoopBackOff")))
+        {
+            let container = status_name(s);
+            let finished = s
+                .pointer("/lastState/terminated/finishedAt")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .unwrap_or(now);
+            match self.backing_off(&ns, &name, container, finished, now) {
+                Some(period) => {
+                    timers.at(
+                        finished.saturating_add(period).unwrap_or(now),
+                        Controller::Kubelet,
+                        &ns,
+                        &name,
+                    );
+                }
+                None => {
+                    self.next_back_off(&ns, &name, container, now);
+                    restarting.push(container.to_owned());
+                }
+            }
+        }
+        if !then.is_empty() || !restarting.is_empty() {
+            let ready_at_once = sim.ready_after().is_zero();
+            let status = runs_end(pod, &then, &restarting, restart, &stamp, ready_at_once);
+            let restarted = then.iter().any(|(_, _, t)| *t == Then::Restarts) || !restarting.is_empty();
             self.write(api, pod, status);
-            if restarts && !sim.ready_after().is_zero() {
+            if restarted && !ready_at_once {
                 timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
             }
             return;
         }
-        let containers_started = latest_start(pod).unwrap_or(started);
-        if restart != "Always" {
-            let done = after(started, sim.run_to_completion);
-            if done <= now {
-                self.write(api, pod, exit(pod, 0, false, &stamp, false));
-                return;
-            }
-            timers.at(done, Controller::Kubelet, &ns, &name);
-        }
-        if !super::api::pod_ready(pod) {
+        let unready = statuses.iter().any(|s| running(s) && s["ready"] != true);
+        if unready {
+            let containers_started = latest_start(pod).unwrap_or(now);
             let ready_at = after(containers_started, sim.ready_after());
             if ready_at <= now {
-                self.write(api, pod, readiness(pod, true, &stamp));
+                self.write(api, pod, readiness(pod, &stamp));
             } else {
                 timers.at(ready_at, Controller::Kubelet, &ns, &name);
             }
         }
     }
 
-    fn write(&self, api: &Api<'_>, pod: &Value, status: Value) {
-        if let Err(e) = api.write_status(api.defs.pods, pod, status, "kubelet") {
-            log_failure(Controller::Kubelet, meta_str(pod, "name"), &e);
+    /// Forgets a pod that is gone: its processes stop, its back-offs go.
+    fn forget(&mut self, ns: &str, name: &str) {
+        let key = (ns.to_owned(), name.to_owned());
+        self.stopping.remove(&key);
+        self.process_exits.remove(&key);
+        self.back_off.retain(|(n, p, _), _| n != ns || p != name);
+        if let Some(rt) = &self.runtime {
+            rt.containers.stop_pod(ns, name);
         }
     }
 
+    /// Whether container `name` of `pod` runs its command as a process.
+    fn runs_program(&self, pod: &Value, name: &str) -> bool {
+        self.runtime
+            .as_ref()
+            .is_some_and(|rt| rt.containers.runs_program(&crate::pod_log::container(pod, name)))
+    }
+
+    /// The kubelet's `IsInBackOffSince`: the back-off the container still waits out for a run
+    /// that finished at `finished`, if any.
+    fn backing_off(
+        &self,
+        ns: &str,
+        pod: &str,
+        c: &str,
+        finished: Timestamp,
+        now: Timestamp,
+    ) -> Option<SignedDuration> {
+        let b = self.back_off.get(&(ns.to_owned(), pod.to_owned(), c.to_owned()))?;
+        (!b.expired(now) && now.duration_since(finished) < b.period).then_some(b.period)
+    }
+
+    /// The kubelet's `Next`: the container restarts now, and its next back-off doubles (or
+    /// starts again at 10 s once forgotten).
+    fn next_back_off(&mut self, ns: &str, pod: &str, c: &str, now: Timestamp) {
+        let entry = self.back_off.entry((ns.to_owned(), pod.to_owned(), c.to_owned()));
+        let b = entry.or_insert(BackOff { period: SignedDuration::ZERO, updated: now });
+        b.period = if b.period.is_zero() || b.expired(now) {
+            BACK_OFF_FIRST
+        } else {
+            (b.period * 2).min(BACK_OFF_MAX)
+        };
+        b.updated = now;
+    }
+
+    /// Writes the pod's new status; once stored, the runs it starts and ends start and stop
+    /// their processes.
+    fn write(&self, api: &Api<'_>, pod: &Value, status: Value) {
+        let Some(rt) = &self.runtime else {
+            self.store_status(api, pod, status);
+            return;
+        };
+        let before = container_statuses(pod);
+        let changes: Vec<RunChange> = container_statuses_of(&status)
+            .iter()
+            .filter_map(|s| {
+                let name = status_name(s);
+                let was = before
+                    .iter()
+                    .find(|b| status_name(b) == name)
+                    .filter(|b| running(b))
+                    .and_then(|b| b["containerID"].as_str());
+                let now = running(s).then(|| s["containerID"].as_str()).flatten();
+                (was != now).then(|| RunChange {
+                    container: name.to_owned(),
+                    stopped: was.map(str::to_owned),
+                    started: now.map(|id| (id.to_owned(), s["restartCount"].as_i64().unwrap_or(0))),
+                })
+            })
+            .collect();
+        let pod_ip = status["podIP"].as_str().unwrap_or("").to_owned();
+        if !self.store_status(api, pod, status) || changes.is_empty() {
+            return;
+        }
+        let (ns, pod_name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
+        for RunChange { container, stopped, started } in changes {
+            if let Some(id) = stopped {
+                rt.containers.stop(ns, pod_name, &container, &id);
+            }
+            let Some((id, restart)) = started else { continue };
+            let c = crate::container_runtime::Container {
+                pod_ip: pod_ip.clone(),
+                id: id.clone(),
+                restart,
+                ..crate::pod_log::container(pod, &container)
+            };
+            let cluster = rt.cluster.clone();
+            let exit =
+                ProcessExit { namespace: ns.to_owned(), pod: pod_name.to_owned(), container, id, code: 0 };
+            rt.containers.start(&c, move |code| cluster.container_exited(ProcessExit { code, ..exit }));
+        }
+    }
+
+    /// Stores the pod's status as the kubelet; whether it was.
+    fn store_status(&self, api: &Api<'_>, pod: &Value, status: Value) -> bool {
+        match api.write_status(api.defs.pods, pod, status, "kubelet") {
+            Ok(_) => true,
+            Err(e) => {
+                log_failure(Controller::Kubelet, meta_str(pod, "name"), &e);
+                false
+            }
+        }
+    }
     /// The next address of the node's pod network (`cidr`).
     fn pod_ip(&mut self, node: &str, cidr: &str) -> String {
         let prefix =
@@ -296,12 +541,13 @@ fn condition(
     c
 }
 
-/// The five conditions of a pod on a node, in the kubelet's order.
-fn conditions(pod: &Value, ready: bool, done: bool, now: &str) -> Value {
+/// The five conditions of a pod on a node, in the kubelet's order, for its containers'
+/// `statuses`: Ready when all are; `done` when the pod has finished.
+fn conditions(pod: &Value, statuses: &[Value], done: bool, now: &str) -> Value {
     let old: Vec<Value> =
         pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-    let specs = containers(pod);
-    let unready: Vec<&str> = specs.iter().filter_map(|c| c["name"].as_str()).collect();
+    let unready: Vec<&str> = statuses.iter().filter(|s| s["ready"] != true).map(status_name).collect();
+    let ready = unready.is_empty() && !done;
     let (reason, message) = if done {
         (Some("PodCompleted"), None)
     } else if ready {
@@ -321,6 +567,63 @@ fn conditions(pod: &Value, ready: bool, done: bool, now: &str) -> Value {
         condition(&old, "ContainersReady", ready, reason, message.as_deref(), now),
         scheduled,
     ])
+}
+
+/// The pod's containers' statuses, as its status has them.
+fn container_statuses(pod: &Value) -> Vec<Value> {
+    pod.get("status").map(container_statuses_of).unwrap_or_default()
+}
+
+fn container_statuses_of(status: &Value) -> Vec<Value> {
+    status["containerStatuses"].as_array().cloned().unwrap_or_default()
+}
+
+fn status_name(s: &Value) -> &str {
+    s["name"].as_str().unwrap_or("")
+}
+
+fn running(s: &Value) -> bool {
+    s.pointer("/state/running").is_some()
+}
+
+/// The kubelet's `getPhase` over a pod's containers: waiting to start is Pending; one running,
+/// Running; all stopped, by the restart policy and how they exited. A container waiting to
+/// restart counts as stopped, not succeeded.
+fn phase_of(statuses: &[Value], policy: &str) -> &'static str {
+    let (mut run, mut stopped, mut succeeded, mut waiting) = (0, 0, 0, 0);
+    for s in statuses {
+        if running(s) {
+            run += 1;
+        } else if let Some(t) = s.pointer("/state/terminated") {
+            stopped += 1;
+            if t["exitCode"] == 0 {
+                succeeded += 1;
+            }
+        } else if s.pointer("/lastState/terminated").is_some() {
+            stopped += 1;
+        } else {
+            waiting += 1;
+        }
+    }
+    match (policy, run, stopped) {
+        _ if waiting > 0 => "Pending",
+        (_, r, _) if r > 0 => "Running",
+        (_, _, 0) => "Pending",
+        ("Always", ..) => "Running",
+        ("OnFailure", ..) if stopped != succeeded => "Running",
+        ("Never", ..) if stopped != succeeded => "Failed",
+        _ => "Succeeded",
+    }
+}
+
+/// A Go `time.Duration`'s text for whole seconds: `10s`, `1m20s`, `5m0s`.
+fn go_duration(d: SignedDuration) -> String {
+    let secs = d.as_secs();
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{}s", s / 60, s % 60),
+        s => format!("{}h{}m{}s", s / 3600, s % 3600 / 60, s % 60),
+    }
 }
 
 fn containers(pod: &Value) -> Vec<Value> {
@@ -373,7 +676,7 @@ fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str, ready: bool) -> Va
         .map(|c| container_status(pod, c, ready, 0, json!({ "running": { "startedAt": now } }), json!({})))
         .collect();
     status.insert("phase".into(), json!("Running"));
-    status.insert("conditions".into(), conditions(pod, ready, false, now));
+    status.insert("conditions".into(), conditions(pod, &running, false, now));
     status.insert("hostIP".into(), json!(host_ip));
     status.insert("hostIPs".into(), json!([{ "ip": host_ip }]));
     status.insert("podIP".into(), json!(pod_ip));
@@ -460,48 +763,67 @@ fn init(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
     Value::Object(status)
 }
 
-/// The status once the pod's containers are ready (or not).
-fn readiness(pod: &Value, ready: bool, now: &str) -> Value {
+/// The status once the pod's running containers are ready.
+fn readiness(pod: &Value, now: &str) -> Value {
     let mut status = pod["status"].clone();
-    status["conditions"] = conditions(pod, ready, false, now);
-    for c in status["containerStatuses"].as_array_mut().into_iter().flatten() {
-        c["ready"] = json!(ready);
+    let mut statuses = container_statuses(pod);
+    for c in &mut statuses {
+        c["ready"] = json!(running(c));
     }
+    status["conditions"] = conditions(pod, &statuses, false, now);
+    status["containerStatuses"] = json!(statuses);
     status
 }
 
-/// The status after the containers exit with `code`: restarted, or the pod finished.
-fn exit(pod: &Value, code: i32, restarts: bool, now: &str, ready_at_once: bool) -> Value {
+/// The status after runs of the pod's containers end (`ended`: each with its exit code and what
+/// becomes of it) and containers whose back-off is over start again (`restarting`); the pod's
+/// phase follows.
+fn runs_end(
+    pod: &Value,
+    ended: &[(String, i32, Then)],
+    restarting: &[String],
+    policy: &str,
+    now: &str,
+    ready_at_once: bool,
+) -> Value {
     let mut status = pod["status"].clone();
     let specs = containers(pod);
-    let mut list: Vec<Value> = status["containerStatuses"].as_array().cloned().unwrap_or_default();
+    let mut list = container_statuses(pod);
     for (c, spec) in list.iter_mut().zip(&specs) {
+        let name = status_name(c).to_owned();
         let count = c["restartCount"].as_i64().unwrap_or(0);
-        let since = c.pointer("/state/running/startedAt").cloned().unwrap_or_else(|| json!(now));
-        let name = spec["name"].as_str().unwrap_or("");
-        let terminated = json!({ "terminated": {
-            "containerID": container_id(pod, name, count), "exitCode": code, "finishedAt": now,
-            "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": since,
-        } });
-        *c = if restarts {
-            container_status(
-                pod,
-                spec,
-                ready_at_once,
-                count + 1,
-                json!({ "running": { "startedAt": now } }),
-                terminated,
-            )
-        } else {
-            container_status(pod, spec, false, count, terminated, json!({}))
-        };
+        let run_again = || json!({ "running": { "startedAt": now } });
+        if let Some((_, code, then)) = ended.iter().find(|(n, ..)| *n == name) {
+            let since = c.pointer("/state/running/startedAt").cloned().unwrap_or_else(|| json!(now));
+            let terminated = json!({ "terminated": {
+                "containerID": container_id(pod, &name, count), "exitCode": code, "finishedAt": now,
+                "reason": if *code == 0 { "Completed" } else { "Error" }, "startedAt": since,
+            } });
+            *c = match then {
+                Then::Stays => container_status(pod, spec, false, count, terminated, json!({})),
+                Then::Restarts => {
+                    container_status(pod, spec, ready_at_once, count + 1, run_again(), terminated)
+                }
+                Then::BacksOff(period) => {
+                    let waiting = json!({ "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": format!(
+                            "back-off {} restarting failed container={name} pod={}_{}({})",
+                            go_duration(*period), meta_str(pod, "name"), meta_str(pod, "namespace"), meta_str(pod, "uid"),
+                        ),
+                    } });
+                    container_status(pod, spec, false, count, waiting, terminated)
+                }
+            };
+        } else if restarting.contains(&name) {
+            let last = c["lastState"].clone();
+            *c = container_status(pod, spec, ready_at_once, count + 1, run_again(), last);
+        }
     }
+    let phase = phase_of(&list, policy);
+    let done = matches!(phase, "Succeeded" | "Failed");
+    status["phase"] = json!(phase);
+    status["conditions"] = conditions(pod, &list, done, now);
     status["containerStatuses"] = json!(list);
-    if restarts {
-        status["conditions"] = conditions(pod, ready_at_once, false, now);
-    } else {
-        status["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
-        status["conditions"] = conditions(pod, false, true, now);
-    }
     status
 }

@@ -49,7 +49,7 @@
 
 mod api;
 mod bootstrap;
-pub mod clock;
+
 pub(crate) mod core_controllers;
 mod cronjob;
 mod daemonset;
@@ -80,7 +80,7 @@ use serde_json::Value;
 use tokio::runtime::RuntimeFlavor;
 use tokio::sync::mpsc::error::TryRecvError;
 
-pub use clock::Clock;
+pub use crate::clock::Clock;
 
 use crate::object_meta::meta_str;
 use crate::status::ApiError;
@@ -326,7 +326,8 @@ pub struct Simulation {
     /// sandbox's [`rollout`](crate::SandboxConfig::rollout) paces pods — `Paced(d)` after `d`,
     /// `Instant` at once.
     pub pod_ready_after: Option<Duration>,
-    /// How long the containers of a pod that does not restart (a Job's) run before they exit 0.
+    /// How long a container running its image's entrypoint (one whose command the runtime does
+    /// not run) in a pod that does not restart (a Job's) runs before it exits 0.
     pub run_to_completion: Duration,
     /// How long a kubelet takes to stop a deleted pod's containers before it removes the pod
     /// (never more than the pod's grace period).
@@ -371,6 +372,8 @@ impl Simulation {
 struct Orders {
     /// Pods whose containers are to exit with this code.
     exits: BTreeMap<(String, String), i32>,
+    /// Containers whose process exited, in the order they did.
+    container_exits: Vec<kubelet::ProcessExit>,
     /// Nodes whose kubelet reports NotReady (`false`) or was told to report Ready again.
     node_ready: BTreeMap<String, bool>,
 }
@@ -454,8 +457,18 @@ impl Cluster {
         self.inner.woken.notify_one();
     }
 
+    /// A container's process exited with `code`: its kubelet ends the container's run.
+    pub(crate) fn container_exited(&self, exit: kubelet::ProcessExit) {
+        self.inner.orders.lock().container_exits.push(exit);
+        self.inner.woken.notify_one();
+    }
+
     fn take_exits(&self) -> BTreeMap<(String, String), i32> {
         std::mem::take(&mut self.inner.orders.lock().exits)
+    }
+
+    fn take_container_exits(&self) -> Vec<kubelet::ProcessExit> {
+        std::mem::take(&mut self.inner.orders.lock().container_exits)
     }
 
     fn take_node_orders(&self) -> BTreeMap<String, bool> {
@@ -511,7 +524,8 @@ pub(crate) struct World {
 }
 
 impl World {
-    fn new(cluster: Cluster, ca: String) -> Self {
+    fn new(cluster: Cluster, ca: String, containers: crate::container_runtime::Containers) -> Self {
+        let kubelet = kubelet::Kubelets::new(kubelet::Runtime { containers, cluster: cluster.clone() });
         Self {
             cluster,
             ca,
@@ -519,7 +533,7 @@ impl World {
             queues: BTreeMap::new(),
             timers: Timers::default(),
             scheduler: scheduler::Scheduler::default(),
-            kubelet: kubelet::Kubelets::default(),
+            kubelet,
             nodes: nodes::Nodes::default(),
         }
     }
@@ -665,6 +679,10 @@ impl World {
             self.kubelet.order_exit(&ns, &name, code);
             self.enqueue(Controller::Kubelet, &ns, &name);
         }
+        for exit in self.cluster.take_container_exits() {
+            self.enqueue(Controller::Kubelet, &exit.namespace, &exit.pod);
+            self.kubelet.process_exited(exit);
+        }
         let defs = self.defs;
         let api = Api { store, clock: &clock, defs: &defs };
         // The handle, not the settings, is cloned each round (an `Arc`).
@@ -763,7 +781,7 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
             tracing::error!(error = %e, "the sandbox's CA could not be made");
             String::new()
         });
-        let mut world = World::new(cluster.clone(), ca);
+        let mut world = World::new(cluster.clone(), ca, strong.containers.clone());
         let defs = world.defs;
         let clock = cluster.clock().clone();
         let api = Api { store, clock: &clock, defs: &defs };

@@ -1,6 +1,6 @@
 //! The requests answered rather than stored: the subresources that act on an object
 //! (`pods/binding`, `pods/eviction`, `serviceaccounts/token`, `pods/log`), the reviews,
-//! computed objects (`componentstatuses`). What each does
+//! computed objects (`componentstatuses`) and resource metrics (`metrics.k8s.io`). What each does
 //! is [`crate::actions`]'; this is its HTTP side.
 
 use http::{Response, header};
@@ -12,8 +12,8 @@ use super::call::Call;
 use super::request::Request;
 use super::response::{json_response, no_content};
 use crate::resource::Action;
-use crate::resource::Review;
 use crate::resource::Run;
+use crate::resource::{Metrics, Review};
 use crate::status::ApiError;
 
 /// Runs an acting subresource on its object with the request's body.
@@ -80,5 +80,61 @@ pub(super) fn compute(
     Ok(json_response(
         200,
         &json!({ "kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {}, "items": objects }),
+    ))
+}
+
+/// Answers a get (`one`) or list of resource metrics, from the stored pods (and nodes) and what
+/// their containers use now; the list's label and field selectors pick the pods (nodes) as
+/// metrics-server's do.
+pub(super) fn metrics(c: &Call, of: Metrics, one: bool) -> Result<Response<ResponseBody>, ApiError> {
+    let find = |plural| crate::catalog::find("", "v1", plural).expect("pods and nodes are built in");
+    let (pods_def, nodes_def) = (find("pods"), find("nodes"));
+    let now = c.shared.containers.clock.now();
+    let containers = &c.shared.containers;
+    let told = |ns: &str, pod: &str, container: &str| containers.usage(ns, pod, container);
+    let namespace = c.req.namespace.as_deref();
+    let name = c.req.name.as_deref();
+    let picked = |obj: &serde_json::Value| {
+        name.is_none_or(|n| crate::object_meta::meta_str(obj, "name") == n)
+            && c.req.query.list.labels.matches(obj)
+            && c.req.query.list.fields.matches(obj)
+    };
+    let (_, pods) = c.store.snapshot(pods_def, if of == Metrics::Pods { namespace } else { None });
+    let all_pods: Vec<&serde_json::Value> = pods.iter().map(AsRef::as_ref).collect();
+    let items = match of {
+        Metrics::Pods => {
+            let picked_pods: Vec<&serde_json::Value> =
+                all_pods.iter().copied().filter(|p| picked(p)).collect();
+            if one && picked_pods.is_empty() {
+                // The pod's own 404, as metrics-server's pod lister words it.
+                return Err(ApiError::not_found("", "pod", name.unwrap_or("")));
+            }
+            crate::metrics::pod_metrics(&told, &picked_pods, now)
+        }
+        Metrics::Nodes => {
+            let (_, nodes) = c.store.snapshot(nodes_def, None);
+            let picked_nodes: Vec<&serde_json::Value> =
+                nodes.iter().map(AsRef::as_ref).filter(|n| picked(n)).collect();
+            if one && picked_nodes.is_empty() {
+                return Err(ApiError::not_found("", "node", name.unwrap_or("")));
+            }
+            crate::metrics::node_metrics(&told, &picked_nodes, &all_pods, now)
+        }
+    };
+    let def = &c.req.def;
+    if one {
+        let shown = match (of, namespace) {
+            (Metrics::Pods, Some(ns)) => format!("{ns}/{}", name.unwrap_or("")),
+            _ => name.unwrap_or("").to_owned(),
+        };
+        return items
+            .into_iter()
+            .next()
+            .map(|o| json_response(200, &o))
+            .ok_or_else(|| ApiError::not_found(def.group, def.plural, &shown));
+    }
+    Ok(json_response(
+        200,
+        &json!({ "kind": def.list_kind, "apiVersion": def.api_version(), "metadata": {}, "items": items }),
     ))
 }

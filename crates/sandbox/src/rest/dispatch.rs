@@ -212,6 +212,7 @@ fn answer(
         Verb::Act { action, .. } => answer::act(&call, action),
         Verb::Review(review) => answer::review(&call, review),
         Verb::Compute { objects, one } => answer::compute(&call.req, objects, one),
+        Verb::Metrics { of, one } => answer::metrics(&call, of, one),
         Verb::Connect(stream) => super::connect::connect(shared, parts, &call.req, stream),
     }
 }

@@ -47,7 +47,7 @@ pub(super) fn log(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     let containers = &c.shared.containers;
     let all = pod_log::lines(containers, &pod, &spec, &found);
     let mut budget = opts.limit_bytes.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    let first = pod_log::render(&all, &opts, true, (containers.now)(), &mut budget);
+    let first = pod_log::render(&all, &opts, true, containers.clock.now(), &mut budget);
     if !opts.follow || found.exit.is_some() || budget == Some(0) {
         return Ok(text(Full::new(Bytes::from(first)).boxed_unsync()));
     }
@@ -183,7 +183,8 @@ impl Followed {
         let all = pod_log::lines(&shared.containers, &pod, &self.spec, &found);
         let fresh = all.get(self.sent..).unwrap_or_default();
         self.sent = all.len();
-        let bytes = pod_log::render(fresh, &self.opts, false, (shared.containers.now)(), &mut self.budget);
+        let bytes =
+            pod_log::render(fresh, &self.opts, false, shared.containers.clock.now(), &mut self.budget);
         Some((bytes, found.exit.is_some() || self.budget == Some(0)))
     }
 }

@@ -14,7 +14,7 @@ use crate::SandboxState;
 use crate::record::RequestRecord;
 use crate::resource::Subresource;
 use crate::resource::{Action, Answer, ResourceDef};
-use crate::resource::{Review, Run};
+use crate::resource::{Metrics, Review, Run};
 use crate::status::ApiError;
 use crate::store::Store;
 
@@ -48,6 +48,8 @@ pub(super) enum Verb {
     Review(Review),
     /// A get (`one`) or list of objects the server makes up (`componentstatuses`).
     Compute { objects: fn() -> Vec<serde_json::Value>, one: bool },
+    /// A get (`one`) or list of resource metrics (`metrics.k8s.io`).
+    Metrics { of: Metrics, one: bool },
     /// One of the streams a kubelet serves, by name (a pod's `exec`, `attach`, `portforward`).
     Connect(&'static str),
 }
@@ -57,8 +59,11 @@ impl Verb {
     /// verb lists.
     pub(super) fn name(self) -> &'static str {
         match self {
-            Self::Get | Self::Act { creates: false, .. } | Self::Compute { one: true, .. } => "get",
-            Self::List | Self::Compute { one: false, .. } => "list",
+            Self::Get
+            | Self::Act { creates: false, .. }
+            | Self::Compute { one: true, .. }
+            | Self::Metrics { one: true, .. } => "get",
+            Self::List | Self::Compute { one: false, .. } | Self::Metrics { one: false, .. } => "list",
             Self::Watch => "watch",
             Self::Create | Self::Act { creates: true, .. } | Self::Review(_) => "create",
             Self::Update => "update",
@@ -105,6 +110,7 @@ impl Verb {
             Answer::Stored => self,
             Answer::Review(review) => Self::Review(review),
             Answer::Computed(objects) => Self::Compute { objects, one: matches!(self, Self::Get) },
+            Answer::Metrics(of) => Self::Metrics { of, one: matches!(self, Self::Get) },
         }
     }
 }

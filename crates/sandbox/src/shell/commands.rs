@@ -30,7 +30,7 @@ pub(crate) async fn call(shell: &mut Shell, argv: &[String], io: &mut Io<'_>) ->
         "date" => date(shell, args, io).await,
         "env" | "printenv" => env(shell, name, args, io).await,
         "seq" => seq(args, io).await,
-        "sleep" => sleep(args, io).await,
+        "sleep" => sleep(shell, args, io).await,
         "yes" => yes(args, io).await,
         "exit" => {
             let code = args.first().map_or(Ok(shell.status), |a| a.parse::<i32>());
@@ -348,7 +348,7 @@ async fn ls(shell: &Shell, args: &[String], io: &mut Io<'_>) -> i32 {
 }
 
 async fn date(shell: &Shell, args: &[String], io: &Io<'_>) -> i32 {
-    let now = (shell.machine.now)();
+    let now = shell.machine.clock.now();
     let format = args.iter().find_map(|a| a.strip_prefix('+')).unwrap_or("%a %b %e %H:%M:%S UTC %Y");
     match jiff::fmt::strtime::format(format, &now.to_zoned(jiff::tz::TimeZone::UTC)) {
         Ok(text) => write(io, format!("{text}\n")).await,
@@ -413,7 +413,7 @@ async fn seq(args: &[String], io: &Io<'_>) -> i32 {
     write(io, out).await
 }
 
-async fn sleep(args: &[String], io: &Io<'_>) -> i32 {
+async fn sleep(shell: &Shell, args: &[String], io: &Io<'_>) -> i32 {
     let mut total = Duration::ZERO;
     for a in args {
         if a == "infinity" {
@@ -442,7 +442,7 @@ async fn sleep(args: &[String], io: &Io<'_>) -> i32 {
         io.stderr.write("sleep: missing operand\n").await;
         return 1;
     }
-    tokio::time::sleep(total).await;
+    shell.machine.clock.sleep(total).await;
     0
 }
 

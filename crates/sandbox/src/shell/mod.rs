@@ -12,7 +12,7 @@ pub(crate) mod run;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::clock::Now;
+use crate::clock::Clock;
 use crate::process::{Output, Process, Stdin};
 use files::Files;
 
@@ -58,13 +58,13 @@ pub(crate) struct Machine {
     pub(crate) env: Vec<(String, String)>,
     pub(crate) files: Files,
     pub(crate) hostname: String,
-    pub(crate) now: Now,
+    pub(crate) clock: Clock,
 }
 
 impl Machine {
     /// A container's machine: `env` (its spec's values), `/etc/hostname` and `/etc/hosts` for
     /// `hostname` at `ip`.
-    pub(crate) fn new(hostname: &str, ip: &str, env: Vec<(String, String)>, now: Now) -> Self {
+    pub(crate) fn new(hostname: &str, ip: &str, env: Vec<(String, String)>, clock: Clock) -> Self {
         let mut all = vec![
             ("PATH".to_owned(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()),
             ("HOSTNAME".to_owned(), hostname.to_owned()),
@@ -80,7 +80,7 @@ impl Machine {
                 ("/etc/hosts".to_owned(), hosts.into_bytes()),
             ],
         );
-        Self { env: all, files, hostname: hostname.to_owned(), now }
+        Self { env: all, files, hostname: hostname.to_owned(), clock }
     }
 }
 
@@ -88,6 +88,11 @@ impl std::fmt::Debug for Machine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Machine").field("hostname", &self.hostname).finish_non_exhaustive()
     }
+}
+
+/// Whether the shell runs `argv`: its first word is one of the shell's commands.
+pub(crate) fn runs(argv: &[String]) -> bool {
+    argv.first().is_some_and(|first| commands::exists(first))
 }
 
 /// Runs `process`'s command on `machine` as a container runtime execs it: its first word is a
@@ -115,13 +120,8 @@ mod tests {
     use crate::process::{Output, Stdin};
 
     fn machine() -> Arc<Machine> {
-        let at: jiff::Timestamp = "2026-12-04T05:06:07Z".parse().unwrap();
-        Arc::new(Machine::new(
-            "web-0",
-            "10.244.0.5",
-            vec![("GREETING".into(), "hi there".into())],
-            Arc::new(move || at),
-        ))
+        let clock = Clock::paused_at("2026-12-04T05:06:07Z".parse().unwrap());
+        Arc::new(Machine::new("web-0", "10.244.0.5", vec![("GREETING".into(), "hi there".into())], clock))
     }
 
     /// Runs `argv` with `stdin`; its exit code, stdout and stderr.

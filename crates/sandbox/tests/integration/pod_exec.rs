@@ -127,6 +127,18 @@ async fn exec_runs_the_built_in_shell_with_stdin_and_exit_statuses() {
     assert_eq!(run("mkdir -p /data && echo kept > /data/note").await, "");
     assert_eq!(run("cat /data/note; ls /data").await, "kept\nnote\n");
 
+    // The container's own command runs on the same machine: an exec reads what it wrote.
+    let script = "echo written by the container > /tmp/state; sleep 3600";
+    running(&pods, "writer", json!({ "command": ["sh", "-c", script] })).await;
+    loop {
+        let ap = AttachParams::default().stderr(false);
+        let mut attached = pods.exec("writer", vec!["cat", "/tmp/state"], &ap).await.unwrap();
+        if read_all(attached.stdout().unwrap()).await == "written by the container\n" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
     // Stderr, and a command the container does not have.
     let ap = AttachParams::default().stderr(true);
     let mut attached = pods.exec("busybox", vec!["kubectl", "version"], &ap).await.unwrap();

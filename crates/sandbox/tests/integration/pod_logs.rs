@@ -41,13 +41,14 @@ async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) 
     }
 }
 
-/// A pod of one container `main` running `sh -c sleep`, or with the given spec.
+/// A pod with the given spec.
 fn pod(name: &str, spec: Value) -> Pod {
     of(json!({ "metadata": { "name": name }, "spec": spec }))
 }
 
-fn sleeper() -> Value {
-    json!({ "containers": [{ "name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "sleep 3600"] }] })
+/// One container `main` running its image's entrypoint, which runs until stopped.
+fn server() -> Value {
+    json!({ "containers": [{ "name": "main", "image": "nginx:1.27" }] })
 }
 
 /// Creates the pod and waits until its kubelet runs it; the pod as it runs.
@@ -91,14 +92,14 @@ async fn refusal(pods: &Api<Pod>, name: &str, lp: &LogParams) -> (u16, String) {
 async fn a_running_pods_log_says_when_it_started_with_what_image_and_command_as_text() {
     let sb = cluster(Simulation::instant());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    let p = running(&pods, "web", sleeper()).await;
+    let p = running(&pods, "web", server()).await;
     let since = started_at(&p, "main");
     let (code, kind, body) = get(&sb.client(), "/api/v1/namespaces/default/pods/web/log").await;
     assert_eq!((code, kind.as_str()), (200, "text/plain"));
     assert_eq!(
         body,
         format!(
-            "container \"main\" started at {since}: image \"busybox:1.36\", command [\"sh\",\"-c\",\"sleep 3600\"]\n"
+            "container \"main\" started at {since}: image \"nginx:1.27\", command the image's entrypoint\n"
         )
     );
     // The same through kube's `logs`, and the same on every read.
@@ -149,7 +150,7 @@ async fn scripted_lines_follow_the_start_line_and_the_options_choose_what_is_sen
     let clock = sim.clock.clone();
     let sb = cluster(sim);
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    running(&pods, "web", sleeper()).await;
+    running(&pods, "web", server()).await;
     clock.pause();
     let out = sb.container_log("default", "web", "main");
     out.write_line("listening on :8080");
@@ -189,7 +190,7 @@ async fn invalid_options_are_refused_as_upstream_validates_them() {
     let sb = cluster(Simulation::instant());
     let client = sb.client();
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    running(&pods, "web", sleeper()).await;
+    running(&pods, "web", server()).await;
     let invalid = |q: &'static str| {
         let client = client.clone();
         async move {
@@ -256,7 +257,7 @@ async fn a_container_not_started_is_waiting_and_one_never_restarted_has_no_previ
         Simulation { controllers: Controllers::all().without(Controller::Kubelet), ..Simulation::instant() };
     let sb = cluster(sim);
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    let mut spec = sleeper();
+    let mut spec = server();
     spec["nodeName"] = json!("sandbox-node-1");
     pods.create(&PostParams::default(), &pod("idle", spec)).await.unwrap();
     assert_eq!(
@@ -266,7 +267,7 @@ async fn a_container_not_started_is_waiting_and_one_never_restarted_has_no_previ
 
     let sb = cluster(Simulation::instant());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    running(&pods, "web", sleeper()).await;
+    running(&pods, "web", server()).await;
     let previous = LogParams { previous: true, ..LogParams::default() };
     assert_eq!(
         refusal(&pods, "web", &previous).await,
@@ -278,7 +279,7 @@ async fn a_container_not_started_is_waiting_and_one_never_restarted_has_no_previ
 async fn a_restarted_container_has_a_previous_log_with_its_exit() {
     let sb = cluster(Simulation::instant());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    running(&pods, "web", sleeper()).await;
+    running(&pods, "web", server()).await;
     sb.container_log("default", "web", "main").write_line("about to crash");
     sb.cluster().unwrap().exit_pod("default", "web", 2);
     let restarted = eventually(|| async {
@@ -296,17 +297,118 @@ async fn a_restarted_container_has_a_previous_log_with_its_exit() {
     assert_eq!(
         now,
         format!(
-            "container \"main\" restarted (1) at {}: image \"busybox:1.36\", command [\"sh\",\"-c\",\"sleep 3600\"]\n",
+            "container \"main\" restarted (1) at {}: image \"nginx:1.27\", command the image's entrypoint\n",
             started_at(&restarted, "main")
         )
     );
+}
+
+/// The state of container `main`: its status, as the kubelet wrote it.
+fn main_status(p: &Pod) -> k8s_openapi::api::core::v1::ContainerStatus {
+    p.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0].clone()
+}
+
+async fn phase_is(pods: &Api<Pod>, name: &str, phase: &str) -> Pod {
+    eventually(|| async {
+        let p = pods.get(name).await.ok()?;
+        (p.status.as_ref()?.phase.as_deref() == Some(phase)).then_some(p)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_containers_command_runs_its_output_is_its_log_and_its_exit_is_the_containers() {
+    let sb = cluster(Simulation::instant());
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    // kube-rs's own log test: a loop with sleeps, in a pod that does not restart.
+    let script = "for i in $(seq 1 5); do echo kube $i; sleep 0.1; done";
+    let spec = json!({ "restartPolicy": "Never",
+        "containers": [{ "name": "main", "image": "busybox:stable", "command": ["sh", "-c", script] }] });
+    running(&pods, "loop", spec).await;
+    let stream = pods.log_stream("loop", &LogParams { follow: true, ..LogParams::default() }).await.unwrap();
+    let followed: Vec<String> = stream.lines().map(Result::unwrap).collect().await;
+    assert_eq!(followed, ["kube 1", "kube 2", "kube 3", "kube 4", "kube 5"]);
+    let done = phase_is(&pods, "loop", "Succeeded").await;
+    let ended = main_status(&done).state.unwrap().terminated.unwrap();
+    assert_eq!((ended.exit_code, ended.reason.as_deref()), (0, Some("Completed")));
+    assert_eq!(log(&pods, "loop", &LogParams::default()).await, "kube 1\nkube 2\nkube 3\nkube 4\nkube 5\n");
+
+    // stderr is in the log too; a failing command fails the pod with its code.
+    let spec = json!({ "restartPolicy": "Never",
+        "containers": [{ "name": "main", "image": "busybox", "command": ["sh", "-c", "echo out; echo err >&2; exit 3"] }] });
+    pods.create(&PostParams::default(), &pod("fails", spec)).await.unwrap();
+    let failed = phase_is(&pods, "fails", "Failed").await;
+    let ended = main_status(&failed).state.unwrap().terminated.unwrap();
+    assert_eq!((ended.exit_code, ended.reason.as_deref()), (3, Some("Error")));
+    assert_eq!(log(&pods, "fails", &LogParams::default()).await, "out\nerr\n");
+}
+
+#[tokio::test]
+async fn a_crashing_container_restarts_at_once_then_backs_off_as_the_kubelet_does() {
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let spec = json!({ "containers": [{ "name": "main", "image": "busybox", "command": ["sh", "-c", "echo crashed; exit 1"] }] });
+    pods.create(&PostParams::default(), &pod("crash", spec)).await.unwrap();
+    let waiting_with = |count: i32| {
+        let pods = pods.clone();
+        async move {
+            eventually(|| async {
+                let p = pods.get("crash").await.ok()?;
+                let s = main_status(&p);
+                let waiting = s.state.as_ref()?.waiting.clone()?;
+                (s.restart_count == count).then_some((p, waiting))
+            })
+            .await
+        }
+    };
+    // The first exit restarts it at once; the second waits 10 s.
+    let (p, waiting) = waiting_with(1).await;
+    let uid = p.metadata.uid.clone().unwrap();
+    assert_eq!(waiting.reason.as_deref(), Some("CrashLoopBackOff"));
+    assert_eq!(
+        waiting.message.unwrap(),
+        format!("back-off 10s restarting failed container=main pod=crash_default({uid})")
+    );
+    let s = main_status(&p);
+    assert_eq!(s.last_state.unwrap().terminated.unwrap().exit_code, 1);
+    assert!(!s.ready);
+    assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Running"));
+    // Its log, and its previous one, are the run that crashed, as the kubelet shows them.
+    assert_eq!(log(&pods, "crash", &LogParams::default()).await, "crashed\n");
+    assert_eq!(log(&pods, "crash", &LogParams { previous: true, ..LogParams::default() }).await, "crashed\n");
+    // Once the back-off is over it runs again, crashes again, and waits twice as long.
+    sim.clock().advance(Duration::from_secs(10));
+    let (_, waiting) = waiting_with(2).await;
+    assert!(waiting.message.unwrap().starts_with("back-off 20s restarting failed container=main "));
+}
+
+#[tokio::test]
+async fn sleep_in_a_container_waits_on_the_simulations_clock() {
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let spec = json!({ "restartPolicy": "Never",
+        "containers": [{ "name": "main", "image": "busybox", "command": ["sh", "-c", "sleep 30; echo woke"] }] });
+    running(&pods, "nap", spec).await;
+    // The process may start its sleep after the status says Running: the clock moves until it
+    // has woken, never the wall clock's 30 s.
+    eventually(|| async {
+        sim.clock().advance(Duration::from_secs(30));
+        let p = pods.get("nap").await.ok()?;
+        (p.status?.phase.as_deref() == Some("Succeeded")).then_some(())
+    })
+    .await;
+    assert_eq!(log(&pods, "nap", &LogParams::default()).await, "woke\n");
 }
 
 #[tokio::test]
 async fn follow_streams_lines_written_after_it_began_and_ends_when_the_pod_is_deleted() {
     let sb = cluster(Simulation::instant());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    running(&pods, "web", sleeper()).await;
+    running(&pods, "web", server()).await;
     let stream = pods.log_stream("web", &LogParams { follow: true, ..LogParams::default() }).await.unwrap();
     let mut lines = stream.lines();
     let first = lines.next().await.unwrap().unwrap();
@@ -322,7 +424,7 @@ async fn follow_streams_lines_written_after_it_began_and_ends_when_the_pod_is_de
 async fn a_pod_on_a_node_that_does_not_exist_is_its_nodes_404() {
     let sb = Sandbox::with_config(SandboxConfig::bare());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
-    let mut spec = sleeper();
+    let mut spec = server();
     spec["nodeName"] = json!("node-1");
     pods.create(&PostParams::default(), &pod("web", spec)).await.unwrap();
     assert_eq!(
