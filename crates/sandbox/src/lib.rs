@@ -104,6 +104,8 @@
 //! | `cluster` | the controllers beside the API: those every sandbox runs (garbage collector, namespace, protection, quota), and a simulated cluster — nodes, scheduler, kubelets, workload controllers, on a clock a test controls |
 //! | `rest` | the HTTP (REST) layer, upstream's `endpoints`: routing, negotiation, watch streams, discovery, OpenAPI, tables, protobuf, HTTPS |
 //! | `actions` | what is answered rather than stored: binding, eviction, tokens, logs, reviews |
+//! | `metrics` | resource metrics (`metrics.k8s.io`): what each running container uses |
+//! | `pod_log` | `pods/log`: its options, the run read, the lines sent |
 //! | `store` | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
 //! | `admission` | the admission plugins, a chain in upstream's order the store runs on every write |
 //! | `post_start` | the objects a new API server makes for itself (system namespaces, priority classes, `cluster-admin`) |
@@ -124,6 +126,11 @@
 //! | `jsonpath` | the JSONPath of printer columns |
 //! | `go_print` | Go's printing of values (`%v`, `%q`, `%#v`), so messages are upstream's byte for byte |
 //! | `gojson` | Go's `encoding/json` errors for a body that is not JSON |
+//! | `container_runtime` | the simulated container runtime: containers' processes, logs, execs, forwarded ports |
+//! | `shell` | the built-in shell containers run: a POSIX subset, busybox's commands, in-memory files |
+//! | `process` | a process's command, streams and terminal |
+//! | `terminal` | what a terminal does to a tty session's bytes |
+//! | `clock` | the sandbox's clock, which a test pauses and advances |
 //! | `quantity` | resource quantities (`500m`, `1Gi`) |
 //! | `status` | `metav1.Status` errors, and field errors |
 //! | `record` | the request log |

@@ -38,6 +38,7 @@ pub(crate) struct Defs {
     pub slices: &'static ResourceDef,
     pub service_accounts: &'static ResourceDef,
     pub config_maps: &'static ResourceDef,
+    pub autoscalers: &'static ResourceDef,
 }
 
 impl Defs {
@@ -65,6 +66,7 @@ impl Defs {
             slices: find("discovery.k8s.io", "v1", "endpointslices"),
             service_accounts: find("", "v1", "serviceaccounts"),
             config_maps: find("", "v1", "configmaps"),
+            autoscalers: find("autoscaling", "v2", "horizontalpodautoscalers"),
         }
     }
 }

@@ -12,7 +12,6 @@
 //!
 //! | module | plays |
 //! |---|---|
-//! | [`clock`] | the time the simulation runs on, which a test pauses and advances |
 //! | `nodes` | the nodes, their kubelets' leases, and the node lifecycle controller |
 //! | `scheduler` | kube-scheduler: filters, a least-allocated pick, `Unschedulable` |
 //! | `kubelet` | the kubelets: pod start, readiness, completion, graceful termination |
@@ -25,9 +24,11 @@
 //! | `cronjob` | the CronJob controller, on the simulation's clock |
 //! | `endpoints` | the Endpoints and EndpointSlice controllers |
 //! | `disruption` | the disruption controller: PodDisruptionBudgets' status |
+//! | `autoscaler` | the horizontal pod autoscaler, on resource metrics |
 //! | `bootstrap` | the service account and root CA publisher controllers |
 //!
-//! Each part can be switched off ([`Controllers`]), and the whole left out for a bare API server.
+//! Everything runs on the sandbox's [`Clock`], which a test pauses and advances. Each part can be
+//! switched off ([`Controllers`]), and the whole left out for a bare API server.
 //!
 //! Some controllers run with every sandbox, simulated cluster or not, and cannot be switched off
 //! (`core_controllers`):
@@ -42,12 +43,13 @@
 //!
 //! ## Warning
 //!
-//! * There are no containers: a pod "runs" by its status alone. Logs, exec, attach and
-//!   port-forward have nothing to reach.
+//! * Containers run on the sandbox's simulated runtime (`crate::container_runtime`): a command
+//!   the built-in shell has runs as a process; an image's own program does not run.
 //! * Timestamps the API server itself writes (`creationTimestamp`, `deletionTimestamp`) follow
 //!   the wall clock, not [`Clock`]: only what the simulation writes follows a paused clock.
 
 mod api;
+mod autoscaler;
 mod bootstrap;
 
 pub(crate) mod core_controllers;
@@ -124,11 +126,13 @@ pub enum Controller {
     ServiceAccount,
     /// The `kube-root-ca.crt` ConfigMap in every namespace.
     RootCaCertPublisher,
+    /// HorizontalPodAutoscalers → their targets' replicas, from resource metrics.
+    HorizontalPodAutoscaler,
 }
 
 impl Controller {
     /// Every part, in the order the simulation runs them.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::ServiceAccount,
         Self::RootCaCertPublisher,
         Self::CronJob,
@@ -146,6 +150,7 @@ impl Controller {
         Self::Disruption,
         Self::Endpoint,
         Self::EndpointSlice,
+        Self::HorizontalPodAutoscaler,
     ];
 
     /// The name kube-controller-manager's `--controllers` flag uses (and `scheduler`,
@@ -170,6 +175,7 @@ impl Controller {
             Self::EndpointSlice => "endpointslice-controller",
             Self::ServiceAccount => "serviceaccount-controller",
             Self::RootCaCertPublisher => "root-ca-certificate-publisher-controller",
+            Self::HorizontalPodAutoscaler => "horizontal-pod-autoscaler-controller",
         }
     }
 }
@@ -282,6 +288,7 @@ fn short(c: Controller) -> &'static str {
         Controller::EndpointSlice => "endpointslice",
         Controller::ServiceAccount => "serviceaccount",
         Controller::RootCaCertPublisher => "root-ca-cert-publisher",
+        Controller::HorizontalPodAutoscaler => "horizontalpodautoscaling",
     }
 }
 
@@ -521,11 +528,17 @@ pub(crate) struct World {
     scheduler: scheduler::Scheduler,
     kubelet: kubelet::Kubelets,
     nodes: nodes::Nodes,
+    autoscalers: autoscaler::Autoscalers,
+    /// The container runtime, for what containers use (the autoscaler reads it as metrics).
+    containers: crate::container_runtime::Containers,
 }
 
 impl World {
     fn new(cluster: Cluster, ca: String, containers: crate::container_runtime::Containers) -> Self {
-        let kubelet = kubelet::Kubelets::new(kubelet::Runtime { containers, cluster: cluster.clone() });
+        let kubelet = kubelet::Kubelets::new(kubelet::Runtime {
+            containers: containers.clone(),
+            cluster: cluster.clone(),
+        });
         Self {
             cluster,
             ca,
@@ -535,6 +548,8 @@ impl World {
             scheduler: scheduler::Scheduler::default(),
             kubelet,
             nodes: nodes::Nodes::default(),
+            autoscalers: autoscaler::Autoscalers::default(),
+            containers,
         }
     }
 
@@ -555,8 +570,17 @@ impl World {
     /// Looks at every object, as informers do after their first list.
     fn resync(&mut self, store: &Store) {
         let d = &self.defs;
-        let kinds =
-            [d.namespaces, d.nodes, d.pods, d.replicasets, d.controllers, d.deployments, d.jobs, d.services];
+        let kinds = [
+            d.namespaces,
+            d.nodes,
+            d.pods,
+            d.replicasets,
+            d.controllers,
+            d.deployments,
+            d.jobs,
+            d.services,
+            d.autoscalers,
+        ];
         for def in kinds {
             for obj in store.snapshot(def, None).1 {
                 self.observe(def.storage, &obj, None, ChangeType::Added);
@@ -611,6 +635,7 @@ impl World {
             "daemonsets.apps" => self.enqueue(Controller::DaemonSet, ns, name),
             "cronjobs.batch" => self.enqueue(Controller::CronJob, ns, name),
             "poddisruptionbudgets.policy" => self.enqueue(Controller::Disruption, ns, name),
+            "horizontalpodautoscalers.autoscaling" => self.observe_autoscaler(ns, name, kind),
             "services." | "endpoints." | "endpointslices.discovery.k8s.io" => {
                 let service = if storage == "endpointslices.discovery.k8s.io" {
                     obj.pointer("/metadata/labels/kubernetes.io~1service-name")
@@ -623,6 +648,21 @@ impl World {
                     self.enqueue(Controller::Endpoint, ns, service);
                     self.enqueue(Controller::EndpointSlice, ns, service);
                 }
+            }
+            _ => {}
+        }
+    }
+
+    /// An autoscaler changed. As upstream's queue (a fixed 15 s rate limit), a new one is first
+    /// looked at a sync period later, and a change (its own status writes included) waits for
+    /// the next periodic look; a deleted one is forgotten.
+    fn observe_autoscaler(&mut self, ns: &str, name: &str, kind: ChangeType) {
+        let c = Controller::HorizontalPodAutoscaler;
+        match kind {
+            ChangeType::Deleted => self.enqueue(c, ns, name),
+            ChangeType::Added if self.runs(c) => {
+                let now = self.cluster.inner.settings.clock.now();
+                self.timers.at(now + autoscaler::SYNC_PERIOD, c, ns, name);
             }
             _ => {}
         }
@@ -753,6 +793,9 @@ impl World {
                 Controller::Disruption => disruption::sync(api, &queue, &mut again),
                 Controller::Endpoint => endpoints::endpoints(api, &queue),
                 Controller::EndpointSlice => endpoints::slices(api, &queue),
+                Controller::HorizontalPodAutoscaler => {
+                    autoscaler::sync(api, &mut self.autoscalers, &self.containers, &queue, &mut again);
+                }
             }
             self.timers.extend(again);
         }

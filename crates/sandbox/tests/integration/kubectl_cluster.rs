@@ -3,7 +3,8 @@
 //! `kubectl wait --for=condition=complete` on a Job; `get pods -o wide` on the nodes; and
 //! `kubectl drain` against a PodDisruptionBudget, the pods moving to the other nodes;
 //! `kubectl logs` of a Job's pod and `kubectl logs -f` of a running one; `kubectl exec` into one,
-//! `kubectl attach` to one and `kubectl port-forward` to one; `kubectl top` of pods and nodes.
+//! `kubectl attach` to one and `kubectl port-forward` to one; `kubectl top` of pods and nodes;
+//! a HorizontalPodAutoscaler scaling a Deployment up and down, on a paused clock.
 
 use std::io::{BufRead, BufReader};
 
@@ -250,4 +251,58 @@ fn kubectl_top_shows_what_containers_use() {
     k.ok(&["wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/done", "--timeout=60s"]);
     let err = k.fails(&["top", "pod", "done"]);
     assert!(err.contains("pods.metrics.k8s.io \"default/done\" not found"), "{err}");
+}
+
+#[test]
+fn kubectl_sees_an_autoscaler_scale_a_deployment_up_and_down() {
+    let Some(k) = start("hpa") else { return };
+    let clock = k.sandbox().cluster().unwrap().clock().clone();
+    clock.pause();
+    k.ok(&["create", "deployment", "api", "--image=nginx"]);
+    k.ok(&["set", "resources", "deployment", "api", "--requests=cpu=100m"]);
+    let busy = r#"{"spec":{"template":{"metadata":{"annotations":{"usage.sandbox.counter.example.com/nginx":"cpu=250m"}}}}}"#;
+    k.ok(&["patch", "deployment", "api", "-p", busy]);
+    k.ok(&["rollout", "status", "deployment/api", "--timeout=60s"]);
+    let hpa = std::env::temp_dir().join(format!("sandbox-hpa-{}.yaml", std::process::id()));
+    std::fs::write(
+        &hpa,
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: api}\nspec:\n  \
+         scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: api}\n  minReplicas: 1\n  maxReplicas: 4\n  \
+         metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}}]\n",
+    )
+    .unwrap();
+    k.ok(&["apply", "-f", hpa.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&hpa);
+    // The autoscaler looks every 15 s of the clock: 250 % of a 50 % target wants 5, at most 4.
+    let replicas = || k.jsonpath(&["get", "deployment/api"], "{.spec.replicas}");
+    // The status counts the replicas the next look finds.
+    while k.jsonpath(&["get", "hpa/api"], "{.status.currentReplicas}") != "4" {
+        clock.advance(std::time::Duration::from_secs(15));
+    }
+    assert_eq!(replicas(), "4");
+    let table = k.ok(&["get", "hpa", "api"]);
+    let rows = cells(&table);
+    // TARGETS reads `cpu: 250%/50%`, two cells here.
+    assert_eq!(rows[1][2..7], ["cpu:", "250%/50%", "1", "4", "4"], "{table}");
+    let described = k.ok(&["describe", "hpa", "api"]);
+    assert!(
+        described
+            .contains("New size: 4; reason: cpu resource utilization (percentage of request) above target"),
+        "{described}"
+    );
+    // Idle: after the 5 min downscale window, one replica.
+    while replicas() != "1" {
+        k.ok(&[
+            "annotate",
+            "pods",
+            "-l",
+            "app=api",
+            "--overwrite",
+            "usage.sandbox.counter.example.com/nginx=cpu=5m",
+        ]);
+        clock.advance(std::time::Duration::from_secs(15));
+    }
+    let status =
+        k.jsonpath(&["get", "hpa", "api"], "{.status.conditions[?(@.type==\"AbleToScale\")].reason}");
+    assert_eq!(status, "SucceededRescale");
 }

@@ -96,3 +96,73 @@ async fn pod_and_node_metrics_come_from_requests_annotations_and_the_test() {
         (404, "pods.metrics.k8s.io \"default/pending\" not found".to_owned())
     );
 }
+
+/// Advances the paused clock a sync period at a time until `done` says so.
+async fn until<T>(sb: &Sandbox, mut done: impl AsyncFnMut() -> Option<T>) -> T {
+    loop {
+        if let Some(v) = done().await {
+            return v;
+        }
+        sb.cluster().unwrap().clock().advance(Duration::from_secs(15));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_autoscaler_scales_a_deployment_up_and_after_its_window_down() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::instant()));
+    sb.cluster().unwrap().clock().pause();
+    let deployments: Api<Deployment> = Api::default_namespaced(sb.client());
+    let hpas: Api<HorizontalPodAutoscaler> = Api::default_namespaced(sb.client());
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    // Each pod uses 250 % of the CPU it requests.
+    let web = json!({ "metadata": { "name": "web" }, "spec": { "replicas": 1,
+        "selector": { "matchLabels": { "app": "web" } },
+        "template": { "metadata": { "labels": { "app": "web" },
+                "annotations": { "usage.sandbox.counter.example.com/web": "cpu=250m" } },
+            "spec": { "containers": [{ "name": "web", "image": "nginx",
+                "resources": { "requests": { "cpu": "100m" } } }] } } } });
+    deployments.create(&PostParams::default(), &serde_json::from_value(web).unwrap()).await.unwrap();
+    let hpa = json!({ "metadata": { "name": "web" }, "spec": {
+        "scaleTargetRef": { "apiVersion": "apps/v1", "kind": "Deployment", "name": "web" },
+        "minReplicas": 1, "maxReplicas": 4,
+        "metrics": [{ "type": "Resource", "resource": { "name": "cpu",
+            "target": { "type": "Utilization", "averageUtilization": 50 } } }] } });
+    hpas.create(&PostParams::default(), &serde_json::from_value(hpa).unwrap()).await.unwrap();
+
+    // 250 % of a 50 % target wants 5 pods; the maximum is 4.
+    let scaled = until(&sb, async || {
+        let h = hpas.get("web").await.ok()?;
+        let status = h.status?;
+        (status.desired_replicas == 4 && status.current_replicas == Some(4)).then_some(status)
+    })
+    .await;
+    let cpu = scaled.current_metrics.as_ref().unwrap()[0].resource.clone().unwrap();
+    assert_eq!(cpu.current.average_utilization, Some(250));
+    assert_eq!(cpu.current.average_value.unwrap().0, "250m");
+    assert!(scaled.last_scale_time.is_some());
+    let condition = |s: &k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus, kind: &str| {
+        let c = s.conditions.as_ref().unwrap().iter().find(|c| c.type_ == kind).unwrap().clone();
+        (c.status, c.reason.unwrap_or_default())
+    };
+    assert_eq!(condition(&scaled, "ScalingActive"), ("True".into(), "ValidMetricFound".into()));
+    assert_eq!(deployments.get("web").await.unwrap().spec.replicas, Some(4));
+
+    // Load drops to 10 %: the 5 min window holds the scale-down, then it goes to 1.
+    let mut held = false;
+    until(&sb, async || {
+        for p in pods.list(&ListParams::default().labels("app=web")).await.ok()?.items {
+            let name = p.metadata.name.unwrap();
+            sb.set_container_usage("default", &name, "web", parse_usage("test", "cpu=10m").unwrap());
+        }
+        let h = hpas.get("web").await.ok()?;
+        let status = h.status?;
+        held |= condition(&status, "AbleToScale").1 == "ScaleDownStabilized";
+        (status.desired_replicas == 1).then_some(())
+    })
+    .await;
+    assert!(held, "the scale-down waited out its stabilization window");
+    until(&sb, async || (deployments.get("web").await.ok()?.spec.replicas == Some(1)).then_some(())).await;
+}
