@@ -10,6 +10,7 @@ use http::Response;
 use serde_json::Value;
 
 use super::ResponseBody;
+use super::remote_command::{Carrier, SPDY_PROTOCOLS};
 use super::request::Request;
 use super::spdy;
 use super::upgrade::{self, Asked};
@@ -62,9 +63,11 @@ pub(super) fn connect(
             let pod = pod()?;
             let container = pod_log::container_name(&pod, opts.container.as_deref())?;
             node(shared, &pod)?;
-            let Some((protocol, asked)) = websocket_upgrade(parts, &REMOTE_COMMAND)? else {
+            let spdy = upgrade::asked(&parts.headers) == Asked::Spdy;
+            let websocket = if spdy { None } else { websocket_upgrade(parts, &REMOTE_COMMAND)? };
+            if !spdy && websocket.is_none() {
                 return Ok(websocket::refused());
-            };
+            }
             opts.check()?;
             // The kubelet finds no running container to connect to: its error, passed through.
             if !running(&pod, &container) {
@@ -73,10 +76,28 @@ pub(super) fn connect(
                     crate::go_print::go_quote(&container)
                 )));
             }
-            let (response, on) = websocket::accept(parts, protocol, asked)?;
-            let spec = pod_log::container(&pod, &container);
-            let target = super::remote_command::Target { def: Arc::clone(&req.def), pod, container: spec };
-            tokio::spawn(super::remote_command::session(Arc::clone(shared), target, opts, protocol, on));
+            let (response, on, carrier) = match websocket {
+                Some((protocol, asked)) => {
+                    let (response, on) = websocket::accept(parts, protocol, asked)?;
+                    (response, Some(on), Carrier::WebSocket(protocol))
+                }
+                None => {
+                    let (response, on) = spdy::accept(parts, &SPDY_PROTOCOLS);
+                    let chosen = response
+                        .headers()
+                        .get("x-stream-protocol-version")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    let version = super::remote_command::spdy_version(chosen);
+                    (response, on, Carrier::Spdy(version))
+                }
+            };
+            if let Some(on) = on {
+                let spec = pod_log::container(&pod, &container);
+                let target =
+                    super::remote_command::Target { def: Arc::clone(&req.def), pod, container: spec };
+                tokio::spawn(super::remote_command::session(Arc::clone(shared), target, opts, carrier, on));
+            }
             Ok(response)
         }
     }

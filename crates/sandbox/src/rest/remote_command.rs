@@ -1,9 +1,11 @@
-//! `pods/exec` and `pods/attach` once upgraded: the remote command protocol over a WebSocket.
-//! The server opens the streams asked for (an empty frame on the first of stdout, stderr, the
-//! error channel tells the client so), feeds stdin and terminal sizes to the process, sends its
-//! output as it comes, and at its end writes the status on the error channel — a `Status` as
-//! JSON from v4 on (`NonZeroExitCode` with the code as the `ExitCode` cause), the failure's
-//! text before — then closes and waits for the client to close.
+//! `pods/exec` and `pods/attach` once upgraded: the remote command protocol, over a WebSocket
+//! (channels in one connection; an empty frame on the first of stdout, stderr, the error
+//! channel tells the client the streams are open) or over SPDY/3.1 (a stream per channel, which
+//! the client opens and names by its `streamType` header, the server waiting for all it asked
+//! for). Either way the server feeds stdin and terminal sizes to the process, sends its output as
+//! it comes, and at its end writes the status on the error channel — a `Status` as JSON from v4
+//! on (`NonZeroExitCode` with the code as the `ExitCode` cause), the failure's text before —
+//! then ends the streams and waits for the client to close.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,7 @@ use hyper::upgrade::OnUpgrade;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::spdy::{self, Frame as SpdyFrame};
 use super::websocket::{self, Frame, Protocol};
 use crate::SandboxState;
 use crate::container_runtime::Container;
@@ -83,27 +86,254 @@ pub(super) struct Target {
     pub(super) container: Container,
 }
 
+/// The connection a session speaks over: a WebSocket's channels, or the SPDY streams the client
+/// opened, one per channel.
+enum Wire {
+    WebSocket {
+        writer: websocket::Writer,
+        reader: websocket::Reader,
+    },
+    /// `stdin_ended`: stdin's last data came with `FIN`; its end is the next input.
+    Spdy {
+        writer: Box<spdy::Writer>,
+        reader: Box<spdy::Reader>,
+        streams: Streams,
+        stdin_ended: bool,
+    },
+}
+
+/// The SPDY streams of a session, by channel, as the client's `streamType` headers name them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Streams([Option<u32>; 5]);
+
+impl Streams {
+    fn channel(kind: &str) -> Option<u8> {
+        Some(match kind {
+            "stdin" => STDIN,
+            "stdout" => STDOUT,
+            "stderr" => STDERR,
+            "error" => ERROR,
+            "resize" => RESIZE,
+            _ => return None,
+        })
+    }
+
+    fn id(&self, channel: u8) -> Option<u32> {
+        self.0.get(usize::from(channel)).copied().flatten()
+    }
+
+    fn of(&self, id: u32) -> Option<u8> {
+        (0u8..5).find(|c| self.id(*c) == Some(id))
+    }
+}
+
+/// What the client sent.
+enum Input {
+    Stdin(Bytes),
+    StdinEnd,
+    Resize(Bytes),
+    Gone,
+    Nothing,
+}
+
+impl Wire {
+    /// The client's next input.
+    async fn next(&mut self) -> Input {
+        match self {
+            Self::WebSocket { reader, .. } => match reader.next().await {
+                Frame::Data(STDIN, bytes) => Input::Stdin(bytes),
+                Frame::Data(RESIZE, bytes) => Input::Resize(bytes),
+                Frame::CloseChannel(STDIN) => Input::StdinEnd,
+                Frame::Data(..) | Frame::CloseChannel(_) => Input::Nothing,
+                Frame::Closed => Input::Gone,
+            },
+            Self::Spdy { stdin_ended, .. } if *stdin_ended => {
+                *stdin_ended = false;
+                Input::StdinEnd
+            }
+            Self::Spdy { reader, writer, streams, stdin_ended } => match reader.next().await {
+                SpdyFrame::Data { id, bytes, fin } => match streams.of(id) {
+                    Some(STDIN) if fin && bytes.is_empty() => Input::StdinEnd,
+                    Some(STDIN) => {
+                        *stdin_ended = fin;
+                        Input::Stdin(bytes)
+                    }
+                    Some(RESIZE) => Input::Resize(bytes),
+                    _ => Input::Nothing,
+                },
+                SpdyFrame::Reset(id) if streams.of(id) == Some(STDIN) => Input::StdinEnd,
+                SpdyFrame::Ping(ping) => {
+                    if writer.pong(ping).await {
+                        Input::Nothing
+                    } else {
+                        Input::Gone
+                    }
+                }
+                SpdyFrame::SynStream { id, .. } => {
+                    if writer.reset(id).await {
+                        Input::Nothing
+                    } else {
+                        Input::Gone
+                    }
+                }
+                SpdyFrame::Reset(_) | SpdyFrame::Other => Input::Nothing,
+                SpdyFrame::Closed => Input::Gone,
+            },
+        }
+    }
+
+    /// Sends `bytes` on `channel`; false when the client has gone.
+    async fn send(&mut self, channel: u8, bytes: &[u8]) -> bool {
+        match self {
+            Self::WebSocket { writer, .. } => writer.send(channel, bytes).await,
+            Self::Spdy { writer, streams, .. } => match streams.id(channel) {
+                Some(id) => writer.data(id, bytes, false).await,
+                None => true,
+            },
+        }
+    }
+
+    /// Ends the session with `status` on the error channel (nothing when empty), and waits a
+    /// while for the client to close.
+    async fn finish(self, status: &str) {
+        match self {
+            Self::WebSocket { mut writer, mut reader } => {
+                if !status.is_empty() {
+                    writer.send(ERROR, status.as_bytes()).await;
+                }
+                writer.close().await;
+                let _ =
+                    tokio::time::timeout(CLOSE_WAIT, async { while reader.next().await != Frame::Closed {} })
+                        .await;
+            }
+            Self::Spdy { mut writer, mut reader, streams, .. } => {
+                // Each output stream ends, then the status ends the error stream.
+                for channel in [STDOUT, STDERR] {
+                    if let Some(id) = streams.id(channel) {
+                        writer.data(id, &[], true).await;
+                    }
+                }
+                if let Some(id) = streams.id(ERROR) {
+                    writer.data(id, status.as_bytes(), true).await;
+                }
+                let _ = tokio::time::timeout(CLOSE_WAIT, async {
+                    while reader.next().await != SpdyFrame::Closed {}
+                })
+                .await;
+                writer.shutdown().await;
+            }
+        }
+    }
+}
+
+/// Opens a session's SPDY connection and waits for the streams the options ask for (stdin,
+/// stdout, stderr without a terminal, the error stream, and from v3 on the resize stream with
+/// one), replying to each, as the kubelet's `waitForStreams` does.
+async fn spdy_streams(on: OnUpgrade, opts: &Options, version: u8) -> Option<Wire> {
+    let (mut reader, mut writer) = spdy::open(on).await?;
+    let mut streams = Streams::default();
+    let mut wanted = vec![ERROR];
+    wanted.extend(opts.stdin.then_some(STDIN));
+    wanted.extend(opts.stdout.then_some(STDOUT));
+    wanted.extend((opts.stderr && !opts.tty).then_some(STDERR));
+    wanted.extend((opts.tty && version >= 3).then_some(RESIZE));
+    let wait = async {
+        while wanted.iter().any(|c| streams.id(*c).is_none()) {
+            match reader.next().await {
+                SpdyFrame::SynStream { id, headers, .. } => {
+                    let kind = headers.iter().find(|(k, _)| k == "streamtype").map(|(_, v)| v.as_str());
+                    match kind.and_then(Streams::channel) {
+                        Some(c) if streams.id(c).is_none() => {
+                            streams.0[usize::from(c)] = Some(id);
+                            if !writer.reply(id).await {
+                                return false;
+                            }
+                        }
+                        _ => {
+                            if !writer.reset(id).await {
+                                return false;
+                            }
+                        }
+                    }
+                }
+                SpdyFrame::Ping(ping) if !writer.pong(ping).await => return false,
+                SpdyFrame::Closed => return false,
+                _ => {}
+            }
+        }
+        true
+    };
+    // The kubelet's `streamCreationTimeout`.
+    match tokio::time::timeout(Duration::from_secs(30), wait).await {
+        Ok(true) => Some(Wire::Spdy {
+            writer: Box::new(writer),
+            reader: Box::new(reader),
+            streams,
+            stdin_ended: false,
+        }),
+        _ => None,
+    }
+}
+
+/// How a session is carried: a WebSocket subprotocol, or a SPDY stream protocol's version
+/// (1 for `channel.k8s.io`, 4 for `v4.channel.k8s.io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Carrier {
+    WebSocket(Protocol),
+    Spdy(u8),
+}
+
+impl Carrier {
+    /// The WebSocket protocol whose status encoding the session's is: JSON from v4 on.
+    fn status_protocol(self) -> Protocol {
+        match self {
+            Self::WebSocket(p) => p,
+            Self::Spdy(v) if v >= 4 => Protocol::V4,
+            Self::Spdy(_) => Protocol::V1,
+        }
+    }
+}
+
+/// The SPDY stream protocols of the remote command protocol a kubelet speaks, newest first (v5
+/// over SPDY is v4: its channel close is a WebSocket's).
+pub(super) const SPDY_PROTOCOLS: [&str; 5] =
+    ["v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"];
+
+/// The version of a SPDY stream protocol.
+pub(super) fn spdy_version(protocol: &str) -> u8 {
+    protocol.strip_prefix('v').and_then(|v| v.split('.').next()).and_then(|v| v.parse().ok()).unwrap_or(1)
+}
+
 /// Runs one exec or attach session over the upgraded connection.
 pub(super) async fn session(
     shared: Arc<SandboxState>,
     target: Target,
     opts: Options,
-    protocol: Protocol,
+    carrier: Carrier,
     on: OnUpgrade,
 ) {
     let Target { def, pod, container } = target;
-    let Some((mut writer, mut reader)) = websocket::open(on, protocol).await else { return };
-    // An empty frame on the first stream the client reads says the streams are open.
-    let first = if opts.stdout {
-        STDOUT
-    } else if opts.stderr && !opts.tty {
-        STDERR
-    } else {
-        ERROR
+    let mut wire = match carrier {
+        Carrier::WebSocket(protocol) => {
+            let Some((mut writer, reader)) = websocket::open(on, protocol).await else { return };
+            // An empty frame on the first stream the client reads says the streams are open.
+            let first = if opts.stdout {
+                STDOUT
+            } else if opts.stderr && !opts.tty {
+                STDERR
+            } else {
+                ERROR
+            };
+            if !writer.send(first, &[]).await {
+                return;
+            }
+            Wire::WebSocket { writer, reader }
+        }
+        Carrier::Spdy(version) => {
+            let Some(wire) = spdy_streams(on, &opts, version).await else { return };
+            wire
+        }
     };
-    if !writer.send(first, &[]).await {
-        return;
-    }
     let (mut stdin_tx, stdin) = if opts.stdin {
         let (tx, rx) = Stdin::channel();
         (Some(tx), rx)
@@ -126,13 +356,13 @@ pub(super) async fn session(
     let mut client_gone = false;
     let code = loop {
         tokio::select! {
-            frame = reader.next(), if !client_gone => match frame {
-                Frame::Data(STDIN, bytes) => {
+            input = wire.next(), if !client_gone => match input {
+                Input::Stdin(bytes) => {
                     let Some(tx) = stdin_tx.as_ref() else { continue };
                     match tty.as_mut() {
                         Some(ld) => {
                             let typed = ld.input(&bytes);
-                            if !typed.echo.is_empty() && !writer.send(STDOUT, &typed.echo).await {
+                            if !typed.echo.is_empty() && !wire.send(STDOUT, &typed.echo).await {
                                 client_gone = true;
                             }
                             for line in typed.lines {
@@ -147,23 +377,24 @@ pub(super) async fn session(
                         }
                     }
                 }
-                Frame::Data(RESIZE, bytes) => {
-                    if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+                Input::Resize(bytes) => {
+                    // A SPDY resize stream carries one JSON object after another.
+                    for v in serde_json::Deserializer::from_slice(&bytes).into_iter::<Value>().flatten() {
                         let dim = |k: &str| v[k].as_u64().and_then(|n| u16::try_from(n).ok()).unwrap_or(0);
                         let _ = size_tx.send((dim("Width"), dim("Height")));
                     }
                 }
-                Frame::CloseChannel(STDIN) => stdin_tx = None,
-                Frame::Data(..) | Frame::CloseChannel(_) => {}
-                Frame::Closed => client_gone = true,
+                Input::StdinEnd => stdin_tx = None,
+                Input::Nothing => {}
+                Input::Gone => client_gone = true,
             },
             Some(bytes) = out_rx.recv() => {
-                if !writer.send(STDOUT, &shown(bytes)).await {
+                if !wire.send(STDOUT, &shown(bytes)).await {
                     client_gone = true;
                 }
             }
             Some(bytes) = err_rx.recv() => {
-                if !writer.send(STDERR, &bytes).await {
+                if !wire.send(STDERR, &bytes).await {
                     client_gone = true;
                 }
             }
@@ -177,17 +408,12 @@ pub(super) async fn session(
     };
     // What the process wrote before it ended, then its status.
     while let Some(bytes) = out_rx.recv().await {
-        writer.send(STDOUT, &shown(bytes)).await;
+        wire.send(STDOUT, &shown(bytes)).await;
     }
     while let Some(bytes) = err_rx.recv().await {
-        writer.send(STDERR, &bytes).await;
+        wire.send(STDERR, &bytes).await;
     }
-    let status = status(protocol, &opts.command, code);
-    if !status.is_empty() {
-        writer.send(ERROR, status.as_bytes()).await;
-    }
-    writer.close().await;
-    let _ = tokio::time::timeout(CLOSE_WAIT, async { while reader.next().await != Frame::Closed {} }).await;
+    wire.finish(&status(carrier.status_protocol(), &opts.command, code)).await;
 }
 
 /// A channel output when the stream was asked for; else one that discards.

@@ -312,6 +312,11 @@ impl Writer {
         self.io.write_all(&frame).await.is_ok() && self.io.flush().await.is_ok()
     }
 
+    /// Ends this side of the connection.
+    pub(super) async fn shutdown(&mut self) {
+        let _ = self.io.shutdown().await;
+    }
+
     /// Answers a ping.
     pub(super) async fn pong(&mut self, ping: u32) -> bool {
         self.control(PING, 0, &ping.to_be_bytes()).await

@@ -22,6 +22,8 @@ pub(crate) struct Kubectl {
     dir: PathBuf,
     kubeconfig: PathBuf,
     server: HttpServer,
+    /// Variables set for every kubectl run (`KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false`).
+    env: Vec<(&'static str, &'static str)>,
     _sandbox: Sandbox,
     _runtime: tokio::runtime::Runtime,
 }
@@ -64,13 +66,20 @@ impl Kubectl {
         });
         let kubeconfig = dir.join("kubeconfig");
         kube_sandbox::write_kubeconfig(&kubeconfig, &server).unwrap();
-        Some(Self { kubectl, dir, kubeconfig, server, _sandbox: sandbox, _runtime: runtime })
+        Some(Self { kubectl, dir, kubeconfig, server, env: Vec::new(), _sandbox: sandbox, _runtime: runtime })
+    }
+
+    /// The same kubectl with `name=value` in its environment.
+    pub(crate) fn with_env(mut self, name: &'static str, value: &'static str) -> Self {
+        self.env.push((name, value));
+        self
     }
 
     /// Runs kubectl from the workspace root: (success, stdout, stderr).
     pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
         let out = Command::new(&self.kubectl)
             .args(args)
+            .envs(self.env.iter().copied())
             .env("KUBECONFIG", &self.kubeconfig)
             // Its discovery cache stays in the test's directory, not in $HOME.
             .env("KUBECACHEDIR", self.dir.join("cache"))
@@ -94,6 +103,7 @@ impl Kubectl {
     fn piped(&self, args: &[&str], stdin: std::process::Stdio) -> std::process::Child {
         Command::new(&self.kubectl)
             .args(args)
+            .envs(self.env.iter().copied())
             .env("KUBECONFIG", &self.kubeconfig)
             .env("KUBECACHEDIR", self.dir.join("cache"))
             .stdin(stdin)

@@ -121,6 +121,36 @@ fn kubectl_exec_runs_the_containers_shell_with_stdin_and_exit_codes() {
 }
 
 #[test]
+fn kubectl_exec_and_attach_over_spdy_as_older_clients_speak_them() {
+    // kubectl before 1.30, and client-go's SPDY executor, open a SPDY stream per channel.
+    let Some(k) = start("exec-spdy") else { return };
+    let k = k.with_env("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false");
+    k.ok(&["run", "web", "--image=busybox:1.36", "--", "sh", "-c", "echo up; sleep infinity"]);
+    k.ok(&["wait", "--for=condition=ready", "pod/web", "--timeout=60s"]);
+    let (ok, out, err) = k.run(&["exec", "web", "-v=6", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]);
+    assert!(!ok);
+    assert_eq!(out, "out\n");
+    assert!(err.contains("err\n") && err.contains("command terminated with exit code 3"), "{err}");
+    let mut wc = k.spawn_with_stdin(&["exec", "-i", "web", "--", "wc", "-l"]);
+    use std::io::Write;
+    wc.stdin.take().unwrap().write_all(b"one\ntwo\nthree\n").unwrap();
+    let out = wc.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3");
+    // Attach follows what the container's command writes from then on, in order.
+    let ticks = "for i in $(seq 1 10000); do echo tick $i; sleep 0.05; done";
+    k.ok(&["run", "ticker", "--image=busybox:1.36", "--", "sh", "-c", ticks]);
+    k.ok(&["wait", "--for=condition=ready", "pod/ticker", "--timeout=60s"]);
+    let mut attach = k.spawn(&["attach", "ticker"]);
+    let mut lines = BufReader::new(attach.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let n: u32 = first.strip_prefix("tick ").unwrap().parse().unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), format!("tick {}", n + 1));
+    attach.kill().unwrap();
+    let _ = attach.wait();
+}
+
+#[test]
 fn kubectl_attach_follows_what_the_container_writes() {
     let Some(k) = start("attach") else { return };
     k.ok(&["run", "web", "--image=nginx:1.27"]);
