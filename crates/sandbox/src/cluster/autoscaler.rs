@@ -315,15 +315,7 @@ impl Autoscalers {
                 let picked = if up.select == "Min" { proposals.min() } else { proposals.max() };
                 picked.unwrap_or(current).max(current)
             };
-            let (allowed, reason, message) = if max > limit {
-                (
-                    limit,
-                    "ScaleUpLimit",
-                    "the desired replica count is increasing faster than the maximum scale rate",
-                )
-            } else {
-                (max, "TooManyReplicas", "the desired replica count is more than the maximum replica count")
-            };
+            let (allowed, reason, message) = ceiling(limit, max);
             if desired > allowed {
                 return (allowed, reason, message);
             }
@@ -388,19 +380,20 @@ impl Autoscalers {
     }
 }
 
+/// The most replicas a scale-up may reach: the scaling rate's `limit`, or the maximum when that
+/// is lower, with the reason either gives.
+fn ceiling(limit: i64, max: i64) -> (i64, &'static str, &'static str) {
+    if max > limit {
+        (limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate")
+    } else {
+        (max, "TooManyReplicas", "the desired replica count is more than the maximum replica count")
+    }
+}
+
 /// `convertDesiredReplicasWithRules`: without a `behavior`, no more than twice the current
 /// replicas (at least 4) at once, within the bounds.
 fn legacy_bounds(current: i64, desired: i64, min: i64, max: i64) -> (i64, &'static str, &'static str) {
-    let up_limit = (current * 2).max(4);
-    let (ceiling, reason, message) = if max > up_limit {
-        (
-            up_limit,
-            "ScaleUpLimit",
-            "the desired replica count is increasing faster than the maximum scale rate",
-        )
-    } else {
-        (max, "TooManyReplicas", "the desired replica count is more than the maximum replica count")
-    };
+    let (ceiling, reason, message) = ceiling((current * 2).max(4), max);
     if desired < min {
         return (min, "TooFewReplicas", "the desired replica count is less than the minimum replica count");
     }
