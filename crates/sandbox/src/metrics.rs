@@ -44,6 +44,15 @@ impl Usage {
         Self { cpu: Quantity::zero(), memory: Quantity::zero() }
     }
 
+    /// The amount of `resource` (`cpu` or `memory`; zero for any other).
+    pub(crate) fn of(self, resource: &str) -> Quantity {
+        match resource {
+            "cpu" => self.cpu,
+            "memory" => self.memory,
+            _ => Quantity::zero(),
+        }
+    }
+
     /// As metrics-server writes it: CPU in decimal units (`250m`), memory in binary (`64Mi`).
     fn to_json(self) -> Value {
         json!({
@@ -126,8 +135,9 @@ pub(crate) fn usage(told: Told<'_>, pod: &Value, spec: &Value) -> Usage {
     Usage { cpu: requested("cpu"), memory: requested("memory") }
 }
 
-/// The containers of `pod` that run now, with their usage; none when the pod runs nothing.
-fn running(told: Told<'_>, pod: &Value) -> Vec<(String, Usage)> {
+/// The containers of `pod` that run now, with their usage; none when the pod runs nothing (it
+/// then has no metrics). What `PodMetrics` reports, and what the autoscaler reads.
+pub(crate) fn pod_usage(told: Told<'_>, pod: &Value) -> Vec<(String, Usage)> {
     if pod.pointer("/status/phase").and_then(Value::as_str) != Some("Running") {
         return Vec::new();
     }
@@ -164,7 +174,7 @@ pub(crate) fn pod_metrics(told: Told<'_>, pods: &[&Value], now: Timestamp) -> Ve
     let stamp = crate::clock::seconds(now);
     pods.iter()
         .filter_map(|pod| {
-            let running = running(told, pod);
+            let running = pod_usage(told, pod);
             (!running.is_empty()).then(|| {
                 let list: Vec<Value> =
                     running.into_iter().map(|(name, u)| json!({ "name": name, "usage": u.to_json() })).collect();
@@ -181,7 +191,7 @@ pub(crate) fn node_metrics(told: Told<'_>, nodes: &[&Value], pods: &[&Value], no
     let mut used: BTreeMap<&str, Usage> = BTreeMap::new();
     for pod in pods {
         let Some(node) = pod.pointer("/spec/nodeName").and_then(Value::as_str) else { continue };
-        for (_, u) in running(told, pod) {
+        for (_, u) in pod_usage(told, pod) {
             let total = used.entry(node).or_insert_with(Usage::zero);
             *total = *total + u;
         }

@@ -695,18 +695,13 @@ fn proposals(
                     .map_or(0, Quantity::milli_value),
             ),
         };
-        // What metrics.k8s.io reports of each pod: its running containers' usage.
-        let usage: HashMap<String, i128> = crate::metrics::pod_metrics(&told, pods, now)
+        // What metrics.k8s.io reports of each pod that has metrics: its running containers' usage.
+        let usage: HashMap<String, i128> = pods
             .iter()
-            .map(|m| {
-                let total: i128 = m["containers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| c["usage"][resource].as_str().and_then(|q| Quantity::parse(q).ok()))
-                    .map(Quantity::milli_value)
-                    .sum();
-                (meta_str(m, "name").to_owned(), total)
+            .filter_map(|pod| {
+                let used = crate::metrics::pod_usage(&told, pod);
+                let total = used.iter().map(|(_, u)| u.of(resource).milli_value()).sum();
+                (!used.is_empty()).then(|| (meta_str(pod, "name").to_owned(), total))
             })
             .collect();
         let name = match goal {

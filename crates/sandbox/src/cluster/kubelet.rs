@@ -570,12 +570,12 @@ fn conditions(pod: &Value, statuses: &[Value], done: bool, now: &str) -> Value {
 }
 
 /// The pod's containers' statuses, as its status has them.
-fn container_statuses(pod: &Value) -> Vec<Value> {
-    pod.get("status").map(container_statuses_of).unwrap_or_default()
+fn container_statuses(pod: &Value) -> &[Value] {
+    pod.get("status").map_or(&[], container_statuses_of)
 }
 
-fn container_statuses_of(status: &Value) -> Vec<Value> {
-    status["containerStatuses"].as_array().cloned().unwrap_or_default()
+fn container_statuses_of(status: &Value) -> &[Value] {
+    status["containerStatuses"].as_array().map_or(&[], Vec::as_slice)
 }
 
 fn status_name(s: &Value) -> &str {
@@ -766,7 +766,7 @@ fn init(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
 /// The status once the pod's running containers are ready.
 fn readiness(pod: &Value, now: &str) -> Value {
     let mut status = pod["status"].clone();
-    let mut statuses = container_statuses(pod);
+    let mut statuses = container_statuses(pod).to_vec();
     for c in &mut statuses {
         c["ready"] = json!(running(c));
     }
@@ -788,7 +788,7 @@ fn runs_end(
 ) -> Value {
     let mut status = pod["status"].clone();
     let specs = containers(pod);
-    let mut list = container_statuses(pod);
+    let mut list = container_statuses(pod).to_vec();
     for (c, spec) in list.iter_mut().zip(&specs) {
         let name = status_name(c).to_owned();
         let count = c["restartCount"].as_i64().unwrap_or(0);

@@ -79,10 +79,11 @@ pub(super) fn listed(headers: &HeaderMap, name: impl header::AsHeaderName) -> Ve
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+    /// A request's headers, for the upgrade's and the handshakes' tests.
+    pub(in crate::rest) fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         pairs
             .iter()
             .map(|(k, v)| (http::HeaderName::from_static(k), http::HeaderValue::from_static(v)))

@@ -224,13 +224,7 @@ fn decode(protocol: Protocol, data: &[u8]) -> Option<Frame> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        pairs
-            .iter()
-            .map(|(k, v)| (http::HeaderName::from_static(k), http::HeaderValue::from_static(v)))
-            .collect()
-    }
+    use crate::rest::upgrade::tests::headers;
 
     #[test]
     fn the_handshake_picks_the_clients_first_supported_protocol() {
