@@ -21,6 +21,7 @@ use jiff::Timestamp;
 use parking_lot::Mutex;
 
 use crate::clock::Clock;
+use crate::faults::{ContainerFaults, Target};
 use crate::go_print::go_quote;
 use crate::process::{Output, Process, Stdin};
 
@@ -47,6 +48,14 @@ pub struct Container {
     pub id: String,
     /// Which run it is: its `restartCount`.
     pub restart: i64,
+    /// The pod's labels.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// `stdin`: its command's stdin stays open for attached clients to write to.
+    pub stdin: bool,
+    /// `stdinOnce`: its stdin closes when the first attached client closes its own.
+    pub stdin_once: bool,
+    /// `tty`: its command runs on a terminal.
+    pub tty: bool,
 }
 
 impl Container {
@@ -217,6 +226,9 @@ impl ContainerRuntime for DefaultRuntime {
 /// Which container a line is for: namespace, pod, container.
 type Key = (String, String, String);
 
+/// Where input to a process's stdin is sent.
+pub(crate) type StdinSender = tokio::sync::mpsc::UnboundedSender<bytes::Bytes>;
+
 /// Scripted lines per container, each with the run (`restartCount`) current when written.
 type Written = HashMap<Key, Vec<(i64, LogLine)>>;
 
@@ -260,13 +272,22 @@ pub(crate) struct Containers {
     ports: Arc<Mutex<Forwarded>>,
     /// What containers use, as tests set it, for the resource metrics.
     usage: Arc<Mutex<HashMap<Key, crate::metrics::Usage>>>,
+    /// The stdin of each process that keeps one open (`stdin: true`), by container: the run's
+    /// id and where attached clients' input goes.
+    stdins: Arc<Mutex<HashMap<Key, (String, StdinSender)>>>,
+    /// The runtime's faults, as tests add them.
+    pub(crate) faults: Arc<ContainerFaults>,
 }
 
 impl Containers {
     /// ## Panics
     ///
     /// Outside a Tokio runtime.
-    pub(crate) fn new(runtime: Arc<dyn ContainerRuntime>, clock: Clock) -> Self {
+    pub(crate) fn new(
+        runtime: Arc<dyn ContainerRuntime>,
+        clock: Clock,
+        faults: Arc<ContainerFaults>,
+    ) -> Self {
         Self {
             runtime,
             clock,
@@ -278,6 +299,8 @@ impl Containers {
             machines: Arc::default(),
             ports: Arc::default(),
             usage: Arc::default(),
+            stdins: Arc::default(),
+            faults,
         }
     }
 
@@ -305,17 +328,43 @@ impl Containers {
     }
 
     /// Runs an exec in `c`: the test's script for it, else the runtime's, else the built-in
-    /// shell on a machine made for the container.
+    /// shell on a machine made for the container (which answers a command it does not know
+    /// as a shell does, 127).
     pub(crate) fn exec(&self, c: &Container, process: Process) -> ExecFuture {
+        self.try_exec(c, process)
+            .unwrap_or_else(|process| Box::pin(crate::shell::exec(self.machine(c), process)))
+    }
+
+    /// Runs an exec in `c` when something simulates its command: a fault that hangs it, the
+    /// test's script, the runtime, or the built-in shell when it has the command's first word.
+    /// Else the process comes back: the command is the image's, which nothing simulates.
+    pub(crate) fn try_exec(&self, c: &Container, process: Process) -> Result<ExecFuture, Process> {
+        let at = Target { namespace: &c.namespace, pod: &c.pod, container: &c.name, labels: &c.labels };
+        if self.faults.exec_hangs(&at) {
+            // Held until the caller gives up on it; its streams stay open meanwhile.
+            return Ok(Box::pin(async move {
+                let _streams = process;
+                std::future::pending().await
+            }));
+        }
         let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
         let scripted = self.execs.lock().get(&key).cloned();
         if let Some(f) = scripted {
-            return f(c, process);
+            return Ok(f(c, process));
         }
         match self.runtime.exec(c, process) {
-            Ok(f) => f,
-            Err(process) => Box::pin(crate::shell::exec(self.machine(c), process)),
+            Ok(f) => Ok(f),
+            Err(process) if crate::shell::runs(&process.command) => {
+                Ok(Box::pin(crate::shell::exec(self.machine(c), process)))
+            }
+            Err(process) => Err(process),
         }
+    }
+
+    /// Runs `task` on the runtime's Tokio runtime (the kubelets call from the simulation's
+    /// thread).
+    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.tokio.spawn(task);
     }
 
     /// The built-in shell's machine for this run of `c`, made on its first exec.
@@ -363,8 +412,16 @@ impl Containers {
         };
         let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
         let (out, mut rx) = Output::channel();
-        let mut process = Process::new(argv, Stdin::closed(), out.clone());
+        let stdin = if c.stdin {
+            let (tx, stdin) = Stdin::channel();
+            self.stdins.lock().insert(key.clone(), (c.id.clone(), tx));
+            stdin
+        } else {
+            Stdin::closed()
+        };
+        let mut process = Process::new(argv, stdin, out.clone());
         process.stderr = out;
+        process.tty = c.tty;
         let running = run(c, process);
         let this = self.clone();
         let (k, restart, id) = (key.clone(), c.restart, c.id.clone());
@@ -397,10 +454,32 @@ impl Containers {
         }
     }
 
+    /// Where an attached client's input to run `c.id` of container `c` goes, while its
+    /// process keeps its stdin open.
+    pub(crate) fn stdin_of(&self, c: &Container) -> Option<StdinSender> {
+        let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
+        self.stdins.lock().get(&key).filter(|(id, _)| *id == c.id).map(|(_, tx)| tx.clone())
+    }
+
+    /// Closes the stdin of run `c.id` of container `c` (`stdinOnce`): its process reads the end.
+    pub(crate) fn close_stdin(&self, c: &Container) {
+        let key = (c.namespace.clone(), c.pod.clone(), c.name.clone());
+        let mut stdins = self.stdins.lock();
+        if stdins.get(&key).is_some_and(|(id, _)| *id == c.id) {
+            stdins.remove(&key);
+        }
+    }
+
     /// Stops the process of run `id` of container `name` in pod `namespace/pod`, if it still
     /// runs; its exit is not reported.
     pub(crate) fn stop(&self, namespace: &str, pod: &str, name: &str, id: &str) {
         let key = (namespace.to_owned(), pod.to_owned(), name.to_owned());
+        {
+            let mut stdins = self.stdins.lock();
+            if stdins.get(&key).is_some_and(|(i, _)| i == id) {
+                stdins.remove(&key);
+            }
+        }
         let mut processes = self.processes.lock();
         if processes.get(&key).is_some_and(|(i, _)| i == id)
             && let Some((_, task)) = processes.remove(&key)
@@ -411,6 +490,7 @@ impl Containers {
 
     /// Stops every process of pod `namespace/pod`: it is being deleted.
     pub(crate) fn stop_pod(&self, namespace: &str, pod: &str) {
+        self.stdins.lock().retain(|(ns, p, _), _| ns != namespace || p != pod);
         self.processes.lock().retain(|(ns, p, _), (_, task)| {
             let of_pod = ns == namespace && p == pod;
             if of_pod {

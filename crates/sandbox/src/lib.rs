@@ -121,7 +121,7 @@
 //! | `metadata` | metadata rules every kind shares: name shapes, label, annotation and finalizer names |
 //! | `patch` | merge, JSON and strategic merge patch; the field paths apply and managedFields use |
 //! | `shard` | KEP-5866 sharded list and watch (`shardSelector`, `shardInfo`) |
-//! | `faults` | fault injection |
+//! | `faults` | fault injection: of requests, watches and the wire; of the container runtime |
 //! | `object_meta` | reading and stamping an object's metadata: its fields, uids, timestamps |
 //! | `jsonpath` | the JSONPath of printer columns |
 //! | `go_print` | Go's printing of values (`%v`, `%q`, `%#v`), so messages are upstream's byte for byte |
@@ -213,7 +213,7 @@ pub use container_runtime::{
     Container, ContainerLog, ContainerRun, ContainerRuntime, DefaultRuntime, ExecFn, ExecFuture, Exit,
     LogLine,
 };
-pub use faults::{Abandoned, FaultKind, FaultRule, Faults};
+pub use faults::{Abandoned, ContainerFault, ContainerFaultRule, FaultKind, FaultRule, Faults, Probe};
 pub use metrics::{USAGE_ANNOTATION, Usage, UsageError, parse_usage};
 pub use process::{Output, Process, Stdin, TerminalSize, Written};
 pub use record::{RequestRecord, Requests};
@@ -422,16 +422,22 @@ impl Sandbox {
         });
         // Containers live on the simulation's clock, as its kubelets stamp the statuses.
         let clock = cluster.as_ref().map(|c| c.clock().clone()).unwrap_or_default();
+        let faults = Faults::default();
+        let container_faults = faults.containers();
         let shared = Arc::new(SandboxState {
             store: Store::new(config.store),
-            faults: Faults::default(),
+            faults,
             requests: Requests::default(),
             bookmark_interval: config.bookmark_interval,
             sharded_list_watch: config.sharded_list_watch,
             streaming_lists: config.streaming_lists,
             authority: std::sync::OnceLock::new(),
             cluster,
-            containers: container_runtime::Containers::new(config.container_runtime, clock.clone()),
+            containers: container_runtime::Containers::new(
+                config.container_runtime,
+                clock.clone(),
+                container_faults,
+            ),
         });
         // The Deployment controller, when simulated, writes real status; its status-only mode is
         // for a sandbox without it.

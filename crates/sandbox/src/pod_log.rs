@@ -147,6 +147,10 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
         pod_ip: pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("").to_owned(),
         id: status(pod, name).and_then(|s| s["containerID"].as_str()).unwrap_or("").to_owned(),
         restart: current_run(pod, name),
+        labels: crate::faults::labels_of(pod),
+        stdin: spec["stdin"] == true,
+        stdin_once: spec["stdinOnce"] == true,
+        tty: spec["tty"] == true,
     }
 }
 

@@ -363,7 +363,16 @@ impl LabelSelector {
     #[must_use]
     pub fn matches(&self, object: &Value) -> bool {
         let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
-        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        self.matches_by(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
+    }
+
+    /// Whether `labels` satisfy every requirement.
+    #[must_use]
+    pub fn matches_labels(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
+        self.matches_by(|k| labels.get(k).map(String::as_str))
+    }
+
+    fn matches_by<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|r| match r {
             Requirement::Eq(k, v) => get(k) == Some(v),
             Requirement::NotEq(k, v) => get(k) != Some(v),

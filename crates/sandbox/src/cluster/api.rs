@@ -154,11 +154,53 @@ impl Api<'_> {
         message: &str,
         component: &str,
     ) {
+        let event = self.event_of(def, about, warning, reason, message, component);
+        self.store_event(event, component);
+    }
+
+    /// Records an Event about container `container` of `pod`, as its node's kubelet does; the
+    /// stored Event's name.
+    pub fn container_event(
+        &self,
+        pod: &Value,
+        container: &str,
+        warning: bool,
+        reason: &str,
+        message: &str,
+    ) -> Option<String> {
+        let mut event = self.event_of(self.defs.pods, pod, warning, reason, message, "kubelet");
+        let node = pod.pointer("/spec/nodeName").cloned().unwrap_or_default();
+        event["involvedObject"]["fieldPath"] = json!(format!("spec.containers{{{container}}}"));
+        event["source"]["host"] = node.clone();
+        event["reportingInstance"] = node;
+        self.store_event(event, "kubelet")
+    }
+
+    /// Counts one more occurrence of Event `ns/name`, as the event recorder does for the same
+    /// event again (its `count` and `lastTimestamp`); whether it could.
+    pub fn event_again(&self, ns: &str, name: &str) -> bool {
+        let Some(event) = self.get(self.defs.events, ns, name) else { return false };
+        let mut event = (*event).clone();
+        event["count"] = json!(event["count"].as_i64().unwrap_or(1) + 1);
+        event["lastTimestamp"] = json!(self.clock.rfc3339());
+        let component = event.pointer("/source/component").and_then(Value::as_str).unwrap_or("").to_owned();
+        self.update(self.defs.events, event, &component).is_ok()
+    }
+
+    fn event_of(
+        &self,
+        def: &ResourceDef,
+        about: &Value,
+        warning: bool,
+        reason: &str,
+        message: &str,
+        component: &str,
+    ) -> Value {
         let ns = meta_str(about, "namespace");
         let ns = if ns.is_empty() { "default" } else { ns };
         let now = self.clock.rfc3339();
         let suffix: String = new_uid().chars().filter(char::is_ascii_hexdigit).take(16).collect();
-        let event = json!({
+        json!({
             "metadata": { "name": format!("{}.{suffix}", meta_str(about, "name")), "namespace": ns },
             "involvedObject": {
                 "kind": def.kind, "apiVersion": def.api_version(), "namespace": meta_str(about, "namespace"),
@@ -174,9 +216,15 @@ impl Api<'_> {
             "type": if warning { "Warning" } else { "Normal" },
             "reportingComponent": component,
             "reportingInstance": "",
-        });
-        // An Event that cannot be written is dropped, as the recorder drops it.
-        let _ = self.store.create_stored(self.defs.events, ns, event, Some(component));
+        })
+    }
+
+    /// Stores an Event; its name, or `None` when it could not be written — then it is dropped,
+    /// as the recorder drops it.
+    fn store_event(&self, event: Value, component: &str) -> Option<String> {
+        let ns = meta_str(&event, "namespace").to_owned();
+        let name = meta_str(&event, "name").to_owned();
+        self.store.create_stored(self.defs.events, &ns, event, Some(component)).ok().map(|_| name)
     }
 }
 

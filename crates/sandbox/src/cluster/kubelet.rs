@@ -14,7 +14,14 @@
 //! under `OnFailure` when it failed), the kubelet's way: at once the first time, then after a
 //! back-off (`CrashLoopBackOff`) of 10 s doubling to 5 min, forgotten after 10 min without one.
 //! The pod's phase follows its containers: `Succeeded` when all exited 0 and none restarts,
-//! `Failed` when one failed and none restarts. A deleted pod's processes are stopped at once;
+//! `Failed` when one failed and none restarts.
+//!
+//! Probes run as the kubelet's prober runs them (`prober`): a container with a startup probe is
+//! not `started` until it succeeds, one with a readiness probe is ready while it succeeds (one
+//! without is ready [`Simulation::ready_after`] after it starts), and a failed liveness or
+//! startup probe kills the container (exit code 137) with the `Killing` event. Each failed
+//! probe is an `Unhealthy` event, counted again while its message stays the same. The runtime's
+//! faults ([`ContainerFault`](crate::ContainerFault)) crash containers and fail probes. A deleted pod's processes are stopped at once;
 //! the pod is removed after its grace period, with a zero grace period, as the kubelet's final
 //! delete. Each kubelet renews its node's lease every 10 s and reports its
 //! node Ready or, when a test says so, NotReady.
@@ -27,12 +34,18 @@ use serde_json::{Value, json};
 
 use super::api::{Api, phase};
 use super::nodes::{self, is_ready};
+use super::prober::{self, Outcome, ProbeResult, Prober};
 use super::{Cluster, Controller, Queue, Simulation, Timers, log_failure};
 use crate::container_runtime::Containers;
+use crate::faults::{Probe, Target};
 use crate::object_meta::{is_deleting, meta_str};
 
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
 const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);
+
+/// The exit code of a container the kubelet killed: 128 + SIGKILL, as for a process that did
+/// not stop on SIGTERM.
+const KILLED: i32 = 137;
 
 /// The first back-off before an exited container restarts again, and its ceiling: the
 /// kubelet's `backOffPeriod` and `MaxContainerBackOff`.
@@ -111,6 +124,13 @@ pub(crate) struct Kubelets {
     runtime: Option<Runtime>,
     /// Container processes that exited, by pod, not yet looked at.
     process_exits: HashMap<(String, String), Vec<ProcessExit>>,
+    /// The probes of running containers.
+    prober: Prober,
+    /// Probes that finished, by pod, not yet looked at.
+    probe_results: HashMap<(String, String), Vec<ProbeResult>>,
+    /// The Events recorded about containers, by pod, container, reason and message: the same
+    /// event again is counted on the first, as the recorder does.
+    events: HashMap<(String, String, String, String, String), String>,
     /// Each container's restart back-off, by namespace, pod and container.
     back_off: HashMap<(String, String, String), BackOff>,
     /// Each node as its kubelet knows it, kept as the node changes (a pod's every round would
@@ -130,6 +150,10 @@ impl Kubelets {
 
     pub(crate) fn process_exited(&mut self, exit: ProcessExit) {
         self.process_exits.entry((exit.namespace.clone(), exit.pod.clone())).or_default().push(exit);
+    }
+
+    pub(crate) fn probe_finished(&mut self, result: ProbeResult) {
+        self.probe_results.entry((result.namespace.clone(), result.pod.clone())).or_default().push(result);
     }
 
     pub(crate) fn set_node_ready(&mut self, node: &str, ready: bool) {
@@ -255,7 +279,7 @@ impl Kubelets {
         let initializing = has_init(pod) && !condition_is(pod, "Initialized", "True");
         if started.is_none() && initializing {
             let ip = self.pod_ip(node_name, &cidr);
-            self.write(api, pod, init(pod, &node_ip, &ip, &api.clock.rfc3339()));
+            self.write(api, pod, init(pod, &node_ip, &ip, &api.clock.rfc3339()), sim, timers);
             return;
         }
         if initializing || started.is_none() {
@@ -263,11 +287,8 @@ impl Kubelets {
                 .pointer("/status/podIP")
                 .and_then(Value::as_str)
                 .map_or_else(|| self.pod_ip(node_name, &cidr), str::to_owned);
-            let status = start(pod, &node_ip, &ip, &api.clock.rfc3339(), sim.ready_after().is_zero());
-            self.write(api, pod, status);
-            if !sim.ready_after().is_zero() {
-                timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
-            }
+            let status = start(pod, &node_ip, &ip, &api.clock.rfc3339());
+            self.write(api, pod, status, sim, timers);
             return;
         }
         let stamp = api.clock.rfc3339();
@@ -303,6 +324,23 @@ impl Kubelets {
                     timers.at(done, Controller::Kubelet, &ns, &name);
                 }
             }
+        }
+        // Runs a fault crashes, and runs a failed liveness or startup probe kills.
+        for (container, code) in self.crashes(pod, statuses, now, timers) {
+            if !ended.iter().any(|(n, _)| *n == container) {
+                ended.push((container, code));
+            }
+        }
+        for (container, probe) in self.probe(api, pod, statuses, now, timers) {
+            if ended.iter().any(|(n, _)| *n == container) {
+                continue;
+            }
+            let mut message = format!("Container {container} failed {} probe", probe.name().to_lowercase());
+            if restart != "Never" {
+                message.push_str(", will be restarted");
+            }
+            self.container_event(api, pod, &container, false, "Killing", &message);
+            ended.push((container, KILLED));
         }
         // The runs that end now, and the containers whose back-off is over.
         let mut then: Vec<(String, i32, Then)> = Vec::new();
@@ -345,24 +383,188 @@ impl Kubelets {
             }
         }
         if !then.is_empty() || !restarting.is_empty() {
-            let ready_at_once = sim.ready_after().is_zero();
-            let status = runs_end(pod, &then, &restarting, restart, &stamp, ready_at_once);
-            let restarted = then.iter().any(|(_, _, t)| *t == Then::Restarts) || !restarting.is_empty();
-            self.write(api, pod, status);
-            if restarted && !ready_at_once {
-                timers.at(after(now, sim.ready_after()), Controller::Kubelet, &ns, &name);
-            }
+            let status = runs_end(pod, &then, &restarting, restart, &stamp);
+            self.write(api, pod, status, sim, timers);
             return;
         }
-        let unready = statuses.iter().any(|s| running(s) && s["ready"] != true);
-        if unready {
-            let containers_started = latest_start(pod).unwrap_or(now);
-            let ready_at = after(containers_started, sim.ready_after());
-            if ready_at <= now {
-                self.write(api, pod, readiness(pod, &stamp));
-            } else {
-                timers.at(ready_at, Controller::Kubelet, &ns, &name);
+        // Readiness and startup, as the probes and the time since each container started say.
+        let mut status = pod["status"].clone();
+        let wake = self.gate(pod, &mut status, now, sim);
+        if status != pod["status"] {
+            self.write(api, pod, status, sim, timers);
+        } else if let Some(at) = wake {
+            timers.at(at, Controller::Kubelet, &ns, &name);
+        }
+    }
+
+    /// Sets each container's `started` and `ready` in `status` as the prober and, for a
+    /// container without a readiness probe, the time since it started say; the pod's
+    /// conditions follow. When a container turns ready later, the time it does.
+    fn gate(&self, pod: &Value, status: &mut Value, now: Timestamp, sim: &Simulation) -> Option<Timestamp> {
+        let (ns, name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
+        let specs = containers_of(pod);
+        let mut wake: Option<Timestamp> = None;
+        let mut changed = false;
+        let list = status.get_mut("containerStatuses").and_then(Value::as_array_mut)?;
+        for s in list.iter_mut() {
+            let Some(since) = s.pointer("/state/running/startedAt").and_then(Value::as_str) else { continue };
+            let since: Timestamp = since.parse().unwrap_or(now);
+            let container = status_name(s).to_owned();
+            let spec = specs.iter().find(|c| c["name"] == container.as_str()).unwrap_or(&Value::Null);
+            let id = s["containerID"].as_str().unwrap_or("");
+            let verdict = self.prober.verdict((ns, name, &container), spec, id);
+            let ready = verdict.started
+                && verdict.ready.unwrap_or_else(|| {
+                    let at = after(since, sim.ready_after());
+                    if at > now {
+                        wake = Some(wake.map_or(at, |w| w.min(at)));
+                    }
+                    at <= now
+                });
+            if s["started"] != verdict.started || s["ready"] != ready {
+                s["started"] = json!(verdict.started);
+                s["ready"] = json!(ready);
+                changed = true;
             }
+        }
+        if changed {
+            let list = list.clone();
+            let done = matches!(status["phase"].as_str(), Some("Succeeded" | "Failed"));
+            status["conditions"] = conditions(pod, &list, done, &crate::clock::seconds(now));
+        }
+        wake
+    }
+
+    /// The running containers a fault crashes now; a timer for those it crashes later.
+    fn crashes(
+        &self,
+        pod: &Value,
+        statuses: &[Value],
+        now: Timestamp,
+        timers: &mut Timers,
+    ) -> Vec<(String, i32)> {
+        let Some(rt) = self.runtime.as_ref().filter(|rt| !rt.containers.faults.is_empty()) else {
+            return Vec::new();
+        };
+        let (ns, name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
+        let labels = crate::faults::labels_of(pod);
+        let mut crashed = Vec::new();
+        for s in statuses.iter().filter(|s| running(s)) {
+            let container = status_name(s);
+            let at = Target { namespace: ns, pod: name, container, labels: &labels };
+            let Some((lasts, code)) = rt.containers.faults.crash_after(&at) else { continue };
+            let since =
+                s.pointer("/state/running/startedAt").and_then(Value::as_str).and_then(|t| t.parse().ok());
+            let due = after(since.unwrap_or(now), lasts);
+            if due <= now {
+                crashed.push((container.to_owned(), code));
+            } else {
+                timers.at(due, Controller::Kubelet, ns, name);
+            }
+        }
+        crashed
+    }
+
+    /// Runs the probes due in the pod's running containers, after counting those that
+    /// finished (a failure is an `Unhealthy` event); the containers a failed liveness or
+    /// startup probe kills.
+    fn probe(
+        &mut self,
+        api: &Api<'_>,
+        pod: &Value,
+        statuses: &[Value],
+        now: Timestamp,
+        timers: &mut Timers,
+    ) -> Vec<(String, Probe)> {
+        let Some(rt) = &self.runtime else { return Vec::new() };
+        let (containers, cluster) = (rt.containers.clone(), rt.cluster.clone());
+        let (ns, name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
+        for result in self.probe_results.remove(&(ns.to_owned(), name.to_owned())).unwrap_or_default() {
+            if let Some((Some(output), _)) = self.prober.record(&result) {
+                let message = format!("{} probe failed: {output}", result.probe.name());
+                self.container_event(api, pod, &result.container, true, "Unhealthy", &message);
+            }
+        }
+        let runs: Vec<(&str, &str)> = statuses
+            .iter()
+            .filter(|s| running(s))
+            .map(|s| (status_name(s), s["containerID"].as_str().unwrap_or("")))
+            .collect();
+        self.prober.retain(ns, name, &runs);
+        let specs = containers_of(pod);
+        let mut kills = Vec::new();
+        for s in statuses.iter().filter(|s| running(s)) {
+            let container = status_name(s);
+            let Some(spec) = specs.iter().find(|c| c["name"] == container) else { continue };
+            let id = s["containerID"].as_str().unwrap_or("");
+            let since =
+                s.pointer("/state/running/startedAt").and_then(Value::as_str).and_then(|t| t.parse().ok());
+            let (verdict, due, next) =
+                self.prober.look((ns, name, container), spec, id, since.unwrap_or(now), now);
+            if let Some(probe) = verdict.kill {
+                kills.push((container.to_owned(), probe));
+                continue;
+            }
+            if let Some(next) = next {
+                timers.at(next, Controller::Kubelet, ns, name);
+            }
+            if due.is_empty() {
+                continue;
+            }
+            let labels = crate::faults::labels_of(pod);
+            let at = Target { namespace: ns, pod: name, container, labels: &labels };
+            for d in due {
+                let c = crate::pod_log::container(pod, container);
+                let failed = containers
+                    .faults
+                    .probe_fails(&at, d.probe)
+                    .then(|| prober::failed_by_fault(&d.handler, &c.pod_ip));
+                let result = ProbeResult {
+                    namespace: ns.to_owned(),
+                    pod: name.to_owned(),
+                    container: container.to_owned(),
+                    id: id.to_owned(),
+                    probe: d.probe,
+                    outcome: Outcome::Success,
+                };
+                let (runtime, cluster) = (containers.clone(), cluster.clone());
+                containers.spawn(async move {
+                    let outcome = match failed {
+                        Some(failed) => failed,
+                        None => prober::run(runtime, c, d.handler, d.timeout).await,
+                    };
+                    cluster.probe_finished(ProbeResult { outcome, ..result });
+                });
+            }
+        }
+        kills
+    }
+
+    /// Records an Event about a container of `pod`, or counts it again when the last one of the
+    /// same reason and message was recorded.
+    fn container_event(
+        &mut self,
+        api: &Api<'_>,
+        pod: &Value,
+        container: &str,
+        warning: bool,
+        reason: &str,
+        message: &str,
+    ) {
+        let key = (
+            meta_str(pod, "namespace").to_owned(),
+            meta_str(pod, "name").to_owned(),
+            container.to_owned(),
+            reason.to_owned(),
+            message.to_owned(),
+        );
+        if let Some(event) = self.events.get(&key)
+            && api.event_again(&key.0, event)
+        {
+            return;
+        }
+        if let Some(event) = api.container_event(pod, container, warning, reason, message) {
+            self.events.insert(key, event);
         }
     }
 
@@ -371,6 +573,9 @@ impl Kubelets {
         let key = (ns.to_owned(), name.to_owned());
         self.stopping.remove(&key);
         self.process_exits.remove(&key);
+        self.probe_results.remove(&key);
+        self.prober.forget(ns, name);
+        self.events.retain(|(n, p, ..), _| n != ns || p != name);
         self.back_off.retain(|(n, p, _), _| n != ns || p != name);
         if let Some(rt) = &self.runtime {
             rt.containers.stop_pod(ns, name);
@@ -411,9 +616,12 @@ impl Kubelets {
         b.updated = now;
     }
 
-    /// Writes the pod's new status; once stored, the runs it starts and ends start and stop
-    /// their processes.
-    fn write(&self, api: &Api<'_>, pod: &Value, status: Value) {
+    /// Writes the pod's new status, its containers' readiness gated as the probes say; once
+    /// stored, the runs it starts and ends start and stop their processes.
+    fn write(&self, api: &Api<'_>, pod: &Value, mut status: Value, sim: &Simulation, timers: &mut Timers) {
+        if let Some(at) = self.gate(pod, &mut status, api.clock.now(), sim) {
+            timers.at(at, Controller::Kubelet, meta_str(pod, "namespace"), meta_str(pod, "name"));
+        }
         let Some(rt) = &self.runtime else {
             self.store_status(api, pod, status);
             return;
@@ -490,15 +698,6 @@ fn node_ip(node: &Value) -> String {
         .and_then(|x| x["address"].as_str())
         .unwrap_or("172.18.0.2")
         .to_owned()
-}
-
-/// The most recent time a container (re)started.
-fn latest_start(pod: &Value) -> Option<Timestamp> {
-    pod.pointer("/status/containerStatuses")?
-        .as_array()?
-        .iter()
-        .filter_map(|c| c.pointer("/state/running/startedAt")?.as_str()?.parse().ok())
-        .max()
 }
 
 /// A stable hex digest of `text`, for image and container ids: four rounds of the sandbox's
@@ -627,7 +826,12 @@ fn go_duration(d: SignedDuration) -> String {
 }
 
 fn containers(pod: &Value) -> Vec<Value> {
-    pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default()
+    containers_of(pod).to_vec()
+}
+
+/// The pod's containers' specs.
+fn containers_of(pod: &Value) -> &[Value] {
+    pod.pointer("/spec/containers").and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 fn container_id(pod: &Value, name: &str, restarts: i64) -> String {
@@ -652,7 +856,7 @@ fn container_status(pod: &Value, c: &Value, ready: bool, restarts: i64, state: V
 }
 
 /// The status of a pod its kubelet has just started.
-fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str, ready: bool) -> Value {
+fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
     let mut status = pod.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
     let init: Vec<Value> = pod
         .pointer("/spec/initContainers")
@@ -673,7 +877,7 @@ fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str, ready: bool) -> Va
         .collect();
     let running: Vec<Value> = containers(pod)
         .iter()
-        .map(|c| container_status(pod, c, ready, 0, json!({ "running": { "startedAt": now } }), json!({})))
+        .map(|c| container_status(pod, c, false, 0, json!({ "running": { "startedAt": now } }), json!({})))
         .collect();
     status.insert("phase".into(), json!("Running"));
     status.insert("conditions".into(), conditions(pod, &running, false, now));
@@ -763,18 +967,6 @@ fn init(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
     Value::Object(status)
 }
 
-/// The status once the pod's running containers are ready.
-fn readiness(pod: &Value, now: &str) -> Value {
-    let mut status = pod["status"].clone();
-    let mut statuses = container_statuses(pod).to_vec();
-    for c in &mut statuses {
-        c["ready"] = json!(running(c));
-    }
-    status["conditions"] = conditions(pod, &statuses, false, now);
-    status["containerStatuses"] = json!(statuses);
-    status
-}
-
 /// The status after runs of the pod's containers end (`ended`: each with its exit code and what
 /// becomes of it) and containers whose back-off is over start again (`restarting`); the pod's
 /// phase follows.
@@ -784,7 +976,6 @@ fn runs_end(
     restarting: &[String],
     policy: &str,
     now: &str,
-    ready_at_once: bool,
 ) -> Value {
     let mut status = pod["status"].clone();
     let specs = containers(pod);
@@ -801,9 +992,7 @@ fn runs_end(
             } });
             *c = match then {
                 Then::Stays => container_status(pod, spec, false, count, terminated, json!({})),
-                Then::Restarts => {
-                    container_status(pod, spec, ready_at_once, count + 1, run_again(), terminated)
-                }
+                Then::Restarts => container_status(pod, spec, false, count + 1, run_again(), terminated),
                 Then::BacksOff(period) => {
                     let waiting = json!({ "waiting": {
                         "reason": "CrashLoopBackOff",
@@ -817,7 +1006,7 @@ fn runs_end(
             };
         } else if restarting.contains(&name) {
             let last = c["lastState"].clone();
-            *c = container_status(pod, spec, ready_at_once, count + 1, run_again(), last);
+            *c = container_status(pod, spec, false, count + 1, run_again(), last);
         }
     }
     let phase = phase_of(&list, policy);

@@ -64,6 +64,7 @@ mod job;
 mod kubelet;
 mod namespace;
 mod nodes;
+mod prober;
 mod protection;
 mod quota;
 mod replicaset;
@@ -381,6 +382,8 @@ struct Orders {
     exits: BTreeMap<(String, String), i32>,
     /// Containers whose process exited, in the order they did.
     container_exits: Vec<kubelet::ProcessExit>,
+    /// Probes that finished, in the order they did.
+    probe_results: Vec<prober::ProbeResult>,
     /// Nodes whose kubelet reports NotReady (`false`) or was told to report Ready again.
     node_ready: BTreeMap<String, bool>,
 }
@@ -470,6 +473,16 @@ impl Cluster {
         self.inner.woken.notify_one();
     }
 
+    /// A probe finished: its kubelet counts it.
+    pub(crate) fn probe_finished(&self, result: prober::ProbeResult) {
+        self.inner.orders.lock().probe_results.push(result);
+        self.inner.woken.notify_one();
+    }
+
+    fn take_probe_results(&self) -> Vec<prober::ProbeResult> {
+        std::mem::take(&mut self.inner.orders.lock().probe_results)
+    }
+
     fn take_exits(&self) -> BTreeMap<(String, String), i32> {
         std::mem::take(&mut self.inner.orders.lock().exits)
     }
@@ -531,6 +544,8 @@ pub(crate) struct World {
     autoscalers: autoscaler::Autoscalers,
     /// The container runtime, for what containers use (the autoscaler reads it as metrics).
     containers: crate::container_runtime::Containers,
+    /// The generation of the runtime's faults the kubelets last looked at their pods for.
+    faults_seen: u64,
 }
 
 impl World {
@@ -549,6 +564,7 @@ impl World {
             kubelet,
             nodes: nodes::Nodes::default(),
             autoscalers: autoscaler::Autoscalers::default(),
+            faults_seen: containers.faults.generation(),
             containers,
         }
     }
@@ -723,6 +739,20 @@ impl World {
             self.enqueue(Controller::Kubelet, &exit.namespace, &exit.pod);
             self.kubelet.process_exited(exit);
         }
+        for result in self.cluster.take_probe_results() {
+            self.enqueue(Controller::Kubelet, &result.namespace, &result.pod);
+            self.kubelet.probe_finished(result);
+        }
+        // The runtime's faults changed: every kubelet looks at its pods again.
+        let faults = self.containers.faults.generation();
+        if faults != self.faults_seen {
+            self.faults_seen = faults;
+            for pod in store.snapshot(self.defs.pods, None).1 {
+                if pod.pointer("/spec/nodeName").is_some() {
+                    self.enqueue(Controller::Kubelet, meta_str(&pod, "namespace"), meta_str(&pod, "name"));
+                }
+            }
+        }
         let defs = self.defs;
         let api = Api { store, clock: &clock, defs: &defs };
         // The handle, not the settings, is cloned each round (an `Arc`).
@@ -834,6 +864,7 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
         world.resync(store);
         (feed, world)
     };
+    let faults = std::sync::Arc::clone(&world.containers.faults);
     loop {
         let next = world.timers.next();
         let clock = cluster.clock().clone();
@@ -849,6 +880,7 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
             () = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(1))) => {}
             () = clock.moved() => {}
             () = cluster.inner.woken.notified() => {}
+            () = faults.changed.notified() => {}
         }
         let Some(strong) = shared.upgrade() else { return };
         // What else has come is taken in the same round: one look per object, however many

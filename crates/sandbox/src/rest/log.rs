@@ -92,11 +92,24 @@ pub(super) fn attach(
         opts: LogOptions::default(),
         budget: None,
     };
+    // A container that keeps its stdin open (`stdin: true`) reads what the client sends.
+    let mut stdin = if container.stdin { shared.containers.stdin_of(container) } else { None };
+    let containers = shared.containers.clone();
+    let spec = container.clone();
     Box::pin(async move {
         let (tx, mut rx) = mpsc::channel(16);
         let follow = tokio::spawn(followed.run(Vec::new(), tx));
         let drain = async {
-            while process.stdin.read().await.is_some() {}
+            while let Some(bytes) = process.stdin.read().await {
+                if let Some(to) = &stdin {
+                    let _ = to.send(bytes);
+                }
+            }
+            // The client closed its stdin: with `stdinOnce`, the container's closes too (this
+            // session's handle on it included).
+            if stdin.take().is_some() && spec.stdin_once {
+                containers.close_stdin(&spec);
+            }
             std::future::pending::<()>().await;
         };
         let relay = async {

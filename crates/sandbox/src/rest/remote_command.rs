@@ -341,7 +341,9 @@ pub(super) async fn session(
         (None, Stdin::closed())
     };
     let (stdout, mut out_rx) = output(opts.stdout);
+    // On a terminal, what the process writes to stderr shows on the same screen.
     let (stderr, mut err_rx) = output(opts.stderr && !opts.tty);
+    let stderr = if opts.tty { stdout.clone() } else { stderr };
     let (size_tx, size) = TerminalSize::channel();
     let process = Process { command: opts.command.clone(), stdin, stdout, stderr, tty: opts.tty, size };
     let run = if opts.exec {

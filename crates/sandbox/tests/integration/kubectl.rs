@@ -100,6 +100,26 @@ impl Kubectl {
         self.piped(args, std::process::Stdio::piped())
     }
 
+    /// kubectl on a terminal, which util-linux's `script` gives it, with the terminal's input
+    /// and output piped: what is written is typed at it, and what it shows (the echo of what
+    /// was typed included) is read back. Its exit status is kubectl's.
+    pub(crate) fn on_terminal(&self, args: &[&str]) -> std::process::Child {
+        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+        let line: Vec<String> = std::iter::once(quote(&self.kubectl.to_string_lossy()))
+            .chain(args.iter().map(|a| quote(a)))
+            .collect();
+        Command::new("script")
+            .args(["-q", "-e", "-f", "-c", &line.join(" "), "/dev/null"])
+            .envs(self.env.iter().copied())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("KUBECACHEDIR", self.dir.join("cache"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("script (util-linux) runs kubectl on a terminal")
+    }
+
     fn piped(&self, args: &[&str], stdin: std::process::Stdio) -> std::process::Child {
         Command::new(&self.kubectl)
             .args(args)

@@ -120,6 +120,80 @@ fn kubectl_exec_runs_the_containers_shell_with_stdin_and_exit_codes() {
     assert!(err.contains("container nope is not valid for pod web"), "{err}");
 }
 
+/// What a child writes to its stdout, collected as it comes, for a test to wait on.
+fn collected(out: impl std::io::Read + Send + 'static) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let into = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        let mut out = out;
+        let mut buf = [0u8; 1024];
+        while let Ok(n) = std::io::Read::read(&mut out, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            into.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    seen
+}
+
+/// Waits until `seen` contains `text`; what it holds then.
+fn wait_for(seen: &std::sync::Mutex<String>, text: &str) -> String {
+    loop {
+        let now = seen.lock().unwrap().clone();
+        if now.contains(text) {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn kubectl_exec_it_runs_an_interactive_shell_on_a_terminal() {
+    let Some(k) = start("exec-it") else { return };
+    k.ok(&["run", "web", "--image=busybox:1.36", "--", "sh", "-c", "sleep infinity"]);
+    k.ok(&["wait", "--for=condition=ready", "pod/web", "--timeout=60s"]);
+    let mut term = k.on_terminal(&["exec", "-it", "web", "--", "sh"]);
+    let seen = collected(term.stdout.take().unwrap());
+    let mut keys = term.stdin.take().unwrap();
+    use std::io::Write;
+    // The shell's prompt, on the terminal; what is typed is echoed, and its answer follows.
+    wait_for(&seen, "/ # ");
+    keys.write_all(b"echo hello from $(hostname)\r").unwrap();
+    let shown = wait_for(&seen, "hello from web");
+    assert!(shown.contains("echo hello from $(hostname)"), "{shown:?}");
+    assert!(shown.contains("hello from web\r\n"), "a terminal ends lines with CR LF: {shown:?}");
+    keys.write_all(b"exit 3\r").unwrap();
+    let status = term.wait().unwrap();
+    drop(keys);
+    assert_eq!(status.code(), Some(3), "kubectl exits with the shell's code: {:?}", seen.lock().unwrap());
+}
+
+#[test]
+fn kubectl_run_i_attaches_to_the_containers_stdin() {
+    let Some(k) = start("run-i") else { return };
+    // `kubectl run -i` makes a container that keeps stdin open for one client (`stdinOnce`),
+    // attaches, and with `--rm` deletes the pod when it has finished.
+    let mut run = k.spawn_with_stdin(&[
+        "run",
+        "-i",
+        "--rm",
+        "--restart=Never",
+        "demo",
+        "--image=busybox:1.36",
+        "--",
+        "sh",
+    ]);
+    use std::io::Write;
+    run.stdin.take().unwrap().write_all(b"echo hello from $(hostname)\n").unwrap();
+    let out = run.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("hello from demo\n"), "{stdout}{stderr}");
+    let err = k.fails(&["get", "pod", "demo"]);
+    assert!(err.contains("pods \"demo\" not found"), "{err}");
+}
+
 #[test]
 fn kubectl_exec_and_attach_over_spdy_as_older_clients_speak_them() {
     // kubectl before 1.30, and client-go's SPDY executor, open a SPDY stream per channel.

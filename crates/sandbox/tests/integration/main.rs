@@ -18,6 +18,7 @@ mod kubectl_workloads;
 mod module_graph;
 mod pod_exec;
 mod pod_logs;
+mod probes;
 mod resource_metrics;
 mod upstream;
 mod validation_inventory;

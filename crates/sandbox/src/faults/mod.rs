@@ -1,6 +1,7 @@
 //! Fault injection: error rates per verb and resource, latency, cut watch streams, forced 410s,
 //! a resource's watch events held back (one watch lagging behind the others), and one client's
-//! requests held on the wire and delivered late (a network cut and healed).
+//! requests held on the wire and delivered late (a network cut and healed); and, in
+//! `containers`, faults of the simulated container runtime.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -9,6 +10,11 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::status::ApiError;
+
+mod containers;
+
+pub use containers::{ContainerFault, ContainerFaultRule, Probe};
+pub(crate) use containers::{ContainerFaults, Target, labels_of};
 
 /// The error a fault rule answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +128,8 @@ struct State {
 #[derive(Debug, Default)]
 pub struct Faults {
     state: Mutex<State>,
+    /// The container runtime's faults, which the runtime and the kubelets share.
+    containers: std::sync::Arc<ContainerFaults>,
     cut: tokio::sync::Notify,
     resumed: tokio::sync::Notify,
 }
@@ -132,12 +140,43 @@ impl Faults {
         self.state.lock().rules.push(rule);
     }
 
-    /// Removes every rule, the latency and pending forced 410s.
+    /// Removes every rule (the container runtime's too), the latency and pending forced 410s.
     pub fn clear(&self) {
         let mut st = self.state.lock();
         st.rules.clear();
         st.latency = Duration::ZERO;
         st.force_expired = 0;
+        self.containers.clear();
+    }
+
+    /// Adds a fault of the simulated container runtime: containers that crash, probes that
+    /// fail, execs that hang. It strikes containers already running as well as those that start
+    /// later, until [`clear_container_faults`](Self::clear_container_faults).
+    ///
+    /// ```
+    /// use kube_sandbox::{ContainerFault, ContainerFaultRule, Probe, Sandbox};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let sandbox = Sandbox::new();
+    /// let fault = ContainerFault::ProbeFails(Probe::Readiness);
+    /// sandbox.faults().add_container_fault(ContainerFaultRule::new("default", fault).pod("web"));
+    /// // ... pod `web` turns unready after its probe's failureThreshold failures ...
+    /// sandbox.faults().clear_container_faults();
+    /// # }
+    /// ```
+    pub fn add_container_fault(&self, rule: ContainerFaultRule) {
+        self.containers.add(rule);
+    }
+
+    /// Removes every fault of the container runtime: probes pass again, containers run on and
+    /// new execs answer (one already hanging stays hung).
+    pub fn clear_container_faults(&self) {
+        self.containers.clear();
+    }
+
+    /// The container runtime's faults, to share with the runtime and the kubelets.
+    pub(crate) fn containers(&self) -> std::sync::Arc<ContainerFaults> {
+        std::sync::Arc::clone(&self.containers)
     }
 
     /// Removes every rule, keeping the latency and pending forced 410s.
