@@ -235,14 +235,16 @@ type Written = HashMap<Key, Vec<(i64, LogLine)>>;
 /// Where ports are forwarded: (namespace, pod, port) to a local address.
 type Forwarded = HashMap<(String, String, u16), std::net::SocketAddr>;
 
-/// How many container runs keep their built-in shell's files; a pod's are not dropped when it is
-/// deleted, so the oldest go first.
-const MACHINES_KEPT: usize = 256;
+/// How many container runs keep their built-in shell's files at most. A run's machine goes when
+/// the run ends; this bounds those no kubelet ends (a sandbox without a simulated cluster, whose
+/// pods' statuses a test writes), the oldest going first.
+const MACHINES_KEPT: usize = 16_384;
 
-/// The built-in shell's machines, by container id, oldest first in `order`.
+/// The built-in shell's machines, by container id (with its pod's namespace and name), oldest
+/// first in `order`.
 #[derive(Default)]
 struct Machines {
-    by_id: HashMap<String, Arc<crate::shell::Machine>>,
+    by_id: HashMap<String, ((String, String), Arc<crate::shell::Machine>)>,
     order: std::collections::VecDeque<String>,
 }
 
@@ -375,16 +377,20 @@ impl Containers {
             return new();
         }
         let mut machines = self.machines.lock();
-        if let Some(m) = machines.by_id.get(&c.id) {
+        if let Some((_, m)) = machines.by_id.get(&c.id) {
             return Arc::clone(m);
         }
         let machine = new();
-        machines.by_id.insert(c.id.clone(), Arc::clone(&machine));
-        machines.order.push_back(c.id.clone());
-        while machines.order.len() > MACHINES_KEPT {
-            if let Some(oldest) = machines.order.pop_front() {
-                machines.by_id.remove(&oldest);
-            }
+        machines.by_id.insert(c.id.clone(), ((c.namespace.clone(), c.pod.clone()), Arc::clone(&machine)));
+        let Machines { by_id, order } = &mut *machines;
+        order.push_back(c.id.clone());
+        // Ids of runs that ended are dropped from the order now and then.
+        if order.len() > 2 * by_id.len() + 64 {
+            order.retain(|id| by_id.contains_key(id));
+        }
+        while by_id.len() > MACHINES_KEPT {
+            let Some(oldest) = order.pop_front() else { break };
+            by_id.remove(&oldest);
         }
         machine
     }
@@ -474,6 +480,8 @@ impl Containers {
     /// runs; its exit is not reported.
     pub(crate) fn stop(&self, namespace: &str, pod: &str, name: &str, id: &str) {
         let key = (namespace.to_owned(), pod.to_owned(), name.to_owned());
+        // The run's files go with it.
+        self.machines.lock().by_id.remove(id);
         {
             let mut stdins = self.stdins.lock();
             if stdins.get(&key).is_some_and(|(i, _)| i == id) {
@@ -490,6 +498,7 @@ impl Containers {
 
     /// Stops every process of pod `namespace/pod`: it is being deleted.
     pub(crate) fn stop_pod(&self, namespace: &str, pod: &str) {
+        self.machines.lock().by_id.retain(|_, ((ns, p), _)| ns != namespace || p != pod);
         self.stdins.lock().retain(|(ns, p, _), _| ns != namespace || p != pod);
         self.processes.lock().retain(|(ns, p, _), (_, task)| {
             let of_pod = ns == namespace && p == pod;

@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A simulated cluster served over HTTPS, and a client of it.
-async fn served() -> (Sandbox, HttpServer, Client) {
+pub(crate) async fn served() -> (Sandbox, HttpServer, Client) {
     let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::instant()));
     let server = sb.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
     let dir = std::env::temp_dir().join(format!("sandbox-exec-{}-{}", std::process::id(), fastrand::u64(..)));

@@ -265,19 +265,11 @@ async fn a_crash_fault_ends_each_run_after_its_time() {
 
 #[tokio::test]
 async fn a_hanging_exec_times_the_probe_out_and_holds_a_clients_exec() {
-    let (sb, sim) = paused();
     // Execs upgrade the connection: over the sandbox's HTTPS server.
-    let server = sb.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
-    let dir =
-        std::env::temp_dir().join(format!("sandbox-probes-{}-{}", std::process::id(), fastrand::u64(..)));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("kubeconfig");
-    kube_sandbox::write_kubeconfig(&path, &server).unwrap();
-    let kc = kube::config::Kubeconfig::read_from(&path).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let pods: Api<Pod> = Api::default_namespaced(kube::Client::try_from(config).unwrap());
+    let (sb, _server, client) = super::pod_exec::served().await;
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let pods: Api<Pod> = Api::default_namespaced(client);
     let spec = json!({
         "command": ["sh", "-c", "sleep 3600"],
         "livenessProbe": { "exec": { "command": ["true"] }, "periodSeconds": 5, "timeoutSeconds": 2, "failureThreshold": 100 },
