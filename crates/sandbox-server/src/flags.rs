@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use kube_sandbox::{Controllers, Simulation};
-use kube_sandbox::{Rollout, Sandbox, SandboxConfig};
+use kube_sandbox::{HostExec, Rollout, Sandbox, SandboxConfig};
 
 /// Where the sandbox listens, where its kubeconfig goes, and the cluster it simulates.
 #[derive(Debug, Args, Clone)]
@@ -43,6 +43,43 @@ pub struct ServerArgs {
     /// a simulated status only).
     #[arg(long)]
     pub no_simulation: bool,
+    /// Run `kubectl exec` commands as processes on this machine, each container's in a working
+    /// directory of its own under DIR (`DIR/<namespace>/<pod>/<container>`), as the sandbox's
+    /// user: anyone who may exec may run anything here. Off: the built-in shell answers.
+    #[arg(long, value_name = "DIR")]
+    pub exec_on_host: Option<PathBuf>,
+    /// Forward a pod's port to a local address: `kubectl port-forward` to it connects there
+    /// (`default/web:80=127.0.0.1:8080`; repeat for more).
+    #[arg(long = "forward-port", value_parser = parse_forward, value_name = "NS/POD:PORT=ADDR")]
+    pub forward_ports: Vec<PortForward>,
+}
+
+/// A pod's port and the local address it is forwarded to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortForward {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// Its port.
+    pub port: u16,
+    /// Where connections to it go.
+    pub to: SocketAddr,
+}
+
+/// `NS/POD:PORT=ADDR`.
+fn parse_forward(s: &str) -> Result<PortForward, String> {
+    let bad = |why: &str| format!("{s:?} is not NS/POD:PORT=HOST:PORT ({why})");
+    let (from, to) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let (pod, port) = from.rsplit_once(':').ok_or_else(|| bad("no ':' before the pod's port"))?;
+    let (namespace, pod) = pod.split_once('/').ok_or_else(|| bad("no '/' between namespace and pod"))?;
+    if namespace.is_empty() || pod.is_empty() {
+        return Err(bad("an empty namespace or pod"));
+    }
+    let port =
+        port.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| bad("the pod's port is not 1-65535"))?;
+    let to = to.parse().map_err(|_| bad("the address is not HOST:PORT with an IP"))?;
+    Ok(PortForward { namespace: namespace.to_owned(), pod: pod.to_owned(), port, to })
 }
 
 impl ServerArgs {
@@ -55,11 +92,16 @@ impl ServerArgs {
             run_to_completion: self.pod_run_time,
             ..Simulation::default()
         });
-        Sandbox::with_config(SandboxConfig {
-            rollout: Rollout::Paced(self.pod_ready),
-            simulation,
-            ..SandboxConfig::default()
-        })
+        let mut config =
+            SandboxConfig { rollout: Rollout::Paced(self.pod_ready), simulation, ..SandboxConfig::default() };
+        if let Some(dir) = &self.exec_on_host {
+            config.container_runtime = std::sync::Arc::new(HostExec::new(dir));
+        }
+        let sandbox = Sandbox::with_config(config);
+        for f in &self.forward_ports {
+            sandbox.forward_port(&f.namespace, &f.pod, f.port, f.to);
+        }
+        sandbox
     }
 }
 
@@ -73,6 +115,29 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forwarded_ports_name_the_pod_its_port_and_the_address() {
+        let f = parse_forward("default/web:80=127.0.0.1:8080").unwrap();
+        assert_eq!(
+            f,
+            PortForward {
+                namespace: "default".into(),
+                pod: "web".into(),
+                port: 80,
+                to: "127.0.0.1:8080".parse().unwrap()
+            }
+        );
+        for bad in [
+            "web:80=127.0.0.1:8080",
+            "default/web=127.0.0.1:8080",
+            "default/web:0=127.0.0.1:1",
+            "default/web:80=localhost",
+        ] {
+            let e = parse_forward(bad).unwrap_err();
+            assert!(e.starts_with(&format!("{bad:?} is not NS/POD:PORT=HOST:PORT (")), "{e}");
+        }
+    }
 
     #[test]
     fn durations_as_kubectl_writes_them() {

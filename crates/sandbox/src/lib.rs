@@ -127,6 +127,7 @@
 //! | `go_print` | Go's printing of values (`%v`, `%q`, `%#v`), so messages are upstream's byte for byte |
 //! | `gojson` | Go's `encoding/json` errors for a body that is not JSON |
 //! | `container_runtime` | the simulated container runtime: containers' processes, logs, execs, forwarded ports |
+//! | `host_exec` | a runtime that runs execs as processes on this machine, for the command-line sandbox's opt-in |
 //! | `shell` | the built-in shell containers run: a POSIX subset, busybox's commands, in-memory files |
 //! | `process` | a process's command, streams and terminal |
 //! | `terminal` | what a terminal does to a tty session's bytes |
@@ -169,6 +170,7 @@ mod field_validation;
 mod go_order;
 mod go_print;
 mod gojson;
+mod host_exec;
 mod jsonpath;
 mod kinds;
 mod label_rules;
@@ -214,6 +216,7 @@ pub use container_runtime::{
     LogLine,
 };
 pub use faults::{Abandoned, ContainerFault, ContainerFaultRule, FaultKind, FaultRule, Faults, Probe};
+pub use host_exec::HostExec;
 pub use metrics::{USAGE_ANNOTATION, Usage, UsageError, parse_usage};
 pub use process::{Output, Process, Stdin, TerminalSize, Written};
 pub use record::{RequestRecord, Requests};

@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 
@@ -85,6 +85,52 @@ fn an_unwritable_kubeconfig_is_named() {
 #[test]
 fn a_bad_duration_is_named() {
     refused(&["--pod-ready", "fast"], "\"fast\" is not a duration");
+}
+
+#[test]
+fn a_bad_port_forward_is_named() {
+    refused(
+        &["--forward-port", "web:80=127.0.0.1:8080"],
+        "\"web:80=127.0.0.1:8080\" is not NS/POD:PORT=HOST:PORT",
+    );
+}
+
+#[tokio::test]
+async fn exec_on_host_runs_kubectl_exec_as_a_local_process() {
+    let on_path = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("kubectl")).find(|f| f.is_file()));
+    let Some(kubectl) = on_path else {
+        assert!(
+            std::env::var("COUNTER_CONTROLLER_REQUIRE_KUBECTL").as_deref() != Ok("1"),
+            "kubectl is required (COUNTER_CONTROLLER_REQUIRE_KUBECTL=1) but is not on PATH"
+        );
+        eprintln!("skipped: kubectl is not on PATH");
+        return;
+    };
+    let dir = temp_dir("exec-on-host");
+    let execs = dir.join("execs");
+    let server = Server::start(&dir, &["--exec-on-host", execs.to_str().unwrap(), "--pod-ready", "0s"]);
+    let pods: Api<Pod> = Api::default_namespaced(server.client().await);
+    let pod = json!({ "metadata": { "name": "web" },
+        "spec": { "containers": [{ "name": "main", "image": "busybox", "command": ["sleep", "infinity"] }] } });
+    pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
+    loop {
+        let p = pods.get("web").await.unwrap();
+        if p.status.and_then(|s| s.container_statuses).is_some_and(|c| c.iter().all(|c| c.ready)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let out = std::process::Command::new(kubectl)
+        .args(["exec", "web", "--", "pwd"])
+        .env("KUBECONFIG", &server.kubeconfig)
+        .env("KUBECACHEDIR", dir.join("cache"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let here = execs.join("default/web/main").canonicalize().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), here.to_str().unwrap());
+    server.stop("TERM");
 }
 
 #[test]

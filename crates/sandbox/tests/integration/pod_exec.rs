@@ -17,7 +17,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A simulated cluster served over HTTPS, and a client of it.
 pub(crate) async fn served() -> (Sandbox, HttpServer, Client) {
-    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::instant()));
+    served_with(SandboxConfig::with_cluster(Simulation::instant())).await
+}
+
+/// A sandbox with `config` served over HTTPS, and a client of it.
+async fn served_with(config: SandboxConfig) -> (Sandbox, HttpServer, Client) {
+    let sb = Sandbox::with_config(config);
     let server = sb.serve("127.0.0.1:0".parse().unwrap(), kube_sandbox::new_token()).await.unwrap();
     let dir = std::env::temp_dir().join(format!("sandbox-exec-{}-{}", std::process::id(), fastrand::u64(..)));
     std::fs::create_dir_all(&dir).unwrap();
@@ -239,6 +244,37 @@ async fn port_forward_to_an_echo_a_local_listener_and_a_refused_port() {
     assert!(refused.ends_with("connection refused"), "{refused}");
     drop(echo);
     pf.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_opt_in_host_runtime_runs_execs_as_local_processes_in_the_containers_directory() {
+    let dir =
+        std::env::temp_dir().join(format!("sandbox-host-exec-{}-{}", std::process::id(), fastrand::u64(..)));
+    let config = SandboxConfig {
+        container_runtime: std::sync::Arc::new(kube_sandbox::HostExec::new(&dir)),
+        ..SandboxConfig::with_cluster(Simulation::instant())
+    };
+    let (_sb, _server, client) = served_with(config).await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    running(&pods, "web", json!({ "env": [{ "name": "GREETING", "value": "hello" }] })).await;
+    // The machine's /bin/sh, in the container's own directory, with its variables and stdin.
+    let ap = AttachParams::default().stdin(true).stderr(false);
+    let script = "pwd; echo $GREETING; cat; exit 4";
+    let mut attached = pods.exec("web", vec!["/bin/sh", "-c", script], &ap).await.unwrap();
+    let mut stdin = attached.stdin().unwrap();
+    stdin.write_all(b"piped\n").await.unwrap();
+    stdin.shutdown().await.unwrap();
+    let out = read_all(attached.stdout().unwrap()).await;
+    let here = dir.join("default/web/main").canonicalize().unwrap();
+    assert_eq!(out, format!("{}\nhello\npiped\n", here.display()));
+    assert_eq!(exit_cause(attached.take_status().unwrap().await.unwrap()).1, "4");
+    // A program this machine does not have: a shell's words and code.
+    let ap = AttachParams::default().stdout(false).stderr(true);
+    let mut attached = pods.exec("web", vec!["no-such-program-here"], &ap).await.unwrap();
+    let err = read_all(attached.stderr().unwrap()).await;
+    assert_eq!(err, "no-such-program-here: command not found\n");
+    assert_eq!(exit_cause(attached.take_status().unwrap().await.unwrap()).1, "127");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The exit code cause of a failed exec's status: (reason, message).
