@@ -72,6 +72,10 @@ pub(super) fn log(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
 /// What an attach to `container` shows: the lines its current run writes from now on, until
 /// it exits or the pod goes. What the client types is read and dropped — the simulated
 /// container's process reads no input.
+/// How many times, 10 ms apart, an attach looks for the stdin of a container whose process is
+/// starting.
+const STDIN_WAITS: usize = 500;
+
 pub(super) fn attach(
     shared: &Arc<SandboxState>,
     pods: Arc<ResourceDef>,
@@ -92,11 +96,22 @@ pub(super) fn attach(
         opts: LogOptions::default(),
         budget: None,
     };
-    // A container that keeps its stdin open (`stdin: true`) reads what the client sends.
-    let mut stdin = if container.stdin { shared.containers.stdin_of(container) } else { None };
     let containers = shared.containers.clone();
     let spec = container.clone();
     Box::pin(async move {
+        // A container that keeps its stdin open (`stdin: true`) reads what the client sends,
+        // once its process has started: a client that saw the container running may attach
+        // the moment before the kubelet starts it.
+        let mut stdin = None;
+        if spec.stdin && containers.runs_program(&spec) {
+            for _ in 0..STDIN_WAITS {
+                stdin = containers.stdin_of(&spec);
+                if stdin.is_some() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
         let (tx, mut rx) = mpsc::channel(16);
         let follow = tokio::spawn(followed.run(Vec::new(), tx));
         let drain = async {
