@@ -59,6 +59,12 @@ pub struct Container {
 }
 
 impl Container {
+    /// Where a runtime fault may strike: this container, by its pod's namespace, name and
+    /// labels.
+    pub(crate) fn fault_target(&self) -> Target<'_> {
+        Target { namespace: &self.namespace, pod: &self.pod, container: &self.name, labels: &self.labels }
+    }
+
     /// What the container runs: `command` then `args`.
     #[must_use]
     pub fn argv(&self) -> Vec<String> {
@@ -341,8 +347,7 @@ impl Containers {
     /// test's script, the runtime, or the built-in shell when it has the command's first word.
     /// Else the process comes back: the command is the image's, which nothing simulates.
     pub(crate) fn try_exec(&self, c: &Container, process: Process) -> Result<ExecFuture, Process> {
-        let at = Target { namespace: &c.namespace, pod: &c.pod, container: &c.name, labels: &c.labels };
-        if self.faults.exec_hangs(&at) {
+        if self.faults.exec_hangs(&c.fault_target()) {
             // Held until the caller gives up on it; its streams stay open meanwhile.
             return Ok(Box::pin(async move {
                 let _streams = process;

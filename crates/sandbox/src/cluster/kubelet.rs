@@ -405,6 +405,7 @@ impl Kubelets {
         let specs = containers_of(pod);
         let mut wake: Option<Timestamp> = None;
         let mut changed = false;
+        let done = matches!(status["phase"].as_str(), Some("Succeeded" | "Failed"));
         let list = status.get_mut("containerStatuses").and_then(Value::as_array_mut)?;
         for s in list.iter_mut() {
             let Some(since) = s.pointer("/state/running/startedAt").and_then(Value::as_str) else { continue };
@@ -428,9 +429,8 @@ impl Kubelets {
             }
         }
         if changed {
-            let list = list.clone();
-            let done = matches!(status["phase"].as_str(), Some("Succeeded" | "Failed"));
-            status["conditions"] = conditions(pod, &list, done, &crate::clock::seconds(now));
+            let conditions = conditions(pod, list, done, &crate::clock::seconds(now));
+            status["conditions"] = conditions;
         }
         wake
     }
@@ -511,14 +511,13 @@ impl Kubelets {
             if due.is_empty() {
                 continue;
             }
-            let labels = crate::faults::labels_of(pod);
-            let at = Target { namespace: ns, pod: name, container, labels: &labels };
+            let c = crate::pod_log::container(pod, container);
             for d in due {
-                let c = crate::pod_log::container(pod, container);
                 let failed = containers
                     .faults
-                    .probe_fails(&at, d.probe)
+                    .probe_fails(&c.fault_target(), d.probe)
                     .then(|| prober::failed_by_fault(&d.handler, &c.pod_ip));
+                let c = c.clone();
                 let result = ProbeResult {
                     namespace: ns.to_owned(),
                     pod: name.to_owned(),
