@@ -221,6 +221,7 @@ pub use metrics::{USAGE_ANNOTATION, Usage, UsageError, parse_usage};
 pub use process::{Output, Process, Stdin, TerminalSize, Written};
 pub use record::{RequestRecord, Requests};
 pub use resource::ResourceDef;
+pub use rest::protobuf;
 pub use rest::server::{HttpServer, new_token, write_kubeconfig};
 pub use status::ApiError;
 pub use store::{Change, ChangeType, ListQuery, Store, StoreConfig};

@@ -91,7 +91,9 @@ pub fn default(svc: &mut Value) {
     for p in ports_mut(spec) {
         p.entry("protocol").or_insert_with(|| json!("TCP"));
         if let Some(port) = p.get("port").cloned() {
-            let unset = p.get("targetPort").is_none_or(|t| t.is_null() || t.as_i64() == Some(0));
+            let unset = p
+                .get("targetPort")
+                .is_none_or(|t| t.is_null() || t.as_i64() == Some(0) || t.as_str() == Some(""));
             if unset {
                 p.insert("targetPort".into(), port);
             }

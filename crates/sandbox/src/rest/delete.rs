@@ -16,10 +16,20 @@ use crate::store::DeleteOptions;
 
 /// A delete carries its options, `dryRun` among them, in its body (kubectl and client-go do),
 /// read once, before the store is chosen, and checked as upstream's `ValidateDeleteOptions`.
-pub(super) fn read_options(bytes: &[u8], req: &mut Request) -> Result<(Value, DeleteOptions), ApiError> {
+pub(super) fn read_options(
+    bytes: &[u8],
+    content_type: &str,
+    req: &mut Request,
+) -> Result<(Value, DeleteOptions), ApiError> {
     let what = req.verb.name();
     let q = &mut req.query;
-    let body = parse_json(bytes, what)?;
+    // Go clients on protobuf send their DeleteOptions in it (an empty body is no options).
+    let protobuf = content_type.split(';').next().is_some_and(|t| t.trim() == super::protobuf::CONTENT_TYPE);
+    let body = if protobuf && !bytes.is_empty() {
+        super::protobuf::to_json(bytes)?
+    } else {
+        parse_json(bytes, what)?
+    };
     for v in body.get("dryRun").and_then(Value::as_array).into_iter().flatten() {
         let v = v.as_str().unwrap_or("");
         q.dry_run |= v == "All";

@@ -14,8 +14,9 @@ use http_body_util::Full;
 
 use super::body::read_request_body;
 use super::call::Call;
+use super::negotiate::{Wire, negotiate};
 use super::request::{Request, Target, Verb};
-use super::response::{Disconnect, error_response, panicked, with_warnings};
+use super::response::{Disconnect, as_protobuf, error_response, panicked, with_warnings};
 use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
 use crate::SandboxState;
 use crate::record::RequestRecord;
@@ -159,10 +160,15 @@ where
     // A deprecated resource warns of it in every answer, a refusal too (the installer's
     // deprecation warning, before any handler).
     let deprecation = target.def.deprecation();
+    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let wire = negotiate(accept, target.def.custom().is_none()).map_or(Wire::Json, |(_, wire)| wire);
     let response = match answer(shared, parts, target, bytes, record) {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
+    // Answers are made as JSON and written in the encoding negotiated (a refusal too, as
+    // upstream's errors are); a watch writes its own frames.
+    let response = if wire == Wire::Protobuf { as_protobuf(response).await } else { response };
     match deprecation {
         Some(warning) => with_warnings(response, &[warning.to_owned()]),
         None => response,
@@ -187,7 +193,11 @@ fn answer(
     }
     let bytes = bytes?;
     let delete = match req.verb {
-        Verb::Delete | Verb::DeleteCollection => Some(delete::read_options(&bytes, &mut req)?),
+        Verb::Delete | Verb::DeleteCollection => {
+            let content_type =
+                parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            Some(delete::read_options(&bytes, content_type, &mut req)?)
+        }
         _ => None,
     };
     // dryRun=All: the same request against a throwaway copy of the store — validated, defaulted,

@@ -15,14 +15,25 @@ pub(super) enum Render {
     PartialList(&'static str),
 }
 
+/// The encoding an answer is written in.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    #[default]
+    Json,
+    /// `application/vnd.kubernetes.protobuf`: a built-in kind, or any kind's metadata.
+    Protobuf,
+}
+
 /// The first clause of `accept` the server can answer, as upstream's
 /// `negotiation.NegotiateOutputMediaType` with the endpoint's transforms
 /// (`AllowsMediaTypeTransform`): a served media type (or a wildcard) with no `as=`, or one
 /// whose `as=` is a `meta.k8s.io/v1|v1beta1` Table (JSON or YAML) or `PartialObjectMetadata[List]`.
-/// `None` when no clause can be served (406); an empty header is the object itself.
-pub(super) fn negotiate(accept: &str) -> Option<Render> {
+/// `None` when no clause can be served (406); an empty header is the object itself. Protobuf
+/// is served for `built_in` kinds and for metadata; a Table is never protobuf, and a custom
+/// resource's protobuf clause is passed over for the next, as its handler's serializers lack it.
+pub(super) fn negotiate(accept: &str, built_in: bool) -> Option<(Render, Wire)> {
     if accept.trim().is_empty() {
-        return Some(Render::Object);
+        return Some((Render::Object, Wire::Json));
     }
     accept.split(',').find_map(|clause| {
         let mut parts = clause.split(';').map(str::trim);
@@ -41,19 +52,22 @@ pub(super) fn negotiate(accept: &str) -> Option<Render> {
                 _ => {}
             }
         }
+        let protobuf = media == crate::rest::protobuf::CONTENT_TYPE;
+        let wire = if protobuf { Wire::Protobuf } else { Wire::Json };
         if as_.is_empty() {
-            return Some(Render::Object);
+            return (built_in || !protobuf).then_some((Render::Object, wire));
         }
         let version = match (g, v) {
             ("meta.k8s.io", "v1") => "meta.k8s.io/v1",
             ("meta.k8s.io", "v1beta1") => "meta.k8s.io/v1beta1",
             _ => return None,
         };
-        match as_ {
-            "Table" if media != "application/vnd.kubernetes.protobuf" => Some(Render::Table(version)),
-            "PartialObjectMetadata" => Some(Render::Partial(version)),
-            "PartialObjectMetadataList" => Some(Render::PartialList(version)),
-            _ => None,
-        }
+        let render = match as_ {
+            "Table" if !protobuf => Render::Table(version),
+            "PartialObjectMetadata" => Render::Partial(version),
+            "PartialObjectMetadataList" => Render::PartialList(version),
+            _ => return None,
+        };
+        Some((render, wire))
     })
 }

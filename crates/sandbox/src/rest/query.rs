@@ -33,6 +33,8 @@ pub(super) struct Query {
     pub(super) as_table: bool,
     /// What the response is transformed into (`as=Table|PartialObjectMetadata[List]`).
     pub(super) render: Render,
+    /// The encoding answers are written in.
+    pub(super) wire: super::negotiate::Wire,
     /// `includeObject` of a Table (`TableOptions`): `None`, `Metadata` (the default), `Object`.
     pub(super) include_object: Option<String>,
 }

@@ -140,7 +140,8 @@ impl Request {
         }
         t.record(record);
         let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let render = negotiate(accept).ok_or_else(ApiError::not_acceptable)?;
+        let (render, wire) =
+            negotiate(accept, t.def.custom().is_none()).ok_or_else(ApiError::not_acceptable)?;
         let mut query = Query::parse(parts.uri.query(), &t.def)?;
         let verb = Verb::of(&parts.method, &t, query.watch);
         record.verb = verb.map_or("unsupported", Verb::name).to_owned();
@@ -152,6 +153,7 @@ impl Request {
         }
         query.as_table = matches!(render, Render::Table(_));
         query.render = render;
+        query.wire = wire;
         let Some(verb) = verb else {
             // The custom resource handler takes a write of its collection, then wants a name.
             if t.def.custom().is_some() && matches!(parts.method, Method::PATCH | Method::PUT) {

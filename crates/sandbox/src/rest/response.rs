@@ -112,14 +112,47 @@ pub(super) fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) 
     r
 }
 
-/// A chunked stream of the lines `rx` yields (a watch).
-pub(super) fn stream_response(rx: mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
+/// A JSON answer written again in protobuf, when its object is a built-in kind (or metadata, or
+/// a Status); anything else — text, a stream, a kind protobuf does not carry — is left as it is.
+pub(super) async fn as_protobuf(r: Response<ResponseBody>) -> Response<ResponseBody> {
+    let is_json = r.headers().get(header::CONTENT_TYPE).is_some_and(|v| v == "application/json");
+    if !is_json || r.headers().contains_key(header::TRANSFER_ENCODING) {
+        return r;
+    }
+    let (mut parts, body) = r.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let encoded = serde_json::from_slice::<Value>(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|v| crate::rest::protobuf::from_json(&v).map_err(|e| e.to_string()));
+    let body = match encoded {
+        Ok(pb) => {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                http::HeaderValue::from_static(crate::rest::protobuf::CONTENT_TYPE),
+            );
+            Bytes::from(pb)
+        }
+        Err(why) => {
+            tracing::debug!(%why, "an answer stays JSON");
+            bytes
+        }
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(body).boxed_unsync())
+}
+
+/// A chunked stream of the frames `rx` yields (a watch), of `content_type`.
+pub(super) fn stream_response(
+    rx: mpsc::Receiver<Bytes>,
+    content_type: &'static str,
+) -> Response<ResponseBody> {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
     });
     Response::builder()
         .status(200)
-        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_TYPE, content_type)
         .header(header::TRANSFER_ENCODING, "chunked")
         .body(StreamBody::new(stream).boxed_unsync())
         .expect("valid response")

@@ -1,6 +1,6 @@
 //! Watch streams (upstream's `endpoints/handlers/watch.go` and the cache watcher): the initial
 //! events, or the history since the version asked, then the live changes a selector sees —
-//! one JSON line each, as the object, a Table row or its metadata — with bookmarks, the end of
+//! one JSON line or protobuf frame each, as the object, a Table row or its metadata — with bookmarks, the end of
 //! a streaming list, timeouts, and the faults a test injects (forced expiry, cuts, pauses).
 
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::ResponseBody;
-use super::negotiate::Render;
+use super::negotiate::{Render, Wire};
 use super::query::Query;
 use super::request::Request;
 use super::response::stream_response;
@@ -25,26 +25,27 @@ use crate::store::{Change, ChangeType, ListQuery, WatchStart};
 /// or the stream is cut. A version too old is one ERROR event, as upstream answers it.
 pub(super) fn watch(shared: &Arc<SandboxState>, req: Request) -> Result<Response<ResponseBody>, ApiError> {
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
+    let framer = Framer(req.query.wire);
     if shared.faults.take_forced_expiry() {
         let e = ApiError::expired("too old resource version: forced by the sandbox's fault injection");
-        let _ = tx.try_send(frame("ERROR", &e.to_status()));
-        return Ok(stream_response(rx));
+        let _ = tx.try_send(framer.frame("ERROR", &e.to_status()));
+        return Ok(stream_response(rx, framer.content_type()));
     }
     let Request { def, namespace, query, .. } = req;
     let start = match shared.store.watch(&def, namespace.as_deref(), &query.list, query.send_initial_events) {
         Ok(s) => s,
         Err(e) if e.code == 410 => {
             // The API server answers an expired watch with 200 and one ERROR event.
-            let _ = tx.try_send(frame("ERROR", &e.to_status()));
-            return Ok(stream_response(rx));
+            let _ = tx.try_send(framer.frame("ERROR", &e.to_status()));
+            return Ok(stream_response(rx, framer.content_type()));
         }
         Err(e) => return Err(e),
     };
     // Taken now: a cut ordered once the watch is answered ends it.
     let cut_seen = shared.faults.cut_generation();
-    let watcher = Watcher { shared: Arc::clone(shared), def, namespace, query, tx, headers: true };
+    let watcher = Watcher { shared: Arc::clone(shared), def, namespace, query, tx, headers: true, framer };
     tokio::spawn(watcher.run(start, cut_seen));
-    Ok(stream_response(rx))
+    Ok(stream_response(rx, framer.content_type()))
 }
 
 /// One open watch, writing its events to `tx`.
@@ -57,6 +58,7 @@ struct Watcher {
     /// Whether the next Table still carries its column definitions (the first event's only, as
     /// the API server's do).
     headers: bool,
+    framer: Framer,
 }
 
 impl Watcher {
@@ -70,7 +72,7 @@ impl Watcher {
                 return;
             }
         }
-        if initial_events_end && self.tx.send(bookmark(&self.def, rv, true)).await.is_err() {
+        if initial_events_end && self.tx.send(self.bookmark(rv, true)).await.is_err() {
             return;
         }
         self.follow(feed, rv, cut_seen).await;
@@ -107,7 +109,7 @@ impl Watcher {
                 },
                 _ = ticks.tick(), if self.query.allow_bookmarks => {
                     shared.faults.watch_events_flow(self.def.plural).await;
-                    if self.tx.send(bookmark(&self.def, rv, false)).await.is_err() {
+                    if self.tx.send(self.bookmark(rv, false)).await.is_err() {
                         return;
                     }
                 }
@@ -131,9 +133,10 @@ impl Watcher {
     /// An event's line, its object in the shape negotiated.
     fn render(&mut self, kind: &str, obj: EventObject) -> Bytes {
         let def = &self.def;
+        let framer = self.framer;
         if let Render::Partial(version) | Render::PartialList(version) = self.query.render {
             let obj = obj.into_presented(def);
-            frame(
+            framer.frame(
                 kind,
                 &json!({ "kind": "PartialObjectMetadata", "apiVersion": version, "metadata": obj["metadata"] }),
             )
@@ -145,12 +148,59 @@ impl Watcher {
                 t["apiVersion"] = json!(version);
             }
             self.headers = false;
-            frame(kind, &t)
+            framer.frame(kind, &t)
         } else {
             match obj {
-                EventObject::Stored(o) => frame_with(kind, |out| def.write_presented(&o, out)),
-                EventObject::Made(v) => frame(kind, &v),
+                EventObject::Stored(o) if framer.0 == Wire::Json => {
+                    frame_with(kind, |out| def.write_presented(&o, out))
+                }
+                EventObject::Stored(o) => framer.frame(kind, &def.present(&o)),
+                EventObject::Made(v) => framer.frame(kind, &v),
             }
+        }
+    }
+
+    /// A bookmark: the resource's kind with only a version, or its metadata when that is
+    /// what the watch asked for.
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = json!({ "resourceVersion": rv.to_string() });
+        if initial_end {
+            meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+        }
+        let (kind, api_version) = match self.query.render {
+            Render::Partial(version) | Render::PartialList(version) => {
+                ("PartialObjectMetadata", version.to_owned())
+            }
+            _ => (self.def.kind, self.def.api_version()),
+        };
+        self.framer.frame("BOOKMARK", &json!({ "kind": kind, "apiVersion": api_version, "metadata": meta }))
+    }
+}
+
+/// How a watch writes its events: JSON lines, or protobuf's length-prefixed frames.
+#[derive(Debug, Clone, Copy)]
+struct Framer(Wire);
+
+impl Framer {
+    fn content_type(self) -> &'static str {
+        match self.0 {
+            Wire::Json => "application/json",
+            Wire::Protobuf => super::protobuf::STREAM_CONTENT_TYPE,
+        }
+    }
+
+    fn frame(self, kind: &str, object: &Value) -> Bytes {
+        match self.0 {
+            Wire::Json => frame(kind, object),
+            Wire::Protobuf => super::protobuf::watch_frame(kind, object).map_or_else(
+                |e| {
+                    // Not expected of a built-in kind; the client sees why and starts again.
+                    let why = format!("unable to encode watch object {}: {e}", object["kind"]);
+                    let status = ApiError::internal(why).to_status();
+                    super::protobuf::watch_frame("ERROR", &status).map(Bytes::from).unwrap_or_default()
+                },
+                Bytes::from,
+            ),
         }
     }
 }
@@ -222,14 +272,6 @@ fn frame(kind: &str, object: &Value) -> Bytes {
     frame_with(kind, |out| {
         let _ = serde_json::to_writer(out, &crate::go_order::GoOrdered::object(object));
     })
-}
-
-fn bookmark(def: &ResourceDef, rv: u64, initial_end: bool) -> Bytes {
-    let mut meta = json!({ "resourceVersion": rv.to_string() });
-    if initial_end {
-        meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
-    }
-    frame("BOOKMARK", &json!({ "kind": def.kind, "apiVersion": def.api_version(), "metadata": meta }))
 }
 
 /// Whether `c` removes the CRD that defines `def`.

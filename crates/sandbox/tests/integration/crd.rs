@@ -55,7 +55,7 @@ fn api_error(e: Error) -> Status {
 }
 
 /// Creates the Widget CRD and waits until it is established.
-async fn install(client: &Client, crd: &CustomResourceDefinition) -> CustomResourceDefinition {
+pub(crate) async fn install(client: &Client, crd: &CustomResourceDefinition) -> CustomResourceDefinition {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), crd).await.expect("the CRD is created");
     let name = crd.name_any();
@@ -71,7 +71,7 @@ async fn install(client: &Client, crd: &CustomResourceDefinition) -> CustomResou
         .expect("the CRD exists")
 }
 
-fn widget(name: &str, size: i32) -> Widget {
+pub(crate) fn widget(name: &str, size: i32) -> Widget {
     Widget::new(name, WidgetSpec { size, color: None })
 }
 

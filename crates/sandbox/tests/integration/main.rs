@@ -19,6 +19,7 @@ mod module_graph;
 mod pod_exec;
 mod pod_logs;
 mod probes;
+mod protobuf;
 mod resource_metrics;
 mod upstream;
 mod validation_inventory;
