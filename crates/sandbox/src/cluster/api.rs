@@ -76,6 +76,8 @@ pub(crate) struct Api<'a> {
     pub store: &'a Store,
     pub clock: &'a Clock,
     pub defs: &'a Defs,
+    /// The pods without a controller (an informer's index).
+    pub orphans: &'a super::controller_ref::Orphans,
 }
 
 impl Api<'_> {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::api::{Api, pod_active, pod_available, pod_ready};
+use super::controller_ref::{Claim, claim};
 use super::replicaset::pod_from_template;
 use super::scheduler::node_admits;
 use super::{Controller, Queue, Timers, history, log_failure};
@@ -91,7 +92,9 @@ fn sync_one(
     labels["controller-revision-hash"] = json!(hash);
     labels["pod-template-generation"] = json!(generation.to_string());
 
-    let pods = api.owned(api.defs.pods, ds);
+    let selector = ds.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+    let how = Claim { def, selector: &selector, considers: &|_| true, member: &|_| true };
+    let pods = claim(api, ds, &how);
     let mut by_node: BTreeMap<String, Vec<Arc<Value>>> = BTreeMap::new();
     for p in pods.iter().filter(|p| pod_active(p)) {
         by_node.entry(node_of(p)).or_default().push(Arc::clone(p));

@@ -18,6 +18,7 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
 use super::api::{Api, phase, pod_active, pod_ready, set_condition};
+use super::controller_ref::{Claim, claim};
 use super::replicaset::{pod_from_template, to_delete};
 use super::{Controller, Queue, Timers, log_failure};
 use crate::object_meta::{finalizers, is_deleting, meta_str};
@@ -106,7 +107,9 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     let (ns, name) = (meta_str(job, "namespace"), meta_str(job, "name"));
     let now = api.clock.now();
     let stamp = api.clock.rfc3339();
-    let pods = api.owned(api.defs.pods, job);
+    let selector = job.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+    let how = Claim { def: api.defs.jobs, selector: &selector, considers: &|_| true, member: &|_| true };
+    let pods = claim(api, job, &how);
     let tracked = |p: &Value| finalizers(p).iter().any(|f| f == TRACKING);
     let spec = job.get("spec").cloned().unwrap_or_default();
     let indexed = spec["completionMode"] == "Indexed";

@@ -20,6 +20,7 @@
 //! | `statefulset` | the StatefulSet controller: ordinals, claims, partitioned updates |
 //! | `daemonset` | the DaemonSet controller: a pod per eligible node |
 //! | `history` | the ControllerRevisions of StatefulSets and DaemonSets |
+//! | `controller_ref` | the ControllerRef manager: owners adopt matching orphan pods, release the rest |
 //! | `job` | the Job controller and the TTL-after-finished controller |
 //! | `cronjob` | the CronJob controller, on the simulation's clock |
 //! | `endpoints` | the Endpoints and EndpointSlice controllers |
@@ -51,6 +52,7 @@
 mod api;
 mod autoscaler;
 mod bootstrap;
+mod controller_ref;
 
 pub(crate) mod core_controllers;
 mod cronjob;
@@ -546,6 +548,10 @@ pub(crate) struct World {
     containers: crate::container_runtime::Containers,
     /// The generation of the runtime's faults the kubelets last looked at their pods for.
     faults_seen: u64,
+    /// The pods without a controller, for the owners that may adopt them.
+    orphans: controller_ref::Orphans,
+    /// Pods that have just become orphans: the owners whose selectors match them look.
+    new_orphans: BTreeSet<(String, String)>,
 }
 
 impl World {
@@ -566,6 +572,8 @@ impl World {
             autoscalers: autoscaler::Autoscalers::default(),
             faults_seen: containers.faults.generation(),
             containers,
+            orphans: controller_ref::Orphans::default(),
+            new_orphans: BTreeSet::new(),
         }
     }
 
@@ -704,6 +712,10 @@ impl World {
         } else {
             self.enqueue(Controller::Kubelet, ns, name);
         }
+        let orphan = kind != ChangeType::Deleted && pod.controller().is_none();
+        if self.orphans.observe(ns, name, orphan) {
+            self.new_orphans.insert((ns.to_owned(), name.to_owned()));
+        }
         for (owner, owner_name) in [Some(pod), old].into_iter().flatten().filter_map(PodGlance::controller) {
             let c = match owner {
                 "ReplicaSet" => Controller::ReplicaSet,
@@ -753,8 +765,11 @@ impl World {
                 }
             }
         }
+        self.seek_owners(store);
         let defs = self.defs;
-        let api = Api { store, clock: &clock, defs: &defs };
+        // Held aside for the round: the parts read it while the world is theirs to change.
+        let orphans = std::mem::take(&mut self.orphans);
+        let api = Api { store, clock: &clock, defs: &defs, orphans: &orphans };
         // The handle, not the settings, is cloned each round (an `Arc`).
         let cluster = self.cluster.clone();
         let settings = &cluster.inner.settings;
@@ -781,9 +796,40 @@ impl World {
                 self.timers.extend(again);
             }
         });
+        self.orphans = orphans;
         if self.scheduler.retry_due() {
             for (ns, name) in self.scheduler.unschedulable() {
                 self.enqueue(Controller::Scheduler, &ns, &name);
+            }
+        }
+    }
+
+    /// Queues the owners whose selectors match a pod that has just become an orphan, as
+    /// upstream's controllers look for the owners of a pod without a controller reference
+    /// (`getPodReplicaSets` and its kin).
+    fn seek_owners(&mut self, store: &Store) {
+        let d = self.defs;
+        let owners = [
+            (d.replicasets, Controller::ReplicaSet),
+            (d.controllers, Controller::ReplicationController),
+            (d.jobs, Controller::Job),
+            (d.statefulsets, Controller::StatefulSet),
+            (d.daemonsets, Controller::DaemonSet),
+        ];
+        for (ns, name) in std::mem::take(&mut self.new_orphans) {
+            let Some(pod) = store.stored(d.pods, &ns, &name) else { continue };
+            let labels =
+                pod.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+            for (def, c) in owners {
+                if !self.runs(c) {
+                    continue;
+                }
+                for owner in store.snapshot(def, Some(&ns)).1 {
+                    let selector = replicaset::selector_of(def, &owner);
+                    if crate::selector::selector_matches(&selector, &labels) {
+                        self.enqueue(c, &ns, meta_str(&owner, "name"));
+                    }
+                }
             }
         }
     }
@@ -857,7 +903,7 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
         let mut world = World::new(cluster.clone(), ca, strong.containers.clone());
         let defs = world.defs;
         let clock = cluster.clock().clone();
-        let api = Api { store, clock: &clock, defs: &defs };
+        let api = Api { store, clock: &clock, defs: &defs, orphans: &controller_ref::NO_ORPHANS };
         if let Err(e) = nodes::create(&api, &cluster.inner.settings) {
             tracing::error!(error = %e, "the simulated nodes could not be created");
         }

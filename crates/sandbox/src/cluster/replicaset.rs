@@ -13,10 +13,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_active, pod_available, pod_ready, set_condition};
+use super::controller_ref::{Claim, claim};
 use super::{Controller, Queue, Timers, log_failure};
 use crate::object_meta::{is_deleting, meta_str};
 use crate::resource::ResourceDef;
-use crate::selector::selector_matches;
 
 /// Most pods created for one owner in one round (upstream's `BurstReplicas`).
 const BURST: usize = 500;
@@ -109,11 +109,8 @@ pub(crate) fn sync(api: &Api<'_>, def: &ResourceDef, queue: &Queue, timers: &mut
     for (ns, name) in queue {
         let Some(owner) = api.get(def, ns, name) else { continue };
         let selector = selector_of(def, &owner);
-        let pods: Vec<Arc<Value>> = api
-            .owned(api.defs.pods, &owner)
-            .into_iter()
-            .filter(|p| pod_active(p) && selector_matches(&selector, &labels(p)))
-            .collect();
+        let how = Claim { def, selector: &selector, considers: &|p| pod_active(p), member: &|_| true };
+        let pods: Vec<Arc<Value>> = claim(api, &owner, &how);
         let want = usize::try_from(owner.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1))
             .unwrap_or(0);
         let template = owner.pointer("/spec/template").cloned().unwrap_or_default();

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::api::{Api, controller_ref, phase, pod_available, pod_ready};
+use super::controller_ref::{Claim, claim};
 use super::{Controller, Queue, Timers, history};
 use crate::object_meta::{is_deleting, meta_str};
 
@@ -55,8 +56,11 @@ fn sync_one(api: &Api<'_>, set: &Value, timers: &mut Timers) -> Result<(), crate
         set.pointer("/spec/updateStrategy/rollingUpdate/partition").and_then(Value::as_i64).unwrap_or(0);
     let min_ready = set.pointer("/spec/minReadySeconds").and_then(Value::as_i64).unwrap_or(0);
 
+    let selector = set.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+    let member = |p: &Value| ordinal(name, p).is_some();
+    let how = Claim { def, selector: &selector, considers: &|_| true, member: &member };
     let pods: BTreeMap<i64, Arc<Value>> =
-        api.owned(api.defs.pods, set).into_iter().filter_map(|p| Some((ordinal(name, &p)?, p))).collect();
+        claim(api, set, &how).into_iter().filter_map(|p| Some((ordinal(name, &p)?, p))).collect();
     let healthy = |p: &Value| phase(p) == "Running" && pod_ready(p) && !is_deleting(p);
 
     // Make what is missing, replace what failed; in order, each after the one before is ready.

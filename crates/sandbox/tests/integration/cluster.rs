@@ -758,3 +758,116 @@ async fn init_containers_run_first() {
     assert!(phases.contains(&"Pending init running".to_owned()), "{phases:?}");
     assert!(phases.contains(&"Running init done".to_owned()), "{phases:?}");
 }
+
+fn controller_of(obj: &impl Resource) -> Option<String> {
+    obj.meta().owner_references.as_ref()?.iter().find(|r| r.controller == Some(true)).map(|r| r.uid.clone())
+}
+
+#[tokio::test]
+async fn a_replica_set_adopts_a_matching_orphan_and_releases_a_pod_that_stops_matching() {
+    // Upstream's conformance test "ReplicaSet should adopt matching pods on creation and release
+    // no longer matching pods", as kube-controller-manager's ControllerRef manager answers it.
+    let sb = cluster(Simulation::default());
+    let client = sb.client();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let bare = json!({ "metadata": { "name": "adopt-me", "labels": { "name": "adopt-me" } },
+                       "spec": { "containers": [{ "name": "c", "image": "nginx" }] } });
+    pods.create(&PostParams::default(), &of(bare)).await.unwrap();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let rs = json!({ "metadata": { "name": "adopt-me" }, "spec": { "replicas": 1,
+        "selector": { "matchLabels": { "name": "adopt-me" } },
+        "template": { "metadata": { "labels": { "name": "adopt-me" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } });
+    let rs = sets.create(&PostParams::default(), &of(rs)).await.unwrap();
+    let uid = rs.metadata.uid.clone().unwrap();
+    let adopted = eventually(|| async {
+        let p = pods.get("adopt-me").await.ok()?;
+        (controller_of(&p).as_deref() == Some(uid.as_str())).then_some(p)
+    })
+    .await;
+    assert_eq!(adopted.metadata.owner_references.as_ref().unwrap()[0].block_owner_deletion, Some(true));
+    wait_for(&sets, "adopt-me", |s: Option<&ReplicaSet>| {
+        s.and_then(|s| s.status.as_ref()).is_some_and(|st| st.replicas == 1 && st.ready_replicas == Some(1))
+    })
+    .await;
+    assert_eq!(pods_of(&client, "name=adopt-me").await.len(), 1, "the orphan was adopted, no pod was made");
+
+    // Its label changed, the pod is released, and the set makes another.
+    let relabel = json!({ "metadata": { "labels": { "name": "not-matching" } } });
+    pods.patch("adopt-me", &PatchParams::default(), &Patch::Merge(&relabel)).await.unwrap();
+    eventually(|| async { controller_of(&pods.get("adopt-me").await.ok()?).is_none().then_some(()) }).await;
+    let replacement = eventually(|| async {
+        let mine = pods_of(&client, "name=adopt-me").await;
+        (mine.len() == 1 && mine[0].metadata.name.as_deref() != Some("adopt-me")).then(|| mine[0].clone())
+    })
+    .await;
+    assert_eq!(controller_of(&replacement).as_deref(), Some(uid.as_str()));
+}
+
+#[tokio::test]
+async fn orphans_left_by_a_replica_set_deleted_with_orphan_propagation_are_adopted_by_the_next() {
+    let sb = cluster(Simulation::default());
+    let client = sb.client();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let rs = |name: &str| -> ReplicaSet {
+        of(json!({ "metadata": { "name": name }, "spec": { "replicas": 2,
+            "selector": { "matchLabels": { "app": "kept" } },
+            "template": { "metadata": { "labels": { "app": "kept" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
+    };
+    sets.create(&PostParams::default(), &rs("first")).await.unwrap();
+    let ready = |s: Option<&ReplicaSet>| {
+        s.and_then(|s| s.status.as_ref()).and_then(|st| st.ready_replicas) == Some(2)
+    };
+    wait_for(&sets, "first", ready).await;
+    let before: Vec<String> =
+        pods_of(&client, "app=kept").await.into_iter().filter_map(|p| p.metadata.name).collect();
+    sets.delete("first", &DeleteParams::orphan()).await.unwrap();
+    let second = sets.create(&PostParams::default(), &rs("second")).await.unwrap();
+    let uid = second.metadata.uid.unwrap();
+    wait_for(&sets, "second", ready).await;
+    let after = eventually(|| async {
+        let pods = pods_of(&client, "app=kept").await;
+        pods.iter().all(|p| controller_of(p).as_deref() == Some(uid.as_str())).then_some(pods)
+    })
+    .await;
+    let mut names: Vec<String> = after.into_iter().filter_map(|p| p.metadata.name).collect();
+    names.sort();
+    let mut before = before;
+    before.sort();
+    assert_eq!(names, before, "the same pods, adopted; none made");
+}
+
+#[tokio::test]
+async fn a_job_adopts_its_orphaned_pods_again_and_releases_one_whose_labels_change() {
+    // Upstream's conformance test "Job should adopt matching orphans and release non-matching pods".
+    let sb = cluster(Simulation::default());
+    let client = sb.client();
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let mut j = job("adopt", json!({ "parallelism": 2, "completions": 4 }));
+    j.spec.as_mut().unwrap().template.spec.as_mut().unwrap().containers[0].command =
+        Some(vec!["sleep".into(), "3600".into()]);
+    let j = jobs.create(&PostParams::default(), &j).await.unwrap();
+    let uid = j.metadata.uid.unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let selector = format!("batch.kubernetes.io/controller-uid={uid}");
+    let first = eventually(|| async {
+        let mine = pods_of(&client, &selector).await;
+        (mine.len() == 2).then(|| mine[0].metadata.name.clone().unwrap())
+    })
+    .await;
+    // Orphaned by hand: the Job adopts it again.
+    let orphan = json!({ "metadata": { "ownerReferences": null } });
+    pods.patch(&first, &PatchParams::default(), &Patch::Merge(&orphan)).await.unwrap();
+    eventually(|| async {
+        (controller_of(&pods.get(&first).await.ok()?).as_deref() == Some(uid.as_str())).then_some(())
+    })
+    .await;
+    // Its labels changed: released, and its tracking finalizer with it.
+    let relabel = json!({ "metadata": { "labels": { "batch.kubernetes.io/controller-uid": null, "controller-uid": null, "job-name": null, "batch.kubernetes.io/job-name": null } } });
+    pods.patch(&first, &PatchParams::default(), &Patch::Merge(&relabel)).await.unwrap();
+    let released = eventually(|| async {
+        let p = pods.get(&first).await.ok()?;
+        controller_of(&p).is_none().then_some(p)
+    })
+    .await;
+    assert!(released.metadata.finalizers.unwrap_or_default().is_empty());
+}

@@ -155,3 +155,30 @@ fn a_service_account_token_is_a_credential_and_quotas_show_their_usage() {
         "{described}"
     );
 }
+
+#[test]
+fn kubectls_typed_clients_write_and_read_protobuf() {
+    let Some(k) = Kubectl::start("protobuf") else { return };
+    let (ok, out, log) = k.run(&["create", "deployment", "web", "--image=nginx", "--replicas=2", "-v=8"]);
+    assert!(ok, "{log}");
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    // The typed client sent the Deployment in protobuf and read the answer in it.
+    let protobuf =
+        log.lines().filter(|l| l.contains("Content-Type: application/vnd.kubernetes.protobuf")).count();
+    assert_eq!(protobuf, 2, "the request's and the response's: {log}");
+    assert_eq!(
+        k.ok(&["autoscale", "deployment", "web", "--min=1", "--max=3", "--cpu-percent=50"]).trim(),
+        "horizontalpodautoscaler.autoscaling/web autoscaled"
+    );
+    assert_eq!(k.jsonpath(&["get", "hpa", "web"], "{.spec.maxReplicas}"), "3");
+    k.ok(&["create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *", "--", "true"]);
+    // `--from` reads the CronJob (a protobuf answer) and writes its Job.
+    assert_eq!(
+        k.ok(&["create", "job", "manual", "--from=cronjob/nightly"]).trim(),
+        "job.batch/manual created"
+    );
+    assert_eq!(k.jsonpath(&["get", "job", "manual"], "{.metadata.ownerReferences[0].name}"), "nightly");
+    assert_eq!(k.ok(&["create", "service", "clusterip", "db", "--tcp=5432"]).trim(), "service/db created");
+    assert_eq!(k.jsonpath(&["get", "service", "db"], "{.spec.ports[0].targetPort}"), "5432");
+    assert_eq!(k.ok(&["auth", "can-i", "create", "pods"]).trim(), "yes");
+}

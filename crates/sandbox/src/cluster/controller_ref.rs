@@ -1,0 +1,147 @@
+//! The ControllerRef manager (upstream's `pkg/controller/controller_ref_manager.go`): which pods
+//! an owner — a ReplicaSet, ReplicationController, Job, StatefulSet or DaemonSet — claims when it
+//! syncs. It keeps the pods its controller reference names that still match its selector,
+//! releases the ones that stopped matching (its reference taken off them) and adopts matching
+//! pods no controller owns (its reference put on them). It never releases or adopts while the
+//! owner is being deleted, never adopts a pod that is being deleted or lives in another
+//! namespace, and reads the owner again before adopting (the same uid, not being deleted), as
+//! upstream's `RecheckDeletionTimestamp` does.
+//!
+//! Orphans come from an index the simulation keeps as it watches pods ([`Orphans`]: the pods
+//! without a controller, by namespace), as an informer's indexer would, so an owner's sync
+//! reads the few orphans of its namespace, not every pod in it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::api::{Api, controller_ref, controller_uid};
+use super::log_failure;
+use crate::object_meta::{is_deleting, meta_mut, meta_str};
+use crate::resource::ResourceDef;
+use crate::selector::selector_matches;
+
+/// The pods no controller owns, by namespace.
+#[derive(Debug, Default)]
+pub(crate) struct Orphans(BTreeMap<String, BTreeSet<String>>);
+
+/// No orphans: for a part that never adopts.
+pub(crate) static NO_ORPHANS: Orphans = Orphans(BTreeMap::new());
+
+impl Orphans {
+    /// Records whether the pod `ns/name` is an orphan now (`false` also when it is gone);
+    /// `true` when it has just become one.
+    pub fn observe(&mut self, ns: &str, name: &str, orphan: bool) -> bool {
+        if orphan {
+            self.0.entry(ns.to_owned()).or_default().insert(name.to_owned())
+        } else {
+            if let Some(names) = self.0.get_mut(ns) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.0.remove(ns);
+                }
+            }
+            false
+        }
+    }
+
+    fn names(&self, ns: &str) -> impl Iterator<Item = &str> {
+        self.0.get(ns).into_iter().flatten().map(String::as_str)
+    }
+}
+
+/// How an owner's claim decides, beyond its selector.
+pub(crate) struct Claim<'a> {
+    /// The owner's kind.
+    pub def: &'a ResourceDef,
+    /// Its selector, as a `LabelSelector`.
+    pub selector: &'a Value,
+    /// Which pods it looks at at all (a ReplicaSet only at active ones, as upstream filters them
+    /// before claiming); others are left as they are.
+    pub considers: &'a dyn Fn(&Value) -> bool,
+    /// What a pod must be, besides matching, to be its (a StatefulSet's: named for one of its
+    /// ordinals).
+    pub member: &'a dyn Fn(&Value) -> bool,
+}
+
+fn labels(obj: &Value) -> Map<String, Value> {
+    obj.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// The pods `owner` holds after claiming: its own that still match, and the orphans it adopted.
+pub(crate) fn claim(api: &Api<'_>, owner: &Value, how: &Claim<'_>) -> Vec<Arc<Value>> {
+    let pods = api.defs.pods;
+    let deleting = is_deleting(owner);
+    // A missing selector selects nothing, as `LabelSelectorAsSelector(nil)`.
+    let matches =
+        |p: &Value| !how.selector.is_null() && selector_matches(how.selector, &labels(p)) && (how.member)(p);
+    let mut claimed = Vec::new();
+    for pod in api.owned(pods, owner) {
+        if !(how.considers)(&pod) {
+            continue;
+        }
+        if matches(&pod) {
+            claimed.push(pod);
+        } else if !deleting {
+            release(api, how.def, owner, &pod);
+        }
+    }
+    if deleting {
+        return claimed;
+    }
+    let ns = meta_str(owner, "namespace");
+    let mut rechecked = None;
+    for name in api.orphans.names(ns) {
+        let Some(pod) = api.get(pods, ns, name) else { continue };
+        if controller_uid(&pod).is_some() || is_deleting(&pod) || !(how.considers)(&pod) || !matches(&pod) {
+            continue;
+        }
+        // The owner read again before its first adoption: one deleted or replaced meanwhile
+        // adopts nothing.
+        let fresh = *rechecked.get_or_insert_with(|| {
+            api.get(how.def, ns, meta_str(owner, "name"))
+                .is_some_and(|o| meta_str(&o, "uid") == meta_str(owner, "uid") && !is_deleting(&o))
+        });
+        if !fresh {
+            break;
+        }
+        if let Some(adopted) = adopt(api, how.def, owner, &pod) {
+            claimed.push(adopted);
+        }
+    }
+    claimed
+}
+
+/// Puts the owner's controller reference on an orphan; the pod as written.
+fn adopt(api: &Api<'_>, def: &ResourceDef, owner: &Value, pod: &Value) -> Option<Arc<Value>> {
+    let mut copy = pod.clone();
+    let refs = meta_mut(&mut copy).entry("ownerReferences").or_insert_with(|| json!([]));
+    if let Value::Array(refs) = refs {
+        refs.retain(|r| r["uid"] != owner.pointer("/metadata/uid").cloned().unwrap_or_default());
+        refs.push(controller_ref(def, owner));
+    }
+    match api.update(api.defs.pods, copy, "kube-controller-manager") {
+        Ok(written) => Some(Arc::new(written)),
+        Err(e) => {
+            log_failure(def.kind, meta_str(pod, "name"), &e);
+            None
+        }
+    }
+}
+
+/// Takes the owner's reference off a pod that no longer matches (a Job's tracking finalizer
+/// goes with it: the Job no longer counts the pod).
+fn release(api: &Api<'_>, def: &ResourceDef, owner: &Value, pod: &Value) {
+    let mut copy = pod.clone();
+    let meta = meta_mut(&mut copy);
+    if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
+        refs.retain(|r| r["uid"].as_str() != Some(meta_str(owner, "uid")));
+    }
+    if let Some(Value::Array(finalizers)) = meta.get_mut("finalizers") {
+        finalizers.retain(|f| f != super::job::TRACKING);
+    }
+    if let Err(e) = api.update(api.defs.pods, copy, "kube-controller-manager") {
+        log_failure(def.kind, meta_str(pod, "name"), &e);
+    }
+}
