@@ -3,6 +3,7 @@
 //! with the object's `resourceVersion` as precondition and the component named as field manager —
 //! and Events as `client-go`'s recorder writes them.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -71,13 +72,42 @@ impl Defs {
     }
 }
 
+/// The pods no controller owns, by namespace.
+#[derive(Debug, Default)]
+pub(crate) struct Orphans(BTreeMap<String, BTreeSet<String>>);
+
+/// No orphans: for a part that never adopts.
+pub(crate) static NO_ORPHANS: Orphans = Orphans(BTreeMap::new());
+
+impl Orphans {
+    /// Records whether the pod `ns/name` is an orphan now (`false` also when it is gone);
+    /// `true` when it has just become one.
+    pub fn observe(&mut self, ns: &str, name: &str, orphan: bool) -> bool {
+        if orphan {
+            self.0.entry(ns.to_owned()).or_default().insert(name.to_owned())
+        } else {
+            if let Some(names) = self.0.get_mut(ns) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.0.remove(ns);
+                }
+            }
+            false
+        }
+    }
+
+    pub fn names(&self, ns: &str) -> impl Iterator<Item = &str> {
+        self.0.get(ns).into_iter().flatten().map(String::as_str)
+    }
+}
+
 /// A simulated component's client.
 pub(crate) struct Api<'a> {
     pub store: &'a Store,
     pub clock: &'a Clock,
     pub defs: &'a Defs,
     /// The pods without a controller (an informer's index).
-    pub orphans: &'a super::controller_ref::Orphans,
+    pub orphans: &'a Orphans,
 }
 
 impl Api<'_> {

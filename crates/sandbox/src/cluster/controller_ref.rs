@@ -7,11 +7,11 @@
 //! namespace, and reads the owner again before adopting (the same uid, not being deleted), as
 //! upstream's `RecheckDeletionTimestamp` does.
 //!
-//! Orphans come from an index the simulation keeps as it watches pods ([`Orphans`]: the pods
-//! without a controller, by namespace), as an informer's indexer would, so an owner's sync
-//! reads the few orphans of its namespace, not every pod in it.
+//! Orphans come from an index the simulation keeps as it watches pods (the API's
+//! [`Orphans`](super::api::Orphans): the pods without a controller, by namespace), as an
+//! informer's indexer would, so an owner's sync reads the few orphans of its namespace, not
+//! every pod in it.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -21,35 +21,6 @@ use super::log_failure;
 use crate::object_meta::{is_deleting, meta_mut, meta_str};
 use crate::resource::ResourceDef;
 use crate::selector::selector_matches;
-
-/// The pods no controller owns, by namespace.
-#[derive(Debug, Default)]
-pub(crate) struct Orphans(BTreeMap<String, BTreeSet<String>>);
-
-/// No orphans: for a part that never adopts.
-pub(crate) static NO_ORPHANS: Orphans = Orphans(BTreeMap::new());
-
-impl Orphans {
-    /// Records whether the pod `ns/name` is an orphan now (`false` also when it is gone);
-    /// `true` when it has just become one.
-    pub fn observe(&mut self, ns: &str, name: &str, orphan: bool) -> bool {
-        if orphan {
-            self.0.entry(ns.to_owned()).or_default().insert(name.to_owned())
-        } else {
-            if let Some(names) = self.0.get_mut(ns) {
-                names.remove(name);
-                if names.is_empty() {
-                    self.0.remove(ns);
-                }
-            }
-            false
-        }
-    }
-
-    fn names(&self, ns: &str) -> impl Iterator<Item = &str> {
-        self.0.get(ns).into_iter().flatten().map(String::as_str)
-    }
-}
 
 /// How an owner's claim decides, beyond its selector.
 pub(crate) struct Claim<'a> {
@@ -63,6 +34,9 @@ pub(crate) struct Claim<'a> {
     /// What a pod must be, besides matching, to be its (a StatefulSet's: named for one of its
     /// ordinals).
     pub member: &'a dyn Fn(&Value) -> bool,
+    /// A finalizer the owner puts on its pods, taken off one it lets go (a Job's tracking
+    /// finalizer: the Job no longer counts the pod).
+    pub finalizer: Option<&'a str>,
 }
 
 fn labels(obj: &Value) -> Map<String, Value> {
@@ -84,7 +58,7 @@ pub(crate) fn claim(api: &Api<'_>, owner: &Value, how: &Claim<'_>) -> Vec<Arc<Va
         if matches(&pod) {
             claimed.push(pod);
         } else if !deleting {
-            release(api, how.def, owner, &pod);
+            release(api, how, owner, &pod);
         }
     }
     if deleting {
@@ -130,18 +104,17 @@ fn adopt(api: &Api<'_>, def: &ResourceDef, owner: &Value, pod: &Value) -> Option
     }
 }
 
-/// Takes the owner's reference off a pod that no longer matches (a Job's tracking finalizer
-/// goes with it: the Job no longer counts the pod).
-fn release(api: &Api<'_>, def: &ResourceDef, owner: &Value, pod: &Value) {
+/// Takes the owner's reference (and its finalizer) off a pod that no longer matches.
+fn release(api: &Api<'_>, how: &Claim<'_>, owner: &Value, pod: &Value) {
     let mut copy = pod.clone();
     let meta = meta_mut(&mut copy);
     if let Some(Value::Array(refs)) = meta.get_mut("ownerReferences") {
         refs.retain(|r| r["uid"].as_str() != Some(meta_str(owner, "uid")));
     }
-    if let Some(Value::Array(finalizers)) = meta.get_mut("finalizers") {
-        finalizers.retain(|f| f != super::job::TRACKING);
+    if let (Some(Value::Array(finalizers)), Some(mine)) = (meta.get_mut("finalizers"), how.finalizer) {
+        finalizers.retain(|f| f != mine);
     }
     if let Err(e) = api.update(api.defs.pods, copy, "kube-controller-manager") {
-        log_failure(def.kind, meta_str(pod, "name"), &e);
+        log_failure(how.def.kind, meta_str(pod, "name"), &e);
     }
 }

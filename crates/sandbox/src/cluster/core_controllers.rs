@@ -114,7 +114,7 @@ pub(crate) async fn run(
                 while let Ok(change) = feed.try_recv() {
                     controllers.observe(&strong.store, &change);
                 }
-                let api = Api { store: &strong.store, clock: &clock, defs: &defs, orphans: &super::controller_ref::NO_ORPHANS };
+                let api = Api { store: &strong.store, clock: &clock, defs: &defs, orphans: &super::api::NO_ORPHANS };
                 controllers.sync(&api);
             }
         }

@@ -93,7 +93,7 @@ fn sync_one(
     labels["pod-template-generation"] = json!(generation.to_string());
 
     let selector = ds.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
-    let how = Claim { def, selector: &selector, considers: &|_| true, member: &|_| true };
+    let how = Claim { def, selector: &selector, considers: &|_| true, member: &|_| true, finalizer: None };
     let pods = claim(api, ds, &how);
     let mut by_node: BTreeMap<String, Vec<Arc<Value>>> = BTreeMap::new();
     for p in pods.iter().filter(|p| pod_active(p)) {

@@ -108,7 +108,13 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     let now = api.clock.now();
     let stamp = api.clock.rfc3339();
     let selector = job.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
-    let how = Claim { def: api.defs.jobs, selector: &selector, considers: &|_| true, member: &|_| true };
+    let how = Claim {
+        def: api.defs.jobs,
+        selector: &selector,
+        considers: &|_| true,
+        member: &|_| true,
+        finalizer: Some(TRACKING),
+    };
     let pods = claim(api, job, &how);
     let tracked = |p: &Value| finalizers(p).iter().any(|f| f == TRACKING);
     let spec = job.get("spec").cloned().unwrap_or_default();

@@ -549,7 +549,7 @@ pub(crate) struct World {
     /// The generation of the runtime's faults the kubelets last looked at their pods for.
     faults_seen: u64,
     /// The pods without a controller, for the owners that may adopt them.
-    orphans: controller_ref::Orphans,
+    orphans: api::Orphans,
     /// Pods that have just become orphans: the owners whose selectors match them look.
     new_orphans: BTreeSet<(String, String)>,
 }
@@ -572,7 +572,7 @@ impl World {
             autoscalers: autoscaler::Autoscalers::default(),
             faults_seen: containers.faults.generation(),
             containers,
-            orphans: controller_ref::Orphans::default(),
+            orphans: api::Orphans::default(),
             new_orphans: BTreeSet::new(),
         }
     }
@@ -903,7 +903,7 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
         let mut world = World::new(cluster.clone(), ca, strong.containers.clone());
         let defs = world.defs;
         let clock = cluster.clock().clone();
-        let api = Api { store, clock: &clock, defs: &defs, orphans: &controller_ref::NO_ORPHANS };
+        let api = Api { store, clock: &clock, defs: &defs, orphans: &api::NO_ORPHANS };
         if let Err(e) = nodes::create(&api, &cluster.inner.settings) {
             tracing::error!(error = %e, "the simulated nodes could not be created");
         }

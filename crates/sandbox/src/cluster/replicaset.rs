@@ -109,7 +109,13 @@ pub(crate) fn sync(api: &Api<'_>, def: &ResourceDef, queue: &Queue, timers: &mut
     for (ns, name) in queue {
         let Some(owner) = api.get(def, ns, name) else { continue };
         let selector = selector_of(def, &owner);
-        let how = Claim { def, selector: &selector, considers: &|p| pod_active(p), member: &|_| true };
+        let how = Claim {
+            def,
+            selector: &selector,
+            considers: &|p| pod_active(p),
+            member: &|_| true,
+            finalizer: None,
+        };
         let pods: Vec<Arc<Value>> = claim(api, &owner, &how);
         let want = usize::try_from(owner.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1))
             .unwrap_or(0);

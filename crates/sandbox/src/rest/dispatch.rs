@@ -161,7 +161,8 @@ where
     // deprecation warning, before any handler).
     let deprecation = target.def.deprecation();
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let wire = negotiate(accept, target.def.custom().is_none()).map_or(Wire::Json, |(_, wire)| wire);
+    let wire = negotiate(accept, target.def.custom().is_none(), target.has_tables())
+        .map_or(Wire::Json, |(_, wire)| wire);
     let response = match answer(shared, parts, target, bytes, record) {
         Ok(r) => r,
         Err(e) => error_response(&e),

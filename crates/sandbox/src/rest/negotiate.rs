@@ -31,7 +31,10 @@ pub(super) enum Wire {
 /// `None` when no clause can be served (406); an empty header is the object itself. Protobuf
 /// is served for `built_in` kinds and for metadata; a Table is never protobuf, and a custom
 /// resource's protobuf clause is passed over for the next, as its handler's serializers lack it.
-pub(super) fn negotiate(accept: &str, built_in: bool) -> Option<(Render, Wire)> {
+/// A Table clause is passed over where the storage has no table convertor (`tables` false: a
+/// review, a subresource that acts), as upstream's `AllowsMediaTypeTransform` allows it only
+/// with one.
+pub(super) fn negotiate(accept: &str, built_in: bool, tables: bool) -> Option<(Render, Wire)> {
     if accept.trim().is_empty() {
         return Some((Render::Object, Wire::Json));
     }
@@ -63,7 +66,7 @@ pub(super) fn negotiate(accept: &str, built_in: bool) -> Option<(Render, Wire)> 
             _ => return None,
         };
         let render = match as_ {
-            "Table" if !protobuf => Render::Table(version),
+            "Table" if !protobuf && tables => Render::Table(version),
             "PartialObjectMetadata" => Render::Partial(version),
             "PartialObjectMetadataList" => Render::PartialList(version),
             _ => return None,

@@ -1,12 +1,13 @@
 //! GET of one object or a collection (upstream's `endpoints/handlers/get.go`): read from the
-//! store, answered in the shape negotiated. A list in plain JSON is written as it is thawed.
+//! store, answered in the shape negotiated. A list of objects is written as it is thawed, in
+//! JSON or protobuf.
 
 use http::Response;
 
 use super::ResponseBody;
 use super::call::Call;
-use super::negotiate::Render;
-use super::response::{json_response, json_serialized};
+use super::negotiate::{Render, Wire};
+use super::response::{json_response, json_serialized, protobuf_response};
 use super::transform::transform;
 use crate::status::ApiError;
 
@@ -27,5 +28,11 @@ pub(super) fn list(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     }
     // Written as it is thawed, one object at a time, into a buffer of the list's size.
     let page = c.store.list_page(&r.def, r.namespace.as_deref(), &r.query.list)?;
+    if r.query.wire == Wire::Protobuf {
+        let (kind, api_version, metadata, items) = page.parts();
+        if let Ok(bytes) = super::protobuf::list_from(&api_version, &kind, metadata, items) {
+            return Ok(protobuf_response(200, bytes));
+        }
+    }
     Ok(json_serialized(200, &page, page.json_len_hint()))
 }

@@ -140,8 +140,8 @@ impl Request {
         }
         t.record(record);
         let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let (render, wire) =
-            negotiate(accept, t.def.custom().is_none()).ok_or_else(ApiError::not_acceptable)?;
+        let (render, wire) = negotiate(accept, t.def.custom().is_none(), t.has_tables())
+            .ok_or_else(ApiError::not_acceptable)?;
         let mut query = Query::parse(parts.uri.query(), &t.def)?;
         let verb = Verb::of(&parts.method, &t, query.watch);
         record.verb = verb.map_or("unsupported", Verb::name).to_owned();
@@ -191,6 +191,14 @@ pub(super) struct Target {
 }
 
 impl Target {
+    /// Whether its storage converts objects to Tables: not a review's, nor an acting
+    /// subresource's (a binding, an eviction, a token, a log), which upstream serves without a
+    /// table convertor.
+    pub(super) fn has_tables(&self) -> bool {
+        let acts = matches!(self.sub, Subresource::Action(a) if !matches!(a.run, Run::Owns(_)));
+        !acts && !matches!(self.def.answer(), Answer::Review(_))
+    }
+
     /// The resource, namespace, name and subresource `path` names; 404 when it names none.
     pub(super) fn parse(store: &Store, path: &str) -> Result<Self, ApiError> {
         let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();

@@ -112,6 +112,15 @@ pub(super) fn with_warnings(mut r: Response<ResponseBody>, warnings: &[String]) 
     r
 }
 
+/// A protobuf body.
+pub(super) fn protobuf_response(code: u16, bytes: Vec<u8>) -> Response<ResponseBody> {
+    Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, crate::rest::protobuf::CONTENT_TYPE)
+        .body(Full::new(Bytes::from(bytes)).boxed_unsync())
+        .expect("valid response")
+}
+
 /// A JSON answer written again in protobuf, when its object is a built-in kind (or metadata, or
 /// a Status); anything else — text, a stream, a kind protobuf does not carry — is left as it is.
 pub(super) async fn as_protobuf(r: Response<ResponseBody>) -> Response<ResponseBody> {
@@ -127,10 +136,8 @@ pub(super) async fn as_protobuf(r: Response<ResponseBody>) -> Response<ResponseB
         .and_then(|v| crate::rest::protobuf::from_json(&v).map_err(|e| e.to_string()));
     let body = match encoded {
         Ok(pb) => {
-            parts.headers.insert(
-                header::CONTENT_TYPE,
-                http::HeaderValue::from_static(crate::rest::protobuf::CONTENT_TYPE),
-            );
+            let content_type = http::HeaderValue::from_static(crate::rest::protobuf::CONTENT_TYPE);
+            parts.headers.insert(header::CONTENT_TYPE, content_type);
             Bytes::from(pb)
         }
         Err(why) => {

@@ -530,6 +530,13 @@ impl ListPage<'_> {
         self.items.iter().map(|o| o.json_len() + 64).sum::<usize>() + 512
     }
 
+    /// The list's kind, `apiVersion` and metadata, and its objects thawed as presented, one at
+    /// a time as they are asked for (what a writer of another encoding than JSON walks).
+    pub(crate) fn parts(&self) -> (String, String, &Value, impl Iterator<Item = Value> + '_) {
+        let items = self.items.iter().map(|o| self.def.present_owned(o.thaw()));
+        (format!("{}List", self.def.kind), self.def.api_version(), &self.metadata, items)
+    }
+
     /// The list as one value, every object thawed into it as it is (no copy).
     #[must_use]
     pub(crate) fn into_value(self) -> Value {

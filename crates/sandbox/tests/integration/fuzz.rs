@@ -1,6 +1,6 @@
 //! No request can stop the server: random and adversarial bodies — deep nesting, huge numbers,
 //! invalid UTF-8, duplicate keys, giant strings, YAML aliases, a wrong type at every field, bytes
-//! flipped — sent to create, update, the three patch types and apply, for every resource the
+//! flipped in JSON, YAML and protobuf — sent to create, update, the three patch types and apply, for every resource the
 //! sandbox serves (a custom resource among them), in-process and over HTTPS. Fails on a panic (the
 //! server answers it as upstream's panic filter does, and this test looks for that answer), on a
 //! request that does not finish, and when the objects written before the storm are no longer
@@ -262,12 +262,14 @@ const LAUGHS: &str = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"l
 fn mutations(base: &Value, rounds: usize, rng: &mut fastrand::Rng) -> Vec<Body> {
     let text = base.to_string().into_bytes();
     let yaml = serde_json::to_string_pretty(base).unwrap().into_bytes();
+    // A built-in kind's protobuf too (a custom resource has none).
+    let protobuf = kube_sandbox::protobuf::from_json(base).ok();
     (0..rounds)
         .map(|round| {
-            let (mut bytes, ct) = if round % 4 == 3 {
-                (yaml.clone(), "application/yaml")
-            } else {
-                (text.clone(), "application/json")
+            let (mut bytes, ct) = match (round % 4, &protobuf) {
+                (3, _) => (yaml.clone(), "application/yaml"),
+                (1, Some(pb)) => (pb.clone(), kube_sandbox::protobuf::CONTENT_TYPE),
+                _ => (text.clone(), "application/json"),
             };
             for _ in 0..rng.usize(1..6) {
                 let at = rng.usize(..bytes.len().max(1));

@@ -2174,3 +2174,23 @@ async fn kinds_declare_their_streams_warnings_and_deprecation() {
     let (code, _, warnings, _) = call_with_headers(&sb, Method::GET, CMS, &[], None).await;
     assert_eq!((code, warnings.len()), (200, 0));
 }
+
+#[tokio::test]
+async fn a_table_is_not_acceptable_from_a_storage_without_a_table_convertor() {
+    // Upstream's conformance test "Servers with support for Table transformation should return
+    // a 406 for a backend which does not implement metadata": a review has no table convertor.
+    let sb = Sandbox::new();
+    let review = json!({ "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": { "nonResourceAttributes": { "path": "/", "verb": "get" } } });
+    let table = [("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")];
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    let (code, _, status) = call(&sb, Method::POST, path, &table, Some(review.clone())).await;
+    assert_eq!((code, status["reason"].as_str()), (406, Some("NotAcceptable")), "{status}");
+    // With JSON after it, JSON.
+    let then_json = [("accept", "application/json;as=Table;v=v1;g=meta.k8s.io, application/json")];
+    let (code, _, answer) = call(&sb, Method::POST, path, &then_json, Some(review)).await;
+    assert_eq!((code, answer["kind"].as_str()), (201, Some("SelfSubjectAccessReview")), "{answer}");
+    // A stored kind still answers its Table.
+    let (code, _, answer) = call(&sb, Method::GET, CMS, &table, None).await;
+    assert_eq!((code, answer["kind"].as_str()), (200, Some("Table")));
+}

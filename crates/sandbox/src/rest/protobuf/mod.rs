@@ -200,6 +200,45 @@ fn write_envelope(obj: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
     Ok(())
 }
 
+/// A list written as its items come (each made only when it is written): the envelope of
+/// `list_kind`, its `metadata`, then every item.
+///
+/// # Errors
+///
+/// As [`from_json`], for the list or an item.
+pub(crate) fn list_from(
+    api_version: &str,
+    list_kind: &str,
+    metadata: &Value,
+    items: impl Iterator<Item = Value>,
+) -> Result<Vec<u8>, Error> {
+    let s = schema::schema();
+    let unknown = || Error::UnknownKind { api_version: api_version.into(), kind: list_kind.into() };
+    let index = s.kind(api_version, list_kind).ok_or_else(unknown)?;
+    let message = &s.messages[index];
+    let field = |name: &str| message.fields.iter().find(|f| f.json == name).ok_or_else(unknown);
+    let (meta_field, items_field) = (field("metadata")?, field("items")?);
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(MAGIC);
+    put_nested::<Error>(&mut out, 1, |out| {
+        put_bytes(out, 1, api_version.as_bytes());
+        put_bytes(out, 2, list_kind.as_bytes());
+        Ok(())
+    })?;
+    put_nested(&mut out, 2, |out| {
+        encode::value(s, meta_field.number, meta_field.ty, metadata, out, 0)
+            .map_err(|e| e.within("metadata"))?;
+        for item in items {
+            encode::value(s, items_field.number, items_field.ty, &item, out, 0)
+                .map_err(|e| e.within("items"))?;
+        }
+        Ok(())
+    })?;
+    put_bytes(&mut out, 3, b"");
+    put_bytes(&mut out, 4, b"");
+    Ok(out)
+}
+
 /// One watch event as its frame on a protobuf stream: the length, then a bare `WatchEvent`
 /// whose object is enveloped.
 ///
