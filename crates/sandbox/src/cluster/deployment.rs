@@ -6,7 +6,9 @@
 //! which `kubectl rollout history` and `undo` read). A `RollingUpdate` scales the new set up while
 //! the total stays within `replicas + maxSurge`, and the old ones down while the available pods
 //! stay at least `replicas - maxUnavailable`; `Recreate` scales the old to zero and waits for
-//! their pods to go first. Old sets beyond `revisionHistoryLimit` are deleted. The status sums the
+//! their pods to go first. A Deployment scaled (or paused) is not rolled: its sets are resized,
+//! what it gained or lost shared among the active ones in proportion to their sizes when a
+//! rollout is under way. Old sets beyond `revisionHistoryLimit` are deleted. The status sums the
 //! sets (`updatedReplicas` is the new one's) and carries `Available` and `Progressing` as upstream
 //! words them, `ProgressDeadlineExceeded` included — what `kubectl rollout status` waits on.
 //!
@@ -122,10 +124,23 @@ fn sync_one(api: &Api<'_>, d: &Value, timers: &mut Timers) -> Result<(), crate::
         .cloned()
         .collect();
     olds.sort_by_key(|s| (revision(s), meta_str(s, "creationTimestamp").to_owned()));
+    // A scaling event (an active set was sized for another `replicas`) or a paused Deployment:
+    // the sets are resized, proportionally mid-rollout, and nothing rolls (upstream's `sync`).
+    let all: Vec<&Value> = new_rs.iter().map(AsRef::as_ref).chain(olds.iter().map(AsRef::as_ref)).collect();
+    if paused || scaling_event(&all, replicas) {
+        proportional_scale(api, d, new_rs.as_deref(), &olds, replicas, surge, recreate)?;
+        if paused {
+            cleanup(api, d, &olds)?;
+        }
+        let sets = api.owned(api.defs.replicasets, d);
+        let new_rs =
+            new_rs.and_then(|n| sets.iter().find(|s| meta_str(s, "uid") == meta_str(&n, "uid")).cloned());
+        return write_status(api, d, &sets, new_rs.as_deref(), replicas, unavailable, None, timers);
+    }
     let mut created = None;
 
     // The new set: made when missing, or made the latest revision again (a rollback).
-    if !paused {
+    {
         match &new_rs {
             None => {
                 let total: i64 = olds.iter().map(|s| int(s, "/spec/replicas")).sum();
@@ -161,7 +176,7 @@ fn sync_one(api: &Api<'_>, d: &Value, timers: &mut Timers) -> Result<(), crate::
         }
     }
 
-    if !paused && let Some(new) = &new_rs {
+    if let Some(new) = &new_rs {
         if recreate {
             recreate_step(api, d, new, &olds, replicas)?;
         } else {
@@ -234,6 +249,117 @@ fn scale(api: &Api<'_>, d: &Value, rs: &Value, to: i64, surge: i64) -> Result<()
         );
     }
     Ok(())
+}
+
+/// Whether an active set was sized for another `replicas` than the Deployment's now (its
+/// `desired-replicas` annotation): the Deployment was scaled (upstream's `isScalingEvent`).
+fn scaling_event(sets: &[&Value], replicas: i64) -> bool {
+    sets.iter().filter(|s| int(s, "/spec/replicas") > 0).any(|s| {
+        s.pointer("/metadata/annotations")
+            .and_then(|a| a.get(DESIRED))
+            .and_then(Value::as_str)
+            .and_then(|d| d.parse::<i64>().ok())
+            .is_some_and(|desired| desired != replicas)
+    })
+}
+
+/// Resizes the sets to the Deployment's `replicas` (upstream's `scale`): a lone active set (or
+/// else the newest) takes them all; a saturated new set leaves the old ones none; mid-rollout,
+/// what the Deployment gained or lost is shared among the active sets in proportion to their
+/// sizes (by the `max-replicas` each was sized for), the rounding left to the largest.
+fn proportional_scale(
+    api: &Api<'_>,
+    d: &Value,
+    new: Option<&Value>,
+    olds: &[Arc<Value>],
+    replicas: i64,
+    surge: i64,
+    recreate: bool,
+) -> Result<(), crate::ApiError> {
+    let size = |s: &Value| int(s, "/spec/replicas");
+    let mut by_age: Vec<&Value> = olds.iter().map(AsRef::as_ref).collect();
+    by_age.sort_by_key(|s| std::cmp::Reverse(meta_str(s, "creationTimestamp").to_owned()));
+    let mut active: Vec<&Value> =
+        new.into_iter().chain(by_age.iter().copied()).filter(|s| size(s) > 0).collect();
+    let lone = match active.len() {
+        0 => new.or_else(|| by_age.first().copied()),
+        1 => Some(active[0]),
+        _ => None,
+    };
+    if let Some(rs) = lone {
+        if size(rs) != replicas {
+            scale(api, d, rs, replicas, surge)?;
+        }
+        return Ok(());
+    }
+    let saturated = new.is_some_and(|n| {
+        let desired = n.pointer("/metadata/annotations").and_then(|a| a.get(DESIRED)).and_then(Value::as_str);
+        size(n) == replicas
+            && desired == Some(&replicas.to_string())
+            && int(n, "/status/availableReplicas") == replicas
+    });
+    if saturated {
+        for rs in olds.iter().filter(|s| size(s) > 0) {
+            scale(api, d, rs, 0, surge)?;
+        }
+        return Ok(());
+    }
+    if recreate {
+        return Ok(());
+    }
+    let total: i64 = active.iter().map(|s| size(s)).sum();
+    let allowed = if replicas > 0 { replicas + surge } else { 0 };
+    let to_add = allowed - total;
+    // Larger first; among equals, newer first when growing and older first when shrinking.
+    let created = |s: &Value| meta_str(s, "creationTimestamp").to_owned();
+    if to_add > 0 {
+        active.sort_by(|a, b| size(b).cmp(&size(a)).then_with(|| created(b).cmp(&created(a))));
+    } else {
+        active.sort_by(|a, b| size(b).cmp(&size(a)).then_with(|| created(a).cmp(&created(b))));
+    }
+    let mut added = 0;
+    let mut sizes: Vec<i64> = Vec::with_capacity(active.len());
+    for rs in &active {
+        let share = if to_add == 0 { 0 } else { proportion(rs, d, replicas, surge, to_add, added) };
+        sizes.push(size(rs) + share);
+        added += share;
+    }
+    if let Some(largest) = sizes.first_mut() {
+        *largest = (*largest + to_add - added).max(0);
+    }
+    for (rs, to) in active.iter().zip(sizes) {
+        scale(api, d, rs, to, surge)?;
+    }
+    Ok(())
+}
+
+/// A set's share of `to_add` (upstream's `GetProportion`): its size scaled from the
+/// Deployment's size it was made for (`max-replicas`, else the status' count) to the new one,
+/// bounded by what is left to share.
+fn proportion(rs: &Value, d: &Value, replicas: i64, surge: i64, to_add: i64, added: i64) -> i64 {
+    let size = int(rs, "/spec/replicas");
+    if size == 0 || to_add == added {
+        return 0;
+    }
+    let fraction = if replicas == 0 {
+        -size
+    } else {
+        let before = rs
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(MAX_REPLICAS))
+            .and_then(Value::as_str)
+            .and_then(|m| m.parse::<i64>().ok())
+            .filter(|m| *m != 0)
+            .unwrap_or_else(|| int(d, "/status/replicas"));
+        if before == 0 {
+            0
+        } else {
+            // Go's math.Round: halves away from zero.
+            ((size * (replicas + surge)) as f64 / before as f64).round() as i64 - size
+        }
+    };
+    let allowed = to_add - added;
+    if to_add > 0 { fraction.min(allowed) } else { fraction.max(allowed) }
 }
 
 /// `Recreate`: the old sets to zero; once their pods are gone, the new set to `replicas`.

@@ -46,7 +46,7 @@
 //! | `openapi_proto` | the `/openapi/v2` document as gnostic's protobuf `Document` (what kubectl asks for) |
 //! | [`table`] | server-side printing (`as=Table`) for `kubectl get` |
 //! | [`printer_columns`] | a custom resource's Table, from its CRD's printer columns |
-//! | [`protobuf`] | reading the protobuf bodies kubectl's `create` sends |
+//! | [`protobuf`] | Kubernetes' protobuf encoding of every built-in kind, both ways, and its watch frames |
 
 mod answer;
 mod body;

@@ -11,9 +11,8 @@
 //! for `localhost`, `127.0.0.1` and the listen address; the CA goes into the kubeconfig
 //! (`certificate-authority-data`), so clients verify the server like any cluster.
 //!
-//! Objects are never answered in protobuf: a client that asks for it gets JSON, as a server may
-//! answer. (Protobuf request bodies of a few kinds and the protobuf OpenAPI v2 document are read
-//! and served: see [`crate::rest`].)
+//! What is served is [`crate::rest`]'s: JSON, YAML bodies, and protobuf for every built-in kind
+//! where a client asks for it.
 
 use std::io;
 use std::net::SocketAddr;

@@ -871,3 +871,42 @@ async fn a_job_adopts_its_orphaned_pods_again_and_releases_one_whose_labels_chan
     .await;
     assert!(released.metadata.finalizers.unwrap_or_default().is_empty());
 }
+
+#[tokio::test]
+async fn a_deployment_scaled_mid_rollout_shares_the_change_among_its_sets_in_proportion() {
+    // Upstream's conformance test "Deployment deployment should support proportional scaling":
+    // 10 replicas, surge 3, unavailable 2; a template whose pods never get ready stalls the
+    // rollout at 8 old and 5 new; scaled to 30, the sets get 20 and 13.
+    let sb = cluster(Simulation::default());
+    let client = sb.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let mut d = deployment("webserver", 10, "nginx:1.27");
+    d.spec.strategy =
+        Some(of(json!({ "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 3, "maxUnavailable": 2 } })));
+    deployments.create(&PostParams::default(), &d).await.unwrap();
+    let available = |n: i32| {
+        move |d: Option<&Deployment>| {
+            d.and_then(|d| d.status.as_ref()).and_then(|s| s.available_replicas) == Some(n)
+        }
+    };
+    wait_for(&deployments, "webserver", available(10)).await;
+    let never_ready = json!({ "spec": { "template": { "spec": { "containers": [{ "name": "web", "image": "nginx:404",
+        "readinessProbe": { "exec": { "command": ["false"] }, "periodSeconds": 1 } }] } } } });
+    deployments.patch("webserver", &PatchParams::default(), &Patch::Strategic(&never_ready)).await.unwrap();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    // The replica counts of the (old, new) sets, by image.
+    let sizes = || async {
+        let all = sets.list(&ListParams::default().labels("app=webserver")).await.unwrap().items;
+        let of_image = |image: &str| {
+            all.iter()
+                .map(|s| serde_json::to_value(s).unwrap())
+                .find(|s| s.pointer("/spec/template/spec/containers/0/image") == Some(&json!(image)))
+                .and_then(|s| s.pointer("/spec/replicas").and_then(Value::as_i64))
+        };
+        (of_image("nginx:1.27"), of_image("nginx:404"))
+    };
+    eventually(|| async { (sizes().await == (Some(8), Some(5))).then_some(()) }).await;
+    let scaled = json!({ "spec": { "replicas": 30 } });
+    deployments.patch("webserver", &PatchParams::default(), &Patch::Merge(&scaled)).await.unwrap();
+    eventually(|| async { (sizes().await == (Some(20), Some(13))).then_some(()) }).await;
+}
