@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::api::{Api, pod_active, pod_available, pod_ready};
+use super::api::{Api, phase, pod_active, pod_available, pod_ready};
 use super::controller_ref::{Claim, claim};
 use super::replicaset::pod_from_template;
 use super::scheduler::node_admits;
@@ -95,6 +95,19 @@ fn sync_one(
     let selector = ds.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
     let how = Claim { def, selector: &selector, considers: &|_| true, member: &|_| true, finalizer: None };
     let pods = claim(api, ds, &how);
+    // A daemon pod that failed is killed, and its node gets a new one (upstream's
+    // `podsShouldBeOnNode`; without its back-off, as a daemon pod restarts `Always` and fails
+    // only when something sets it so).
+    for p in pods.iter().filter(|p| phase(p) == "Failed" && !is_deleting(p)) {
+        let msg = format!(
+            "Found failed daemon pod {}/{} on node {}, will try to kill it",
+            meta_str(p, "namespace"),
+            meta_str(p, "name"),
+            node_of(p)
+        );
+        api.event(def, ds, true, "FailedDaemonPod", &msg, SOURCE);
+        api.delete(api.defs.pods, p, None)?;
+    }
     let mut by_node: BTreeMap<String, Vec<Arc<Value>>> = BTreeMap::new();
     for p in pods.iter().filter(|p| pod_active(p)) {
         by_node.entry(node_of(p)).or_default().push(Arc::clone(p));

@@ -910,3 +910,43 @@ async fn a_deployment_scaled_mid_rollout_shares_the_change_among_its_sets_in_pro
     deployments.patch("webserver", &PatchParams::default(), &Patch::Merge(&scaled)).await.unwrap();
     eventually(|| async { (sizes().await == (Some(20), Some(13))).then_some(()) }).await;
 }
+
+#[tokio::test]
+async fn a_failed_daemon_pod_is_killed_and_its_node_gets_a_new_one() {
+    // Upstream's conformance test "Daemon set should retry creating failed daemon pods".
+    let sb = cluster(Simulation { nodes: 2, ..Simulation::instant() });
+    let client = sb.client();
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    let ds: DaemonSet = of(json!({ "metadata": { "name": "agent" }, "spec": {
+        "selector": { "matchLabels": { "app": "agent" } },
+        "template": { "metadata": { "labels": { "app": "agent" } }, "spec": { "containers": [{ "name": "agent", "image": "fluent-bit:3" }] } } } }));
+    sets.create(&PostParams::default(), &ds).await.unwrap();
+    wait_for(&sets, "agent", |s: Option<&DaemonSet>| {
+        s.and_then(|s| s.status.as_ref()).is_some_and(|st| st.number_ready == 2)
+    })
+    .await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let victim = pods_of(&client, "app=agent").await.remove(0);
+    let (name, node) =
+        (victim.metadata.name.clone().unwrap(), victim.spec.as_ref().unwrap().node_name.clone());
+    let failed = json!({ "status": { "phase": "Failed" } });
+    pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&failed)).await.unwrap();
+    // Gone, and another on its node.
+    eventually(|| async {
+        let now = pods_of(&client, "app=agent").await;
+        let replaced = now.iter().all(|p| p.metadata.name.as_deref() != Some(name.as_str()))
+            && now.iter().any(|p| p.spec.as_ref().unwrap().node_name == node);
+        replaced.then_some(())
+    })
+    .await;
+    let events: Api<Event> = Api::default_namespaced(client);
+    let warned = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|e| e.reason.as_deref() == Some("FailedDaemonPod"));
+    let message = warned.and_then(|e| e.message).unwrap_or_default();
+    assert!(message.starts_with(&format!("Found failed daemon pod default/{name} on node ")), "{message}");
+}
