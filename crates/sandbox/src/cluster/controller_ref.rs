@@ -1,16 +1,16 @@
-//! The ControllerRef manager (upstream's `pkg/controller/controller_ref_manager.go`): which pods
-//! an owner — a ReplicaSet, ReplicationController, Job, StatefulSet or DaemonSet — claims when it
-//! syncs. It keeps the pods its controller reference names that still match its selector,
-//! releases the ones that stopped matching (its reference taken off them) and adopts matching
-//! pods no controller owns (its reference put on them). It never releases or adopts while the
-//! owner is being deleted, never adopts a pod that is being deleted or lives in another
-//! namespace, and reads the owner again before adopting (the same uid, not being deleted), as
-//! upstream's `RecheckDeletionTimestamp` does.
+//! The ControllerRef manager (upstream's `pkg/controller/controller_ref_manager.go`): which
+//! objects an owner claims when it syncs — the pods of a ReplicaSet, ReplicationController,
+//! Job, StatefulSet or DaemonSet, the ReplicaSets of a Deployment. It keeps those its controller
+//! reference names that still match its selector, releases the ones that stopped matching (its
+//! reference taken off them) and adopts matching ones no controller owns (its reference put on
+//! them). It never releases or adopts while the owner is being deleted, never adopts an object
+//! that is being deleted or lives in another namespace, and reads the owner again before
+//! adopting (the same uid, not being deleted), as upstream's `RecheckDeletionTimestamp` does.
 //!
-//! Orphans come from an index the simulation keeps as it watches pods (the API's
+//! Orphan pods come from an index the simulation keeps as it watches pods (the API's
 //! [`Orphans`](super::api::Orphans): the pods without a controller, by namespace), as an
 //! informer's indexer would, so an owner's sync reads the few orphans of its namespace, not
-//! every pod in it.
+//! every pod in it; a Deployment looks through its namespace's ReplicaSets, which are few.
 
 use std::sync::Arc;
 
@@ -26,6 +26,8 @@ use crate::selector::selector_matches;
 pub(crate) struct Claim<'a> {
     /// The owner's kind.
     pub def: &'a ResourceDef,
+    /// The kind it owns: pods, or a Deployment's ReplicaSets.
+    pub child: &'a ResourceDef,
     /// Its selector, as a `LabelSelector`.
     pub selector: &'a Value,
     /// Which pods it looks at at all (a ReplicaSet only at active ones, as upstream filters them
@@ -43,15 +45,14 @@ fn labels(obj: &Value) -> Map<String, Value> {
     obj.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
-/// The pods `owner` holds after claiming: its own that still match, and the orphans it adopted.
+/// What `owner` holds after claiming: its own that still match, and the orphans it adopted.
 pub(crate) fn claim(api: &Api<'_>, owner: &Value, how: &Claim<'_>) -> Vec<Arc<Value>> {
-    let pods = api.defs.pods;
     let deleting = is_deleting(owner);
     // A missing selector selects nothing, as `LabelSelectorAsSelector(nil)`.
     let matches =
         |p: &Value| !how.selector.is_null() && selector_matches(how.selector, &labels(p)) && (how.member)(p);
     let mut claimed = Vec::new();
-    for pod in api.owned(pods, owner) {
+    for pod in api.owned(how.child, owner) {
         if !(how.considers)(&pod) {
             continue;
         }
@@ -65,9 +66,13 @@ pub(crate) fn claim(api: &Api<'_>, owner: &Value, how: &Claim<'_>) -> Vec<Arc<Va
         return claimed;
     }
     let ns = meta_str(owner, "namespace");
+    let orphans: Vec<Arc<Value>> = if std::ptr::eq(how.child, api.defs.pods) {
+        api.orphans.names(ns).filter_map(|name| api.get(how.child, ns, name)).collect()
+    } else {
+        api.list(how.child, Some(ns))
+    };
     let mut rechecked = None;
-    for name in api.orphans.names(ns) {
-        let Some(pod) = api.get(pods, ns, name) else { continue };
+    for pod in orphans {
         if controller_uid(&pod).is_some() || is_deleting(&pod) || !(how.considers)(&pod) || !matches(&pod) {
             continue;
         }
@@ -80,25 +85,25 @@ pub(crate) fn claim(api: &Api<'_>, owner: &Value, how: &Claim<'_>) -> Vec<Arc<Va
         if !fresh {
             break;
         }
-        if let Some(adopted) = adopt(api, how.def, owner, &pod) {
+        if let Some(adopted) = adopt(api, how, owner, &pod) {
             claimed.push(adopted);
         }
     }
     claimed
 }
 
-/// Puts the owner's controller reference on an orphan; the pod as written.
-fn adopt(api: &Api<'_>, def: &ResourceDef, owner: &Value, pod: &Value) -> Option<Arc<Value>> {
+/// Puts the owner's controller reference on an orphan; the object as written.
+fn adopt(api: &Api<'_>, how: &Claim<'_>, owner: &Value, pod: &Value) -> Option<Arc<Value>> {
     let mut copy = pod.clone();
     let refs = meta_mut(&mut copy).entry("ownerReferences").or_insert_with(|| json!([]));
     if let Value::Array(refs) = refs {
         refs.retain(|r| r["uid"] != owner.pointer("/metadata/uid").cloned().unwrap_or_default());
-        refs.push(controller_ref(def, owner));
+        refs.push(controller_ref(how.def, owner));
     }
-    match api.update(api.defs.pods, copy, "kube-controller-manager") {
+    match api.update(how.child, copy, "kube-controller-manager") {
         Ok(written) => Some(Arc::new(written)),
         Err(e) => {
-            log_failure(def.kind, meta_str(pod, "name"), &e);
+            log_failure(how.def.kind, meta_str(pod, "name"), &e);
             None
         }
     }
@@ -114,7 +119,7 @@ fn release(api: &Api<'_>, how: &Claim<'_>, owner: &Value, pod: &Value) {
     if let (Some(Value::Array(finalizers)), Some(mine)) = (meta.get_mut("finalizers"), how.finalizer) {
         finalizers.retain(|f| f != mine);
     }
-    if let Err(e) = api.update(api.defs.pods, copy, "kube-controller-manager") {
+    if let Err(e) = api.update(how.child, copy, "kube-controller-manager") {
         log_failure(how.def.kind, meta_str(pod, "name"), &e);
     }
 }

@@ -93,7 +93,14 @@ fn sync_one(
     labels["pod-template-generation"] = json!(generation.to_string());
 
     let selector = ds.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
-    let how = Claim { def, selector: &selector, considers: &|_| true, member: &|_| true, finalizer: None };
+    let how = Claim {
+        def,
+        child: api.defs.pods,
+        selector: &selector,
+        considers: &|_| true,
+        member: &|_| true,
+        finalizer: None,
+    };
     let pods = claim(api, ds, &how);
     // A daemon pod that failed is killed, and its node gets a new one (upstream's
     // `podsShouldBeOnNode`; without its back-off, as a daemon pod restarts `Always` and fails

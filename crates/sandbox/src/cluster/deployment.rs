@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::api::{Api, controller_ref, set_condition};
+use super::controller_ref::{Claim, claim};
 use super::{Controller, Queue, Timers};
 use crate::object_meta::{is_deleting, meta_str};
 
@@ -108,9 +109,23 @@ pub(crate) fn sync(api: &Api<'_>, queue: &Queue, timers: &mut Timers) {
     });
 }
 
+/// The sets `d` holds: its own that match its selector, and orphans it adopts.
+fn claim_sets(api: &Api<'_>, d: &Value) -> Vec<Arc<Value>> {
+    let selector = d.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+    let how = Claim {
+        def: api.defs.deployments,
+        child: api.defs.replicasets,
+        selector: &selector,
+        considers: &|_| true,
+        member: &|_| true,
+        finalizer: None,
+    };
+    claim(api, d, &how)
+}
+
 fn sync_one(api: &Api<'_>, d: &Value, timers: &mut Timers) -> Result<(), crate::ApiError> {
     let ns = meta_str(d, "namespace");
-    let sets = api.owned(api.defs.replicasets, d);
+    let sets = claim_sets(api, d);
     let template = d.pointer("/spec/template").cloned().unwrap_or_default();
     let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
     let paused = d.pointer("/spec/paused") == Some(&Value::Bool(true));

@@ -110,6 +110,7 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     let selector = job.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
     let how = Claim {
         def: api.defs.jobs,
+        child: api.defs.pods,
         selector: &selector,
         considers: &|_| true,
         member: &|_| true,

@@ -550,8 +550,9 @@ pub(crate) struct World {
     faults_seen: u64,
     /// The pods without a controller, for the owners that may adopt them.
     orphans: api::Orphans,
-    /// Pods that have just become orphans: the owners whose selectors match them look.
-    new_orphans: BTreeSet<(String, String)>,
+    /// Pods (and, marked `true`, ReplicaSets) that have just become orphans: the owners whose
+    /// selectors match them look.
+    new_orphans: BTreeSet<(bool, String, String)>,
 }
 
 impl World {
@@ -642,8 +643,13 @@ impl World {
             }
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
-                if let Some(("Deployment", d)) = controller(obj) {
-                    self.enqueue(Controller::Deployment, ns, d);
+                match controller(obj) {
+                    Some(("Deployment", d)) => self.enqueue(Controller::Deployment, ns, d),
+                    // New, or just released: the Deployments that may adopt it look.
+                    None if kind == ChangeType::Added || old.and_then(controller).is_some() => {
+                        self.new_orphans.insert((true, ns.to_owned(), name.to_owned()));
+                    }
+                    _ => {}
                 }
             }
             "replicationcontrollers." => self.enqueue(Controller::ReplicationController, ns, name),
@@ -714,7 +720,7 @@ impl World {
         }
         let orphan = kind != ChangeType::Deleted && pod.controller().is_none();
         if self.orphans.observe(ns, name, orphan) {
-            self.new_orphans.insert((ns.to_owned(), name.to_owned()));
+            self.new_orphans.insert((false, ns.to_owned(), name.to_owned()));
         }
         for (owner, owner_name) in [Some(pod), old].into_iter().flatten().filter_map(PodGlance::controller) {
             let c = match owner {
@@ -804,9 +810,9 @@ impl World {
         }
     }
 
-    /// Queues the owners whose selectors match a pod that has just become an orphan, as
-    /// upstream's controllers look for the owners of a pod without a controller reference
-    /// (`getPodReplicaSets` and its kin).
+    /// Queues the owners whose selectors match a pod (a ReplicaSet) that has just become an
+    /// orphan, as upstream's controllers look for the owners of an object without a controller
+    /// reference (`getPodReplicaSets`, `getDeploymentsForReplicaSet` and their kin).
     fn seek_owners(&mut self, store: &Store) {
         let d = self.defs;
         let owners = [
@@ -816,11 +822,14 @@ impl World {
             (d.statefulsets, Controller::StatefulSet),
             (d.daemonsets, Controller::DaemonSet),
         ];
-        for (ns, name) in std::mem::take(&mut self.new_orphans) {
-            let Some(pod) = store.stored(d.pods, &ns, &name) else { continue };
+        let deployments = [(d.deployments, Controller::Deployment)];
+        for (replica_set, ns, name) in std::mem::take(&mut self.new_orphans) {
+            let (of, owners): (_, &[_]) =
+                if replica_set { (d.replicasets, &deployments) } else { (d.pods, &owners) };
+            let Some(orphan) = store.stored(of, &ns, &name) else { continue };
             let labels =
-                pod.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
-            for (def, c) in owners {
+                orphan.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+            for &(def, c) in owners {
                 if !self.runs(c) {
                     continue;
                 }

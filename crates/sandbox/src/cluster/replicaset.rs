@@ -111,6 +111,7 @@ pub(crate) fn sync(api: &Api<'_>, def: &ResourceDef, queue: &Queue, timers: &mut
         let selector = selector_of(def, &owner);
         let how = Claim {
             def,
+            child: api.defs.pods,
             selector: &selector,
             considers: &|p| pod_active(p),
             member: &|_| true,

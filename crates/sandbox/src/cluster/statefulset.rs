@@ -58,7 +58,14 @@ fn sync_one(api: &Api<'_>, set: &Value, timers: &mut Timers) -> Result<(), crate
 
     let selector = set.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
     let member = |p: &Value| ordinal(name, p).is_some();
-    let how = Claim { def, selector: &selector, considers: &|_| true, member: &member, finalizer: None };
+    let how = Claim {
+        def,
+        child: api.defs.pods,
+        selector: &selector,
+        considers: &|_| true,
+        member: &member,
+        finalizer: None,
+    };
     let pods: BTreeMap<i64, Arc<Value>> =
         claim(api, set, &how).into_iter().filter_map(|p| Some((ordinal(name, &p)?, p))).collect();
     let healthy = |p: &Value| phase(p) == "Running" && pod_ready(p) && !is_deleting(p);

@@ -950,3 +950,32 @@ async fn a_failed_daemon_pod_is_killed_and_its_node_gets_a_new_one() {
     let message = warned.and_then(|e| e.message).unwrap_or_default();
     assert!(message.starts_with(&format!("Found failed daemon pod default/{name} on node ")), "{message}");
 }
+
+#[tokio::test]
+async fn a_replica_set_orphaned_by_its_deployment_is_adopted_by_the_next_with_its_selector() {
+    // Upstream's "test Deployment ReplicaSet orphaning and adoption regarding controllerRef".
+    let sb = cluster(Simulation::default());
+    let client = sb.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    deployments.create(&PostParams::default(), &deployment("keep", 2, "nginx:1.27")).await.unwrap();
+    let available = |d: Option<&Deployment>| {
+        d.and_then(|d| d.status.as_ref()).and_then(|s| s.available_replicas) == Some(2)
+    };
+    wait_for(&deployments, "keep", available).await;
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let first = sets.list(&ListParams::default().labels("app=keep")).await.unwrap().items.remove(0);
+    deployments.delete("keep", &DeleteParams::orphan()).await.unwrap();
+    let set_name = first.metadata.name.clone().unwrap();
+    eventually(|| async { controller_of(&sets.get(&set_name).await.ok()?).is_none().then_some(()) }).await;
+    let second =
+        deployments.create(&PostParams::default(), &deployment("keep", 2, "nginx:1.27")).await.unwrap();
+    let uid = second.metadata.uid.unwrap();
+    eventually(|| async {
+        (controller_of(&sets.get(&set_name).await.ok()?).as_deref() == Some(uid.as_str())).then_some(())
+    })
+    .await;
+    wait_for(&deployments, "keep", available).await;
+    let now = sets.list(&ListParams::default().labels("app=keep")).await.unwrap().items;
+    assert_eq!(now.len(), 1, "the set was adopted, not made again");
+    assert_eq!(now[0].metadata.uid, first.metadata.uid);
+}

@@ -15,11 +15,13 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::crd::{Widget, install, widget};
+use super::upstream::request;
 
 const PB: &str = "application/vnd.kubernetes.protobuf";
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
 
-/// A request with protobuf (or other) headers and bytes; the status, content type and body.
+/// A request as a Go client on protobuf sends it (its user agent first); the status, content
+/// type and body.
 async fn call(
     sb: &Sandbox,
     method: Method,
@@ -27,14 +29,10 @@ async fn call(
     headers: &[(&str, &str)],
     body: Vec<u8>,
 ) -> (u16, String, Bytes) {
-    let mut req = Request::builder().method(method).uri(path).header("user-agent", "e2e.test/v1.32.0");
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let resp = sb.service().oneshot(req.body(Full::new(Bytes::from(body))).unwrap()).await.unwrap();
-    let code = resp.status().as_u16();
-    let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-    (code, ct, resp.into_body().collect().await.unwrap().to_bytes())
+    let mut all = vec![("user-agent", "e2e.test/v1.32.0")];
+    all.extend_from_slice(headers);
+    let (code, ct, _, bytes) = request(sb, method, path, &all, body).await;
+    (code, ct, bytes)
 }
 
 fn deployment(name: &str) -> Value {

@@ -40,23 +40,35 @@ async fn call_raw(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> (u16, String, Vec<String>, Value) {
+    let mut headers = headers.to_vec();
+    if body.is_some() && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+        headers.push(("content-type", "application/json"));
+    }
+    let (code, ct, warnings, raw) = request(sb, method, path, &headers, body.unwrap_or_default()).await;
+    let v =
+        serde_json::from_slice(&raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into()));
+    (code, ct, warnings, v)
+}
+
+/// A request with these headers and bytes, in-process: the status, content type, `Warning`
+/// headers and body bytes.
+pub(crate) async fn request(
+    sb: &Sandbox,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> (u16, String, Vec<String>, Bytes) {
     let mut req = Request::builder().method(method).uri(path);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    if body.is_some() && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
-        req = req.header("content-type", "application/json");
-    }
-    let bytes = body.unwrap_or_default();
-    let resp = sb.service().oneshot(req.body(Full::new(Bytes::from(bytes))).unwrap()).await.unwrap();
+    let resp = sb.service().oneshot(req.body(Full::new(Bytes::from(body))).unwrap()).await.unwrap();
     let code = resp.status().as_u16();
     let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let warnings: Vec<String> =
         resp.headers().get_all("warning").iter().map(|v| v.to_str().unwrap_or("").to_owned()).collect();
-    let raw = resp.into_body().collect().await.unwrap().to_bytes();
-    let v =
-        serde_json::from_slice(&raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into()));
-    (code, ct, warnings, v)
+    (code, ct, warnings, resp.into_body().collect().await.unwrap().to_bytes())
 }
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
