@@ -136,7 +136,7 @@ pub fn record_update(
     let roots: BTreeSet<String> =
         changed.iter().chain(&removed).map(|p| format!("f:{}", patch::root_field(p))).collect();
     entries.retain_mut(|e| {
-        let is_mine = e["manager"] == manager
+        let is_mine = manager_of(e) == manager
             && e["operation"] == "Update"
             && e.get("subresource").and_then(Value::as_str).unwrap_or("") == subresource;
         if is_mine {
@@ -169,7 +169,7 @@ pub fn record_update(
 /// Records an Apply by `manager` owning `paths` in `obj`'s `managedFields`.
 pub fn record_apply(obj: &mut Value, manager: &str, paths: &BTreeSet<String>, api_version: &str) {
     let mut entries = take_entries(obj);
-    entries.retain(|e| !(e["manager"] == manager && e["operation"] == "Apply"));
+    entries.retain(|e| !(manager_of(e) == manager && e["operation"] == "Apply"));
     entries.push(entry(manager, "Apply", api_version, paths));
     meta_mut(obj).insert("managedFields".into(), Value::Array(entries));
 }
@@ -182,17 +182,44 @@ fn take_entries(obj: &mut Value) -> Vec<Value> {
     }
 }
 
-/// One `managedFields` entry, stamped now.
+/// An entry's manager; `""` when it has none.
+fn manager_of(entry: &Value) -> &str {
+    entry["manager"].as_str().unwrap_or("")
+}
+
+/// One `managedFields` entry, stamped now. A client that named no manager and sent no
+/// `User-Agent` has none, and the entry no `manager` (Go's `omitempty`).
 fn entry(manager: &str, operation: &str, api_version: &str, paths: &BTreeSet<String>) -> Value {
-    json!({
+    let mut e = json!({
         "manager": manager, "operation": operation, "apiVersion": api_version, "time": now_rfc3339(),
         "fieldsType": "FieldsV1", "fieldsV1": patch::fields_v1(paths),
-    })
+    });
+    if manager.is_empty()
+        && let Some(fields) = e.as_object_mut()
+    {
+        fields.remove("manager");
+    }
+    e
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_without_a_manager_has_one_entry_without_one() {
+        let cms = crate::catalog::find("", "v1", "configmaps").unwrap();
+        let first = json!({ "metadata": { "name": "a" }, "data": { "k": "v" } });
+        let mut created = first.clone();
+        record_update(cms, &mut created, None, "", Subresource::Main);
+        let mut updated = created.clone();
+        updated["data"]["k"] = json!("w");
+        updated["data"]["l"] = json!("x");
+        record_update(cms, &mut updated, Some(&created), "", Subresource::Main);
+        let entries = updated["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert!(entries[0].get("manager").is_none(), "{entries:?}");
+    }
 
     #[test]
     fn a_manager_is_the_user_agent_up_to_its_first_slash() {
