@@ -72,32 +72,34 @@ impl Defs {
     }
 }
 
-/// The pods no controller owns, by namespace.
+/// The objects no controller owns (pods, ReplicaSets), by their storage and namespace.
 #[derive(Debug, Default)]
-pub(crate) struct Orphans(BTreeMap<String, BTreeSet<String>>);
+pub(crate) struct Orphans(BTreeMap<(&'static str, String), BTreeSet<String>>);
 
 /// No orphans: for a part that never adopts.
 pub(crate) static NO_ORPHANS: Orphans = Orphans(BTreeMap::new());
 
 impl Orphans {
-    /// Records whether the pod `ns/name` is an orphan now (`false` also when it is gone);
-    /// `true` when it has just become one.
-    pub fn observe(&mut self, ns: &str, name: &str, orphan: bool) -> bool {
+    /// Records whether the object `ns/name` of `storage` is an orphan now (`false` also when it
+    /// is gone); `true` when it has just become one.
+    pub fn observe(&mut self, storage: &'static str, ns: &str, name: &str, orphan: bool) -> bool {
+        let key = (storage, ns.to_owned());
         if orphan {
-            self.0.entry(ns.to_owned()).or_default().insert(name.to_owned())
+            self.0.entry(key).or_default().insert(name.to_owned())
         } else {
-            if let Some(names) = self.0.get_mut(ns) {
+            if let Some(names) = self.0.get_mut(&key) {
                 names.remove(name);
                 if names.is_empty() {
-                    self.0.remove(ns);
+                    self.0.remove(&key);
                 }
             }
             false
         }
     }
 
-    pub fn names(&self, ns: &str) -> impl Iterator<Item = &str> {
-        self.0.get(ns).into_iter().flatten().map(String::as_str)
+    /// The orphans of `storage` in `ns`.
+    pub fn names(&self, storage: &'static str, ns: &str) -> impl Iterator<Item = &str> {
+        self.0.get(&(storage, ns.to_owned())).into_iter().flatten().map(String::as_str)
     }
 }
 
@@ -106,7 +108,7 @@ pub(crate) struct Api<'a> {
     pub store: &'a Store,
     pub clock: &'a Clock,
     pub defs: &'a Defs,
-    /// The pods without a controller (an informer's index).
+    /// The pods and ReplicaSets without a controller (an informer's index).
     pub orphans: &'a Orphans,
 }
 

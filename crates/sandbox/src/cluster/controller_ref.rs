@@ -7,10 +7,10 @@
 //! that is being deleted or lives in another namespace, and reads the owner again before
 //! adopting (the same uid, not being deleted), as upstream's `RecheckDeletionTimestamp` does.
 //!
-//! Orphan pods come from an index the simulation keeps as it watches pods (the API's
-//! [`Orphans`](super::api::Orphans): the pods without a controller, by namespace), as an
+//! Orphans come from an index the simulation keeps as it watches pods and ReplicaSets (the
+//! API's [`Orphans`](super::api::Orphans): those without a controller, by namespace), as an
 //! informer's indexer would, so an owner's sync reads the few orphans of its namespace, not
-//! every pod in it; a Deployment looks through its namespace's ReplicaSets, which are few.
+//! every pod or set in it.
 
 use std::sync::Arc;
 
@@ -66,11 +66,7 @@ pub(crate) fn claim(api: &Api<'_>, owner: &Value, how: &Claim<'_>) -> Vec<Arc<Va
         return claimed;
     }
     let ns = meta_str(owner, "namespace");
-    let orphans: Vec<Arc<Value>> = if std::ptr::eq(how.child, api.defs.pods) {
-        api.orphans.names(ns).filter_map(|name| api.get(how.child, ns, name)).collect()
-    } else {
-        api.list(how.child, Some(ns))
-    };
+    let orphans = api.orphans.names(how.child.storage, ns).filter_map(|name| api.get(how.child, ns, name));
     let mut rechecked = None;
     for pod in orphans {
         if controller_uid(&pod).is_some() || is_deleting(&pod) || !(how.considers)(&pod) || !matches(&pod) {

@@ -643,13 +643,13 @@ impl World {
             }
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
-                match controller(obj) {
-                    Some(("Deployment", d)) => self.enqueue(Controller::Deployment, ns, d),
-                    // New, or just released: the Deployments that may adopt it look.
-                    None if kind == ChangeType::Added || old.and_then(controller).is_some() => {
-                        self.new_orphans.insert((true, ns.to_owned(), name.to_owned()));
-                    }
-                    _ => {}
+                let owner = controller(obj);
+                if let Some(("Deployment", d)) = owner {
+                    self.enqueue(Controller::Deployment, ns, d);
+                }
+                let orphan = kind != ChangeType::Deleted && owner.is_none();
+                if self.orphans.observe(self.defs.replicasets.storage, ns, name, orphan) {
+                    self.new_orphans.insert((true, ns.to_owned(), name.to_owned()));
                 }
             }
             "replicationcontrollers." => self.enqueue(Controller::ReplicationController, ns, name),
@@ -719,7 +719,7 @@ impl World {
             self.enqueue(Controller::Kubelet, ns, name);
         }
         let orphan = kind != ChangeType::Deleted && pod.controller().is_none();
-        if self.orphans.observe(ns, name, orphan) {
+        if self.orphans.observe(self.defs.pods.storage, ns, name, orphan) {
             self.new_orphans.insert((false, ns.to_owned(), name.to_owned()));
         }
         for (owner, owner_name) in [Some(pod), old].into_iter().flatten().filter_map(PodGlance::controller) {
