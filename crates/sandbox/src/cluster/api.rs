@@ -74,7 +74,7 @@ impl Defs {
 
 /// The objects no controller owns (pods, ReplicaSets), by their storage and namespace.
 #[derive(Debug, Default)]
-pub(crate) struct Orphans(BTreeMap<(&'static str, String), BTreeSet<String>>);
+pub(crate) struct Orphans(BTreeMap<&'static str, BTreeMap<String, BTreeSet<String>>>);
 
 /// No orphans: for a part that never adopts.
 pub(crate) static NO_ORPHANS: Orphans = Orphans(BTreeMap::new());
@@ -83,23 +83,24 @@ impl Orphans {
     /// Records whether the object `ns/name` of `storage` is an orphan now (`false` also when it
     /// is gone); `true` when it has just become one.
     pub fn observe(&mut self, storage: &'static str, ns: &str, name: &str, orphan: bool) -> bool {
-        let key = (storage, ns.to_owned());
         if orphan {
-            self.0.entry(key).or_default().insert(name.to_owned())
-        } else {
-            if let Some(names) = self.0.get_mut(&key) {
-                names.remove(name);
-                if names.is_empty() {
-                    self.0.remove(&key);
-                }
-            }
-            false
+            return self
+                .0
+                .entry(storage)
+                .or_default()
+                .entry(ns.to_owned())
+                .or_default()
+                .insert(name.to_owned());
         }
+        if let Some(names) = self.0.get_mut(storage).and_then(|by_ns| by_ns.get_mut(ns)) {
+            names.remove(name);
+        }
+        false
     }
 
     /// The orphans of `storage` in `ns`.
     pub fn names(&self, storage: &'static str, ns: &str) -> impl Iterator<Item = &str> {
-        self.0.get(&(storage, ns.to_owned())).into_iter().flatten().map(String::as_str)
+        self.0.get(storage).and_then(|by_ns| by_ns.get(ns)).into_iter().flatten().map(String::as_str)
     }
 }
 

@@ -93,7 +93,7 @@ fn adopt(api: &Api<'_>, how: &Claim<'_>, owner: &Value, pod: &Value) -> Option<A
     let mut copy = pod.clone();
     let refs = meta_mut(&mut copy).entry("ownerReferences").or_insert_with(|| json!([]));
     if let Value::Array(refs) = refs {
-        refs.retain(|r| r["uid"] != owner.pointer("/metadata/uid").cloned().unwrap_or_default());
+        refs.retain(|r| r["uid"].as_str() != Some(meta_str(owner, "uid")));
         refs.push(controller_ref(how.def, owner));
     }
     match api.update(how.child, copy, "kube-controller-manager") {

@@ -36,12 +36,13 @@ fn int(v: &Value, pointer: &str) -> i64 {
     v.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
 }
 
+/// A set's numeric annotation `key` (its revision, the replicas it was sized for).
+fn annotation(rs: &Value, key: &str) -> Option<i64> {
+    rs.pointer("/metadata/annotations")?.get(key)?.as_str()?.parse().ok()
+}
+
 fn revision(rs: &Value) -> i64 {
-    rs.pointer("/metadata/annotations")
-        .and_then(|a| a.get(REVISION))
-        .and_then(Value::as_str)
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(0)
+    annotation(rs, REVISION).unwrap_or(0)
 }
 
 /// A JSON value with its object keys in order, so equal templates print alike.
@@ -269,13 +270,9 @@ fn scale(api: &Api<'_>, d: &Value, rs: &Value, to: i64, surge: i64) -> Result<()
 /// Whether an active set was sized for another `replicas` than the Deployment's now (its
 /// `desired-replicas` annotation): the Deployment was scaled (upstream's `isScalingEvent`).
 fn scaling_event(sets: &[&Value], replicas: i64) -> bool {
-    sets.iter().filter(|s| int(s, "/spec/replicas") > 0).any(|s| {
-        s.pointer("/metadata/annotations")
-            .and_then(|a| a.get(DESIRED))
-            .and_then(Value::as_str)
-            .and_then(|d| d.parse::<i64>().ok())
-            .is_some_and(|desired| desired != replicas)
-    })
+    sets.iter()
+        .filter(|s| int(s, "/spec/replicas") > 0)
+        .any(|s| annotation(s, DESIRED).is_some_and(|desired| desired != replicas))
 }
 
 /// Resizes the sets to the Deployment's `replicas` (upstream's `scale`): a lone active set (or
@@ -308,9 +305,8 @@ fn proportional_scale(
         return Ok(());
     }
     let saturated = new.is_some_and(|n| {
-        let desired = n.pointer("/metadata/annotations").and_then(|a| a.get(DESIRED)).and_then(Value::as_str);
         size(n) == replicas
-            && desired == Some(&replicas.to_string())
+            && annotation(n, DESIRED) == Some(replicas)
             && int(n, "/status/availableReplicas") == replicas
     });
     if saturated {
@@ -359,13 +355,8 @@ fn proportion(rs: &Value, d: &Value, replicas: i64, surge: i64, to_add: i64, add
     let fraction = if replicas == 0 {
         -size
     } else {
-        let before = rs
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(MAX_REPLICAS))
-            .and_then(Value::as_str)
-            .and_then(|m| m.parse::<i64>().ok())
-            .filter(|m| *m != 0)
-            .unwrap_or_else(|| int(d, "/status/replicas"));
+        let before =
+            annotation(rs, MAX_REPLICAS).filter(|m| *m != 0).unwrap_or_else(|| int(d, "/status/replicas"));
         if before == 0 {
             0
         } else {
@@ -417,10 +408,7 @@ fn rolling_step(
     } else {
         replicas
     };
-    if new_to != new_now
-        || new.pointer("/metadata/annotations").and_then(|a| a.get(DESIRED)).and_then(Value::as_str)
-            != Some(&replicas.to_string())
-    {
+    if new_to != new_now || annotation(new, DESIRED) != Some(replicas) {
         scale(api, d, new, new_to, surge)?;
     }
     // How far the old sets may go down: the pods above the minimum available, less the new

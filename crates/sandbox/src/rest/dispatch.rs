@@ -14,7 +14,7 @@ use http_body_util::Full;
 
 use super::body::read_request_body;
 use super::call::Call;
-use super::negotiate::{Wire, negotiate};
+use super::negotiate::{Render, Wire};
 use super::request::{Request, Target, Verb};
 use super::response::{Disconnect, as_protobuf, error_response, panicked, with_warnings};
 use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
@@ -160,10 +160,11 @@ where
     // A deprecated resource warns of it in every answer, a refusal too (the installer's
     // deprecation warning, before any handler).
     let deprecation = target.def.deprecation();
-    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let wire = negotiate(accept, target.def.custom().is_none(), target.has_tables())
-        .map_or(Wire::Json, |(_, wire)| wire);
-    let response = match answer(shared, parts, target, bytes, record) {
+    // Negotiated once: the request's handler answers in its shape, and the answer is written
+    // in its encoding here.
+    let negotiated = target.negotiate(parts);
+    let wire = negotiated.as_ref().map_or(Wire::Json, |(_, wire)| *wire);
+    let response = match answer(shared, parts, target, negotiated, bytes, record) {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
@@ -181,10 +182,11 @@ fn answer(
     shared: &Arc<SandboxState>,
     parts: &http::request::Parts,
     target: Target,
+    negotiated: Option<(Render, Wire)>,
     bytes: Result<Bytes, ApiError>,
     record: &mut RequestRecord,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let mut req = Request::parse(shared, parts, target, record)?;
+    let mut req = Request::parse(shared, parts, target, negotiated, record)?;
     // A stream is answered before faults or the body are judged: its handler answers it alone.
     if let Verb::Connect(stream) = req.verb {
         return super::connect::connect(shared, parts, &req, stream);

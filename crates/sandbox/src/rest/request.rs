@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use http::{Method, header};
 
-use super::negotiate::{Render, negotiate};
+use super::negotiate::{Render, Wire, negotiate};
 use super::query::Query;
 use crate::SandboxState;
 use crate::record::RequestRecord;
@@ -133,15 +133,14 @@ impl Request {
         shared: &SandboxState,
         parts: &http::request::Parts,
         t: Target,
+        negotiated: Option<(Render, Wire)>,
         record: &mut RequestRecord,
     ) -> Result<Self, ApiError> {
         if let Some(stream) = t.stream {
             return Ok(t.into_request(Verb::Connect(stream), Query::default()));
         }
         t.record(record);
-        let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let (render, wire) = negotiate(accept, t.def.custom().is_none(), t.has_tables())
-            .ok_or_else(ApiError::not_acceptable)?;
+        let (render, wire) = negotiated.ok_or_else(ApiError::not_acceptable)?;
         let mut query = Query::parse(parts.uri.query(), &t.def)?;
         let verb = Verb::of(&parts.method, &t, query.watch);
         record.verb = verb.map_or("unsupported", Verb::name).to_owned();
@@ -191,10 +190,17 @@ pub(super) struct Target {
 }
 
 impl Target {
+    /// The shape and encoding the request's `Accept` asks answers in, of what this target
+    /// serves; `None` when nothing it asks can be served (a 406).
+    pub(super) fn negotiate(&self, parts: &http::request::Parts) -> Option<(Render, Wire)> {
+        let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+        negotiate(accept, self.def.custom().is_none(), self.has_tables())
+    }
+
     /// Whether its storage converts objects to Tables: not a review's, nor an acting
     /// subresource's (a binding, an eviction, a token, a log), which upstream serves without a
     /// table convertor.
-    pub(super) fn has_tables(&self) -> bool {
+    fn has_tables(&self) -> bool {
         let acts = matches!(self.sub, Subresource::Action(a) if !matches!(a.run, Run::Owns(_)));
         !acts && !matches!(self.def.answer(), Answer::Review(_))
     }

@@ -182,7 +182,17 @@ pub fn from_json(obj: &Value) -> Result<Vec<u8>, Error> {
 
 fn write_envelope(obj: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
     let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or("");
-    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    envelope(text("apiVersion"), text("kind"), out, |s, index, out| encode::message(s, index, obj, out, 0))
+}
+
+/// Writes the envelope of an object of `api_version` and `kind`, magic first, its body written
+/// by `body` as the message `index` of the schema.
+fn envelope(
+    api_version: &str,
+    kind: &str,
+    out: &mut Vec<u8>,
+    body: impl FnOnce(&schema::Schema, usize, &mut Vec<u8>) -> Result<(), Error>,
+) -> Result<(), Error> {
     let s = schema::schema();
     let index = s
         .kind(api_version, kind)
@@ -193,7 +203,7 @@ fn write_envelope(obj: &Value, out: &mut Vec<u8>) -> Result<(), Error> {
         put_bytes(out, 2, kind.as_bytes());
         Ok(())
     })?;
-    put_nested(out, 2, |out| encode::message(s, index, obj, out, 0))?;
+    put_nested(out, 2, |out| body(s, index, out))?;
     // contentEncoding and contentType: Go writes its empty strings.
     put_bytes(out, 3, b"");
     put_bytes(out, 4, b"");
@@ -212,20 +222,17 @@ pub(crate) fn list_from(
     metadata: &Value,
     items: impl Iterator<Item = Value>,
 ) -> Result<Vec<u8>, Error> {
-    let s = schema::schema();
-    let unknown = || Error::UnknownKind { api_version: api_version.into(), kind: list_kind.into() };
-    let index = s.kind(api_version, list_kind).ok_or_else(unknown)?;
-    let message = &s.messages[index];
-    let field = |name: &str| message.fields.iter().find(|f| f.json == name).ok_or_else(unknown);
-    let (meta_field, items_field) = (field("metadata")?, field("items")?);
     let mut out = Vec::with_capacity(4096);
-    out.extend_from_slice(MAGIC);
-    put_nested::<Error>(&mut out, 1, |out| {
-        put_bytes(out, 1, api_version.as_bytes());
-        put_bytes(out, 2, list_kind.as_bytes());
-        Ok(())
-    })?;
-    put_nested(&mut out, 2, |out| {
+    envelope(api_version, list_kind, &mut out, |s, index, out| {
+        let message = &s.messages[index];
+        let field = |name: &str| {
+            message
+                .fields
+                .iter()
+                .find(|f| f.json == name)
+                .ok_or(Error::Malformed("a list without metadata or items"))
+        };
+        let (meta_field, items_field) = (field("metadata")?, field("items")?);
         encode::value(s, meta_field.number, meta_field.ty, metadata, out, 0)
             .map_err(|e| e.within("metadata"))?;
         for item in items {
@@ -234,8 +241,6 @@ pub(crate) fn list_from(
         }
         Ok(())
     })?;
-    put_bytes(&mut out, 3, b"");
-    put_bytes(&mut out, 4, b"");
     Ok(out)
 }
 
