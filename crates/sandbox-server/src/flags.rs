@@ -17,7 +17,8 @@ pub struct ServerArgs {
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: SocketAddr,
     /// Allow listening on a non-loopback address (anyone who can reach it and has the token can
-    /// use the sandbox: TLS with its own CA, one bearer token, no authorization).
+    /// use the sandbox: TLS with its own CA, one bearer token, no authorization unless
+    /// `--authorization-mode RBAC`).
     #[arg(long)]
     pub allow_remote: bool,
     /// Where to write the kubeconfig (mode 0600).
@@ -48,6 +49,12 @@ pub struct ServerArgs {
     /// user: anyone who may exec may run anything here. Off: the built-in shell answers.
     #[arg(long, value_name = "DIR")]
     pub exec_on_host: Option<PathBuf>,
+    /// How requests are authorized, as kube-apiserver's flag names it: `AlwaysAllow` (every
+    /// request with the token), or `RBAC` (Roles and bindings enforced, the bootstrap roles
+    /// written; the kubeconfig's token is `system:masters`, and a test asks for others with
+    /// TokenRequests or impersonation).
+    #[arg(long, default_value = "AlwaysAllow", value_name = "MODE")]
+    pub authorization_mode: kube_sandbox::Authorization,
     /// Forward a pod's port to a local address: `kubectl port-forward` to it connects there
     /// (`default/web:80=127.0.0.1:8080`; repeat for more).
     #[arg(long = "forward-port", value_parser = parse_forward, value_name = "NS/POD:PORT=ADDR")]
@@ -92,8 +99,12 @@ impl ServerArgs {
             run_to_completion: self.pod_run_time,
             ..Simulation::default()
         });
-        let mut config =
-            SandboxConfig { rollout: Rollout::Paced(self.pod_ready), simulation, ..SandboxConfig::default() };
+        let mut config = SandboxConfig {
+            rollout: Rollout::Paced(self.pod_ready),
+            simulation,
+            authorization: self.authorization_mode,
+            ..SandboxConfig::default()
+        };
         if let Some(dir) = &self.exec_on_host {
             config.container_runtime = std::sync::Arc::new(HostExec::new(dir));
         }

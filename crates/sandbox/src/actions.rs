@@ -4,20 +4,20 @@
 //! `certificatesigningrequests/approval`), and the create-only resources answered from the
 //! request alone ([`Review`]: access and token reviews, `bindings`).
 //!
-//! The sandbox authenticates every client as its administrator ([`admin_user`]) and enforces no
-//! RBAC, so every access review is allowed. Service account tokens are JWTs the
-//! [`token_issuer`](crate::token_issuer) signs; a [`Review::Token`] accepts them, and the
-//! sandbox's own bearer token, while they are unexpired and their account exists.
+//! An access review answers what the sandbox's authorizer ([`crate::auth`]) decides: everything
+//! allowed by default, RBAC's decision when it is on. Service account tokens are JWTs the
+//! [`token_issuer`](crate::token_issuer) signs; a [`Review::Token`] accepts them while they are
+//! unexpired and their account exists, and the tokens the sandbox issued for its users.
 
 use serde_json::{Map, Value, json};
 
+use crate::auth::{Attributes, Auth, Authorization, UserInfo};
 use crate::go_print::go_quote;
 use crate::object_meta::{meta_str, now_rfc3339};
 use crate::resource::{ResourceDef, Review, Run, Subresource};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, Store};
-use crate::token_issuer::{ISSUER, sign, verify};
-use crate::user::admin_user;
+use crate::token_issuer::{ISSUER, sign};
 
 /// The answer to a `create` of a [`Review`] resource: the request's object with its status.
 ///
@@ -26,21 +26,18 @@ use crate::user::admin_user;
 /// As the binding's for [`Review::Bind`]; a review itself is never refused.
 pub fn review(
     store: &Store,
+    auth: &Auth,
+    requester: &UserInfo,
     review: Review,
     ns: &str,
     mut body: Value,
-    bearer: &str,
 ) -> Result<(u16, Value), ApiError> {
     let status = match review {
-        Review::Access => json!({ "allowed": true }),
-        Review::Rules => json!({
-            "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
-            "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
-            "incomplete": false,
-        }),
-        Review::SelfSubject => json!({ "userInfo": admin_user() }),
+        Review::Access => access_review(store, auth, requester, &body),
+        Review::Rules => rules_review(store, auth, requester, &body),
+        Review::SelfSubject => json!({ "userInfo": requester.to_json() }),
         Review::Token => {
-            token_review(store, body.pointer("/spec/token").and_then(Value::as_str).unwrap_or(""), bearer)
+            token_review(store, auth, body.pointer("/spec/token").and_then(Value::as_str).unwrap_or(""))
         }
         Review::Bind => {
             let pod = meta_str(&body, "name").to_owned();
@@ -358,49 +355,98 @@ fn bound_object(store: &Store, ns: &str, account: &str, target: &Value) -> Resul
     Ok(())
 }
 
-/// Who a live service account token of this process is: its claims when it is unexpired and
-/// names an account that still exists with the uid it was issued for; else why not, in the
-/// authenticator's words.
-///
-/// # Errors
-///
-/// The TokenReview error: an invalid, expired or orphaned token.
-pub fn service_account_token(store: &Store, token: &str) -> Result<Value, &'static str> {
-    let claims = verify(token).ok_or("invalid bearer token")?;
-    if claims["exp"].as_i64().is_none_or(|exp| exp <= unix_now()) {
-        return Err("[invalid bearer token, service account token has expired]");
-    }
-    let ns = claims.pointer("/kubernetes.io/namespace").and_then(Value::as_str).unwrap_or("");
-    let name = claims.pointer("/kubernetes.io/serviceaccount/name").and_then(Value::as_str).unwrap_or("");
-    let uid = claims.pointer("/kubernetes.io/serviceaccount/uid").and_then(Value::as_str).unwrap_or("");
-    let accounts = crate::catalog::find("", "v1", "serviceaccounts").expect("serviceaccounts are built in");
-    match store.get(accounts, ns, name, Subresource::Main) {
-        Ok(a) if meta_str(&a, "uid") == uid => Ok(claims),
-        _ => Err("[invalid bearer token, service account has been deleted or recreated]"),
+/// A TokenReview's status: the user a token authenticates, or why it does not.
+fn token_review(store: &Store, auth: &Auth, token: &str) -> Value {
+    match crate::auth::token_user(auth, store, token) {
+        Ok(user) => json!({ "authenticated": true, "user": user.to_json(), "audiences": [ISSUER] }),
+        Err(why) => json!({ "user": {}, "error": why }),
     }
 }
 
-/// A TokenReview's status: the account a live token of this process names, the administrator
-/// for the sandbox's bearer token, or unauthenticated.
-fn token_review(store: &Store, token: &str, bearer: &str) -> Value {
-    if !bearer.is_empty() && token == bearer {
-        return json!({ "authenticated": true, "user": admin_user(), "audiences": [ISSUER] });
-    }
-    match service_account_token(store, token) {
-        Ok(claims) => {
-            let ns = claims.pointer("/kubernetes.io/namespace").and_then(Value::as_str).unwrap_or("");
-            let name =
-                claims.pointer("/kubernetes.io/serviceaccount/name").and_then(Value::as_str).unwrap_or("");
-            json!({
-                "authenticated": true,
-                "user": {
-                    "username": format!("system:serviceaccount:{ns}:{name}"),
-                    "uid": claims.pointer("/kubernetes.io/serviceaccount/uid"),
-                    "groups": ["system:serviceaccounts", format!("system:serviceaccounts:{ns}"), "system:authenticated"],
-                },
-                "audiences": claims["aud"],
-            })
+/// An access review's status: what the authorizer decides for the attributes of its spec, asked
+/// for its subject (a SelfSubjectAccessReview's is the requester).
+fn access_review(store: &Store, auth: &Auth, requester: &UserInfo, body: &Value) -> Value {
+    let spec = body.get("spec").unwrap_or(&Value::Null);
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let user = if body.get("kind").and_then(Value::as_str) == Some("SelfSubjectAccessReview") {
+        requester.clone()
+    } else {
+        let extra = spec
+            .get("extra")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect());
+        UserInfo {
+            name: text(spec, "user"),
+            uid: text(spec, "uid"),
+            groups: strings(spec.get("groups")),
+            extra: extra.unwrap_or_default(),
         }
-        Err(why) => json!({ "user": {}, "error": why }),
+    };
+    let attrs = if let Some(r) = spec.get("resourceAttributes").filter(|r| r.is_object()) {
+        Attributes {
+            user,
+            verb: text(r, "verb"),
+            resource_request: true,
+            group: text(r, "group"),
+            version: text(r, "version"),
+            resource: text(r, "resource"),
+            subresource: text(r, "subresource"),
+            namespace: text(r, "namespace"),
+            name: text(r, "name"),
+            path: String::new(),
+        }
+    } else {
+        let r = spec.get("nonResourceAttributes").unwrap_or(&Value::Null);
+        Attributes { user, verb: text(r, "verb"), path: text(r, "path"), ..Attributes::default() }
+    };
+    let decision = crate::auth::decide(auth, store, &attrs);
+    let mut status = json!({ "allowed": decision.allowed() });
+    if !decision.reason().is_empty() {
+        status["reason"] = json!(decision.reason());
     }
+    status
+}
+
+/// A SelfSubjectRulesReview's status: every rule that applies to the requester in the
+/// namespace it names (everything, where everything is allowed).
+fn rules_review(store: &Store, auth: &Auth, requester: &UserInfo, body: &Value) -> Value {
+    if auth.mode == Authorization::AlwaysAllow {
+        return json!({
+            "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
+            "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
+            "incomplete": false,
+        });
+    }
+    let ns = body.pointer("/spec/namespace").and_then(Value::as_str).unwrap_or("");
+    let (rules, error) = crate::auth::rbac::rules_for(store, requester, ns);
+    let (mut resource, mut non_resource) = (Vec::new(), Vec::new());
+    for rule in rules {
+        let has = |k: &str| rule.get(k).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        let pick = |keys: &[&str]| {
+            let mut r = Map::new();
+            for k in keys {
+                if let Some(v) = rule.get(*k).filter(|_| *k == "verbs" || has(k)) {
+                    r.insert((*k).to_owned(), v.clone());
+                }
+            }
+            Value::Object(r)
+        };
+        if has("resources") {
+            resource.push(pick(&["verbs", "apiGroups", "resources", "resourceNames"]));
+        }
+        if has("nonResourceURLs") {
+            non_resource.push(pick(&["verbs", "nonResourceURLs"]));
+        }
+    }
+    let mut status =
+        json!({ "resourceRules": resource, "nonResourceRules": non_resource, "incomplete": false });
+    if let Some(e) = error {
+        status["evaluationError"] = json!(e);
+    }
+    status
 }

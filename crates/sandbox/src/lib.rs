@@ -107,8 +107,9 @@
 //! | `metrics` | resource metrics (`metrics.k8s.io`): what each running container uses |
 //! | `pod_log` | `pods/log`: its options, the run read, the lines sent |
 //! | `store` | the verbs' rules over the storage: objects, revision counter, history, watch fan-out |
+//! | `auth` | who a request is and what it may do: tokens, impersonation, RBAC |
 //! | `admission` | the admission plugins, a chain in upstream's order the store runs on every write |
-//! | `post_start` | the objects a new API server makes for itself (system namespaces, priority classes, `cluster-admin`) |
+//! | `post_start` | the objects a new API server makes for itself (system namespaces, priority classes, RBAC's bootstrap policy) |
 //! | `registry` | the resources served now: the built-in kinds and those established CRDs define |
 //! | `catalog` | the built-in resources, one file per API group, one declaration each, and their table |
 //! | `field_validation` | `fieldValidation`: unknown and duplicate fields refused, warned about or dropped |
@@ -135,7 +136,7 @@
 //! | `quantity` | resource quantities (`500m`, `1Gi`) |
 //! | `status` | `metav1.Status` errors, and field errors |
 //! | `record` | the request log |
-//! | `user` | who makes a request: the sandbox's administrator |
+//! | `user` | who makes a request: a user's name, uid, groups and extras |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -160,6 +161,7 @@ pub struct ReadmeDoctests;
 
 mod actions;
 mod admission;
+mod auth;
 mod catalog;
 mod clock;
 mod cluster;
@@ -209,6 +211,8 @@ use std::time::Duration;
 
 use http::{Request, Response};
 
+pub use auth::new_token;
+pub use auth::{Attributes, Authorization, UserInfo};
 pub use clock::Clock;
 pub use cluster::{Cluster, Controller, Controllers, NodeShape, Simulation, UnknownController};
 pub use container_runtime::{
@@ -222,7 +226,7 @@ pub use process::{Output, Process, Stdin, TerminalSize, Written};
 pub use record::{RequestRecord, Requests};
 pub use resource::ResourceDef;
 pub use rest::protobuf;
-pub use rest::server::{HttpServer, new_token, write_kubeconfig};
+pub use rest::server::{HttpServer, kubeconfig, write_kubeconfig};
 pub use status::ApiError;
 pub use store::{Change, ChangeType, ListQuery, Store, StoreConfig};
 
@@ -281,6 +285,9 @@ pub struct SandboxConfig {
     /// What the simulated containers write to their logs (`pods/log`): [`DefaultRuntime`]
     /// unless a test installs its own [`ContainerRuntime`].
     pub container_runtime: Arc<dyn ContainerRuntime>,
+    /// How requests are authorized: every one allowed (the default), or RBAC as a cluster's
+    /// API server enforces it.
+    pub authorization: Authorization,
 }
 
 /// How the sandbox answers streaming lists (`sendInitialEvents`).
@@ -311,6 +318,7 @@ impl Default for SandboxConfig {
             streaming_lists: StreamingLists::Served,
             simulation: Some(cluster::Simulation::default()),
             container_runtime: Arc::new(DefaultRuntime),
+            authorization: Authorization::AlwaysAllow,
         }
     }
 }
@@ -361,6 +369,8 @@ pub(crate) struct SandboxState {
     cluster: Option<cluster::Cluster>,
     /// The container runtime and the log lines tests scripted.
     pub(crate) containers: container_runtime::Containers,
+    /// Authentication and authorization: the mode, the tokens issued.
+    pub(crate) auth: auth::Auth,
 }
 
 /// An in-memory Kubernetes API server.
@@ -442,6 +452,7 @@ impl Sandbox {
                 clock.clone(),
                 container_faults,
             ),
+            auth: auth::Auth::new(config.authorization),
         });
         // The Deployment controller, when simulated, writes real status; its status-only mode is
         // for a sandbox without it.
@@ -508,7 +519,36 @@ impl Sandbox {
     /// The sandbox as a `tower::Service`, for `kube::Client::new` or an HTTP server.
     #[must_use]
     pub fn service(&self) -> SandboxService {
-        SandboxService { shared: Arc::clone(&self.shared) }
+        SandboxService { shared: Arc::clone(&self.shared), user: None }
+    }
+
+    /// A `kube::Client` talking to this sandbox in-process as `user`, as though its token were
+    /// `user`'s: under [`Authorization::Rbac`] it may do what `user`'s bindings allow.
+    ///
+    /// ```
+    /// use kube_sandbox::{Authorization, Sandbox, SandboxConfig, UserInfo};
+    /// use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), kube::Error> {
+    /// let sandbox = Sandbox::with_config(SandboxConfig { authorization: Authorization::Rbac, ..SandboxConfig::bare() });
+    /// let client = sandbox.client_as(UserInfo::service_account("default", "builder"));
+    /// let reviews: kube::Api<SelfSubjectReview> = kube::Api::all(client);
+    /// let me = reviews.create(&Default::default(), &Default::default()).await?;
+    /// let name = me.status.and_then(|s| s.user_info).and_then(|u| u.username);
+    /// assert_eq!(name.as_deref(), Some("system:serviceaccount:default:builder"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn client_as(&self, user: UserInfo) -> kube::Client {
+        kube::Client::new(SandboxService { shared: Arc::clone(&self.shared), user: Some(user) }, "default")
+    }
+
+    /// A bearer token that authenticates `user` to this sandbox's HTTPS servers (for a
+    /// kubeconfig of that user: [`kubeconfig()`]).
+    #[must_use]
+    pub fn issue_token(&self, user: UserInfo) -> String {
+        self.shared.auth.issue(user)
     }
 
     /// The store.
@@ -652,6 +692,8 @@ impl Sandbox {
 #[derive(Clone)]
 pub struct SandboxService {
     shared: Arc<SandboxState>,
+    /// Who its requests are; the administrator when `None`.
+    user: Option<UserInfo>,
 }
 
 impl<B> tower::Service<Request<B>> for SandboxService
@@ -668,8 +710,11 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: Request<B>) -> Self::Future {
         let shared = Arc::clone(&self.shared);
+        if let Some(user) = &self.user {
+            req.extensions_mut().insert(auth::Authenticated(user.clone()));
+        }
         Box::pin(async move {
             let response = rest::handle(shared, req).await;
             if response.extensions().get::<rest::Disconnect>().is_some() {

@@ -129,12 +129,18 @@ impl ApiError {
         Self::new(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 403 from an admission plugin (`admission.NewForbidden`): `<resource> "<name>" is
-    /// forbidden: <why>`, the resource in the details.
+    /// 403 as `apierrors.NewForbidden` words it, for an admission plugin's or the authorizer's
+    /// refusal: `<resource> "<name>" is forbidden: <why>`, `<resource> is forbidden: <why>` for
+    /// a request that names no object, `forbidden: <why>` for one that names no resource (a
+    /// path); the resource and name in the details.
     pub fn admission_forbidden(group: &str, plural: &str, name: &str, why: &str) -> Self {
         let resource = qualified(group, plural);
-        Self::new(403, "Forbidden", format!("{resource} \"{name}\" is forbidden: {why}"))
-            .with_details(group, plural, name)
+        let message = match (plural.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {why}"),
+            (false, true) => format!("{resource} is forbidden: {why}"),
+            (false, false) => format!("{resource} \"{name}\" is forbidden: {why}"),
+        };
+        Self::new(403, "Forbidden", message).with_details(group, plural, name)
     }
 
     /// 403: forbidden, e.g. creating in a terminating namespace.

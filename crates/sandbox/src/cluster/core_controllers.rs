@@ -1,6 +1,6 @@
 //! The controllers every sandbox runs, with a simulated cluster or without: the garbage
 //! collector, the namespace controller, the PVC and PV protection controllers, the resource quota
-//! controller — and, with no simulated Deployment controller, the Deployment controller's
+//! controller, the ClusterRole aggregation controller — and, with no simulated Deployment controller, the Deployment controller's
 //! status-only mode.
 //!
 //! Like the simulation's other parts they follow the store's changes (each change is taken as it
@@ -20,6 +20,7 @@ use super::garbage_collector::GarbageCollector;
 use super::namespace::Namespaces;
 use super::protection::Protection;
 use super::quota::Quotas;
+use super::role_aggregation::{self, RoleAggregation};
 use crate::Rollout;
 use crate::clock::Clock;
 use crate::store::{ChangeType, Followed, Store};
@@ -30,6 +31,7 @@ pub(crate) struct CoreControllers {
     namespaces: Namespaces,
     protection: Protection,
     quotas: Quotas,
+    roles: RoleAggregation,
     deployments: Option<StatusOnly>,
 }
 
@@ -41,6 +43,7 @@ impl CoreControllers {
             namespaces: Namespaces::default(),
             protection: Protection::default(),
             quotas: Quotas::default(),
+            roles: RoleAggregation::default(),
             deployments,
         }
     }
@@ -56,6 +59,7 @@ impl CoreControllers {
                     d.observe(&c.key.1, &c.key.2, (!gone).then(|| change.object()).as_deref());
                 }
             }
+            role_aggregation::STORAGE => self.roles.observe(),
             storage if crate::admission::protection_finalizer(storage).is_some() => {
                 self.protection.observe(&c.key, (!gone).then(|| change.object()).as_deref());
             }
@@ -78,6 +82,7 @@ impl CoreControllers {
         }
         self.protection.sync(api);
         self.quotas.sync(api);
+        self.roles.sync(api);
     }
 }
 

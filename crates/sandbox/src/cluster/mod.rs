@@ -40,6 +40,7 @@
 //! | `namespace` | the namespace controller: a Terminating namespace emptied, then finalized |
 //! | `protection` | the PVC and PV protection controllers |
 //! | `quota` | the resource quota controller: quotas' `status.used` |
+//! | `role_aggregation` | the ClusterRole aggregation controller: `admin`, `edit`, `view` and any aggregated role |
 //! | `deployment` | without the simulated Deployment controller, its status-only mode |
 //!
 //! ## Warning
@@ -70,6 +71,7 @@ mod prober;
 mod protection;
 mod quota;
 mod replicaset;
+mod role_aggregation;
 mod scheduler;
 mod statefulset;
 

@@ -52,7 +52,7 @@ const LEGACY_SIGNER: &str = "kubernetes.io/legacy-unknown";
 pub fn default(csr: &mut Value) {
     let Some(spec) = csr.get_mut("spec").and_then(Value::as_object_mut) else { return };
     if spec.get("username").is_none_or(Value::is_null) {
-        let user = crate::user::admin_user();
+        let user = crate::user::UserInfo::admin().to_json();
         spec.insert("username".into(), user["username"].clone());
         spec.insert("groups".into(), user["groups"].clone());
     }

@@ -3,7 +3,7 @@
 //! computed objects (`componentstatuses`) and resource metrics (`metrics.k8s.io`). What each does
 //! is [`crate::actions`]'; this is its HTTP side.
 
-use http::{Response, header};
+use http::Response;
 use serde_json::json;
 
 use super::ResponseBody;
@@ -29,21 +29,18 @@ pub(super) fn act(c: &Call, action: &Action) -> Result<Response<ResponseBody>, A
     Ok(if code == 204 { no_content() } else { json_response(code, &answer) })
 }
 
-/// Answers a review (or a `bindings` create) from its body and the caller's bearer token.
+/// Answers a review (or a `bindings` create) from its body, for the request's user.
 pub(super) fn review(c: &Call, review: Review) -> Result<Response<ResponseBody>, ApiError> {
     super::write::options(c)?;
     let def = &c.req.def;
     let body = parse_object(&c.bytes, c.content_type(), "create", def.kind)?;
     same_namespace(c, &body)?;
     crate::kinds::access_review::check(def.kind, c.req.ns(), &body)?;
-    let bearer = c
-        .parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    let (code, mut answer) = crate::actions::review(c.store, review, c.req.ns(), body, bearer)?;
+    let requester = c.parts.extensions.get::<crate::auth::Requester>().map(|r| &r.0);
+    let admin = crate::auth::UserInfo::admin();
+    let requester = requester.unwrap_or(&admin);
+    let (code, mut answer) =
+        crate::actions::review(c.store, &c.shared.auth, requester, review, c.req.ns(), body)?;
     def.stamp(&mut answer);
     Ok(json_response(code, &answer))
 }

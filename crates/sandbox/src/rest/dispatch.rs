@@ -46,12 +46,21 @@ where
 }
 
 /// Serves one request that has reached the server.
-async fn serve<B>(shared: Arc<SandboxState>, parts: http::request::Parts, body: B) -> Response<ResponseBody>
+async fn serve<B>(
+    shared: Arc<SandboxState>,
+    mut parts: http::request::Parts,
+    body: B,
+) -> Response<ResponseBody>
 where
     B: Body + Send,
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    // Who it is and whether it may, before the path is known to name anything (upstream's
+    // impersonation and authorization filters).
+    if let Err(e) = crate::auth::admit(&shared.auth, &shared.store, &mut parts) {
+        return error_response(&e);
+    }
     // Discovery, OpenAPI, health: the same answers in-process as over HTTPS, not in the log.
     if parts.method == Method::GET
         && let Some(r) = super::non_resource::respond(&shared, &parts)

@@ -7,18 +7,20 @@
 //!
 //! 1. [`handle`] (`dispatch`) takes a request from the in-process `tower::Service` or the
 //!    HTTPS server; a held one ([`Faults::hold`](crate::Faults::hold)) waits for its turn.
-//! 2. The paths that name no resource — discovery, OpenAPI, health — are answered at once
+//! 2. The request is admitted ([`crate::auth`]): its user, the user it impersonates, and the
+//!    authorizer's decision on what its path asks; a refusal is a 403 before anything else.
+//! 3. The paths that name no resource — discovery, OpenAPI, health — are answered at once
 //!    (`non_resource`) and not recorded.
-//! 3. A resource request is recorded, its body read (`body`), and it is parsed once
+//! 4. A resource request is recorded, its body read (`body`), and it is parsed once
 //!    (`request`): the resource its path names, namespace, name and subresource, the answer's
 //!    shape its `Accept` asks (`negotiate`), its query (`query`) — and its `Verb`. Every
 //!    refusal of a malformed request comes from there.
-//! 4. Fault injection has its say, then the request is dispatched on its verb to the handler of
+//! 5. Fault injection has its say, then the request is dispatched on its verb to the handler of
 //!    its family: `read` (get, list), `watch`, `write` (create, update, patch),
 //!    `delete` (delete, deletecollection), `answer` (the subresources and resources answered
 //!    rather than stored, and the kubelet's streams, refused). A dry-run write acts on a
 //!    throwaway copy of the store.
-//! 5. The answer is written (`response`): JSON as Go writes it, a `Status` for an error,
+//! 6. The answer is written (`response`): JSON as Go writes it, a `Status` for an error,
 //!    `Warning` headers (the resource's deprecation on every answer).
 //!
 //! What a kind does differently is its declaration's ([`ResourceDef`](crate::resource::ResourceDef)):

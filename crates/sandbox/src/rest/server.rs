@@ -1,10 +1,11 @@
 //! The sandbox over HTTPS (HTTP/1.1), for kubectl, Python's `kubernetes` client and any other
 //! real client.
 //!
-//! Every request must carry `Authorization: Bearer <token>`, the sandbox's or a live service
-//! account token it issued (`serviceaccounts/<name>/token`); the sandbox's is random and
-//! written, with the server's address and its CA certificate, into a kubeconfig of mode 0600. A
-//! missing or wrong token gets a 401 Status.
+//! Every request must carry `Authorization: Bearer <token>` (`crate::auth` says whose): the
+//! sandbox's, one it issued for a user, or a live service account token it issued
+//! (`serviceaccounts/<name>/token`); the sandbox's is random and written, with the server's
+//! address and its CA certificate, into a kubeconfig of mode 0600. A wrong token gets a 401
+//! Status, and so does a missing one unless RBAC is on (then it is `system:anonymous`).
 //!
 //! Why TLS on loopback: client-go (kubectl) sends bearer tokens only over TLS, so a plain-HTTP
 //! server could never authenticate it. Each sandbox generates its own CA and a server certificate
@@ -25,21 +26,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::Sandbox;
 use crate::rest::{self, ResponseBody};
-use crate::{Sandbox, status::ApiError};
-
-/// A random bearer token from the operating system's randomness.
-#[must_use]
-pub fn new_token() -> String {
-    let mut bytes = [0u8; 24];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| io::Read::read_exact(&mut f, &mut bytes)).is_err()
-    {
-        // No /dev/urandom (not Linux): fall back to the process RNG, seeded from the clock.
-        let mut rng = fastrand::Rng::new();
-        rng.fill(&mut bytes);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// A kubeconfig for `server` (trusting `ca_pem`) with `token`, context `sandbox`, namespace
 /// `default`.
@@ -145,7 +133,8 @@ impl Sandbox {
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         let (stop, mut stopped) = watch::channel(false);
         let sandbox = self.clone();
-        let auth = Arc::new(format!("Bearer {token}"));
+        // The server's own token is its administrator's.
+        self.shared.auth.accept(token.clone(), crate::auth::UserInfo::admin());
         tokio::spawn(async move {
             loop {
                 let (stream, _) = tokio::select! {
@@ -162,14 +151,14 @@ impl Sandbox {
                 // sent when written, not held back by Nagle's algorithm until the client
                 // acknowledges the previous one (up to its 40 ms delayed ACK).
                 let _ = stream.set_nodelay(true);
-                let (sandbox, auth, acceptor) = (sandbox.clone(), Arc::clone(&auth), acceptor.clone());
+                let (sandbox, acceptor) = (sandbox.clone(), acceptor.clone());
                 tokio::spawn(async move {
                     // A client that fails the handshake, drops or half-closes ends only this task.
                     let Ok(stream) = acceptor.accept(stream).await else { return };
                     let service = hyper::service::service_fn(move |req| {
-                        let (sandbox, auth) = (sandbox.clone(), Arc::clone(&auth));
+                        let sandbox = sandbox.clone();
                         async move {
-                            let response = respond(&sandbox, &auth, req).await;
+                            let response = respond(&sandbox, req).await;
                             // An injected dropped connection: an error makes hyper close it unanswered.
                             if response.extensions().get::<rest::Disconnect>().is_some() {
                                 return Err(io::Error::other("connection dropped (injected fault)"));
@@ -246,7 +235,7 @@ fn tls_config(
     Ok((ca.pem.clone(), Arc::new(config)))
 }
 
-async fn respond(sandbox: &Sandbox, auth: &str, mut req: Request<Incoming>) -> Response<ResponseBody> {
+async fn respond(sandbox: &Sandbox, mut req: Request<Incoming>) -> Response<ResponseBody> {
     // A request that asks to switch protocols carries its connection's upgrade to the handler
     // of the stream it names.
     if req.headers().contains_key(header::UPGRADE) {
@@ -254,14 +243,10 @@ async fn respond(sandbox: &Sandbox, auth: &str, mut req: Request<Incoming>) -> R
         req.extensions_mut().insert(rest::Upgrade::new(on));
     }
     let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or("");
-    // The sandbox's own token, or a live token it issued for a service account (what a pod's
-    // projected token volume holds): either may do everything, as no RBAC is enforced.
-    let authorized = given == auth
-        || given
-            .strip_prefix("Bearer ")
-            .is_some_and(|t| crate::actions::service_account_token(sandbox.store(), t).is_ok());
-    if !authorized {
-        return rest::error_response(&ApiError::unauthorized());
-    }
+    let shared = &sandbox.shared;
+    match crate::auth::authenticate(&shared.auth, &shared.store, given) {
+        Ok(user) => req.extensions_mut().insert(crate::auth::Authenticated(user)),
+        Err(e) => return rest::error_response(&e),
+    };
     rest::handle(Arc::clone(&sandbox.shared), req).await
 }

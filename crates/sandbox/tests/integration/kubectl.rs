@@ -69,6 +69,16 @@ impl Kubectl {
         Some(Self { kubectl, dir, kubeconfig, server, env: Vec::new(), _sandbox: sandbox, _runtime: runtime })
     }
 
+    /// The HTTPS server kubectl talks to.
+    pub(crate) fn server(&self) -> &HttpServer {
+        &self.server
+    }
+
+    /// A file in the test's own directory.
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     /// The same kubectl with `name=value` in its environment.
     pub(crate) fn with_env(mut self, name: &'static str, value: &'static str) -> Self {
         self.env.push((name, value));

@@ -20,6 +20,7 @@ mod pod_exec;
 mod pod_logs;
 mod probes;
 mod protobuf;
+mod rbac;
 mod resource_metrics;
 mod upstream;
 mod validation_inventory;

@@ -1,7 +1,9 @@
 //! The objects a new API server makes for itself before it serves anyone (its post-start hooks
 //! and bootstrap controllers): the system namespaces, the system priority classes, the
-//! `kubernetes` Service, and RBAC's `cluster-admin` role bound to `system:masters`, which
-//! clients look for. The store creates them, in this order, when it is made.
+//! `kubernetes` Service, and RBAC's bootstrap roles and bindings (`cluster-admin` bound to
+//! `system:masters`, which clients look for, and the rest of upstream's policy). The store creates them, in this order, when it is made.
+
+mod rbac_policy;
 
 use serde_json::{Value, json};
 
@@ -23,8 +25,7 @@ pub(crate) fn objects() -> Vec<(&'static ResourceDef, &'static str, Value)> {
     for class in crate::kinds::priority::system_classes() {
         all.push((def("scheduling.k8s.io", "priorityclasses"), "", class));
     }
-    // The API server's own Service (its bootstrap controller) and RBAC's superuser role, bound
-    // to `system:masters` (its bootstrap policy).
+    // The API server's own Service (its bootstrap controller), then RBAC's bootstrap policy.
     let service = json!({
         "metadata": { "name": "kubernetes", "labels": { "component": "apiserver", "provider": "kubernetes" } },
         "spec": { "type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
@@ -32,20 +33,10 @@ pub(crate) fn objects() -> Vec<(&'static ResourceDef, &'static str, Value)> {
                   "sessionAffinity": "None" },
     });
     all.push((def("", "services"), "default", service));
-    let bootstrap = json!({
-        "labels": { "kubernetes.io/bootstrapping": "rbac-defaults" },
-        "annotations": { "rbac.authorization.kubernetes.io/autoupdate": "true" },
-    });
-    let mut role = json!({ "metadata": bootstrap.clone(), "rules": [
-        { "apiGroups": ["*"], "resources": ["*"], "verbs": ["*"] },
-        { "nonResourceURLs": ["*"], "verbs": ["*"] },
-    ] });
-    role["metadata"]["name"] = json!("cluster-admin");
-    all.push((def("rbac.authorization.k8s.io", "clusterroles"), "", role));
-    let mut binding = json!({ "metadata": bootstrap,
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters" }] });
-    binding["metadata"]["name"] = json!("cluster-admin");
-    all.push((def("rbac.authorization.k8s.io", "clusterrolebindings"), "", binding));
+    let (roles, bindings) = rbac_policy::objects();
+    all.extend(roles.into_iter().map(|r| (def("rbac.authorization.k8s.io", "clusterroles"), "", r)));
+    all.extend(
+        bindings.into_iter().map(|b| (def("rbac.authorization.k8s.io", "clusterrolebindings"), "", b)),
+    );
     all
 }
