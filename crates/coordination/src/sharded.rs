@@ -133,6 +133,7 @@ impl Coordinator {
             kept
         });
         for s in &self.sources {
+            self.shard_metrics.filters(s.kind());
             s.set_filter(keep.clone());
         }
     }

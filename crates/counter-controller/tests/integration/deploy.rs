@@ -2,7 +2,10 @@
 //! kubelet — it starts the Deployment's replicas as processes of the binary, with the manifest's
 //! own arguments — and checks what a cluster operator would: one replica leads, the probes pass,
 //! the metrics are there, the work gets done, and the Roles grant exactly the (resource, verb)
-//! pairs the replicas used: no missing right, no unused one. One right is used only where the API
+//! pairs the replicas used: no missing right, no unused one. The sandbox enforces RBAC, as a
+//! cluster does, and the replicas authenticate as the manifest's ServiceAccount (a token from
+//! `kubectl create token`, as a pod's projected token is), so a right the Roles lack fails the
+//! work itself; a test shows it with one verb taken away. One right is used only where the API
 //! server does not stream lists: `list` on ConfigMaps, the paginated fallback. The leader-elected
 //! test runs on a server that streams them (and allows that one right unused), the sharded test
 //! on one that rejects streaming lists, so the fallback, and that right, are used for real.
@@ -44,7 +47,7 @@ fn rights_of(rules: &[k8s_openapi::api::rbac::v1::PolicyRule], namespace: &str) 
 async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it_uses() {
     let Some(kubectl) = kubectl() else { return };
     let dir = temp_dir("deploy");
-    let sb = serve_sandbox(&dir).await;
+    let sb = serve_sandbox_with(&dir, rbac(kube_sandbox::SandboxConfig::default())).await;
     let kc = sb.kubeconfig.clone();
 
     let out = kubectl_ok(&kubectl, &kc, &["apply", "-k", "deploy/"]);
@@ -93,7 +96,7 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
         Some("/readyz")
     );
     assert!(c.args.as_ref().unwrap().contains(&"--leader-elect=true".to_owned()));
-    let mut pods = start_pods(&d, &dir, &kc);
+    let mut pods = start_pods(&d, &dir, &service_account_kubeconfig(&kubectl, &sb, &dir));
     assert_eq!(pods.len(), 2);
 
     // One leads; both become ready (a follower's caches are warm) and live.
@@ -161,6 +164,25 @@ async fn apply_k_deploy_runs_two_replicas_one_leading_with_exactly_the_rights_it
     assert!(out.contains("namespace \"counter-controller\" deleted"), "{out}");
     let (ok, _, err) = kubectl_run(&kubectl, &kc, &["get", "role", "-n", "default", "counter-controller"]);
     assert!(!ok && err.contains("NotFound"), "{err}");
+}
+
+/// `config` enforcing RBAC.
+fn rbac(config: kube_sandbox::SandboxConfig) -> kube_sandbox::SandboxConfig {
+    kube_sandbox::SandboxConfig { authorization: kube_sandbox::Authorization::Rbac, ..config }
+}
+
+/// A kubeconfig of the manifest's ServiceAccount, with a token `kubectl create token` asks for
+/// (what a pod's projected token volume holds).
+fn service_account_kubeconfig(kubectl: &Path, sb: &ServedSandbox, dir: &Path) -> std::path::PathBuf {
+    let token = kubectl_ok(
+        kubectl,
+        &sb.kubeconfig,
+        &["create", "token", "counter-controller", "-n", "counter-controller"],
+    );
+    let path = dir.join("counter-controller.kubeconfig");
+    let text = kube_sandbox::kubeconfig(&sb.server.url(), sb.server.ca_pem(), token.trim());
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 /// Plays the kubelet: the Deployment's replicas as processes with its container's arguments, each
@@ -281,10 +303,10 @@ fn the_all_namespaces_overlay_swaps_the_role_for_a_cluster_role() {
 async fn apply_k_sharded_runs_three_active_replicas_with_exactly_the_rights_they_use() {
     let Some(kubectl) = kubectl() else { return };
     let dir = temp_dir("deploy-sharded");
-    let config = kube_sandbox::SandboxConfig {
+    let config = rbac(kube_sandbox::SandboxConfig {
         streaming_lists: kube_sandbox::StreamingLists::Rejected,
         ..Default::default()
-    };
+    });
     let sb = serve_sandbox_with(&dir, config).await;
     let kc = sb.kubeconfig.clone();
     let out = kubectl_ok(&kubectl, &kc, &["apply", "-k", "deploy/sharded"]);
@@ -298,7 +320,7 @@ async fn apply_k_sharded_runs_three_active_replicas_with_exactly_the_rights_they
         args.contains(&"--sharding=true".to_owned())
             && !args.iter().any(|a| a.starts_with("--leader-elect="))
     );
-    let mut pods = start_pods(&d, &dir, &kc);
+    let mut pods = start_pods(&d, &dir, &service_account_kubeconfig(&kubectl, &sb, &dir));
     assert_eq!(pods.len(), 3);
     // All three are members, ready, and each holds its own shard Lease.
     for p in &pods {
@@ -328,4 +350,38 @@ async fn apply_k_sharded_runs_three_active_replicas_with_exactly_the_rights_they
     let leases = kubectl_ok(&kubectl, &kc, &["get", "lease", "-n", "counter-controller", "-o", "name"]);
     assert!(leases.trim().is_empty(), "{leases}");
     assert_rights_are_exactly_the_used_ones(&sb.sandbox, &pods, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_missing_one_verb_fails_the_work_as_on_a_cluster() {
+    let Some(kubectl) = kubectl() else { return };
+    let dir = temp_dir("deploy-missing-verb");
+    let sb = serve_sandbox_with(&dir, rbac(kube_sandbox::SandboxConfig::default())).await;
+    let kc = sb.kubeconfig.clone();
+    kubectl_ok(&kubectl, &kc, &["apply", "-k", "deploy/"]);
+    // The shipped Role without `patch` on Deployments: they can be created, not scaled.
+    let roles: Api<Role> = Api::namespaced(sb.sandbox.client(), "default");
+    let mut role = roles.get("counter-controller").await.unwrap();
+    for rule in role.rules.iter_mut().flatten() {
+        if rule.resources.as_deref() == Some(&["deployments".to_owned()][..]) {
+            rule.verbs.retain(|v| v != "patch");
+        }
+    }
+    roles.replace("counter-controller", &Default::default(), &role).await.unwrap();
+    let d = Api::<Deployment>::namespaced(sb.sandbox.client(), "counter-controller")
+        .get("counter-controller")
+        .await
+        .unwrap();
+    let mut pods = start_pods(&d, &dir, &service_account_kubeconfig(&kubectl, &sb, &dir));
+    kubectl_ok(&kubectl, &kc, &["apply", "-f", "examples/cm-web.yaml"]);
+    let replicas_of =
+        || kubectl_run(&kubectl, &kc, &["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]).1;
+    eventually("created with 3", || replicas_of() == "3");
+    kubectl_ok(&kubectl, &kc, &["annotate", "cm", "web", "counter.example.com/desired=4", "--overwrite"]);
+    let refused = r#"deployments.apps \"web\" is forbidden: User \"system:serviceaccount:counter-controller:counter-controller\" cannot patch resource \"deployments\" in API group \"apps\" in the namespace \"default\""#;
+    eventually("the scale is refused with the API server's 403", || {
+        pods.iter().any(|p| p.log().contains(refused))
+    });
+    assert_eq!(replicas_of(), "3", "not scaled without the right to");
+    stop_pods(&mut pods);
 }
