@@ -19,7 +19,8 @@ use crate::status::ApiError;
 use crate::store::{DeleteOptions, Store};
 use crate::token_issuer::{ISSUER, sign};
 
-/// The answer to a `create` of a [`Review`] resource: the request's object with its status.
+/// The answer to a `create` of a [`Review`] resource of kind `kind`, made by `requester`: the
+/// request's object with its status.
 ///
 /// # Errors
 ///
@@ -28,12 +29,12 @@ pub fn review(
     store: &Store,
     auth: &Auth,
     requester: &UserInfo,
-    review: Review,
+    (review, kind): (Review, &str),
     ns: &str,
     mut body: Value,
 ) -> Result<(u16, Value), ApiError> {
     let status = match review {
-        Review::Access => access_review(store, auth, requester, &body),
+        Review::Access => access_review(store, auth, (requester, kind == "SelfSubjectAccessReview"), &body),
         Review::Rules => rules_review(store, auth, requester, &body),
         Review::SelfSubject => json!({ "userInfo": requester.to_json() }),
         Review::Token => {
@@ -365,7 +366,7 @@ fn token_review(store: &Store, auth: &Auth, token: &str) -> Value {
 
 /// An access review's status: what the authorizer decides for the attributes of its spec, asked
 /// for its subject (a SelfSubjectAccessReview's is the requester).
-fn access_review(store: &Store, auth: &Auth, requester: &UserInfo, body: &Value) -> Value {
+fn access_review(store: &Store, auth: &Auth, (requester, own): (&UserInfo, bool), body: &Value) -> Value {
     let spec = body.get("spec").unwrap_or(&Value::Null);
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let strings = |v: Option<&Value>| -> Vec<String> {
@@ -373,7 +374,7 @@ fn access_review(store: &Store, auth: &Auth, requester: &UserInfo, body: &Value)
             .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
             .unwrap_or_default()
     };
-    let user = if body.get("kind").and_then(Value::as_str) == Some("SelfSubjectAccessReview") {
+    let user = if own {
         requester.clone()
     } else {
         let extra = spec

@@ -77,12 +77,12 @@ impl Attributes {
         }
         // `namespaces/<ns>/<resource>/...`; `namespaces/<ns>` and its `status` and `finalize`
         // are the namespace object itself, in its own namespace.
-        if rest[0] == "namespaces" {
-            if let Some(ns) = rest.get(1) {
-                attrs.namespace = (*ns).to_owned();
-                if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
-                    rest = &rest[2..];
-                }
+        if rest[0] == "namespaces"
+            && let Some(ns) = rest.get(1)
+        {
+            attrs.namespace = (*ns).to_owned();
+            if rest.len() > 2 && !matches!(rest[2], "status" | "finalize") {
+                rest = &rest[2..];
             }
         }
         attrs.resource = rest[0].to_owned();

@@ -14,6 +14,7 @@
 //! answer for it.
 
 mod attributes;
+pub(crate) mod escalation;
 mod impersonation;
 pub mod rbac;
 mod tokens;

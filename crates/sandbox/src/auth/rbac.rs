@@ -70,12 +70,18 @@ pub fn authorize(store: &Store, attrs: &Attributes) -> Decision {
 /// `evaluationError`).
 #[must_use]
 pub fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Option<String>) {
+    let (rules, errors) = rules_for_each(store, user, namespace);
+    (rules, (!errors.is_empty()).then(|| aggregate(&errors)))
+}
+
+/// [`rules_for`], with each error apart.
+pub(crate) fn rules_for_each(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<String>) {
     let (mut rules, mut errors) = (Vec::new(), Vec::new());
     visit(store, user, namespace, &mut errors, &mut |_, found| {
         rules.extend(found.iter().cloned());
         true
     });
-    (rules, (!errors.is_empty()).then(|| aggregate(&errors)))
+    (rules, errors)
 }
 
 /// `utilerrors.NewAggregate(errs).Error()`: one error alone, several in brackets.
@@ -91,6 +97,10 @@ fn def(plural: &str) -> &'static ResourceDef {
     find("rbac.authorization.k8s.io", "v1", plural).expect("RBAC is built in")
 }
 
+/// What [`visit`] calls with a binding's description (made on demand) and its role's rules;
+/// `false` stops the visit.
+type Visitor<'a> = dyn FnMut(&dyn Fn() -> String, &[Value]) -> bool + 'a;
+
 /// Calls `visitor` with each binding that applies to `user` (its description, made on demand)
 /// and the rules of its role, ClusterRoleBindings first, until it answers `false`; a binding
 /// whose role is missing adds an error instead.
@@ -99,7 +109,7 @@ fn visit(
     user: &UserInfo,
     namespace: &str,
     errors: &mut Vec<String>,
-    visitor: &mut dyn FnMut(&dyn Fn() -> String, &[Value]) -> bool,
+    visitor: &mut Visitor<'_>,
 ) {
     for binding in store.snapshot(def("clusterrolebindings"), None).1 {
         let Some(subject) = applying_subject(&binding, user, "") else { continue };
@@ -113,7 +123,7 @@ fn visit(
                 describe_subject(subject, "")
             )
         };
-        match rules_of(store, role, "") {
+        match role_rules(store, role, "") {
             Ok(rules) => {
                 if !visitor(&describe, &rules) {
                     return;
@@ -137,7 +147,7 @@ fn visit(
                 describe_subject(subject, namespace)
             )
         };
-        match rules_of(store, role, namespace) {
+        match role_rules(store, role, namespace) {
             Ok(rules) => {
                 if !visitor(&describe, &rules) {
                     return;
@@ -156,7 +166,11 @@ fn role_ref(binding: &Value) -> (&str, &str) {
 
 /// The rules of the role a binding in `namespace` refers to (a ClusterRole, or a Role of that
 /// namespace), or the error upstream's resolver reports for a missing one.
-fn rules_of(store: &Store, (kind, name): (&str, &str), namespace: &str) -> Result<Vec<Value>, String> {
+pub(crate) fn role_rules(
+    store: &Store,
+    (kind, name): (&str, &str),
+    namespace: &str,
+) -> Result<Vec<Value>, String> {
     let (plural, singular, ns) = match kind {
         "Role" => ("roles", "role", namespace),
         _ => ("clusterroles", "clusterrole", ""),

@@ -36,11 +36,14 @@ pub(super) fn review(c: &Call, review: Review) -> Result<Response<ResponseBody>,
     let body = parse_object(&c.bytes, c.content_type(), "create", def.kind)?;
     same_namespace(c, &body)?;
     crate::kinds::access_review::check(def.kind, c.req.ns(), &body)?;
-    let requester = c.parts.extensions.get::<crate::auth::Requester>().map(|r| &r.0);
-    let admin = crate::auth::UserInfo::admin();
-    let requester = requester.unwrap_or(&admin);
-    let (code, mut answer) =
-        crate::actions::review(c.store, &c.shared.auth, requester, review, c.req.ns(), body)?;
+    let (code, mut answer) = crate::actions::review(
+        c.store,
+        &c.shared.auth,
+        &c.requester(),
+        (review, def.kind),
+        c.req.ns(),
+        body,
+    )?;
     def.stamp(&mut answer);
     Ok(json_response(code, &answer))
 }

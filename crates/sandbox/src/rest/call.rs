@@ -32,6 +32,35 @@ impl Call<'_> {
     }
 
     /// Who writes, for `managedFields` (upstream's `managerOrUserAgent`).
+    /// The user the request acts as (the administrator for one the server did not admit).
+    pub(super) fn requester(&self) -> crate::user::UserInfo {
+        self.parts
+            .extensions
+            .get::<crate::auth::Requester>()
+            .map_or_else(crate::user::UserInfo::admin, |r| r.0.clone())
+    }
+
+    /// RBAC's escalation check of a write of this request's object: `body` a create's or a
+    /// PUT's, the stored object read for an update.
+    pub(super) fn escalation(
+        &self,
+        body: Option<&serde_json::Value>,
+    ) -> Result<Option<crate::auth::escalation::Escalation>, crate::status::ApiError> {
+        let (def, ns, name) = (self.req.def.as_ref(), self.req.ns(), self.req.name());
+        if self.req.sub != crate::resource::Subresource::Main {
+            return Ok(None);
+        }
+        let old = if name.is_empty() { None } else { self.store.stored(def, ns, name) };
+        crate::auth::escalation::Escalation::prepare(
+            &self.shared.auth,
+            self.store,
+            &self.requester(),
+            (def.group, def.plural, ns, name),
+            body,
+            old.as_deref(),
+        )
+    }
+
     pub(super) fn manager(&self) -> String {
         self.req
             .query

@@ -50,6 +50,9 @@ pub(super) fn create(c: &mut Call) -> Result<Response<ResponseBody>, ApiError> {
         field_validation::check(def, &mut body, json_bytes(bytes, c.content_type()), directive)?;
     let generate = crate::object_meta::meta_str(&body, "generateName").to_owned();
     let ns = c.req.ns();
+    if let Some(escalation) = c.escalation(Some(&body))? {
+        escalation.confirm(&body)?;
+    }
     let mut created = c.store.create(def, ns, body, Some(&c.manager()))?;
     if c.store.may_warn(def, ns, false) {
         warnings.extend(c.store.admission_warnings(def, ns, &created, None));
@@ -79,6 +82,9 @@ pub(super) fn update(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     } else {
         Vec::new()
     };
+    if let Some(escalation) = c.escalation(Some(&body))? {
+        escalation.confirm(&body)?;
+    }
     let before = admission_before(c.store, def, ns, name, sub);
     let (mut obj, created) = c.store.update_or_create(def, ns, name, body, sub, Some(&c.manager()))?;
     if let Some(before) = before {
@@ -102,10 +108,18 @@ pub(super) fn patch(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     let writer = c.manager();
     let manager = if ptype == PatchType::Apply { q.field_manager.as_deref() } else { Some(writer.as_str()) };
     let mut warnings = Vec::new();
+    // An apply's body is the object it makes, where there is none yet.
+    let escalation = c.escalation((ptype == PatchType::Apply).then_some(&body))?;
+    if let Some(e) = &escalation
+        && ptype == PatchType::Apply
+        && c.store.stored(def, ns, name).is_none()
+    {
+        e.confirm(&body)?;
+    }
     let mut check = |patched: &mut Value| {
         warnings =
             field_validation::check_patched(def, &c.bytes, ptype == PatchType::Json, patched, directive)?;
-        Ok(())
+        escalation.as_ref().map_or(Ok(()), |e| e.confirm(patched))
     };
     let before = admission_before(c.store, def, ns, name, sub);
     let (mut obj, created) = c.store.patch(def, ns, name, ptype, &body, sub, manager, q.force, &mut check)?;

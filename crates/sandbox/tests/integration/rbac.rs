@@ -293,3 +293,74 @@ fn kubectl_over_https_is_authorized_as_on_a_cluster() {
         );
     });
 }
+
+#[tokio::test]
+async fn a_user_grants_only_what_it_holds_unless_it_may_escalate_or_bind() {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let sb = rbac_sandbox();
+    // Alice may write Roles and RoleBindings, and read ConfigMaps.
+    seed(&sb, json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": { "name": "rbac-writer", "namespace": "default" },
+        "rules": [
+            { "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create", "update"] },
+            { "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"] },
+        ] }))
+    .await;
+    seed(
+        &sb,
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "rbac-writer", "namespace": "default" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "rbac-writer" },
+        "subjects": [{ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }] }),
+    )
+    .await;
+    let roles: Api<Role> = Api::default_namespaced(sb.client_as(alice()));
+    let role = |name: &str, rules: Value| -> Role {
+        serde_json::from_value(json!({ "metadata": { "name": name }, "rules": rules })).unwrap()
+    };
+    roles
+        .create(
+            &PostParams::default(),
+            &role("readers", json!([{ "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"] }])),
+        )
+        .await
+        .expect("what she holds, she may grant");
+    let more =
+        json!([{ "apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "delete"] }]);
+    let (code, message) =
+        api_error(roles.create(&PostParams::default(), &role("more", more)).await.unwrap_err());
+    assert_eq!(code, 403);
+    assert_eq!(
+        message,
+        "roles.rbac.authorization.k8s.io \"more\" is forbidden: user \"alice\" (groups=[\"devs\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"configmaps\"], Verbs:[\"delete\"]}\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"delete\"]}"
+    );
+    // Binding `view` is granting what it holds: refused, until she may `bind` it.
+    let bindings: Api<RoleBinding> = Api::default_namespaced(sb.client_as(alice()));
+    let binding: RoleBinding = serde_json::from_value(json!({ "metadata": { "name": "bob-view" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view" },
+        "subjects": [{ "kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io" }] }))
+    .unwrap();
+    // (`view` is filled by the aggregation controller: wait until it has rules she lacks.)
+    let cluster_roles: Api<ClusterRole> = Api::all(sb.client());
+    until(&cluster_roles, "view", |r| !r.rules.clone().unwrap_or_default().is_empty()).await;
+    let (code, message) = api_error(bindings.create(&PostParams::default(), &binding).await.unwrap_err());
+    assert_eq!(code, 403);
+    assert!(
+        message
+            .starts_with("rolebindings.rbac.authorization.k8s.io \"bob-view\" is forbidden: user \"alice\""),
+        "{message}"
+    );
+    seed(&sb, json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": { "name": "bind-view" },
+        "rules": [{ "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["view"], "verbs": ["bind"] }] }))
+    .await;
+    seed(
+        &sb,
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": "alice-binds-view", "namespace": "default" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-view" },
+        "subjects": [{ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }] }),
+    )
+    .await;
+    bindings.create(&PostParams::default(), &binding).await.expect("she may bind view in default");
+}
