@@ -3,7 +3,7 @@
 //! count in its spec, the Deployment's available replicas in its status.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::{CustomResource, CustomResourceExt};
+use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +14,7 @@ pub const API_APPROVED: (&str, &str) = ("api-approved.kubernetes.io", "unapprove
 /// What a Foo asks for: a Deployment named `deploymentName` with `replicas` replicas.
 // Three `printcolumn(type_ = ...)`s are three columns, not a duplicated attribute.
 #[allow(clippy::duplicated_attributes)]
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
 #[kube(
     group = "samplecontroller.k8s.io",
     version = "v1alpha1",
@@ -28,8 +28,10 @@ pub const API_APPROVED: (&str, &str) = ("api-approved.kubernetes.io", "unapprove
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FooSpec {
-    /// The Deployment's name, in the Foo's namespace.
+    /// The Deployment's name, in the Foo's namespace. It cannot change: the Deployment of the
+    /// old name would be left behind, still owned by the Foo.
     #[schemars(length(min = 1))]
+    #[x_kube(validation = Rule::new("self == oldSelf").message("deploymentName is immutable"))]
     pub deployment_name: String,
     /// How many replicas the Deployment runs.
     #[schemars(range(min = 0))]

@@ -72,8 +72,9 @@ impl CustomStrategy {
 
     /// Validates `new` against the schema.
     #[must_use]
-    pub fn validate(&self, new: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+    pub fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errs = self.schema.validate(new);
+        errs.extend(self.schema.validate_rules(new, old));
         errs.extend(self.scale_errors(new));
         errs
     }

@@ -15,6 +15,9 @@ pub(crate) struct Resolved<'a> {
     pub root: String,
     /// The schema of the field the path names.
     pub schema: Option<&'a Map<String, Value>>,
+    /// The path as a field error names it (`spec.size`, `labels[a.b]`): a property by its name,
+    /// a map's key in brackets.
+    pub normalized: String,
 }
 
 const NOT_A_FIELD: &str = "does not refer to a valid field";
@@ -90,6 +93,7 @@ pub(crate) fn resolve<'a>(
     let mut it = toks.into_iter();
     let mut at = Some(schema);
     let mut root = None;
+    let mut normalized = String::new();
     while let Some(tok) = it.next() {
         let name = match tok {
             "[" => {
@@ -111,10 +115,19 @@ pub(crate) fn resolve<'a>(
             "." => it.next().ok_or(EARLY_END)?.to_owned(),
             other => return Err(format!("expected [ or . but got: {other}")),
         };
+        let named = at.is_some_and(|s| s.get("properties").is_some_and(Value::is_object));
         at = step(at, &name)?;
+        if named {
+            if !normalized.is_empty() {
+                normalized.push('.');
+            }
+            normalized.push_str(&name);
+        } else {
+            normalized.push_str(&format!("[{name}]"));
+        }
         root.get_or_insert(name);
     }
-    Ok(Resolved { root: root.unwrap_or_default(), schema: at })
+    Ok(Resolved { root: root.unwrap_or_default(), schema: at, normalized })
 }
 
 #[cfg(test)]

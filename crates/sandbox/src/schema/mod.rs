@@ -17,11 +17,13 @@
 //! | `format` | string formats | kube-openapi `pkg/validation/strfmt`, `pkg/apiserver/validation/formats.go` |
 //! | `prune` | pruning, null pruning, ObjectMeta coercion | `schema/pruning`, `schema/defaulting/prunenulls.go`, `schema/objectmeta/coerce.go` |
 //! | `default` | defaulting | `schema/defaulting/algorithm.go` |
+//! | `cel` | CEL rules (`x-kubernetes-validations`): compiling, evaluating, the Kubernetes libraries | `pkg/apiserver/schema/cel`, `apiserver/pkg/cel/library` |
+//! | `rules` | the walk of an object (and the stored one it replaces) to every node with rules | `schema/cel/validation.go` |
 //! | `field_path` | a field path into a schema (selectable fields, a rule's `fieldPath`) | `schema/cel/validation.go` `ValidFieldPath` |
 //! | `structural` | the schema's own checks, its defaults' validity | `schema/validation.go`, `complete.go`, `defaulting/validation.go`, `apis/apiextensions/validation` |
 //!
-//! Differences from upstream: no CEL (`x-kubernetes-validations` rules are neither compiled nor
-//! evaluated; their other fields are checked); no
+//! Differences from upstream: CEL rules are parsed, not type-checked, and cost nothing (see
+//! `cel`); no
 //! ratcheting on update (every update is validated as a create); `format: int32` and `float`
 //! are not range-checked (kube-openapi does not check them either); the formats listed as
 //! approximated in `format`'s docs; `pattern` is compiled by the `regex` crate, whose syntax is
@@ -31,11 +33,13 @@ use serde_json::Value;
 
 use crate::status::FieldError;
 
+mod cel;
 mod default;
 pub(crate) mod field_path;
 mod format;
 mod node;
 mod prune;
+mod rules;
 mod structural;
 mod validate;
 
@@ -64,6 +68,20 @@ impl Structural {
     #[must_use]
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
         validate::validate(&self.root, obj)
+    }
+
+    /// The causes of the `x-kubernetes-validations` rules `obj` breaks, `old` the stored object
+    /// an update replaces (for transition rules, which read `oldSelf`): `(field, message)` as
+    /// upstream's CEL validator words them (`spec: Invalid value: "object": replicas must not
+    /// exceed 10`).
+    #[must_use]
+    pub fn validate_rules(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        if !self.root.has_rules {
+            return Vec::new();
+        }
+        let mut errs = Vec::new();
+        rules::walk(&self.root, "", obj, old, true, &mut errs);
+        errs
     }
 
     /// Removes the fields the schema does not declare (kept under

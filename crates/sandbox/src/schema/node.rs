@@ -65,6 +65,10 @@ pub(crate) struct Node {
     /// Whether this node or one under it is an embedded resource: where the embedded-resource
     /// walk must go.
     pub has_embedded: bool,
+    /// Its `x-kubernetes-validations`, compiled.
+    pub rules: Option<std::sync::Arc<super::cel::Rules>>,
+    /// Whether this node or one under it has CEL rules: where the rules' walk must go.
+    pub has_rules: bool,
 }
 
 /// An integer keyword (`maxLength: 3`; `3.0` is read as 3).
@@ -212,12 +216,16 @@ impl Node {
             default: m.get("default").cloned(),
             has_list_types: false,
             has_embedded: false,
+            rules: super::cel::Rules::parse(m),
+            has_rules: false,
         };
         let below = node.properties.values().chain(node.additional_schema()).chain(node.items.as_deref());
-        let (lists, embedded) =
-            below.fold((false, false), |(l, e), c| (l || c.has_list_types, e || c.has_embedded));
+        let (lists, embedded, rules) = below.fold((false, false, false), |(l, e, r), c| {
+            (l || c.has_list_types, e || c.has_embedded, r || c.has_rules)
+        });
         node.has_list_types = lists || matches!(node.list_type.as_deref(), Some("set" | "map"));
         node.has_embedded = embedded || node.embedded;
+        node.has_rules = rules || node.rules.is_some();
         node
     }
 

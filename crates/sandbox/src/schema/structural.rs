@@ -20,8 +20,9 @@
 //!    defaults in the root's `metadata`/`apiVersion`/`kind`, the list and map types and their keys.
 //!
 //! Paths use upstream's `field.Path` rendering: `….properties[spec].items.type`, `….anyOf[0]`.
-//! Not checked: the CEL of `x-kubernetes-validations` rules (compilation, cost); their other
-//! fields are (a rule given, messages not blank, a known reason, a `fieldPath` in the schema).
+//! `x-kubernetes-validations` rules are parsed (a syntax error refuses the CRD) but neither
+//! type-checked nor costed; their other fields are checked (a rule given, messages not blank, a
+//! known reason, a `fieldPath` in the schema).
 
 use serde_json::{Map, Value};
 
@@ -556,9 +557,10 @@ fn has_newlines(text: &str) -> bool {
     text.contains(['\n', '\r'])
 }
 
-/// The checks of `x-kubernetes-validations` that need no CEL: a rule is given, a message or
+/// The checks of `x-kubernetes-validations`: a rule is given, a message or
 /// message expression that is set is not blank, a multi-line rule has a message, the reason is
-/// one of four, and a `fieldPath` names a field of this schema. Compiling the rules is left out.
+/// one of four, a `fieldPath` names a field of this schema, and the rule and message expression
+/// compile (parse: they are not type-checked, see `cel`).
 fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
     for (i, rule) in list(m, "x-kubernetes-validations").iter().enumerate() {
         let Some(r) = rule.as_object() else { continue };
@@ -615,7 +617,39 @@ fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
         if !path.is_empty() && super::field_path::resolve(m, path, true).is_err() {
             errs.push(invalid(format!("{at}.fieldPath"), go_quote(path), "fieldPath must be a valid path"));
         }
+        if !text_t.is_empty()
+            && let Err(e) = super::cel::compile(text)
+        {
+            errs.push(invalid(format!("{at}.rule"), rule_go(r), &format!("compilation failed: {e}")));
+        }
+        if !expression.trim().is_empty()
+            && let Err(e) = super::cel::compile(expression)
+        {
+            errs.push(invalid(
+                format!("{at}.messageExpression"),
+                rule_go(r),
+                &format!("messageExpression compilation failed: {e}"),
+            ));
+        }
     }
+}
+
+/// A rule as Go's `%#v` prints the internal `apiextensions.ValidationRule` (a set pointer is
+/// an address in Go; a fixed one here).
+fn rule_go(r: &Map<String, Value>) -> String {
+    let pointer = |k: &str, ty: &str| match r.get(k) {
+        Some(v) if !v.is_null() => format!("(*{ty})(0xc000000000)"),
+        _ => format!("(*{ty})(nil)"),
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        go_quote(s(r, "rule")),
+        go_quote(s(r, "message")),
+        go_quote(s(r, "messageExpression")),
+        pointer("reason", "apiextensions.FieldValueErrorReason"),
+        go_quote(s(r, "fieldPath")),
+        pointer("optionalOldSelf", "bool"),
+    )
 }
 
 /// The `x-kubernetes-map-type`, `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` checks.

@@ -514,3 +514,75 @@ async fn the_schema_validates_prunes_and_defaults_custom_resources() {
     assert!(strict.message.contains(r#"unknown field "spec.shape""#), "{}", strict.message);
     assert_eq!(api_error(raw.get("strict").await.unwrap_err()).code, 404);
 }
+
+#[tokio::test]
+async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_rules_see_the_old_object() {
+    let sandbox = Sandbox::new();
+    let client = sandbox.client();
+    let mut crd: Value = serde_json::to_value(Widget::crd()).unwrap();
+    let root = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+    root["x-kubernetes-validations"] =
+        json!([{ "rule": "self.metadata.name.startsWith('w')", "message": "a widget's name starts with w" }]);
+    let spec = &mut root["properties"]["spec"];
+    spec["x-kubernetes-validations"] = json!([
+        { "rule": "self.size <= 10 || (has(self.color) && self.color == 'red')", "message": "only red widgets are bigger than 10" },
+        { "rule": "!has(self.color) || self.color.matches('^[a-z]+$')", "fieldPath": ".color", "reason": "FieldValueForbidden",
+          "messageExpression": "'colour ' + self.color + ' is not lower-case letters'" },
+    ]);
+    spec["properties"]["size"]["x-kubernetes-validations"] = json!([
+        { "rule": "self >= oldSelf", "messageExpression": "'size may not shrink from ' + string(oldSelf) + ' to ' + string(self)" },
+    ]);
+    let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
+    install(&client, &crd).await;
+    let widgets: Api<Widget> = Api::default_namespaced(client.clone());
+    let refused = |e: Error| {
+        let s = api_error(e);
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{}", s.message);
+        s.message
+    };
+
+    widgets.create(&PostParams::default(), &widget("w1", 3)).await.expect("every rule holds");
+    let big = refused(widgets.create(&PostParams::default(), &widget("w2", 11)).await.unwrap_err());
+    assert_eq!(
+        big,
+        r#"Widget.example.com "w2" is invalid: spec: Invalid value: "object": only red widgets are bigger than 10"#
+    );
+    let mut red = widget("w2", 11);
+    red.spec.color = Some("red".into());
+    widgets.create(&PostParams::default(), &red).await.expect("a red one may be");
+    let mut shouty = widget("w3", 1);
+    shouty.spec.color = Some("RED".into());
+    let message = refused(widgets.create(&PostParams::default(), &shouty).await.unwrap_err());
+    assert_eq!(
+        message,
+        r#"Widget.example.com "w3" is invalid: spec.color: Forbidden: colour RED is not lower-case letters"#
+    );
+    let message = refused(widgets.create(&PostParams::default(), &widget("x1", 1)).await.unwrap_err());
+    assert_eq!(
+        message,
+        r#"Widget.example.com "x1" is invalid: <nil>: Invalid value: "object": a widget's name starts with w"#
+    );
+
+    // A transition rule: evaluated on update, against the stored value.
+    let patch = |size: i32| Patch::Merge(json!({ "spec": { "size": size } }));
+    widgets.patch("w1", &PatchParams::default(), &patch(5)).await.expect("it may grow");
+    let message = refused(widgets.patch("w1", &PatchParams::default(), &patch(4)).await.unwrap_err());
+    assert_eq!(
+        message,
+        r#"Widget.example.com "w1" is invalid: spec.size: Invalid value: "integer": size may not shrink from 5 to 4"#
+    );
+
+    // A rule that does not parse refuses its CRD, in the compiler's words.
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut bad: Value = serde_json::to_value(Widget::crd()).unwrap();
+    bad["metadata"]["name"] = json!("gadgets.example.com");
+    bad["spec"]["names"] = json!({ "plural": "gadgets", "singular": "gadget", "kind": "Gadget" });
+    bad["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{ "rule": "self.size >" }]);
+    let bad: CustomResourceDefinition = serde_json::from_value(bad).unwrap();
+    let message = refused(crds.create(&PostParams::default(), &bad).await.unwrap_err());
+    assert!(
+        message.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.size >", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:12: Syntax error: "#),
+        "{message}"
+    );
+}

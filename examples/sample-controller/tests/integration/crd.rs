@@ -59,7 +59,11 @@ fn the_crd_has_what_upstream_has() {
 
 #[tokio::test]
 async fn the_sandbox_establishes_the_crd() {
-    let sandbox = kube_sandbox::Sandbox::new();
+    install(&kube_sandbox::Sandbox::new()).await;
+}
+
+/// Creates the CRD and waits until it is established.
+async fn install(sandbox: &kube_sandbox::Sandbox) {
     let crds: Api<CustomResourceDefinition> = Api::all(sandbox.client());
     crds.create(&PostParams::default(), &foo::crd()).await.expect("the CRD is accepted");
     let established = kube::runtime::wait::await_condition(
@@ -71,4 +75,34 @@ async fn the_sandbox_establishes_the_crd() {
         .await
         .expect("established in time")
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_foos_deployment_name_cannot_change_as_its_cel_rule_says() {
+    use kube::api::{Patch, PatchParams};
+    let sandbox = kube_sandbox::Sandbox::new();
+    install(&sandbox).await;
+    let foos: Api<foo::Foo> = Api::default_namespaced(sandbox.client());
+    let spec = foo::FooSpec { deployment_name: "example-foo".into(), replicas: 1 };
+    foos.create(&PostParams::default(), &foo::Foo::new("example-foo", spec)).await.unwrap();
+    let patch = |spec: Value| Patch::Merge(serde_json::json!({ "spec": spec }));
+    foos.patch("example-foo", &PatchParams::default(), &patch(serde_json::json!({ "replicas": 2 })))
+        .await
+        .expect("replicas may change");
+    let err = foos
+        .patch(
+            "example-foo",
+            &PatchParams::default(),
+            &patch(serde_json::json!({ "deploymentName": "other" })),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else { panic!("not a Status: {err}") };
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (
+            422,
+            r#"Foo.samplecontroller.k8s.io "example-foo" is invalid: spec.deploymentName: Invalid value: "string": deploymentName is immutable"#
+        )
+    );
 }

@@ -1,0 +1,339 @@
+//! CEL validation rules (`x-kubernetes-validations`) of a custom resource's schema, as
+//! apiextensions-apiserver compiles and evaluates them (`pkg/apiserver/schema/cel`): each rule
+//! is compiled once with its schema; on every create and update it is evaluated at each value
+//! its schema node validates, with `self` the value and `oldSelf` the stored object's value at
+//! the same place (a transition rule — one that reads `oldSelf` — is evaluated only where there
+//! is one, unless `optionalOldSelf` makes `oldSelf` an optional).
+//!
+//! A rule that is false is a field error at its node (or its `fieldPath`), worded by its
+//! `messageExpression`, else its `message`, else `failed rule: <rule>`, and typed by its
+//! `reason`. A rule that fails to evaluate (`no such key`, a division by zero) is a field error
+//! naming the evaluation's error, as upstream's.
+//!
+//! The environment is CEL's standard library and the Kubernetes libraries as kube-rs's
+//! `kube-cel` implements them (`k8s.io/apiserver/pkg/cel/library` and cel-go's extensions:
+//! strings, lists, sets, regex, URLs, IPs and CIDRs, quantities, semver, format, math). It is
+//! not upstream's in two ways: rules are parsed but not type-checked (a rule naming a field its
+//! schema lacks is refused only when it is evaluated, not when the CRD is written), and no cost
+//! is estimated or charged.
+
+mod value;
+
+use std::sync::{Arc, OnceLock};
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel::{self, Context, ExecutionError, Program, Value as Cel};
+use serde_json::{Map, Value};
+
+use super::node::Node;
+use crate::go_print::go_quote;
+use crate::status::FieldError;
+
+/// The context every rule is evaluated in: its functions, registered once; each evaluation
+/// binds `self` and `oldSelf` in a scope of its own.
+fn functions() -> &'static Context<'static> {
+    static ROOT: OnceLock<Context<'static>> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mut root = Context::default();
+        root.register_all();
+        root
+    })
+}
+
+/// Compiles a rule or message expression; the compiler's issues as cel-go prints them
+/// (`ERROR: <input>:1:4: Syntax error: …`).
+pub(crate) fn compile(text: &str) -> Result<Program, String> {
+    Program::compile(text).map_err(|e| e.to_string())
+}
+
+/// The compiled rules of one schema node.
+pub(crate) struct Rules(Vec<Rule>);
+
+impl std::fmt::Debug for Rules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|r| &r.text)).finish()
+    }
+}
+
+/// One rule, compiled.
+struct Rule {
+    text: String,
+    program: Result<Program, String>,
+    message: String,
+    message_expression: Option<Program>,
+    reason: Option<String>,
+    /// Its `fieldPath` as a field error names it, relative to the node.
+    field_path: String,
+    uses_old_self: bool,
+    optional_old_self: bool,
+}
+
+impl Rules {
+    /// The rules of the schema node `m`, compiled; `None` when it has none.
+    pub(crate) fn parse(m: &Map<String, Value>) -> Option<Arc<Self>> {
+        let list = m.get("x-kubernetes-validations")?.as_array()?;
+        let rules: Vec<Rule> = list
+            .iter()
+            .filter_map(Value::as_object)
+            .map(|r| {
+                let text_of = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                let text = text_of("rule");
+                let program = compile(&text);
+                let uses_old_self = program.as_ref().is_ok_and(|p| p.references().has_variable("oldSelf"));
+                let expression = text_of("messageExpression");
+                let field_path = text_of("fieldPath");
+                Rule {
+                    program,
+                    message: text_of("message"),
+                    message_expression: (!expression.trim().is_empty())
+                        .then(|| compile(&expression).ok())
+                        .flatten(),
+                    reason: r.get("reason").and_then(Value::as_str).map(str::to_owned),
+                    field_path: if field_path.is_empty() {
+                        String::new()
+                    } else {
+                        super::field_path::resolve(m, &field_path, true)
+                            .map(|r| r.normalized)
+                            .unwrap_or_default()
+                    },
+                    uses_old_self,
+                    optional_old_self: r.get("optionalOldSelf").and_then(Value::as_bool).unwrap_or(false),
+                    text,
+                }
+            })
+            .collect();
+        (!rules.is_empty()).then(|| Arc::new(Self(rules)))
+    }
+
+    /// Evaluates every rule on `obj` (at field `at`, `""` for the root), with `old` the stored
+    /// value there; the field errors of those that fail. `root` is a resource's root, whose
+    /// `metadata` a rule reads only the name of.
+    pub(crate) fn check(
+        &self,
+        at: &str,
+        node: &Node,
+        obj: &Value,
+        old: Option<&Value>,
+        root: bool,
+    ) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        if obj.is_null() {
+            // Only values are validated; a rule on the parent checks for a null or a missing field.
+            return errs;
+        }
+        let ty = if node.types.len() == 1 { node.types[0].as_str() } else { "" };
+        let field = |path: &str| match (at.is_empty(), path.is_empty()) {
+            (true, true) => "<nil>".to_owned(),
+            (true, false) => path.to_owned(),
+            (false, true) => at.to_owned(),
+            (false, false) => format!("{at}.{path}"),
+        };
+        let self_value = value::to_cel(obj, node, root);
+        let old_value = old.map(|o| value::to_cel(o, node, root));
+        for rule in &self.0 {
+            let program = match &rule.program {
+                Ok(p) => p,
+                Err(e) => {
+                    errs.push((field(""), invalid(ty, &format!("rule compile error: {e}"))));
+                    continue;
+                }
+            };
+            if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let old_self = if rule.optional_old_self {
+                let optional = match &old_value {
+                    Some(v) => cel::objects::OptionalValue::of(v.clone()),
+                    None => cel::objects::OptionalValue::none(),
+                };
+                Some(Cel::Opaque(Arc::new(optional)))
+            } else {
+                old_value.clone()
+            };
+            let mut ctx = functions().new_inner_scope();
+            ctx.add_variable_from_value("self", self_value.clone());
+            if let Some(o) = old_self {
+                ctx.add_variable_from_value("oldSelf", o);
+            }
+            match program.execute(&ctx) {
+                Ok(Cel::Bool(true)) => {}
+                Ok(Cel::Bool(false)) => {
+                    let detail = rule
+                        .message_expression
+                        .as_ref()
+                        .and_then(|m| match m.execute(&ctx) {
+                            Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| message_or_default(rule));
+                    errs.push((field(&rule.field_path), by_reason(rule.reason.as_deref(), ty, &detail)));
+                }
+                Ok(other) => errs.push((
+                    field(""),
+                    invalid(
+                        ty,
+                        &format!(
+                            "rule result is not a boolean: {other:?} evaluating rule: {}",
+                            error_string(rule)
+                        ),
+                    ),
+                )),
+                Err(e) => errs.push((field(""), invalid(ty, &evaluation_error(&e, rule)))),
+            }
+        }
+        errs
+    }
+}
+
+/// `ruleErrorString`: the rule's message, or the rule itself.
+fn error_string(rule: &Rule) -> &str {
+    if rule.message.trim().is_empty() { rule.text.trim() } else { rule.message.trim() }
+}
+
+/// `ruleMessageOrDefault`.
+fn message_or_default(rule: &Rule) -> String {
+    if rule.message.is_empty() {
+        format!("failed rule: {}", error_string(rule))
+    } else {
+        rule.message.trim().to_owned()
+    }
+}
+
+/// `Invalid value: "<type>": <detail>`.
+fn invalid(ty: &str, detail: &str) -> String {
+    format!("Invalid value: {}: {detail}", go_quote(ty))
+}
+
+/// `fieldErrorForReason`.
+fn by_reason(reason: Option<&str>, ty: &str, detail: &str) -> String {
+    match reason {
+        Some("FieldValueForbidden") => format!("Forbidden: {detail}"),
+        Some("FieldValueRequired") => format!("Required value: {detail}"),
+        Some("FieldValueDuplicate") => format!("Duplicate value: {}", go_quote(ty)),
+        _ => invalid(ty, detail),
+    }
+}
+
+/// An evaluation error as upstream words it: cel-go's error, then the rule.
+fn evaluation_error(e: &ExecutionError, rule: &Rule) -> String {
+    let why = match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_text(i)),
+        ExecutionError::NoSuchOverload => {
+            return format!(
+                "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                error_string(rule)
+            );
+        }
+        other => other.to_string(),
+    };
+    format!("{why} evaluating rule: {}", error_string(rule))
+}
+
+/// A scalar as cel-go prints it in an error.
+fn cel_text(v: &Cel) -> String {
+    match v {
+        Cel::Int(i) => i.to_string(),
+        Cel::UInt(u) => u.to_string(),
+        Cel::String(s) => s.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::Structural;
+
+    /// The errors of `obj` (over `old`) against a schema of `spec` properties with `rules` on
+    /// `spec`.
+    fn check(
+        properties: serde_json::Value,
+        rules: serde_json::Value,
+        obj: serde_json::Value,
+        old: Option<serde_json::Value>,
+    ) -> Vec<(String, String)> {
+        let schema = Structural::parse(&json!({ "type": "object", "properties": { "spec": {
+            "type": "object", "properties": properties, "x-kubernetes-validations": rules } } }));
+        schema.validate_rules(&json!({ "spec": obj }), old.map(|o| json!({ "spec": o })).as_ref())
+    }
+
+    #[test]
+    fn the_kubernetes_libraries_are_there() {
+        let props = json!({
+            "ports": { "type": "array", "items": { "type": "integer" } },
+            "weights": { "type": "array", "items": { "type": "number" } },
+            "memory": { "type": "string" },
+            "image": { "type": "string" },
+            "expires": { "type": "string", "format": "date-time" },
+        });
+        let obj = json!({ "ports": [80, 443, 8080], "weights": [1, 2.5], "memory": "1Gi", "image": "nginx:1.27", "expires": "2030-01-01T00:00:00Z" });
+        for rule in [
+            "self.ports.isSorted() && self.ports.sum() == 8603 && self.ports.min() == 80 && self.ports.max() == 8080",
+            "self.weights.sum() == 3.5",
+            "quantity(self.memory).isGreaterThan(quantity('512Mi')) && quantity(self.memory).compareTo(quantity('1024Mi')) == 0",
+            "isQuantity(self.memory) && !isQuantity('1GB') && quantity('1.5').isInteger() == false && quantity('2k').asInteger() == 2000",
+            "self.image.find('[0-9.]+$') == '1.27' && 'a1b22c333'.findAll('[0-9]+').size() == 3 && 'a1b22'.findAll('[0-9]+', 1) == ['1']",
+            "self.expires > timestamp('2029-12-31T00:00:00Z')",
+            "self.image.split(':')[0].upperAscii() == 'NGINX' && self.ports.indexOf(443) == 1",
+            "isURL('https://example.com/a') && url('https://example.com:8443/a').getPort() == '8443'",
+            "ip('10.0.0.1').family() == 4 && cidr('10.0.0.0/8').containsIP(ip('10.1.2.3'))",
+            "sets.contains([1, 2, 3], [2]) && semver('1.2.3').isLessThan(semver('2.0.0'))",
+            "'%s-%d'.format(['a', 1]) == 'a-1'",
+        ] {
+            let errs = check(props.clone(), json!([{ "rule": rule }]), obj.clone(), None);
+            assert!(errs.is_empty(), "{rule}: {errs:?}");
+        }
+    }
+
+    #[test]
+    fn failures_and_evaluation_errors_are_worded_as_upstreams() {
+        let props = json!({ "a": { "type": "integer" }, "b": { "type": "integer" } });
+        let errs =
+            check(props.clone(), json!([{ "rule": "self.a / self.b > 0" }]), json!({ "a": 1, "b": 0 }), None);
+        assert_eq!(
+            errs,
+            [(
+                "spec".to_owned(),
+                r#"Invalid value: "object": division by zero evaluating rule: self.a / self.b > 0"#
+                    .to_owned()
+            )]
+        );
+        let errs = check(
+            props.clone(),
+            json!([{ "rule": "self.c == 1", "message": "c is one" }]),
+            json!({ "a": 1 }),
+            None,
+        );
+        assert_eq!(
+            errs,
+            [(
+                "spec".to_owned(),
+                r#"Invalid value: "object": no such key: c evaluating rule: c is one"#.to_owned()
+            )]
+        );
+        let errs = check(props.clone(), json!([{ "rule": "self.a > 1" }]), json!({ "a": 1 }), None);
+        assert_eq!(
+            errs,
+            [("spec".to_owned(), r#"Invalid value: "object": failed rule: self.a > 1"#.to_owned())]
+        );
+        let errs = check(
+            props.clone(),
+            json!([{ "rule": "self.a > 1", "reason": "FieldValueRequired", "message": "more" }]),
+            json!({ "a": 1 }),
+            None,
+        );
+        assert_eq!(errs, [("spec".to_owned(), "Required value: more".to_owned())]);
+        // A transition rule is skipped without an old object, unless oldSelf is optional.
+        let transition = json!([{ "rule": "self.a >= oldSelf.a" }]);
+        assert!(check(props.clone(), transition.clone(), json!({ "a": 1 }), None).is_empty());
+        assert_eq!(check(props.clone(), transition, json!({ "a": 1 }), Some(json!({ "a": 2 }))).len(), 1);
+        let optional = json!([{ "rule": "!oldSelf.hasValue() || self.a >= oldSelf.value().a", "optionalOldSelf": true }]);
+        assert!(check(props.clone(), optional.clone(), json!({ "a": 1 }), None).is_empty());
+        assert_eq!(check(props, optional, json!({ "a": 1 }), Some(json!({ "a": 2 }))).len(), 1);
+    }
+}

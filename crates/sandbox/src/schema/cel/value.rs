@@ -1,0 +1,85 @@
+//! An object's JSON as CEL sees it, typed by its schema as upstream's `UnstructuredToVal` types
+//! it: a `number` is a double even when written `3`, a `date-time` string a timestamp, a
+//! `duration` string a duration, a `byte` string bytes; objects are maps of their fields.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use base64::Engine;
+use kube_cel::cel::Value as Cel;
+use serde_json::Value;
+
+use super::super::node::{Additional, Node};
+
+/// `v` as CEL sees it under `node`; `root` keeps only `apiVersion`, `kind` and the
+/// `metadata.name` and `generateName` a rule at a resource's root may read.
+pub(crate) fn to_cel(v: &Value, node: &Node, root: bool) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => {
+            if node.types.len() == 1 && node.types[0] == "number" {
+                Cel::Float(n.as_f64().unwrap_or_default())
+            } else if let Some(i) = n.as_i64() {
+                Cel::Int(i)
+            } else if let Some(u) = n.as_u64() {
+                Cel::UInt(u)
+            } else {
+                Cel::Float(n.as_f64().unwrap_or_default())
+            }
+        }
+        Value::String(s) => string(s, &node.format),
+        Value::Array(items) => {
+            let default = Node::default();
+            let item = node.items.as_deref().unwrap_or(&default);
+            Cel::List(Arc::new(items.iter().map(|i| to_cel(i, item, false)).collect()))
+        }
+        Value::Object(fields) => {
+            let default = Node::default();
+            let mut map: HashMap<String, Cel> = HashMap::with_capacity(fields.len());
+            for (k, field) in fields {
+                if root && k == "metadata" {
+                    let meta = field.as_object().map(|m| {
+                        m.iter()
+                            .filter(|(k, _)| *k == "name" || *k == "generateName")
+                            .map(|(k, v)| (k.clone(), to_cel(v, &default, false)))
+                            .collect::<HashMap<String, Cel>>()
+                    });
+                    map.insert(k.clone(), meta.unwrap_or_default().into());
+                    continue;
+                }
+                let sub = node.properties.get(k).or(match &node.additional {
+                    Some(Additional::Schema(s)) => Some(s.as_ref()),
+                    _ => None,
+                });
+                map.insert(k.clone(), to_cel(field, sub.unwrap_or(&default), false));
+            }
+            map.into()
+        }
+    }
+}
+
+/// A string of `format`.
+fn string(s: &str, format: &str) -> Cel {
+    match format {
+        "date-time" => {
+            if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+                return Cel::Timestamp(t);
+            }
+        }
+        "duration" => {
+            if let Ok(d) = s.parse::<jiff::SignedDuration>()
+                && let Ok(d) = chrono::Duration::from_std(d.unsigned_abs())
+            {
+                return Cel::Duration(if d.is_zero() || !s.starts_with('-') { d } else { -d });
+            }
+        }
+        "byte" => {
+            if let Ok(b) = base64::engine::general_purpose::STANDARD.decode(s) {
+                return Cel::Bytes(Arc::new(b));
+            }
+        }
+        _ => {}
+    }
+    Cel::String(Arc::new(s.to_owned()))
+}
