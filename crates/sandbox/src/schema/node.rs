@@ -243,6 +243,24 @@ impl Node {
     }
 }
 
+impl super::cel::Schema for Node {
+    fn type_name(&self) -> &str {
+        if self.types.len() == 1 { &self.types[0] } else { "" }
+    }
+
+    fn format(&self) -> &str {
+        &self.format
+    }
+
+    fn field(&self, key: &str) -> Option<&Self> {
+        Node::field(self, key)
+    }
+
+    fn items(&self) -> Option<&Self> {
+        self.items.as_deref()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

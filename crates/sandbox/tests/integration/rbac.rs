@@ -24,6 +24,23 @@ async fn seed(sb: &Sandbox, obj: Value) {
     sb.seed(obj.clone()).unwrap_or_else(|e| panic!("{obj}: {e:?}"));
 }
 
+/// User `name` as a binding's subject.
+fn user(name: &str) -> Value {
+    json!({ "kind": "User", "name": name, "apiGroup": "rbac.authorization.k8s.io" })
+}
+
+/// RoleBinding `name` in `default` of `role` (its kind and name) to `subject`.
+async fn bind(sb: &Sandbox, name: &str, (kind, role): (&str, &str), subject: Value) {
+    seed(
+        sb,
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": { "name": name, "namespace": "default" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role },
+        "subjects": [subject] }),
+    )
+    .await;
+}
+
 /// A Role in `default` granting `verbs` on configmaps, bound to `subject`.
 async fn grant_configmaps(sb: &Sandbox, verbs: &[&str], subject: Value) {
     seed(
@@ -33,14 +50,7 @@ async fn grant_configmaps(sb: &Sandbox, verbs: &[&str], subject: Value) {
         "rules": [{ "apiGroups": [""], "resources": ["configmaps"], "verbs": verbs }] }),
     )
     .await;
-    seed(
-        sb,
-        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": { "name": "cm", "namespace": "default" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm" },
-        "subjects": [subject] }),
-    )
-    .await;
+    bind(sb, "cm", ("Role", "cm"), subject).await;
 }
 
 fn api_error(e: kube::Error) -> (u16, String) {
@@ -92,14 +102,7 @@ async fn a_user_may_do_what_its_bindings_grant_and_is_refused_as_upstream_refuse
 #[tokio::test]
 async fn a_binding_to_a_missing_role_is_the_reason_of_the_refusal() {
     let sb = rbac_sandbox();
-    seed(
-        &sb,
-        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": { "name": "ghostly", "namespace": "default" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "ghost" },
-        "subjects": [{ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }] }),
-    )
-    .await;
+    bind(&sb, "ghostly", ("Role", "ghost"), user("alice")).await;
     let cms: Api<ConfigMap> = Api::default_namespaced(sb.client_as(alice()));
     let (_, message) = api_error(cms.list(&ListParams::default()).await.unwrap_err());
     assert!(message.ends_with(r#": RBAC: role.rbac.authorization.k8s.io "ghost" not found"#), "{message}");
@@ -139,14 +142,7 @@ async fn aggregated_roles_gather_the_rules_of_the_roles_labelled_for_them() {
         until(&roles, role, |r| serde_json::to_string(&r.rules).unwrap().contains("widgets")).await;
     }
     // Bound to `view` in a namespace, a user may read pods there and not write them.
-    seed(
-        &sb,
-        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": { "name": "alice-view", "namespace": "default" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view" },
-        "subjects": [{ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }] }),
-    )
-    .await;
+    bind(&sb, "alice-view", ("ClusterRole", "view"), user("alice")).await;
     let pods: Api<Pod> = Api::default_namespaced(sb.client_as(alice()));
     pods.list(&ListParams::default()).await.expect("view reads pods");
     let pod: Pod = serde_json::from_value(
@@ -171,12 +167,7 @@ async fn until(roles: &Api<ClusterRole>, name: &str, ready: impl Fn(&ClusterRole
 #[tokio::test]
 async fn access_reviews_answer_what_the_authorizer_decides() {
     let sb = rbac_sandbox();
-    grant_configmaps(
-        &sb,
-        &["get", "list"],
-        json!({ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }),
-    )
-    .await;
+    grant_configmaps(&sb, &["get", "list"], user("alice")).await;
     let reviews: Api<SubjectAccessReview> = Api::all(sb.client());
     let ask = |user: &str, verb: &str| -> SubjectAccessReview {
         serde_json::from_value(json!({ "spec": { "user": user, "groups": ["devs"], "resourceAttributes": {
@@ -306,14 +297,7 @@ async fn a_user_grants_only_what_it_holds_unless_it_may_escalate_or_bind() {
             { "apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"] },
         ] }))
     .await;
-    seed(
-        &sb,
-        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": { "name": "rbac-writer", "namespace": "default" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "rbac-writer" },
-        "subjects": [{ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }] }),
-    )
-    .await;
+    bind(&sb, "rbac-writer", ("Role", "rbac-writer"), user("alice")).await;
     let roles: Api<Role> = Api::default_namespaced(sb.client_as(alice()));
     let role = |name: &str, rules: Value| -> Role {
         serde_json::from_value(json!({ "metadata": { "name": name }, "rules": rules })).unwrap()
@@ -354,13 +338,6 @@ async fn a_user_grants_only_what_it_holds_unless_it_may_escalate_or_bind() {
         "metadata": { "name": "bind-view" },
         "rules": [{ "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["view"], "verbs": ["bind"] }] }))
     .await;
-    seed(
-        &sb,
-        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": { "name": "alice-binds-view", "namespace": "default" },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-view" },
-        "subjects": [{ "kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io" }] }),
-    )
-    .await;
+    bind(&sb, "alice-binds-view", ("ClusterRole", "bind-view"), user("alice")).await;
     bindings.create(&PostParams::default(), &binding).await.expect("she may bind view in default");
 }

@@ -25,7 +25,6 @@ use kube_cel::KubeCelExt;
 use kube_cel::cel::{self, Context, ExecutionError, Program, Value as Cel};
 use serde_json::{Map, Value};
 
-use super::node::Node;
 use crate::go_print::go_quote;
 use crate::status::FieldError;
 
@@ -44,6 +43,18 @@ fn functions() -> &'static Context<'static> {
 /// (`ERROR: <input>:1:4: Syntax error: …`).
 pub(crate) fn compile(text: &str) -> Result<Program, String> {
     Program::compile(text).map_err(|e| e.to_string())
+}
+
+/// What CEL reads of a schema node: its type, its format, and the nodes under it.
+pub(crate) trait Schema {
+    /// Its one `type`, or `""` (none, or int-or-string's two).
+    fn type_name(&self) -> &str;
+    /// Its `format`, or `""`.
+    fn format(&self) -> &str;
+    /// The node of an object's field `key` (its property, or the map values').
+    fn field(&self, key: &str) -> Option<&Self>;
+    /// The node of a list's items.
+    fn items(&self) -> Option<&Self>;
 }
 
 /// The compiled rules of one schema node.
@@ -108,10 +119,10 @@ impl Rules {
     /// Evaluates every rule on `obj` (at field `at`, `""` for the root), with `old` the stored
     /// value there; the field errors of those that fail. `root` is a resource's root, whose
     /// `metadata` a rule reads only the name of.
-    pub(crate) fn check(
+    pub(crate) fn check<S: Schema>(
         &self,
         at: &str,
-        node: &Node,
+        node: &S,
         obj: &Value,
         old: Option<&Value>,
         root: bool,
@@ -121,15 +132,15 @@ impl Rules {
             // Only values are validated; a rule on the parent checks for a null or a missing field.
             return errs;
         }
-        let ty = if node.types.len() == 1 { node.types[0].as_str() } else { "" };
+        let ty = node.type_name();
         let field = |path: &str| match (at.is_empty(), path.is_empty()) {
             (true, true) => "<nil>".to_owned(),
             (true, false) => path.to_owned(),
             (false, true) => at.to_owned(),
             (false, false) => format!("{at}.{path}"),
         };
-        let self_value = value::to_cel(obj, node, root);
-        let old_value = old.map(|o| value::to_cel(o, node, root));
+        let self_value = value::to_cel(obj, Some(node), root);
+        let old_value = old.map(|o| value::to_cel(o, Some(node), root));
         for rule in &self.0 {
             let program = match &rule.program {
                 Ok(p) => p,

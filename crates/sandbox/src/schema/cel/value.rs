@@ -9,16 +9,17 @@ use base64::Engine;
 use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
-use super::super::node::{Additional, Node};
+use super::Schema;
 
-/// `v` as CEL sees it under `node`; `root` keeps only `apiVersion`, `kind` and the
-/// `metadata.name` and `generateName` a rule at a resource's root may read.
-pub(crate) fn to_cel(v: &Value, node: &Node, root: bool) -> Cel {
+/// `v` as CEL sees it under `node` (`None`: a value no schema types); `root` keeps only
+/// `apiVersion`, `kind` and the `metadata.name` and `generateName` a rule at a resource's root
+/// may read.
+pub(crate) fn to_cel<S: Schema>(v: &Value, node: Option<&S>, root: bool) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
         Value::Number(n) => {
-            if node.types.len() == 1 && node.types[0] == "number" {
+            if node.is_some_and(|n| n.type_name() == "number") {
                 Cel::Float(n.as_f64().unwrap_or_default())
             } else if let Some(i) = n.as_i64() {
                 Cel::Int(i)
@@ -28,31 +29,25 @@ pub(crate) fn to_cel(v: &Value, node: &Node, root: bool) -> Cel {
                 Cel::Float(n.as_f64().unwrap_or_default())
             }
         }
-        Value::String(s) => string(s, &node.format),
+        Value::String(s) => string(s, node.map_or("", Schema::format)),
         Value::Array(items) => {
-            let default = Node::default();
-            let item = node.items.as_deref().unwrap_or(&default);
+            let item = node.and_then(Schema::items);
             Cel::List(Arc::new(items.iter().map(|i| to_cel(i, item, false)).collect()))
         }
         Value::Object(fields) => {
-            let default = Node::default();
             let mut map: HashMap<String, Cel> = HashMap::with_capacity(fields.len());
             for (k, field) in fields {
                 if root && k == "metadata" {
                     let meta = field.as_object().map(|m| {
                         m.iter()
                             .filter(|(k, _)| *k == "name" || *k == "generateName")
-                            .map(|(k, v)| (k.clone(), to_cel(v, &default, false)))
+                            .map(|(k, v)| (k.clone(), to_cel::<S>(v, None, false)))
                             .collect::<HashMap<String, Cel>>()
                     });
                     map.insert(k.clone(), meta.unwrap_or_default().into());
                     continue;
                 }
-                let sub = node.properties.get(k).or(match &node.additional {
-                    Some(Additional::Schema(s)) => Some(s.as_ref()),
-                    _ => None,
-                });
-                map.insert(k.clone(), to_cel(field, sub.unwrap_or(&default), false));
+                map.insert(k.clone(), to_cel(field, node.and_then(|n| n.field(k)), false));
             }
             map.into()
         }
