@@ -424,7 +424,7 @@ fn rules_review(store: &Store, auth: &Auth, requester: &UserInfo, body: &Value) 
         });
     }
     let ns = body.pointer("/spec/namespace").and_then(Value::as_str).unwrap_or("");
-    let (rules, error) = crate::auth::rbac::rules_for(store, requester, ns);
+    let (rules, error) = crate::auth::rbac::rules_for(&auth.rbac_index(store), requester, ns);
     let (mut resource, mut non_resource) = (Vec::new(), Vec::new());
     for rule in rules {
         let has = |k: &str| rule.get(k).and_then(Value::as_array).is_some_and(|a| !a.is_empty());

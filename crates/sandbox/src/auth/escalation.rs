@@ -56,6 +56,7 @@ impl Escalation {
         if auth.mode != Authorization::Rbac || user.in_group(MASTERS) {
             return Ok(None);
         }
+        let index = auth.rbac_index(store);
         let allowed = |verb: &str, resource: &str, name: &str| {
             let attrs = Attributes {
                 user: user.clone(),
@@ -67,7 +68,7 @@ impl Escalation {
                 name: name.to_owned(),
                 ..Attributes::default()
             };
-            rbac::authorize(store, &attrs).allowed()
+            rbac::authorize(&index, &attrs).allowed()
         };
         let bound = if plural.ends_with("bindings") {
             let role_ref = old.or(body).and_then(|b| b.get("roleRef")).cloned().unwrap_or(Value::Null);
@@ -76,7 +77,7 @@ impl Escalation {
             if allowed("bind", resource, field("name")) {
                 return Ok(None);
             }
-            let rules = rbac::role_rules(store, (field("kind"), field("name")), ns)
+            let rules = rbac::role_rules(&index, (field("kind"), field("name")), ns)
                 .map_err(|e| forbidden(plural, name, &e))?;
             Some(rules)
         } else {
@@ -85,7 +86,7 @@ impl Escalation {
             }
             None
         };
-        let (held, error) = rbac::rules_for_each(store, user, ns);
+        let (held, error) = rbac::rules_for_each(&index, user, ns);
         Ok(Some(Self {
             user: user.clone(),
             plural,

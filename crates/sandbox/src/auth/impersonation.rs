@@ -6,7 +6,7 @@
 use http::HeaderMap;
 
 use super::attributes::Attributes;
-use super::{Authorization, forbidden};
+use super::{Auth, Authorization, forbidden};
 use crate::status::ApiError;
 use crate::store::Store;
 use crate::user::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, UserInfo};
@@ -19,8 +19,8 @@ use crate::user::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, UserInfo};
 /// 500 for groups, uid or extras asked without a user (as upstream answers it); 403 for a part
 /// the requester may not impersonate.
 pub(super) fn acting_as(
+    auth: &Auth,
     store: &Store,
-    mode: Authorization,
     requester: UserInfo,
     headers: &HeaderMap,
     path: &str,
@@ -71,7 +71,8 @@ pub(super) fn acting_as(
             asked.push(("authentication.k8s.io", "userextras", key.clone(), String::new(), v.clone()));
         }
     }
-    if mode == Authorization::Rbac {
+    if auth.mode == Authorization::Rbac {
+        let index = auth.rbac_index(store);
         for (group, resource, subresource, namespace, name) in asked {
             let attrs = Attributes {
                 user: requester.clone(),
@@ -84,7 +85,7 @@ pub(super) fn acting_as(
                 name,
                 ..Attributes::default()
             };
-            let decision = super::rbac::authorize(store, &attrs);
+            let decision = super::rbac::authorize(&index, &attrs);
             if !decision.allowed() {
                 return Err(forbidden(&attrs, decision.reason()));
             }

@@ -20,7 +20,7 @@ pub mod rbac;
 mod tokens;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub use crate::user::UserInfo;
 pub use attributes::Attributes;
@@ -70,17 +70,38 @@ impl std::str::FromStr for Authorization {
     }
 }
 
-/// The sandbox's authentication and authorization settings and the tokens it issued.
+/// The sandbox's authentication and authorization settings, the tokens it issued, and the
+/// RBAC index its authorizer reads.
 #[derive(Debug, Default)]
 pub(crate) struct Auth {
     pub(crate) mode: Authorization,
     /// Token → the user it authenticates.
     issued: Mutex<HashMap<String, UserInfo>>,
+    /// The last index made, with the store and the versions of its last RBAC writes it reflects.
+    index: Mutex<Option<(IndexKey, Arc<rbac::Index>)>>,
 }
+
+/// A store's identity and the versions of its last write to each RBAC storage.
+type IndexKey = (u64, [u64; 4]);
 
 impl Auth {
     pub(crate) fn new(mode: Authorization) -> Self {
-        Self { mode, issued: Mutex::default() }
+        Self { mode, ..Self::default() }
+    }
+
+    /// The RBAC objects of `store` as they are now: the index made last, unless one of them was
+    /// written since (or `store` is another, a dry run's copy).
+    pub(crate) fn rbac_index(&self, store: &Store) -> Arc<rbac::Index> {
+        let key = (store.id(), rbac::STORAGES.map(|s| store.last_write(s)));
+        let mut cached = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, index)) = cached.as_ref()
+            && *at == key
+        {
+            return Arc::clone(index);
+        }
+        let index = Arc::new(rbac::Index::of(store));
+        *cached = Some((key, Arc::clone(&index)));
+        index
     }
 
     /// A new token that authenticates `user`.
@@ -118,10 +139,10 @@ pub(crate) struct Requester(pub(crate) UserInfo);
 /// The impersonation's or the authorizer's refusal.
 pub(crate) fn admit(auth: &Auth, store: &Store, parts: &mut http::request::Parts) -> Result<(), ApiError> {
     let requester = parts.extensions.remove::<Authenticated>().map_or_else(UserInfo::admin, |a| a.0);
-    let user = impersonation::acting_as(store, auth.mode, requester, &parts.headers, parts.uri.path())?;
+    let user = impersonation::acting_as(auth, store, requester, &parts.headers, parts.uri.path())?;
     if auth.mode == Authorization::Rbac {
         let attrs = Attributes::of(user, &parts.method, parts.uri.path(), parts.uri.query());
-        let decision = rbac::authorize(store, &attrs);
+        let decision = rbac::authorize(&auth.rbac_index(store), &attrs);
         if !decision.allowed() {
             return Err(forbidden(&attrs, decision.reason()));
         }
@@ -136,7 +157,7 @@ pub(crate) fn admit(auth: &Auth, store: &Store, parts: &mut http::request::Parts
 pub(crate) fn decide(auth: &Auth, store: &Store, attrs: &Attributes) -> rbac::Decision {
     match auth.mode {
         Authorization::AlwaysAllow => rbac::Decision::Allow(String::new()),
-        Authorization::Rbac => rbac::authorize(store, attrs),
+        Authorization::Rbac => rbac::authorize(&auth.rbac_index(store), attrs),
     }
 }
 

@@ -3,8 +3,12 @@
 //! or ClusterRole through a RoleBinding in the request's namespace. RBAC never denies: without a
 //! rule, it has no opinion, and the request is forbidden because no authorizer allowed it.
 //!
-//! Roles and bindings are read from the store on each decision, as the watch cache serves them to
-//! upstream's authorizer, so a binding is in force once it is written.
+//! Roles and bindings are read from an [`Index`] of the store's, made again after any of them
+//! is written (as upstream's authorizer reads them from its informers' caches), so a binding is
+//! in force once it is written.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -42,16 +46,53 @@ impl Decision {
     }
 }
 
+/// The RBAC objects of a store as the authorizer reads them: bindings by namespace, roles by
+/// name.
+#[derive(Debug, Default)]
+pub struct Index {
+    cluster_bindings: Vec<Arc<Value>>,
+    bindings: HashMap<String, Vec<Arc<Value>>>,
+    cluster_roles: HashMap<String, Arc<Value>>,
+    roles: HashMap<(String, String), Arc<Value>>,
+}
+
+/// The storages an [`Index`] reads.
+pub(crate) const STORAGES: [&str; 4] = [
+    "clusterroles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+    "roles.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+];
+
+impl Index {
+    /// The RBAC objects `store` holds now.
+    #[must_use]
+    pub fn of(store: &Store) -> Self {
+        let all = |plural: &str| store.snapshot(def(plural), None).1;
+        let mut index = Self { cluster_bindings: all("clusterrolebindings"), ..Self::default() };
+        for b in all("rolebindings") {
+            index.bindings.entry(meta_str(&b, "namespace").to_owned()).or_default().push(b);
+        }
+        for r in all("clusterroles") {
+            index.cluster_roles.insert(meta_str(&r, "name").to_owned(), r);
+        }
+        for r in all("roles") {
+            index.roles.insert((meta_str(&r, "namespace").to_owned(), meta_str(&r, "name").to_owned()), r);
+        }
+        index
+    }
+}
+
 /// What RBAC and the superuser group decide for `attrs`.
 #[must_use]
-pub fn authorize(store: &Store, attrs: &Attributes) -> Decision {
+pub fn authorize(index: &Index, attrs: &Attributes) -> Decision {
     // kube-apiserver's privileged-group authorizer, ahead of RBAC.
     if attrs.user.in_group(MASTERS) {
         return Decision::Allow(String::new());
     }
     let mut errors = Vec::new();
     let mut allowed_by = None;
-    visit(store, &attrs.user, &attrs.namespace, &mut errors, &mut |source, rules| {
+    visit(index, &attrs.user, &attrs.namespace, &mut errors, &mut |source, rules| {
         if rules.iter().any(|r| allows(attrs, r)) {
             allowed_by = Some(format!("RBAC: allowed by {}", source()));
             return false;
@@ -69,15 +110,15 @@ pub fn authorize(store: &Store, attrs: &Attributes) -> Decision {
 /// what could not be read, as Go's aggregate error prints it (a SelfSubjectRulesReview's
 /// `evaluationError`).
 #[must_use]
-pub fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Option<String>) {
-    let (rules, errors) = rules_for_each(store, user, namespace);
+pub fn rules_for(index: &Index, user: &UserInfo, namespace: &str) -> (Vec<Value>, Option<String>) {
+    let (rules, errors) = rules_for_each(index, user, namespace);
     (rules, (!errors.is_empty()).then(|| aggregate(&errors)))
 }
 
 /// [`rules_for`], with each error apart.
-pub(crate) fn rules_for_each(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<String>) {
+pub(crate) fn rules_for_each(index: &Index, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<String>) {
     let (mut rules, mut errors) = (Vec::new(), Vec::new());
-    visit(store, user, namespace, &mut errors, &mut |_, found| {
+    visit(index, user, namespace, &mut errors, &mut |_, found| {
         rules.extend(found.iter().cloned());
         true
     });
@@ -105,25 +146,25 @@ type Visitor<'a> = dyn FnMut(&dyn Fn() -> String, &[Value]) -> bool + 'a;
 /// and the rules of its role, ClusterRoleBindings first, until it answers `false`; a binding
 /// whose role is missing adds an error instead.
 fn visit(
-    store: &Store,
+    index: &Index,
     user: &UserInfo,
     namespace: &str,
     errors: &mut Vec<String>,
     visitor: &mut Visitor<'_>,
 ) {
-    for binding in store.snapshot(def("clusterrolebindings"), None).1 {
-        let Some(subject) = applying_subject(&binding, user, "") else { continue };
-        let role = role_ref(&binding);
+    for binding in &index.cluster_bindings {
+        let Some(subject) = applying_subject(binding, user, "") else { continue };
+        let role = role_ref(binding);
         let describe = || {
             format!(
                 "ClusterRoleBinding {} of {} {} to {}",
-                go_quote(meta_str(&binding, "name")),
+                go_quote(meta_str(binding, "name")),
                 role.0,
                 go_quote(role.1),
                 describe_subject(subject, "")
             )
         };
-        match role_rules(store, role, "") {
+        match role_rules(index, role, "") {
             Ok(rules) => {
                 if !visitor(&describe, &rules) {
                     return;
@@ -135,19 +176,19 @@ fn visit(
     if namespace.is_empty() {
         return;
     }
-    for binding in store.snapshot(def("rolebindings"), Some(namespace)).1 {
-        let Some(subject) = applying_subject(&binding, user, namespace) else { continue };
-        let role = role_ref(&binding);
+    for binding in index.bindings.get(namespace).into_iter().flatten() {
+        let Some(subject) = applying_subject(binding, user, namespace) else { continue };
+        let role = role_ref(binding);
         let describe = || {
             format!(
                 "RoleBinding {} of {} {} to {}",
-                go_quote(&format!("{}/{namespace}", meta_str(&binding, "name"))),
+                go_quote(&format!("{}/{namespace}", meta_str(binding, "name"))),
                 role.0,
                 go_quote(role.1),
                 describe_subject(subject, namespace)
             )
         };
-        match role_rules(store, role, namespace) {
+        match role_rules(index, role, namespace) {
             Ok(rules) => {
                 if !visitor(&describe, &rules) {
                     return;
@@ -167,17 +208,17 @@ fn role_ref(binding: &Value) -> (&str, &str) {
 /// The rules of the role a binding in `namespace` refers to (a ClusterRole, or a Role of that
 /// namespace), or the error upstream's resolver reports for a missing one.
 pub(crate) fn role_rules(
-    store: &Store,
+    index: &Index,
     (kind, name): (&str, &str),
     namespace: &str,
 ) -> Result<Vec<Value>, String> {
-    let (plural, singular, ns) = match kind {
-        "Role" => ("roles", "role", namespace),
-        _ => ("clusterroles", "clusterrole", ""),
+    let role = match kind {
+        "Role" => index.roles.get(&(namespace.to_owned(), name.to_owned())),
+        _ => index.cluster_roles.get(name),
     };
-    let role = store
-        .stored(def(plural), ns, name)
-        .ok_or_else(|| format!("{singular}.rbac.authorization.k8s.io {} not found", go_quote(name)))?;
+    let singular = if kind == "Role" { "role" } else { "clusterrole" };
+    let role =
+        role.ok_or_else(|| format!("{singular}.rbac.authorization.k8s.io {} not found", go_quote(name)))?;
     Ok(role.get("rules").and_then(Value::as_array).cloned().unwrap_or_default())
 }
 

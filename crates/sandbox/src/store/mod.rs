@@ -292,6 +292,8 @@ impl Default for StoreConfig {
 
 /// The sandbox's object store and API rules.
 pub struct Store {
+    /// Unique among the stores of the process (a dry run's copy has its own).
+    id: u64,
     state: Mutex<State>,
     /// The served resources, shared with the state, which changes them as CRDs change; read
     /// without the state's lock to route requests.
@@ -633,6 +635,12 @@ fn same_but_version(a: &Value, b: &Value) -> bool {
         && same_except(a, b, &["apiVersion", "kind", "metadata"])
 }
 
+/// A new store's [`Store::id`].
+fn next_store_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 impl Store {
     /// A store holding what a new cluster has: the namespaces `default`, `kube-system`,
     /// `kube-public` and `kube-node-lease`, the two system PriorityClasses, the `kubernetes`
@@ -643,6 +651,7 @@ impl Store {
         let (tx, _) = broadcast::channel(WATCH_BUFFER);
         let registry = Arc::new(RwLock::new(Registry::new()));
         let store = Self {
+            id: next_store_id(),
             registry: Arc::clone(&registry),
             state: Mutex::new(State {
                 objects: BTreeMap::new(),
@@ -682,6 +691,7 @@ impl Store {
         // A dry-run CRD is established in the copy only.
         let registry = Arc::new(RwLock::new(st.registry.read().clone()));
         Self {
+            id: next_store_id(),
             registry: Arc::clone(&registry),
             state: Mutex::new(State {
                 objects: st.objects.clone(),
@@ -705,6 +715,18 @@ impl Store {
                 registry,
             }),
         }
+    }
+
+    /// This store's identity: no other store of the process has it.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The version of the last write to `storage` (0 for none): what a cache of that storage's
+    /// objects is keyed on.
+    pub(crate) fn last_write(&self, storage: &str) -> u64 {
+        let st = self.lock();
+        st.history.get(storage).and_then(|h| h.changes.back()).map_or(0, |(_, c)| c.rv)
     }
 
     /// The state, locked (what it lets go of is freed after, see [`storage::Locked`]).
