@@ -33,7 +33,8 @@ pub(crate) struct Escalation {
 impl Escalation {
     /// The check a write of `plural` (`name` in `ns`) by `user` needs: `None` when it needs
     /// none (not an RBAC object, RBAC off, the superuser group, `escalate` or `bind` allowed).
-    /// `body` is a create's or a PUT's object; `old` the stored one a PUT or PATCH changes.
+    /// `body` is a create's or a PUT's object; `old` reads the stored one a PUT or PATCH
+    /// changes (only for an RBAC object: other writes pay nothing).
     ///
     /// # Errors
     ///
@@ -44,7 +45,7 @@ impl Escalation {
         user: &UserInfo,
         (group, plural, ns, name): (&str, &str, &str, &str),
         body: Option<&Value>,
-        old: Option<&Value>,
+        old: impl FnOnce() -> Option<std::sync::Arc<Value>>,
     ) -> Result<Option<Self>, crate::status::ApiError> {
         let plural: &'static str = match (group, plural) {
             (GROUP, "roles") => "roles",
@@ -56,6 +57,8 @@ impl Escalation {
         if auth.mode != Authorization::Rbac || user.in_group(MASTERS) {
             return Ok(None);
         }
+        let old = old();
+        let old = old.as_deref();
         let index = auth.rbac_index(store);
         let allowed = |verb: &str, resource: &str, name: &str| {
             let attrs = Attributes {

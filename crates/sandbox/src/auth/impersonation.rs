@@ -101,7 +101,8 @@ pub(super) fn acting_as(
 
 /// A header name's `%XX` escapes decoded (an extra's key may hold characters a header name cannot).
 fn percent_decoded(key: &str) -> String {
-    form_urlencoded::parse(format!("k={key}").as_bytes())
+    // A form decodes `+` as a space; a path segment (upstream's `url.PathUnescape`) does not.
+    form_urlencoded::parse(format!("k={}", key.replace('+', "%2B")).as_bytes())
         .next()
         .map_or_else(|| key.to_owned(), |(_, v)| v.into_owned())
 }

@@ -92,7 +92,7 @@ impl Auth {
     /// The RBAC objects of `store` as they are now: the index made last, unless one of them was
     /// written since (or `store` is another, a dry run's copy).
     pub(crate) fn rbac_index(&self, store: &Store) -> Arc<rbac::Index> {
-        let key = (store.id(), rbac::STORAGES.map(|s| store.last_write(s)));
+        let key = (store.id(), store.last_writes(rbac::STORAGES));
         let mut cached = self.index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some((at, index)) = cached.as_ref()
             && *at == key

@@ -50,14 +50,14 @@ impl Call<'_> {
         if self.req.sub != crate::resource::Subresource::Main {
             return Ok(None);
         }
-        let old = if name.is_empty() { None } else { self.store.stored(def, ns, name) };
+        let old = || if name.is_empty() { None } else { self.store.stored(def, ns, name) };
         crate::auth::escalation::Escalation::prepare(
             &self.shared.auth,
             self.store,
             &self.requester(),
             (def.group, def.plural, ns, name),
             body,
-            old.as_deref(),
+            old,
         )
     }
 

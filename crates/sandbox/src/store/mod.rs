@@ -722,11 +722,11 @@ impl Store {
         self.id
     }
 
-    /// The version of the last write to `storage` (0 for none): what a cache of that storage's
+    /// The version of the last write to each of `storages` (0 for none): what a cache of their
     /// objects is keyed on.
-    pub(crate) fn last_write(&self, storage: &str) -> u64 {
+    pub(crate) fn last_writes<const N: usize>(&self, storages: [&str; N]) -> [u64; N] {
         let st = self.lock();
-        st.history.get(storage).and_then(|h| h.changes.back()).map_or(0, |(_, c)| c.rv)
+        storages.map(|s| st.history.get(s).and_then(|h| h.changes.back()).map_or(0, |(_, c)| c.rv))
     }
 
     /// The state, locked (what it lets go of is freed after, see [`storage::Locked`]).

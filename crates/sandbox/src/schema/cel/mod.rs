@@ -141,6 +141,24 @@ impl Rules {
         };
         let self_value = value::to_cel(obj, Some(node), root);
         let old_value = old.map(|o| value::to_cel(o, Some(node), root));
+        // Two scopes at most, made once for every rule of the node: `oldSelf` as it is, and as
+        // the optional the rules with `optionalOldSelf` read.
+        let scope = |old_self: Option<Cel>| {
+            let mut ctx = functions().new_inner_scope();
+            ctx.add_variable_from_value("self", self_value.clone());
+            if let Some(o) = old_self {
+                ctx.add_variable_from_value("oldSelf", o);
+            }
+            ctx
+        };
+        let plain = scope(old_value.clone());
+        let optional = self.0.iter().any(|r| r.optional_old_self).then(|| {
+            let optional = match &old_value {
+                Some(v) => cel::objects::OptionalValue::of(v.clone()),
+                None => cel::objects::OptionalValue::none(),
+            };
+            scope(Some(Cel::Opaque(Arc::new(optional))))
+        });
         for rule in &self.0 {
             let program = match &rule.program {
                 Ok(p) => p,
@@ -152,27 +170,14 @@ impl Rules {
             if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
                 continue;
             }
-            let old_self = if rule.optional_old_self {
-                let optional = match &old_value {
-                    Some(v) => cel::objects::OptionalValue::of(v.clone()),
-                    None => cel::objects::OptionalValue::none(),
-                };
-                Some(Cel::Opaque(Arc::new(optional)))
-            } else {
-                old_value.clone()
-            };
-            let mut ctx = functions().new_inner_scope();
-            ctx.add_variable_from_value("self", self_value.clone());
-            if let Some(o) = old_self {
-                ctx.add_variable_from_value("oldSelf", o);
-            }
-            match program.execute(&ctx) {
+            let ctx = if rule.optional_old_self { optional.as_ref().unwrap_or(&plain) } else { &plain };
+            match program.execute(ctx) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
                     let detail = rule
                         .message_expression
                         .as_ref()
-                        .and_then(|m| match m.execute(&ctx) {
+                        .and_then(|m| match m.execute(ctx) {
                             Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
                             _ => None,
                         })

@@ -64,9 +64,9 @@ fn string(s: &str, format: &str) -> Cel {
         }
         "duration" => {
             if let Ok(d) = s.parse::<jiff::SignedDuration>()
-                && let Ok(d) = chrono::Duration::from_std(d.unsigned_abs())
+                && let Ok(nanos) = i64::try_from(d.as_nanos())
             {
-                return Cel::Duration(if d.is_zero() || !s.starts_with('-') { d } else { -d });
+                return Cel::Duration(chrono::Duration::nanoseconds(nanos));
             }
         }
         "byte" => {
