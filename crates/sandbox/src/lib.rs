@@ -68,10 +68,10 @@
 //!
 //! ## Warning
 //!
-//! * **Passing here is not passing on a cluster.** The sandbox enforces no RBAC, calls no
-//!   admission or conversion webhooks, evaluates no CEL rules and runs no containers (a
-//!   [`Simulation`] runs pods by their status): a controller missing a permission, or
-//!   whose objects a webhook would refuse, passes here and fails there.
+//! * **Passing here is not passing on a cluster.** The sandbox enforces RBAC only when asked
+//!   ([`Authorization::Rbac`]), calls no admission or conversion webhooks, does not type-check
+//!   or cost CEL expressions and runs no containers (a [`Simulation`] runs pods by their
+//!   status): a controller whose objects a webhook would refuse passes here and fails there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
 //! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the controllers' task, and

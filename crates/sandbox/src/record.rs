@@ -25,6 +25,10 @@ pub struct RequestRecord {
     pub user_agent: String,
     /// The HTTP status code answered; 0 when the connection was dropped without an answer.
     pub code: u16,
+    /// The audit annotations admission added, as upstream's audit event carries them: a
+    /// ValidatingAdmissionPolicy's `auditAnnotations` (`<policy>/<key>`), and the validations
+    /// an `Audit` binding saw fail (`validation.policy.admission.k8s.io/validation_failure`).
+    pub annotations: std::collections::BTreeMap<String, String>,
     /// When the request arrived (before any injected latency).
     pub at: Instant,
     /// From arrival until the answer was ready (its head, for a watch), injected latency

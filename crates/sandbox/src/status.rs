@@ -143,6 +143,25 @@ impl ApiError {
         Self::new(403, "Forbidden", message).with_details(group, plural, name)
     }
 
+    /// An admission policy's denial (upstream's `admission.NewForbidden`, its reason and code
+    /// then set from the validation's `reason`): `<resource> "<name>" is forbidden: <message>`,
+    /// with the message as the one cause.
+    pub(crate) fn policy_denied(group: &str, plural: &str, name: &str, message: &str, reason: &str) -> Self {
+        let (code, reason) = match reason {
+            "Forbidden" => (403, "Forbidden"),
+            "Unauthorized" => (401, "Unauthorized"),
+            "RequestEntityTooLarge" => (413, "RequestEntityTooLarge"),
+            _ => (422, "Invalid"),
+        };
+        let mut e = Self::admission_forbidden(group, plural, name, message);
+        e.code = code;
+        e.reason = reason;
+        if let Some(d) = e.details.as_mut() {
+            d["causes"] = json!([{ "message": message }]);
+        }
+        e
+    }
+
     /// 403: forbidden, e.g. creating in a terminating namespace.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(403, "Forbidden", message)

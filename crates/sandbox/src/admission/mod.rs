@@ -15,11 +15,16 @@
 //! read their informers' caches) and refuses with the [`ApiError`] a client gets. A plugin that
 //! warns (PodSecurity's `warn` level) answers [`Plugin::warnings`] after the write.
 //!
-//! Not run: the webhooks and admission policies (no webhook is ever called), and the plugins
+//! What a plugin knows of the request beyond the object — who makes it, whether it is a dry
+//! run — and what it leaves on the answer (Warning headers, audit annotations) is the request's
+//! [`invocation`], which the HTTP layer sets around the handler.
+//!
+//! Not run: the webhooks (no webhook is ever called), MutatingAdmissionPolicy, and the plugins
 //! upstream has off by default.
 
 mod default_storage_class;
 mod default_toleration_seconds;
+pub(crate) mod invocation;
 mod limit_ranger;
 mod namespace_lifecycle;
 mod pod_security;
@@ -28,6 +33,7 @@ mod resource_quota;
 mod runtime_class;
 mod service_account;
 mod storage_object_in_use_protection;
+mod validating_policy;
 
 pub(crate) use storage_object_in_use_protection::protection_finalizer;
 
@@ -50,6 +56,7 @@ pub(crate) static PLUGINS: &[&dyn Plugin] = &[
     &default_storage_class::DefaultStorageClass,
     &storage_object_in_use_protection::StorageObjectInUseProtection,
     &runtime_class::RuntimeClass,
+    &validating_policy::ValidatingAdmissionPolicy,
     &resource_quota::ResourceQuota,
 ];
 
@@ -73,6 +80,10 @@ pub(crate) trait Objects {
     /// Whether `ns` holds a ResourceQuota (an index the store keeps, so that a write in a
     /// namespace without one costs the quota plugin nothing).
     fn has_quotas(&self, ns: &str) -> bool;
+    /// The served resource whose objects have this `apiVersion` and `kind`.
+    fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceDef>>;
+    /// The versions `plural` of `group` is served in.
+    fn versions_of(&self, group: &str, plural: &str) -> Vec<&'static str>;
 }
 
 /// One write, as a plugin sees it (upstream's `admission.Attributes`).
@@ -229,6 +240,7 @@ mod tests {
             "DefaultStorageClass",
             "StorageObjectInUseProtection",
             "RuntimeClass",
+            "ValidatingAdmissionPolicy",
             "ResourceQuota",
         ];
         let names: Vec<&str> = PLUGINS.iter().map(|p| p.name()).collect();

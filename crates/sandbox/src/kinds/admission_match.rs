@@ -5,8 +5,8 @@
 //! `validateMatchResources`, `validateMatchConditions`); [`super::webhook_configuration`] and
 //! [`super::admission_policy`] call them under their own field paths.
 //!
-//! A match condition's expression is CEL: whether it compiles is not checked here (issue 40),
-//! only that it is given.
+//! A match condition's expression is CEL: it must compile ([`cel_errors`]), as every expression
+//! of a policy must (type checking is not done).
 
 use serde_json::{Value, json};
 
@@ -243,9 +243,10 @@ pub(crate) fn match_conditions_errors(conditions: Option<&Value>, at: &str) -> V
     let mut seen: Vec<&str> = Vec::new();
     for (i, c) in list.iter().enumerate() {
         let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
-        // A non-blank expression is compiled upstream: CEL, not checked here (issue 40).
         if text("expression").trim().is_empty() {
             errs.push(required(format!("{at}[{i}].expression"), ""));
+        } else {
+            errs.extend(cel_errors(text("expression"), format!("{at}[{i}].expression")));
         }
         let name = text("name");
         let name_at = format!("{at}[{i}].name");
@@ -261,6 +262,15 @@ pub(crate) fn match_conditions_errors(conditions: Option<&Value>, at: &str) -> V
         }
     }
     errs
+}
+
+/// The error of a CEL expression (given, not blank) that does not compile, as upstream's
+/// `convertCELErrorToValidationError` words it: `Invalid value: "<expression>": compilation
+/// failed: ERROR: <input>:1:4: Syntax error: …`.
+pub(crate) fn cel_errors(expression: &str, at: String) -> Option<FieldError> {
+    crate::schema::cel::compile(expression)
+        .err()
+        .map(|e| invalid_str(at, expression, &format!("compilation failed: {e}")))
 }
 
 /// Whether two optional JSON values are the same, an absent field counting as `null`.

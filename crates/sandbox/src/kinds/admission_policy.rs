@@ -1,17 +1,17 @@
 //! admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and
 //! ValidatingAdmissionPolicyBinding: their v1 defaults and upstream's rules
 //! (`validateValidatingAdmissionPolicySpec`, `validateValidatingAdmissionPolicyStatus`,
-//! `validateValidatingAdmissionPolicyBindingSpec`). The sandbox evaluates no policy: it holds
-//! them to the rules a real server checks before storing them. What they match is in
-//! [`super::admission_match`].
+//! `validateValidatingAdmissionPolicyBindingSpec`): the rules a real server checks before
+//! storing them. Admission evaluates them (`admission/validating_policy`). What they match is
+//! in [`super::admission_match`].
 //!
-//! Expressions are CEL: whether one compiles (and type-checks) is not checked here (issue 40);
-//! the rules around them are (given, not blank, a variable's name an identifier, lengths, keys).
+//! Expressions are CEL: each must compile (type checking is not done), besides the rules around
+//! them (given, not blank, a variable's name an identifier, lengths, keys).
 
 use serde_json::{Value, json};
 
 use super::admission_match::{
-    FAILURE_POLICIES, default_match_resources, go_named_slice, match_conditions_errors,
+    FAILURE_POLICIES, cel_errors, default_match_resources, go_named_slice, match_conditions_errors,
     match_resources_errors, same, strs,
 };
 use crate::field_errors::{duplicate, forbidden, invalid_str, not_supported, required};
@@ -246,6 +246,8 @@ fn variable_errors(v: &Value, at: &str) -> Vec<FieldError> {
     }
     if text("expression").trim().is_empty() {
         errs.push(required(format!("{at}.expression"), "expression is not specified"));
+    } else {
+        errs.extend(cel_errors(text("expression"), format!("{at}.expression")));
     }
     errs
 }
@@ -257,6 +259,8 @@ fn validation_errors(v: &Value, at: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if text("expression").trim().is_empty() {
         errs.push(required(format!("{at}.expression"), "expression is not specified"));
+    } else {
+        errs.extend(cel_errors(text("expression"), format!("{at}.expression")));
     }
     let message_expression = text("messageExpression");
     if !message_expression.is_empty() && message_expression.trim().is_empty() {
@@ -265,6 +269,8 @@ fn validation_errors(v: &Value, at: &str) -> Vec<FieldError> {
             message_expression,
             "must be non-empty if specified",
         ));
+    } else if !message_expression.is_empty() {
+        errs.extend(cel_errors(message_expression, format!("{at}.messageExpression")));
     }
     let message = text("message");
     if !message.is_empty() && message.trim().is_empty() {
@@ -298,6 +304,8 @@ fn audit_annotation_errors(a: &Value, policy_name: &str, at: &str) -> Vec<FieldE
             format!("{at}.valueExpression"),
             &format!("must not exceed {MAX_VALUE_EXPRESSION} bytes in length"),
         ));
+    } else {
+        errs.extend(cel_errors(text("valueExpression"), format!("{at}.valueExpression")));
     }
     errs
 }

@@ -19,8 +19,10 @@ use super::request::{Request, Target, Verb};
 use super::response::{Disconnect, as_protobuf, error_response, panicked, with_warnings};
 use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
 use crate::SandboxState;
+use crate::admission::invocation::{self, Invocation};
 use crate::record::RequestRecord;
 use crate::status::ApiError;
+use crate::user::UserInfo;
 
 /// Handles one API request.
 pub async fn handle<B>(shared: Arc<SandboxState>, req: HttpRequest<B>) -> Response<ResponseBody>
@@ -111,6 +113,7 @@ fn record_of(parts: &http::request::Parts) -> RequestRecord {
         name: String::new(),
         user_agent,
         code: 0,
+        annotations: std::collections::BTreeMap::new(),
         at: std::time::Instant::now(),
         took: std::time::Duration::ZERO,
     }
@@ -173,10 +176,18 @@ where
     // in its encoding here.
     let negotiated = target.negotiate(parts);
     let wire = negotiated.as_ref().map_or(Wire::Json, |(_, wire)| *wire);
-    let response = match answer(shared, parts, target, negotiated, bytes, record) {
+    // The handler runs as the request's invocation: admission reads who makes it, and leaves
+    // Warning headers (on a refusal too) and audit annotations for the record.
+    let user = parts.extensions.get::<crate::auth::Requester>().map_or_else(UserInfo::admin, |r| r.0.clone());
+    let (answered, left) = invocation::within(Invocation::new(user), || {
+        answer(shared, parts, target, negotiated, bytes, record)
+    });
+    let response = match answered {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
+    let response = with_warnings(response, &left.warnings);
+    record.annotations = left.annotations;
     // Answers are made as JSON and written in the encoding negotiated (a refusal too, as
     // upstream's errors are); a watch writes its own frames.
     let response = if wire == Wire::Protobuf { as_protobuf(response).await } else { response };
@@ -196,6 +207,7 @@ fn answer(
     record: &mut RequestRecord,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let mut req = Request::parse(shared, parts, target, negotiated, record)?;
+    invocation::current(|i| i.map(|i| i.set_dry_run(req.query.dry_run)));
     // A stream is answered before faults or the body are judged: its handler answers it alone.
     if let Verb::Connect(stream) = req.verb {
         return super::connect::connect(shared, parts, &req, stream);

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use crate::status::FieldError;
 
-mod cel;
+pub(crate) mod cel;
 mod default;
 pub(crate) mod field_path;
 mod format;
@@ -82,6 +82,12 @@ impl Structural {
         let mut errs = Vec::new();
         rules::walk(&self.root, "", obj, old, true, &mut errs);
         errs
+    }
+
+    /// `obj` as a CEL expression outside the schema reads it (an admission policy's `object`):
+    /// typed by the schema as a rule's `self` is, its `metadata` whole.
+    pub(crate) fn cel_value(&self, obj: &Value) -> kube_cel::cel::Value {
+        cel::value::to_cel(obj, Some(&self.root), false)
     }
 
     /// Removes the fields the schema does not declare (kept under

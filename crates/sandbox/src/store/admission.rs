@@ -25,6 +25,20 @@ impl Objects for State {
     fn has_quotas(&self, ns: &str) -> bool {
         self.quota_namespaces.contains_key(ns)
     }
+
+    fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
+        self.registry.read().find_kind(api_version, kind)
+    }
+
+    fn versions_of(&self, group: &str, plural: &str) -> Vec<&'static str> {
+        let registry = self.registry.read();
+        registry
+            .resources()
+            .iter()
+            .filter(|r| r.group == group && r.plural == plural)
+            .map(|r| r.version)
+            .collect()
+    }
 }
 
 impl State {

@@ -5,6 +5,7 @@
 //! per crate, not once per file, which keeps a cold `cargo test` short.
 
 mod admission;
+mod admission_policy;
 mod api;
 mod bad_input;
 mod builtin;

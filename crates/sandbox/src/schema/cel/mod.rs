@@ -17,7 +17,7 @@
 //! schema lacks is refused only when it is evaluated, not when the CRD is written), and no cost
 //! is estimated or charged.
 
-mod value;
+pub(crate) mod value;
 
 use std::sync::{Arc, OnceLock};
 
@@ -28,9 +28,9 @@ use serde_json::{Map, Value};
 use crate::go_print::go_quote;
 use crate::status::FieldError;
 
-/// The context every rule is evaluated in: its functions, registered once; each evaluation
-/// binds `self` and `oldSelf` in a scope of its own.
-fn functions() -> &'static Context<'static> {
+/// The context every rule (and every admission policy's expression) is evaluated in: its
+/// functions, registered once; each evaluation binds its variables in a scope of its own.
+pub(crate) fn functions() -> &'static Context<'static> {
     static ROOT: OnceLock<Context<'static>> = OnceLock::new();
     ROOT.get_or_init(|| {
         let mut root = Context::default();
@@ -232,21 +232,49 @@ fn by_reason(reason: Option<&str>, ty: &str, detail: &str) -> String {
 
 /// An evaluation error as upstream words it: cel-go's error, then the rule.
 fn evaluation_error(e: &ExecutionError, rule: &Rule) -> String {
-    let why = match e {
+    if matches!(e, ExecutionError::NoSuchOverload) {
+        return format!(
+            "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
+            error_string(rule)
+        );
+    }
+    format!("{} evaluating rule: {}", go_error(e), error_string(rule))
+}
+
+/// An evaluation error as cel-go words it (`no such key: c`, `division by zero`).
+pub(crate) fn go_error(e: &ExecutionError) -> String {
+    match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
         ExecutionError::Overflow(..) => "integer overflow".to_owned(),
         ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {}", cel_text(i)),
-        ExecutionError::NoSuchOverload => {
-            return format!(
-                "'no such overload': call arguments did not match a supported operator, function or macro signature for rule: {}",
-                error_string(rule)
-            );
-        }
+        ExecutionError::NoSuchOverload => "no such overload".to_owned(),
         other => other.to_string(),
-    };
-    format!("{why} evaluating rule: {}", error_string(rule))
+    }
+}
+
+/// A value no schema types, as CEL sees it (a built-in kind's object, a request's attributes).
+pub(crate) fn untyped(v: &Value) -> Cel {
+    value::to_cel::<Untyped>(v, None, false)
+}
+
+/// The schema of a value that has none.
+enum Untyped {}
+
+impl Schema for Untyped {
+    fn type_name(&self) -> &str {
+        match *self {}
+    }
+    fn format(&self) -> &str {
+        match *self {}
+    }
+    fn field(&self, _: &str) -> Option<&Self> {
+        match *self {}
+    }
+    fn items(&self) -> Option<&Self> {
+        match *self {}
+    }
 }
 
 /// A scalar as cel-go prints it in an error.

@@ -1,0 +1,304 @@
+//! A ValidatingAdmissionPolicy compiled, and one evaluation of it: upstream's `validator`
+//! (`plugin/policy/validating/validator.go`) over its `variables` (composition), its
+//! `matchConditions`, its `validations` with their message expressions, and its
+//! `auditAnnotations`.
+//!
+//! A policy is compiled once per stored version ([`compiled`], keyed on its uid and
+//! resourceVersion). Variables are evaluated in order before anything reads them (upstream
+//! evaluates them lazily); one that fails is reported by the expression that reads it, in
+//! upstream's words.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::go_print::go_quote;
+use crate::object_meta::meta_str;
+use crate::schema::cel::{compile, functions, go_error};
+
+/// The longest message a `messageExpression` may give (`MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE: usize = 5 * 1024;
+
+/// What a policy does when it cannot decide: `failurePolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FailurePolicy {
+    /// An error refuses the request (the default).
+    Fail,
+    /// An error lets the request through.
+    Ignore,
+}
+
+/// One expression of a policy, compiled.
+struct Expression {
+    /// Its name (a variable's, a match condition's) or key (an audit annotation's).
+    name: String,
+    text: String,
+    program: Result<Program, String>,
+}
+
+impl Expression {
+    fn new(name: &str, text: &str) -> Self {
+        Self { name: name.to_owned(), text: text.to_owned(), program: compile(text) }
+    }
+
+    /// Evaluates it in `ctx`: its value, or the error upstream's activation reports.
+    fn run(&self, ctx: &Context<'_>, failed: &HashMap<String, String>) -> Result<Cel, String> {
+        let program =
+            self.program.as_ref().map_err(|e| format!("compilation error: compilation failed: {e}"))?;
+        program.execute(ctx).map_err(|e| {
+            let why = match &e {
+                ExecutionError::NoSuchKey(k) if failed.contains_key(k.as_str()) => failed[k.as_str()].clone(),
+                _ => go_error(&e),
+            };
+            format!("expression '{}' resulted in error: {why}", self.text)
+        })
+    }
+}
+
+/// One of `validations`.
+struct Validation {
+    expression: Expression,
+    message: String,
+    message_expression: Option<Expression>,
+    reason: Option<String>,
+}
+
+/// A policy, compiled.
+pub(super) struct Compiled {
+    pub failure_policy: FailurePolicy,
+    variables: Vec<Expression>,
+    match_conditions: Vec<Expression>,
+    validations: Vec<Validation>,
+    audit_annotations: Vec<Expression>,
+}
+
+/// What one validation decided.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Decision {
+    Admit,
+    /// The request is refused (by a false validation, or an error under `failurePolicy: Fail`);
+    /// `reason` the validation's (none: `Invalid`).
+    Deny {
+        message: String,
+        reason: Option<String>,
+    },
+}
+
+/// What an audit annotation's expression gave.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Annotation {
+    Publish {
+        key: String,
+        value: String,
+    },
+    /// An error under `failurePolicy: Fail`: the request is refused with it.
+    Error(String),
+}
+
+/// What one evaluation of a policy (for one binding and one param) decided.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    pub decisions: Vec<Decision>,
+    pub annotations: Vec<Annotation>,
+}
+
+/// The variables an evaluation binds (upstream's activation).
+pub(super) struct Inputs {
+    pub object: Cel,
+    pub old_object: Cel,
+    pub request: Cel,
+    pub params: Cel,
+    pub namespace_object: Cel,
+}
+
+/// The compiled form of `policy` as stored now.
+pub(super) fn compiled(policy: &Value) -> Arc<Compiled> {
+    static CACHE: OnceLock<Mutex<HashMap<String, (String, Arc<Compiled>)>>> = OnceLock::new();
+    let uid = meta_str(policy, "uid");
+    let rv = meta_str(policy, "resourceVersion");
+    let mut cache = CACHE.get_or_init(Mutex::default).lock();
+    if let Some((at, c)) = cache.get(uid)
+        && at == rv
+    {
+        return Arc::clone(c);
+    }
+    let c = Arc::new(Compiled::new(policy));
+    // Policies are few; what deleted ones left is dropped once it could matter.
+    if cache.len() > 1024 {
+        cache.clear();
+    }
+    cache.insert(uid.to_owned(), (rv.to_owned(), Arc::clone(&c)));
+    c
+}
+
+impl Compiled {
+    fn new(policy: &Value) -> Self {
+        let spec = policy.get("spec").unwrap_or(&Value::Null);
+        let list = |field: &str| spec.get(field).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).unwrap_or("").to_owned();
+        let named = |field: &str, name: &str, expression: &str| -> Vec<Expression> {
+            list(field).iter().map(|v| Expression::new(&text(v, name), &text(v, expression))).collect()
+        };
+        Self {
+            failure_policy: match spec.get("failurePolicy").and_then(Value::as_str) {
+                Some("Ignore") => FailurePolicy::Ignore,
+                _ => FailurePolicy::Fail,
+            },
+            variables: named("variables", "name", "expression"),
+            match_conditions: named("matchConditions", "name", "expression"),
+            validations: list("validations")
+                .iter()
+                .map(|v| Validation {
+                    expression: Expression::new("", &text(v, "expression")),
+                    message: text(v, "message"),
+                    message_expression: Some(text(v, "messageExpression"))
+                        .filter(|m| !m.trim().is_empty())
+                        .map(|m| Expression::new("", &m)),
+                    reason: v.get("reason").and_then(Value::as_str).map(str::to_owned),
+                })
+                .collect(),
+            audit_annotations: named("auditAnnotations", "key", "valueExpression"),
+        }
+    }
+
+    /// Evaluates the policy on `inputs`: nothing when a match condition is false.
+    pub(super) fn evaluate(&self, inputs: Inputs) -> Outcome {
+        let mut ctx = functions().new_inner_scope();
+        ctx.add_variable_from_value("object", inputs.object);
+        ctx.add_variable_from_value("oldObject", inputs.old_object);
+        ctx.add_variable_from_value("request", inputs.request);
+        ctx.add_variable_from_value("params", inputs.params);
+        ctx.add_variable_from_value("namespaceObject", inputs.namespace_object);
+        let failed = self.bind_variables(&mut ctx);
+
+        let on_error = |message: String| match self.failure_policy {
+            FailurePolicy::Fail => Decision::Deny { message, reason: None },
+            FailurePolicy::Ignore => Decision::Admit,
+        };
+        let mut errors = Vec::new();
+        for condition in &self.match_conditions {
+            match condition.run(&ctx, &failed) {
+                Ok(Cel::Bool(false)) => return Outcome::default(),
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            // `utilerrors.NewAggregate`: one error bare, several in brackets.
+            let message =
+                if errors.len() == 1 { errors.remove(0) } else { format!("[{}]", errors.join(", ")) };
+            return Outcome { decisions: vec![on_error(message)], annotations: Vec::new() };
+        }
+
+        let decisions = self
+            .validations
+            .iter()
+            .map(|v| match v.expression.run(&ctx, &failed) {
+                Err(e) => on_error(e),
+                Ok(Cel::Bool(true)) => Decision::Admit,
+                Ok(_) => Decision::Deny { message: v.message(&ctx, &failed), reason: v.reason.clone() },
+            })
+            .collect();
+        let annotations = self
+            .audit_annotations
+            .iter()
+            .filter_map(|a| {
+                let error = |e: String| match self.failure_policy {
+                    FailurePolicy::Fail => Some(Annotation::Error(e)),
+                    FailurePolicy::Ignore => None,
+                };
+                match a.run(&ctx, &failed) {
+                    Err(e) => error(e),
+                    Ok(Cel::String(s)) if !s.trim().is_empty() => {
+                        Some(Annotation::Publish { key: a.name.clone(), value: s.trim().to_owned() })
+                    }
+                    Ok(Cel::String(_) | Cel::Null) => None,
+                    Ok(other) => Some(Annotation::Error(format!(
+                        "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                        a.text,
+                        type_name(&other)
+                    ))),
+                }
+            })
+            .collect();
+        Outcome { decisions, annotations }
+    }
+
+    /// Binds `variables`, each evaluated in order (a variable may read those before it); the
+    /// errors of those that failed, worded as upstream's composition reports them.
+    fn bind_variables(&self, ctx: &mut Context<'_>) -> HashMap<String, String> {
+        let mut failed = HashMap::new();
+        let mut values: HashMap<String, Cel> = HashMap::new();
+        ctx.add_variable_from_value("variables", values.clone());
+        for v in &self.variables {
+            let name = go_quote(&v.name);
+            match &v.program {
+                Err(e) => {
+                    failed
+                        .insert(v.name.clone(), format!("composited variable {name} fails to compile: {e}"));
+                }
+                Ok(p) => match p.execute(ctx) {
+                    Ok(value) => {
+                        values.insert(v.name.clone(), value);
+                        ctx.add_variable_from_value("variables", values.clone());
+                    }
+                    Err(e) => {
+                        let why = match &e {
+                            ExecutionError::NoSuchKey(k) if failed.contains_key(k.as_str()) => {
+                                failed[k.as_str()].clone()
+                            }
+                            _ => go_error(&e),
+                        };
+                        failed.insert(
+                            v.name.clone(),
+                            format!("composited variable {name} fails to evaluate: {why}"),
+                        );
+                    }
+                },
+            }
+        }
+        failed
+    }
+}
+
+impl Validation {
+    /// The message of a failed validation: its message expression's string (trimmed, one line,
+    /// not too long), else its message, else `failed expression: <expression>`.
+    fn message(&self, ctx: &Context<'_>, failed: &HashMap<String, String>) -> String {
+        let evaluated = self.message_expression.as_ref().and_then(|m| match m.run(ctx, failed) {
+            Ok(Cel::String(s)) => {
+                let s = s.trim();
+                (!s.is_empty() && s.len() <= MAX_MESSAGE && !s.contains('\n')).then(|| s.to_owned())
+            }
+            _ => None,
+        });
+        evaluated.unwrap_or_else(|| {
+            if self.message.trim().is_empty() {
+                format!("failed expression: {}", self.expression.text.trim())
+            } else {
+                self.message.trim().to_owned()
+            }
+        })
+    }
+}
+
+/// A value's CEL type, as cel-go names it.
+fn type_name(v: &Cel) -> &'static str {
+    match v {
+        Cel::Int(_) => "int",
+        Cel::UInt(_) => "uint",
+        Cel::Float(_) => "double",
+        Cel::Bool(_) => "bool",
+        Cel::String(_) => "string",
+        Cel::Bytes(_) => "bytes",
+        Cel::List(_) => "list",
+        Cel::Map(_) => "map",
+        Cel::Null => "null_type",
+        Cel::Timestamp(_) => "google.protobuf.Timestamp",
+        Cel::Duration(_) => "google.protobuf.Duration",
+        _ => "dyn",
+    }
+}

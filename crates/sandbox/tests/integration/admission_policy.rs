@@ -1,0 +1,324 @@
+//! ValidatingAdmissionPolicy, enforced as a cluster enforces it: a binding's policy refuses,
+//! warns of or audits the writes it matches, with its params, variables, match conditions and
+//! failure policy — through a real `kube::Client` in-process, and over HTTPS with kubectl.
+
+use http::Method;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube_sandbox::{Sandbox, SandboxConfig, UserInfo};
+use serde_json::{Value, json};
+
+use super::upstream::call_with_headers;
+
+const GROUP: &str = "admissionregistration.k8s.io/v1";
+
+async fn seed(sb: &Sandbox, obj: Value) {
+    sb.seed(obj.clone()).unwrap_or_else(|e| panic!("{obj}: {e:?}"));
+}
+
+/// The policy of the tests: a Deployment may have at most its params' `data.max` replicas.
+fn max_replicas_policy() -> Value {
+    json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
+        "metadata": { "name": "max-replicas" },
+        "spec": {
+            "paramKind": { "apiVersion": "v1", "kind": "ConfigMap" },
+            "matchConstraints": { "resourceRules": [{ "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"] }] },
+            "variables": [{ "name": "replicas", "expression": "object.spec.replicas" }],
+            "validations": [{
+                "expression": "variables.replicas <= int(params.data.max)",
+                "messageExpression": "'replicas ' + string(variables.replicas) + ' > ' + params.data.max",
+                "reason": "Forbidden",
+            }],
+            "auditAnnotations": [{ "key": "replicas", "valueExpression": "string(variables.replicas)" }],
+        } })
+}
+
+/// A binding of `policy` named `name`, for namespaces labelled `env: <env>`.
+fn binding(name: &str, policy: &str, env: &str, actions: &[&str], param_ref: Value) -> Value {
+    json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": { "name": name },
+        "spec": { "policyName": policy, "validationActions": actions, "paramRef": param_ref,
+            "matchResources": { "namespaceSelector": { "matchLabels": { "env": env } } } } })
+}
+
+fn namespace(name: &str, env: &str) -> Value {
+    json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name, "labels": { "env": env } } })
+}
+
+fn limits(ns: &str, max: u32) -> Value {
+    json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "limits", "namespace": ns },
+        "data": { "max": max.to_string() } })
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    serde_json::from_value(json!({ "metadata": { "name": name }, "spec": { "replicas": replicas,
+        "selector": { "matchLabels": { "app": name } },
+        "template": { "metadata": { "labels": { "app": name } },
+            "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
+    .expect("a Deployment")
+}
+
+/// A refusal's code, reason and message.
+struct Refusal {
+    code: u16,
+    reason: String,
+    message: String,
+}
+
+fn api_error(e: kube::Error) -> Refusal {
+    match e {
+        kube::Error::Api(s) => Refusal { code: s.code, reason: s.reason.clone(), message: s.message.clone() },
+        other => panic!("not a Status: {other}"),
+    }
+}
+
+#[tokio::test]
+async fn a_binding_denies_what_its_policy_refuses_with_its_params() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    seed(&sb, max_replicas_policy()).await;
+    let by_name = json!({ "name": "limits", "parameterNotFoundAction": "Deny" });
+    seed(&sb, binding("max-replicas-prod", "max-replicas", "prod", &["Deny"], by_name)).await;
+    for (ns, env) in [("prod", "prod"), ("prod-new", "prod"), ("dev", "dev")] {
+        seed(&sb, namespace(ns, env)).await;
+    }
+    seed(&sb, limits("prod", 3)).await;
+    let prod: Api<Deployment> = Api::namespaced(sb.client(), "prod");
+
+    let e = api_error(prod.create(&PostParams::default(), &deployment("web", 5)).await.unwrap_err());
+    assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        e.message,
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding \
+         'max-replicas-prod' denied request: replicas 5 > 3"
+    );
+    prod.create(&PostParams::default(), &deployment("web", 3)).await.expect("within the limit");
+    // An update is held to it too.
+    let scale = Patch::Merge(json!({ "spec": { "replicas": 4 } }));
+    let e = api_error(prod.patch("web", &PatchParams::default(), &scale).await.unwrap_err());
+    assert!(e.message.ends_with("denied request: replicas 4 > 3"), "{}", e.message);
+
+    // No binding matches a namespace without the label.
+    let dev: Api<Deployment> = Api::namespaced(sb.client(), "dev");
+    dev.create(&PostParams::default(), &deployment("web", 9)).await.expect("not bound in dev");
+
+    // The params are missing and the binding says Deny: a configuration error, Invalid.
+    let fresh: Api<Deployment> = Api::namespaced(sb.client(), "prod-new");
+    let e = api_error(fresh.create(&PostParams::default(), &deployment("web", 1)).await.unwrap_err());
+    assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
+    assert!(
+        e.message.ends_with(
+            "ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-prod' denied request: \
+             failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        ),
+        "{}",
+        e.message
+    );
+    // Once the params exist, the policy holds there too.
+    seed(&sb, limits("prod-new", 2)).await;
+    fresh.create(&PostParams::default(), &deployment("web", 2)).await.expect("the params now exist");
+}
+
+#[tokio::test]
+async fn warn_and_audit_bindings_let_the_write_through_and_say_why() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    seed(&sb, max_replicas_policy()).await;
+    let by_selector =
+        json!({ "selector": { "matchLabels": { "limits": "yes" } }, "parameterNotFoundAction": "Allow" });
+    seed(&sb, binding("max-replicas-staging", "max-replicas", "staging", &["Warn", "Audit"], by_selector))
+        .await;
+    seed(&sb, namespace("staging", "staging")).await;
+    let mut params = limits("staging", 1);
+    params["metadata"]["labels"] = json!({ "limits": "yes" });
+    seed(&sb, params).await;
+
+    let body = serde_json::to_value(deployment("web", 2)).unwrap();
+    sb.requests().clear();
+    let (code, _, warnings, v) =
+        call_with_headers(&sb, Method::POST, "/apis/apps/v1/namespaces/staging/deployments", &[], Some(body))
+            .await;
+    assert_eq!(code, 201, "{v}");
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-staging': replicas 2 > 1""#
+        ]
+    );
+    let record = sb.requests().all().into_iter().find(|r| r.verb == "create").expect("the create's record");
+    assert_eq!(record.annotations["max-replicas/replicas"], "2");
+    let failure: Value =
+        serde_json::from_str(&record.annotations["validation.policy.admission.k8s.io/validation_failure"])
+            .unwrap();
+    assert_eq!(
+        failure,
+        json!([{ "message": "replicas 2 > 1", "policy": "max-replicas", "binding": "max-replicas-staging",
+                 "expressionIndex": 0, "validationActions": ["Warn", "Audit"] }])
+    );
+}
+
+#[tokio::test]
+async fn match_conditions_users_and_the_failure_policy_decide_as_upstream() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    let policy = |name: &str, failure: &str| {
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy", "metadata": { "name": name },
+            "spec": {
+                "failurePolicy": failure,
+                "matchConstraints": { "resourceRules": [{ "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"] }] },
+                "matchConditions": [{ "name": "not-exempt",
+                    "expression": "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)" }],
+                "validations": [
+                    { "expression": "request.userInfo.username != 'mallory'", "message": "not mallory" },
+                    { "expression": "object.data.size() < 3" },
+                ] } })
+    };
+    seed(&sb, policy("small-configmaps", "Fail")).await;
+    seed(
+        &sb,
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicyBinding", "metadata": { "name": "small" },
+            "spec": { "policyName": "small-configmaps", "validationActions": ["Deny"] } }),
+    )
+    .await;
+    let cm = |name: &str, data: Value, labels: Value| -> ConfigMap {
+        serde_json::from_value(json!({ "metadata": { "name": name, "labels": labels }, "data": data }))
+            .unwrap()
+    };
+    let admin: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let e = api_error(
+        admin
+            .create(&PostParams::default(), &cm("big", json!({"a": "1", "b": "2", "c": "3"}), json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"));
+    assert!(
+        e.message.ends_with("denied request: failed expression: object.data.size() < 3"),
+        "{}",
+        e.message
+    );
+    // A match condition that is false skips the policy.
+    admin
+        .create(
+            &PostParams::default(),
+            &cm("big", json!({"a": "1", "b": "2", "c": "3"}), json!({ "exempt": "yes" })),
+        )
+        .await
+        .expect("exempt");
+    // The user making the request is `request.userInfo`.
+    let mallory: Api<ConfigMap> = Api::default_namespaced(sb.client_as(UserInfo::new("mallory", ["devs"])));
+    let e =
+        api_error(mallory.create(&PostParams::default(), &cm("m", json!({}), json!({}))).await.unwrap_err());
+    assert!(e.message.ends_with("denied request: not mallory"), "{}", e.message);
+    // An expression that fails to evaluate refuses the write under `Fail`...
+    let e = api_error(
+        admin.create(&PostParams::default(), &cm("no-data", Value::Null, json!({}))).await.unwrap_err(),
+    );
+    assert!(
+        e.message.ends_with(
+            "denied request: expression 'object.data.size() < 3' resulted in error: no such key: data"
+        ),
+        "{}",
+        e.message
+    );
+    // ...and is let through under `Ignore`.
+    let mut ignore = policy("small-configmaps", "Ignore");
+    let stored: Api<kube::api::DynamicObject> = Api::all_with(
+        sb.client(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+            ),
+            "validatingadmissionpolicies",
+        ),
+    );
+    let rv = stored.get("small-configmaps").await.unwrap().metadata.resource_version;
+    ignore["metadata"]["resourceVersion"] = json!(rv);
+    stored
+        .replace("small-configmaps", &PostParams::default(), &serde_json::from_value(ignore).unwrap())
+        .await
+        .expect("a policy's own writes are never held to a policy");
+    admin.create(&PostParams::default(), &cm("no-data", Value::Null, json!({}))).await.expect("ignored");
+}
+
+#[tokio::test]
+async fn a_policy_that_cannot_be_applied_and_an_expression_that_does_not_compile() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    let policies: Api<kube::api::DynamicObject> = Api::all_with(
+        sb.client(),
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy",
+            ),
+            "validatingadmissionpolicies",
+        ),
+    );
+    let mut bad = max_replicas_policy();
+    bad["spec"]["validations"][0]["expression"] = json!("object.spec.replicas <");
+    let e = api_error(
+        policies.create(&PostParams::default(), &serde_json::from_value(bad).unwrap()).await.unwrap_err(),
+    );
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message.contains(
+            "spec.validations[0].expression: Invalid value: \"object.spec.replicas <\": compilation failed: ERROR: <input>:1:"
+        ),
+        "{}",
+        e.message
+    );
+    // A paramKind that names no served kind: every write it matches is refused (Fail).
+    let mut unknown = max_replicas_policy();
+    unknown["spec"]["paramKind"] = json!({ "apiVersion": "example.com/v1", "kind": "Nope" });
+    seed(&sb, unknown).await;
+    seed(
+        &sb,
+        binding(
+            "b",
+            "max-replicas",
+            "prod",
+            &["Deny"],
+            json!({ "name": "limits", "parameterNotFoundAction": "Allow" }),
+        ),
+    )
+    .await;
+    seed(&sb, namespace("prod", "prod")).await;
+    let prod: Api<Deployment> = Api::namespaced(sb.client(), "prod");
+    let e = api_error(prod.create(&PostParams::default(), &deployment("web", 1)).await.unwrap_err());
+    assert!(
+        e.message.ends_with(
+            "ValidatingAdmissionPolicy 'max-replicas' denied request: failed to configure policy: \
+             failed to find resource referenced by paramKind: 'example.com/v1, Kind=Nope'"
+        ),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn kubectl_meets_a_policy_over_https() {
+    let Some(k) = crate::kubectl::Kubectl::start("admission-policy") else { return };
+    let manifest = k.path("policy.yaml");
+    let list = json!({ "apiVersion": "v1", "kind": "List", "items": [
+        max_replicas_policy(),
+        binding("max-replicas-default", "max-replicas", "dev", &["Deny"], json!({ "name": "limits", "parameterNotFoundAction": "Allow" })),
+        binding("max-replicas-warn", "max-replicas", "dev", &["Warn"], json!({ "name": "limits", "parameterNotFoundAction": "Allow" })),
+        limits("default", 2),
+    ] });
+    std::fs::write(&manifest, list.to_string()).unwrap();
+    k.ok(&["label", "namespace", "default", "env=dev"]);
+    k.ok(&["apply", "-f", manifest.to_str().unwrap()]);
+    let err = k.fails(&["create", "deployment", "web", "--image=nginx", "--replicas=3"]);
+    assert!(err.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-warn': replicas 3 > 2"), "{err}");
+    assert!(
+        err.contains(
+            "error: failed to create deployment: deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy \
+             'max-replicas' with binding 'max-replicas-default' denied request: replicas 3 > 2"
+        ),
+        "{err}"
+    );
+    k.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=2"]);
+}
