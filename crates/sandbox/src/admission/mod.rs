@@ -67,6 +67,9 @@ pub(crate) enum Operation {
     Create,
     /// An update of the object itself (PUT, PATCH, apply).
     Update,
+    /// A delete (of one object, or each of a collection's): only the validating phase runs,
+    /// with no new object.
+    Delete,
 }
 
 /// What plugins read of the store, as it is when the phase runs.
@@ -178,8 +181,8 @@ pub(crate) fn admit(req: &Request<'_>, obj: &mut Value) -> Result<(), ApiError> 
     Ok(())
 }
 
-/// The validating phase: every plugin that handles the write checks `obj`, in order; what they
-/// leave to write with it.
+/// The validating phase: every plugin that handles the write checks `obj` (`null` for a
+/// delete), in order; what they leave to write with it.
 ///
 /// # Errors
 ///

@@ -19,7 +19,7 @@ impl Plugin for ResourceQuota {
     }
 
     fn handles(&self, op: Operation, def: &ResourceDef) -> bool {
-        crate::quota::handles(def.group, def.plural, op == Operation::Update)
+        op != Operation::Delete && crate::quota::handles(def.group, def.plural, op == Operation::Update)
     }
 
     fn validate(&self, req: &Request<'_>, obj: &Value, effects: &mut Effects) -> Result<(), ApiError> {

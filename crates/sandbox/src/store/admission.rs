@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::storage::State;
 use crate::admission::{self, Objects, Operation, Request};
 use crate::resource::ResourceDef;
+use crate::status::ApiError;
 
 impl Objects for State {
     fn list(&self, def: &ResourceDef, ns: Option<&str>) -> Vec<Arc<Value>> {
@@ -42,6 +43,13 @@ impl Objects for State {
 }
 
 impl State {
+    /// Admission's validating phase for the delete of `old` (as stored), of `def` in `ns`.
+    pub(super) fn admit_delete(&self, def: &ResourceDef, ns: &str, old: &Value) -> Result<(), ApiError> {
+        let old = def.view(old);
+        admission::validate(&self.admission_request(Operation::Delete, def, ns, Some(&old)), &Value::Null)
+            .map(drop)
+    }
+
     /// The request admission sees of a write of `def` in `ns`, reading this state.
     pub(super) fn admission_request<'a>(
         &'a self,

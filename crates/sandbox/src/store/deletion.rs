@@ -240,6 +240,8 @@ impl Store {
                 ),
             ));
         }
+        // Admission's validating phase (`deleteValidation`), after the preconditions.
+        st.admit_delete(def, ns, &old)?;
         if def.deletion() == Deletion::Terminating {
             let marked = self.delete_namespace(&mut st, &key, &old);
             return Ok((def.present(&marked), st.objects.contains_key(&key)));
@@ -332,7 +334,11 @@ impl Store {
         let items = st.list_items(def, ns, q);
         let mut deleted = Vec::new();
         for o in items {
-            let key = key_of(def, meta_str(&o, "namespace"), meta_str(&o, "name"));
+            let ns = meta_str(&o, "namespace");
+            // Each item is admitted as a delete of its own; the first refusal stops the
+            // collection there, as upstream's `DeleteCollection` stops at its first error.
+            st.admit_delete(def, ns, &o)?;
+            let key = key_of(def, ns, meta_str(&o, "name"));
             if let Some(d) = st.delete_gracefully(def, &key, &o, opts.grace_period) {
                 deleted.push(def.present(&d));
             } else if let Some(d) = st.delete_key(&key, propagation_of(def, opts.propagation, &o)) {

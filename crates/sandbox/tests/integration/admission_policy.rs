@@ -322,3 +322,48 @@ fn kubectl_meets_a_policy_over_https() {
     );
     k.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=2"]);
 }
+
+#[tokio::test]
+async fn a_delete_is_admitted_with_the_stored_object_as_old_object() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    seed(
+        &sb,
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy", "metadata": { "name": "keep-protected" },
+            "spec": {
+                "matchConstraints": { "resourceRules": [{ "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["DELETE"], "resources": ["configmaps"] }] },
+                "validations": [{
+                    "expression": "object == null && !(has(oldObject.metadata.labels) && oldObject.metadata.labels.exists(k, k == 'protected' && oldObject.metadata.labels[k] == 'true'))",
+                    "messageExpression": "oldObject.metadata.name + ' is protected'",
+                }] } }),
+    )
+    .await;
+    seed(
+        &sb,
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicyBinding", "metadata": { "name": "keep-protected" },
+            "spec": { "policyName": "keep-protected", "validationActions": ["Deny"] } }),
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    for (name, protected) in [("keep", "true"), ("scratch", "false"), ("other", "true")] {
+        let cm: ConfigMap = serde_json::from_value(
+            json!({ "metadata": { "name": name, "labels": { "protected": protected } } }),
+        )
+        .unwrap();
+        cms.create(&PostParams::default(), &cm).await.expect("creates are not matched");
+    }
+    let e = api_error(cms.delete("keep", &Default::default()).await.unwrap_err());
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (
+            422,
+            "configmaps \"keep\" is forbidden: ValidatingAdmissionPolicy 'keep-protected' with binding \
+             'keep-protected' denied request: keep is protected"
+        )
+    );
+    cms.delete("scratch", &Default::default()).await.expect("not protected");
+    // A collection's delete admits each item: the protected ones stay.
+    let e = api_error(cms.delete_collection(&Default::default(), &Default::default()).await.unwrap_err());
+    assert!(e.message.ends_with("denied request: keep is protected"), "{}", e.message);
+    assert!(cms.get_opt("keep").await.unwrap().is_some());
+}

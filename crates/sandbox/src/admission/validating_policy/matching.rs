@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::super::{Objects, Operation, Request};
+use super::super::{Operation, Request};
 use crate::kinds::admission_match::strs;
 use crate::selector::{selector_is_empty, selector_matches};
 
@@ -16,6 +16,7 @@ pub(super) fn operation_name(op: Operation) -> &'static str {
     match op {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
     }
 }
 
@@ -23,7 +24,8 @@ pub(super) fn operation_name(op: Operation) -> &'static str {
 pub(super) struct Target<'a> {
     pub req: &'a Request<'a>,
     pub name: &'a str,
-    pub obj: &'a Value,
+    /// The new object (none for a delete).
+    pub obj: Option<&'a Value>,
 }
 
 impl Target<'_> {
@@ -67,8 +69,9 @@ fn namespace_matches(selector: Option<&Value>, t: &Target<'_>) -> Result<bool, S
     if ns.is_empty() && !t.is_namespace() {
         return Ok(true);
     }
-    let labels = if t.is_namespace() {
-        labels_of(t.obj)
+    // A namespace written is judged by its new labels; one deleted, by its stored ones.
+    let labels = if let (true, Some(obj)) = (t.is_namespace(), t.obj) {
+        labels_of(obj)
     } else {
         match t.req.objects.namespace(ns) {
             Some(n) => labels_of(&n),
@@ -81,7 +84,7 @@ fn namespace_matches(selector: Option<&Value>, t: &Target<'_>) -> Result<bool, S
 /// `MatchObjectSelector`: the new object's labels, or the old object's.
 fn object_matches(selector: Option<&Value>, t: &Target<'_>) -> bool {
     let Some(selector) = selector.filter(|s| !selector_is_empty(s)) else { return true };
-    selector_matches(selector, &labels_of(t.obj))
+    t.obj.is_some_and(|obj| selector_matches(selector, &labels_of(obj)))
         || t.req.old.is_some_and(|old| selector_matches(selector, &labels_of(old)))
 }
 

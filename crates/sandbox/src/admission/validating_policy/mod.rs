@@ -18,7 +18,7 @@
 //!
 //! Not as upstream: the `authorizer` variable is not bound (an expression reading it fails to
 //! evaluate); an object is not converted to the version a rule matched under `Equivalent`;
-//! deletes and subresource writes (`/status`, `/scale`) are not admitted; cost is not budgeted.
+//! subresource writes (`/status`, `/scale`) are not admitted; cost is not budgeted.
 
 mod compiled;
 mod matching;
@@ -80,6 +80,7 @@ impl Plugin for ValidatingAdmissionPolicy {
             return Ok(());
         }
         let policies = req.objects.list(policy_def, None);
+        let obj = (req.op != Operation::Delete).then_some(obj);
         invocation::current(|inv| Dispatch::new(req, obj, inv).run(&policies, &bindings))
     }
 }
@@ -87,7 +88,8 @@ impl Plugin for ValidatingAdmissionPolicy {
 /// One write's pass through the policies.
 struct Dispatch<'a> {
     req: &'a Request<'a>,
-    obj: &'a Value,
+    /// The new object; none for a delete.
+    obj: Option<&'a Value>,
     name: &'a str,
     inv: Option<&'a Invocation>,
     /// The first refusal: the policy's name, the binding's, and the decision's message and reason.
@@ -95,8 +97,9 @@ struct Dispatch<'a> {
 }
 
 impl<'a> Dispatch<'a> {
-    fn new(req: &'a Request<'a>, obj: &'a Value, inv: Option<&'a Invocation>) -> Self {
-        Self { req, obj, name: meta_str(obj, "name"), inv, denied: None }
+    fn new(req: &'a Request<'a>, obj: Option<&'a Value>, inv: Option<&'a Invocation>) -> Self {
+        let name = obj.or(req.old).map_or("", |o| meta_str(o, "name"));
+        Self { req, obj, name, inv, denied: None }
     }
 
     fn run(mut self, policies: &[Arc<Value>], bindings: &[Arc<Value>]) -> Result<(), ApiError> {
@@ -336,7 +339,7 @@ impl<'a> Dispatch<'a> {
             None => untyped(v),
         };
         Inputs {
-            object: typed(def, self.obj),
+            object: self.obj.map_or(kube_cel::cel::Value::Null, |o| typed(def, o)),
             old_object: self.req.old.map_or(kube_cel::cel::Value::Null, |o| typed(def, o)),
             request: untyped(&self.request()),
             params: match (param, param_def) {
@@ -356,6 +359,7 @@ impl<'a> Dispatch<'a> {
         let options = match self.req.op {
             Operation::Create => "CreateOptions",
             Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
         };
         let mut r = json!({
             "uid": "",
