@@ -114,9 +114,12 @@ pub(super) struct Inputs {
     pub namespace_object: Cel,
 }
 
+/// Compiled policies by uid, with the resourceVersion each was compiled at.
+type Cache = HashMap<String, (String, Arc<Compiled>)>;
+
 /// The compiled form of `policy` as stored now.
 pub(super) fn compiled(policy: &Value) -> Arc<Compiled> {
-    static CACHE: OnceLock<Mutex<HashMap<String, (String, Arc<Compiled>)>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let uid = meta_str(policy, "uid");
     let rv = meta_str(policy, "resourceVersion");
     let mut cache = CACHE.get_or_init(Mutex::default).lock();
