@@ -137,6 +137,7 @@
 //! | `status` | `metav1.Status` errors, and field errors |
 //! | `record` | the request log |
 //! | `user` | who makes a request: a user's name, uid, groups and extras |
+//! | `invocation` | the request a write belongs to, as strategies and admission see it: its user, dry run, and the warnings and audit annotations admission leaves on it |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -173,6 +174,7 @@ mod go_order;
 mod go_print;
 mod gojson;
 mod host_exec;
+mod invocation;
 mod jsonpath;
 mod kinds;
 mod label_rules;

@@ -17,14 +17,13 @@
 //!
 //! What a plugin knows of the request beyond the object — who makes it, whether it is a dry
 //! run — and what it leaves on the answer (Warning headers, audit annotations) is the request's
-//! [`invocation`], which the HTTP layer sets around the handler.
+//! [`invocation`](crate::invocation), which the HTTP layer sets around the handler.
 //!
 //! Not run: the webhooks (no webhook is ever called), MutatingAdmissionPolicy, and the plugins
 //! upstream has off by default.
 
 mod default_storage_class;
 mod default_toleration_seconds;
-pub(crate) mod invocation;
 mod limit_ranger;
 mod namespace_lifecycle;
 mod pod_security;
@@ -83,6 +82,10 @@ pub(crate) trait Objects {
     /// Whether `ns` holds a ResourceQuota (an index the store keeps, so that a write in a
     /// namespace without one costs the quota plugin nothing).
     fn has_quotas(&self, ns: &str) -> bool;
+    /// What a cache of `def`'s objects is keyed on: the store's identity and the version of its
+    /// last write to them (no other store of the process has the identity, so the pair changes
+    /// whenever what a list of them gives could).
+    fn written(&self, def: &ResourceDef) -> (u64, u64);
     /// The served resource whose objects have this `apiVersion` and `kind`.
     fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceDef>>;
     /// The versions `plural` of `group` is served in.

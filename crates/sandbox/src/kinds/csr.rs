@@ -1,5 +1,5 @@
 //! certificates.k8s.io/v1 CertificateSigningRequests: what the strategy fills in (the requester,
-//! here the sandbox's administrator, as [`crate::user`] says every client is), what its
+//! the request's user: see [`crate::invocation`]), what its
 //! `/status` write keeps of the stored conditions, and `pkg/apis/certificates/validation`'s
 //! rules in its order: the PEM request, usages, signer name, duration, conditions and the issued
 //! certificate's PEM blocks.
@@ -48,13 +48,18 @@ const USAGES: [&str; 23] = [
 /// The signer v1 refuses on new requests (`LegacyUnknownSignerName`).
 const LEGACY_SIGNER: &str = "kubernetes.io/legacy-unknown";
 
-/// The requester's identity (`PrepareForCreate` sets it from the request's user).
+/// The requester's identity: `PrepareForCreate` clears what the body says and sets the
+/// request's user (the administrator for a create made outside a request).
 pub fn default(csr: &mut Value) {
     let Some(spec) = csr.get_mut("spec").and_then(Value::as_object_mut) else { return };
-    if spec.get("username").is_none_or(Value::is_null) {
-        let user = crate::user::UserInfo::admin().to_json();
-        spec.insert("username".into(), user["username"].clone());
-        spec.insert("groups".into(), user["groups"].clone());
+    let user = crate::invocation::current(|i| i.and_then(|i| i.user.clone()))
+        .unwrap_or_else(crate::user::UserInfo::admin)
+        .to_json();
+    for k in ["username", "uid", "groups", "extra"] {
+        spec.remove(k);
+        if let Some(v) = user.get(k) {
+            spec.insert(k.into(), v.clone());
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use super::request::{Request, Target, Verb};
 use super::response::{Disconnect, as_protobuf, error_response, panicked, with_warnings};
 use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
 use crate::SandboxState;
-use crate::admission::invocation::{self, Invocation};
+use crate::invocation::{self, Invocation};
 use crate::record::RequestRecord;
 use crate::status::ApiError;
 use crate::user::UserInfo;

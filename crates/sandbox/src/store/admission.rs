@@ -27,6 +27,10 @@ impl Objects for State {
         self.quota_namespaces.contains_key(ns)
     }
 
+    fn written(&self, def: &ResourceDef) -> (u64, u64) {
+        (self.id, self.last_write(def.storage))
+    }
+
     fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
         self.registry.read().find_kind(api_version, kind)
     }

@@ -650,10 +650,12 @@ impl Store {
     pub(crate) fn new(config: StoreConfig) -> Self {
         let (tx, _) = broadcast::channel(WATCH_BUFFER);
         let registry = Arc::new(RwLock::new(Registry::new()));
+        let id = next_store_id();
         let store = Self {
-            id: next_store_id(),
+            id,
             registry: Arc::clone(&registry),
             state: Mutex::new(State {
+                id,
                 objects: BTreeMap::new(),
                 recent: frozen::Recent::new(KEPT_PARSED),
                 dictionaries: frozen::Dictionaries::default(),
@@ -690,10 +692,12 @@ impl Store {
         let (tx, _) = broadcast::channel(SCRATCH_BUFFER);
         // A dry-run CRD is established in the copy only.
         let registry = Arc::new(RwLock::new(st.registry.read().clone()));
+        let id = next_store_id();
         Self {
-            id: next_store_id(),
+            id,
             registry: Arc::clone(&registry),
             state: Mutex::new(State {
+                id,
                 objects: st.objects.clone(),
                 recent: frozen::Recent::new(0),
                 dictionaries: st.dictionaries.clone(),
@@ -726,7 +730,7 @@ impl Store {
     /// objects is keyed on.
     pub(crate) fn last_writes<const N: usize>(&self, storages: [&str; N]) -> [u64; N] {
         let st = self.lock();
-        storages.map(|s| st.history.get(s).and_then(|h| h.changes.back()).map_or(0, |(_, c)| c.rv))
+        storages.map(|s| st.last_write(s))
     }
 
     /// The state, locked (what it lets go of is freed after, see [`storage::Locked`]).

@@ -141,6 +141,8 @@ pub(super) struct History {
 
 /// Everything the store holds, behind its one lock.
 pub(super) struct State {
+    /// The store's identity ([`super::Store::id`]), for caches keyed on its writes.
+    pub(super) id: u64,
     /// The objects, frozen (see `frozen.rs`).
     pub(super) objects: BTreeMap<Key, Arc<Frozen>>,
     /// The objects written last, parsed.
@@ -246,6 +248,11 @@ pub(super) fn key_of(def: &ResourceDef, ns: &str, name: &str) -> Key {
 }
 
 impl State {
+    /// The version of the last write to `storage` (0 for none).
+    pub(super) fn last_write(&self, storage: &str) -> u64 {
+        self.history.get(storage).and_then(|h| h.changes.back()).map_or(0, |(_, c)| c.rv)
+    }
+
     pub(super) fn namespace_state(&self, ns: &str) -> Option<Arc<Value>> {
         self.object(&("namespaces.", String::new(), ns.to_owned()))
     }

@@ -341,3 +341,30 @@ async fn a_user_grants_only_what_it_holds_unless_it_may_escalate_or_bind() {
     bind(&sb, "alice-binds-view", ("ClusterRole", "bind-view"), user("alice")).await;
     bindings.create(&PostParams::default(), &binding).await.expect("she may bind view in default");
 }
+
+#[tokio::test]
+async fn a_certificate_signing_request_names_who_made_it() {
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    let pem = base64_pem();
+    let csr: CertificateSigningRequest = serde_json::from_value(json!({ "metadata": { "name": "alice-client" },
+        "spec": { "request": pem, "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"],
+                  "username": "someone-else", "groups": ["system:masters"] } }))
+    .unwrap();
+    let mut as_alice = alice();
+    as_alice.uid = "alice-uid".into();
+    let csrs: Api<CertificateSigningRequest> = Api::all(sb.client_as(as_alice));
+    let created = csrs.create(&PostParams::default(), &csr).await.unwrap();
+    // What the body said of its requester is replaced by who made the request.
+    let spec = created.spec;
+    assert_eq!(spec.username.as_deref(), Some("alice"));
+    assert_eq!(spec.uid.as_deref(), Some("alice-uid"));
+    assert_eq!(spec.groups, Some(vec!["devs".to_owned(), "system:authenticated".to_owned()]));
+}
+
+/// A PEM certificate request block, base64 as a CSR's `spec.request` holds it.
+fn base64_pem() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .encode(b"-----BEGIN CERTIFICATE REQUEST-----\nMAA=\n-----END CERTIFICATE REQUEST-----\n")
+}

@@ -3,20 +3,15 @@
 //! `matchConditions`, its `validations` with their message expressions, and its
 //! `auditAnnotations`.
 //!
-//! A policy is compiled once per stored version ([`compiled`], keyed on its uid and
-//! resourceVersion). Variables are evaluated in order before anything reads them (upstream
-//! evaluates them lazily); one that fails is reported by the expression that reads it, in
-//! upstream's words.
+//! Variables are evaluated in order before anything reads them (upstream evaluates them
+//! lazily); one that fails is reported by the expression that reads it, in upstream's words.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
 
 use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
-use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::go_print::go_quote;
-use crate::object_meta::meta_str;
 use crate::schema::cel::{compile, functions, go_error};
 
 /// The longest message a `messageExpression` may give (`MaxEvaluatedMessageExpressionSizeBytes`).
@@ -114,31 +109,10 @@ pub(super) struct Inputs {
     pub namespace_object: Cel,
 }
 
-/// Compiled policies by uid, with the resourceVersion each was compiled at.
-type Cache = HashMap<String, (String, Arc<Compiled>)>;
-
-/// The compiled form of `policy` as stored now.
-pub(super) fn compiled(policy: &Value) -> Arc<Compiled> {
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    let uid = meta_str(policy, "uid");
-    let rv = meta_str(policy, "resourceVersion");
-    let mut cache = CACHE.get_or_init(Mutex::default).lock();
-    if let Some((at, c)) = cache.get(uid)
-        && at == rv
-    {
-        return Arc::clone(c);
-    }
-    let c = Arc::new(Compiled::new(policy));
-    // Policies are few; what deleted ones left is dropped once it could matter.
-    if cache.len() > 1024 {
-        cache.clear();
-    }
-    cache.insert(uid.to_owned(), (rv.to_owned(), Arc::clone(&c)));
-    c
-}
-
 impl Compiled {
-    fn new(policy: &Value) -> Self {
+    /// Compiles `policy`'s expressions (one that does not compile is an error where it is
+    /// evaluated).
+    pub(super) fn new(policy: &Value) -> Self {
         let spec = policy.get("spec").unwrap_or(&Value::Null);
         let list = |field: &str| spec.get(field).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
         let text = |v: &Value, field: &str| v.get(field).and_then(Value::as_str).unwrap_or("").to_owned();

@@ -5,6 +5,9 @@
 //! names. Under `matchPolicy: Equivalent` a rule naming another served version of the same
 //! resource matches too.
 
+use std::cell::OnceCell;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::super::{Operation, Request};
@@ -26,9 +29,20 @@ pub(super) struct Target<'a> {
     pub name: &'a str,
     /// The new object (none for a delete).
     pub obj: Option<&'a Value>,
+    /// The namespace it names, as stored, read once when first asked for.
+    namespace: OnceCell<Option<Arc<Value>>>,
 }
 
-impl Target<'_> {
+impl<'a> Target<'a> {
+    pub(super) fn new(req: &'a Request<'a>, name: &'a str, obj: Option<&'a Value>) -> Self {
+        Self { req, name, obj, namespace: OnceCell::new() }
+    }
+
+    /// The stored namespace the request names (a namespace object's own).
+    pub(super) fn stored_namespace(&self) -> Option<Arc<Value>> {
+        self.namespace.get_or_init(|| self.req.objects.namespace(self.namespace())).clone()
+    }
+
     fn is_namespace(&self) -> bool {
         self.req.def.group.is_empty() && self.req.def.plural == "namespaces"
     }
@@ -73,7 +87,7 @@ fn namespace_matches(selector: Option<&Value>, t: &Target<'_>) -> Result<bool, S
     let labels = if let (true, Some(obj)) = (t.is_namespace(), t.obj) {
         labels_of(obj)
     } else {
-        match t.req.objects.namespace(ns) {
+        match t.stored_namespace() {
             Some(n) => labels_of(&n),
             None => return Err(format!("namespace \"{ns}\" not found")),
         }

@@ -20,6 +20,7 @@
 //! evaluate); an object is not converted to the version a rule matched under `Equivalent`;
 //! subresource writes (`/status`, `/scale`) are not admitted; cost is not budgeted.
 
+mod bound;
 mod compiled;
 mod matching;
 
@@ -27,10 +28,11 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
-use self::compiled::{Annotation, Decision, FailurePolicy, Inputs, compiled};
+use self::bound::{Bound, in_force};
+use self::compiled::{Annotation, Decision, FailurePolicy, Inputs};
 use self::matching::{Target, operation_name};
-use super::invocation::{self, Invocation};
 use super::{Effects, Operation, Plugin, Request};
+use crate::invocation::{self, Invocation};
 use crate::kinds::admission_match::strs;
 use crate::object_meta::meta_str;
 use crate::resource::ResourceDef;
@@ -75,13 +77,12 @@ impl Plugin for ValidatingAdmissionPolicy {
             let find = |plural| crate::catalog::find(GROUP, "v1", plural).expect("a built-in resource");
             (find("validatingadmissionpolicies"), find("validatingadmissionpolicybindings"))
         });
-        let bindings = req.objects.list(binding_def, None);
-        if bindings.is_empty() {
+        let bound = in_force(req.objects, policy_def, binding_def);
+        if bound.is_empty() {
             return Ok(());
         }
-        let policies = req.objects.list(policy_def, None);
         let obj = (req.op != Operation::Delete).then_some(obj);
-        invocation::current(|inv| Dispatch::new(req, obj, inv).run(&policies, &bindings))
+        invocation::current(|inv| Dispatch::new(req, obj, inv).run(&bound))
     }
 }
 
@@ -102,19 +103,11 @@ impl<'a> Dispatch<'a> {
         Self { req, obj, name, inv, denied: None }
     }
 
-    fn run(mut self, policies: &[Arc<Value>], bindings: &[Arc<Value>]) -> Result<(), ApiError> {
-        let target = Target { req: self.req, name: self.name, obj: self.obj };
-        for policy in policies {
+    fn run(mut self, bound: &[Bound]) -> Result<(), ApiError> {
+        let target = Target::new(self.req, self.name, self.obj);
+        for Bound { policy, compiled, bindings } in bound {
             let policy_name = meta_str(policy, "name");
-            let own: Vec<&Arc<Value>> = bindings
-                .iter()
-                .filter(|b| b.pointer("/spec/policyName").and_then(Value::as_str) == Some(policy_name))
-                .collect();
-            if own.is_empty() {
-                continue;
-            }
             let spec = &policy["spec"];
-            let compiled = compiled(policy);
             match matching::matches(&spec["matchConstraints"], &target) {
                 Ok(false) => continue,
                 Ok(true) => {}
@@ -141,7 +134,7 @@ impl<'a> Dispatch<'a> {
                 },
             };
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
-            for binding in own {
+            for binding in bindings {
                 let binding_name = meta_str(binding, "name");
                 if let Some(criteria) = binding.pointer("/spec/matchResources").filter(|m| m.is_object()) {
                     match matching::matches(criteria, &target) {
@@ -172,7 +165,8 @@ impl<'a> Dispatch<'a> {
                 };
                 let actions = strs(binding.pointer("/spec/validationActions"));
                 for param in params {
-                    let outcome = compiled.evaluate(self.inputs(param.as_deref(), param_def.as_deref()));
+                    let outcome =
+                        compiled.evaluate(self.inputs(&target, param.as_deref(), param_def.as_deref()));
                     for (i, decision) in outcome.decisions.into_iter().enumerate() {
                         if let Decision::Deny { message, reason } = decision {
                             self.act(policy_name, binding_name, &actions, i, message, reason);
@@ -332,7 +326,7 @@ impl<'a> Dispatch<'a> {
     }
 
     /// The variables an expression reads for this write and `param`.
-    fn inputs(&self, param: Option<&Value>, param_def: Option<&ResourceDef>) -> Inputs {
+    fn inputs(&self, target: &Target<'_>, param: Option<&Value>, param_def: Option<&ResourceDef>) -> Inputs {
         let def = self.req.def;
         let typed = |def: &ResourceDef, v: &Value| match def.custom() {
             Some(c) => c.schema.cel_value(v),
@@ -346,7 +340,9 @@ impl<'a> Dispatch<'a> {
                 (Some(p), Some(d)) => typed(d, p),
                 _ => kube_cel::cel::Value::Null,
             },
-            namespace_object: self.namespace_object().map_or(kube_cel::cel::Value::Null, |n| untyped(&n)),
+            namespace_object: self
+                .namespace_object(target)
+                .map_or(kube_cel::cel::Value::Null, |n| untyped(&n)),
         }
     }
 
@@ -389,12 +385,12 @@ impl<'a> Dispatch<'a> {
 
     /// `namespaceObject`: the write's namespace (its metadata, spec and status); none for a
     /// cluster-scoped object or a namespace itself.
-    fn namespace_object(&self) -> Option<Value> {
+    fn namespace_object(&self, target: &Target<'_>) -> Option<Value> {
         let def = self.req.def;
         if self.req.ns.is_empty() || (def.group.is_empty() && def.plural == "namespaces") {
             return None;
         }
-        let ns = self.req.objects.namespace(self.req.ns)?;
+        let ns = target.stored_namespace()?;
         let mut out = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": {} });
         for k in ["spec", "status"] {
             if let Some(v) = ns.get(k) {

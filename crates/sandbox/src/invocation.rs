@@ -1,6 +1,6 @@
-//! The request a write belongs to, as admission sees it beside the object: who makes it, whether
-//! it is a dry run, and what admission leaves on the request's answer (Warning headers) and on
-//! its record (audit annotations). Upstream carries these in the request's `context.Context`
+//! The request a write belongs to, as a strategy or an admission plugin sees it beside the
+//! object: who makes it, whether it is a dry run, and what admission leaves on the request's
+//! answer (Warning headers) and on its record (audit annotations). Upstream carries these in the request's `context.Context`
 //! (`request.UserFrom`, `warning.AddWarning`, `audit.AddAuditAnnotation`).
 //!
 //! The HTTP layer runs a request's handler inside [`within`]; the store's verbs are synchronous,
