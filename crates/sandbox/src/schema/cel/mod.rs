@@ -17,6 +17,7 @@
 //! schema lacks is refused only when it is evaluated, not when the CRD is written), and no cost
 //! is estimated or charged.
 
+mod regex;
 pub(crate) mod value;
 
 use std::sync::{Arc, OnceLock};
@@ -35,6 +36,7 @@ pub(crate) fn functions() -> &'static Context<'static> {
     ROOT.get_or_init(|| {
         let mut root = Context::default();
         root.register_all();
+        regex::register(&mut root);
         root
     })
 }
