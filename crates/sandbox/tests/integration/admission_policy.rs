@@ -67,6 +67,16 @@ struct Refusal {
     message: String,
 }
 
+/// The ValidatingAdmissionPolicies, through a dynamic `Api`.
+fn policies(sb: &Sandbox) -> Api<kube::api::DynamicObject> {
+    let gvk =
+        kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy");
+    Api::all_with(
+        sb.client(),
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, "validatingadmissionpolicies"),
+    )
+}
+
 fn api_error(e: kube::Error) -> Refusal {
     match e {
         kube::Error::Api(s) => Refusal { code: s.code, reason: s.reason.clone(), message: s.message.clone() },
@@ -223,17 +233,7 @@ async fn match_conditions_users_and_the_failure_policy_decide_as_upstream() {
     );
     // ...and is let through under `Ignore`.
     let mut ignore = policy("small-configmaps", "Ignore");
-    let stored: Api<kube::api::DynamicObject> = Api::all_with(
-        sb.client(),
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-            ),
-            "validatingadmissionpolicies",
-        ),
-    );
+    let stored = policies(&sb);
     let rv = stored.get("small-configmaps").await.unwrap().metadata.resource_version;
     ignore["metadata"]["resourceVersion"] = json!(rv);
     stored
@@ -246,17 +246,7 @@ async fn match_conditions_users_and_the_failure_policy_decide_as_upstream() {
 #[tokio::test]
 async fn a_policy_that_cannot_be_applied_and_an_expression_that_does_not_compile() {
     let sb = Sandbox::with_config(SandboxConfig::bare());
-    let policies: Api<kube::api::DynamicObject> = Api::all_with(
-        sb.client(),
-        &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(
-                "admissionregistration.k8s.io",
-                "v1",
-                "ValidatingAdmissionPolicy",
-            ),
-            "validatingadmissionpolicies",
-        ),
-    );
+    let policies = policies(&sb);
     let mut bad = max_replicas_policy();
     bad["spec"]["validations"][0]["expression"] = json!("object.spec.replicas <");
     let e = api_error(

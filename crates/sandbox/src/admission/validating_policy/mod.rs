@@ -136,23 +136,9 @@ impl<'a> Dispatch<'a> {
             let mut annotations: Vec<(String, Vec<String>)> = Vec::new();
             for binding in bindings {
                 let binding_name = meta_str(binding, "name");
-                if let Some(criteria) = binding.pointer("/spec/matchResources").filter(|m| m.is_object()) {
-                    match matching::matches(criteria, &target) {
-                        Ok(false) => continue,
-                        Ok(true) => {}
-                        Err(e) => {
-                            self.configuration_error(
-                                policy_name,
-                                Some(binding_name),
-                                compiled.failure_policy,
-                                &e,
-                            );
-                            continue;
-                        }
-                    }
-                }
-                let params = match self.params(param_def.as_deref(), binding.pointer("/spec/paramRef")) {
-                    Ok(p) => p,
+                let params = match self.binding_params(binding, &target, param_def.as_deref()) {
+                    Ok(Some(p)) => p,
+                    Ok(None) => continue,
                     Err(e) => {
                         self.configuration_error(
                             policy_name,
@@ -272,6 +258,22 @@ impl<'a> Dispatch<'a> {
                 _ => {}
             }
         }
+    }
+
+    /// The params `binding` evaluates its policy with, if it selects the write (its
+    /// `matchResources`); `Err` for a configuration error.
+    fn binding_params(
+        &self,
+        binding: &Value,
+        target: &Target<'_>,
+        param_def: Option<&ResourceDef>,
+    ) -> Result<Option<Vec<Option<Arc<Value>>>>, String> {
+        if let Some(criteria) = binding.pointer("/spec/matchResources").filter(|m| m.is_object())
+            && !matching::matches(criteria, target)?
+        {
+            return Ok(None);
+        }
+        self.params(param_def, binding.pointer("/spec/paramRef")).map(Some)
     }
 
     /// upstream's `CollectParams`: the param objects a binding evaluates its policy with (`None`
