@@ -100,7 +100,8 @@ pub(super) struct Outcome {
     pub annotations: Vec<Annotation>,
 }
 
-/// The variables an evaluation binds (upstream's activation).
+/// The variables an evaluation binds (upstream's activation); cloning one shares its values.
+#[derive(Clone)]
 pub(super) struct Inputs {
     pub object: Cel,
     pub old_object: Cel,

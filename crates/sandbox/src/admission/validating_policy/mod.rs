@@ -24,7 +24,10 @@ mod bound;
 mod compiled;
 mod matching;
 
+use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
+
+use kube_cel::cel::Value as Cel;
 
 use serde_json::{Value, json};
 
@@ -95,12 +98,14 @@ struct Dispatch<'a> {
     inv: Option<&'a Invocation>,
     /// The first refusal: the policy's name, the binding's, and the decision's message and reason.
     denied: Option<(String, Option<String>, String, Option<String>)>,
+    /// What every evaluation of this write reads but its params, made once when first needed.
+    inputs: OnceCell<Inputs>,
 }
 
 impl<'a> Dispatch<'a> {
     fn new(req: &'a Request<'a>, obj: Option<&'a Value>, inv: Option<&'a Invocation>) -> Self {
         let name = obj.or(req.old).map_or("", |o| meta_str(o, "name"));
-        Self { req, obj, name, inv, denied: None }
+        Self { req, obj, name, inv, denied: None, inputs: OnceCell::new() }
     }
 
     fn run(mut self, bound: &[Bound]) -> Result<(), ApiError> {
@@ -327,25 +332,24 @@ impl<'a> Dispatch<'a> {
         Ok(found.into_iter().map(Some).collect())
     }
 
-    /// The variables an expression reads for this write and `param`.
+    /// The variables an expression reads for this write and `param`: the write's are converted
+    /// once, whatever the number of bindings and params.
     fn inputs(&self, target: &Target<'_>, param: Option<&Value>, param_def: Option<&ResourceDef>) -> Inputs {
         let def = self.req.def;
-        let typed = |def: &ResourceDef, v: &Value| match def.custom() {
-            Some(c) => c.schema.cel_value(v),
-            None => untyped(v),
-        };
-        Inputs {
-            object: self.obj.map_or(kube_cel::cel::Value::Null, |o| typed(def, o)),
-            old_object: self.req.old.map_or(kube_cel::cel::Value::Null, |o| typed(def, o)),
-            request: untyped(&self.request()),
-            params: match (param, param_def) {
-                (Some(p), Some(d)) => typed(d, p),
-                _ => kube_cel::cel::Value::Null,
-            },
-            namespace_object: self
-                .namespace_object(target)
-                .map_or(kube_cel::cel::Value::Null, |n| untyped(&n)),
+        let mut inputs = self
+            .inputs
+            .get_or_init(|| Inputs {
+                object: self.obj.map_or(Cel::Null, |o| typed(def, o)),
+                old_object: self.req.old.map_or(Cel::Null, |o| typed(def, o)),
+                request: untyped(&self.request()),
+                params: Cel::Null,
+                namespace_object: self.namespace_object(target).map_or(Cel::Null, |n| untyped(&n)),
+            })
+            .clone();
+        if let (Some(p), Some(d)) = (param, param_def) {
+            inputs.params = typed(d, p);
         }
+        inputs
     }
 
     /// The `request` variable: upstream's `AdmissionRequest` as `CreateAdmissionRequest` fills
@@ -420,6 +424,14 @@ impl<'a> Dispatch<'a> {
             }
         }
         Some(out)
+    }
+}
+
+/// `v`, an object of `def`, as CEL reads it: a custom resource typed by its schema.
+fn typed(def: &ResourceDef, v: &Value) -> Cel {
+    match def.custom() {
+        Some(c) => c.schema.cel_value(v),
+        None => untyped(v),
     }
 }
 
