@@ -43,13 +43,9 @@ impl Expression {
     fn run(&self, ctx: &Context<'_>, failed: &HashMap<String, String>) -> Result<Cel, String> {
         let program =
             self.program.as_ref().map_err(|e| format!("compilation error: compilation failed: {e}"))?;
-        program.execute(ctx).map_err(|e| {
-            let why = match &e {
-                ExecutionError::NoSuchKey(k) if failed.contains_key(k.as_str()) => failed[k.as_str()].clone(),
-                _ => go_error(&e),
-            };
-            format!("expression '{}' resulted in error: {why}", self.text)
-        })
+        program
+            .execute(ctx)
+            .map_err(|e| format!("expression '{}' resulted in error: {}", self.text, why(&e, failed)))
     }
 }
 
@@ -224,12 +220,7 @@ impl Compiled {
                         ctx.add_variable_from_value("variables", values.clone());
                     }
                     Err(e) => {
-                        let why = match &e {
-                            ExecutionError::NoSuchKey(k) if failed.contains_key(k.as_str()) => {
-                                failed[k.as_str()].clone()
-                            }
-                            _ => go_error(&e),
-                        };
+                        let why = why(&e, &failed);
                         failed.insert(
                             v.name.clone(),
                             format!("composited variable {name} fails to evaluate: {why}"),
@@ -260,6 +251,15 @@ impl Validation {
                 self.message.trim().to_owned()
             }
         })
+    }
+}
+
+/// Why an evaluation failed: the failure of the variable it read (a missing key of
+/// `variables` named by `failed`), else cel-go's words.
+fn why(e: &ExecutionError, failed: &HashMap<String, String>) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) if failed.contains_key(k.as_str()) => failed[k.as_str()].clone(),
+        _ => go_error(e),
     }
 }
 
