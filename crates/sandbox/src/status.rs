@@ -162,6 +162,45 @@ impl ApiError {
         e
     }
 
+    /// An admission webhook's refusal, as upstream's `ToStatusErr` makes it of the `status` the
+    /// webhook answered: its code (400 when below 400), reason and details kept, its message
+    /// (else its reason) after `admission webhook "<name>" denied the request`.
+    pub(crate) fn webhook_denied(webhook: &str, status: Option<&Value>) -> Self {
+        const REASONS: &[&str] = &[
+            "Unauthorized",
+            "Forbidden",
+            "NotFound",
+            "AlreadyExists",
+            "Conflict",
+            "Gone",
+            "Invalid",
+            "ServerTimeout",
+            "Timeout",
+            "TooManyRequests",
+            "BadRequest",
+            "MethodNotAllowed",
+            "NotAcceptable",
+            "RequestEntityTooLarge",
+            "UnsupportedMediaType",
+            "InternalError",
+            "Expired",
+            "ServiceUnavailable",
+        ];
+        let field = |k: &str| status.and_then(|s| s.get(k)).and_then(Value::as_str).unwrap_or("");
+        let denied = format!("admission webhook {} denied the request", crate::go_print::go_quote(webhook));
+        let message = match (field("message"), field("reason")) {
+            ("", "") => format!("{denied} without explanation"),
+            ("", reason) => format!("{denied}: {reason}"),
+            (message, _) => format!("{denied}: {message}"),
+        };
+        let code =
+            status.and_then(|s| s.get("code")).and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok());
+        let reason = REASONS.iter().find(|r| **r == field("reason")).copied().unwrap_or("");
+        let mut e = Self::new(code.filter(|c| *c >= 400).unwrap_or(400), reason, message);
+        e.details = status.and_then(|s| s.get("details")).filter(|d| d.is_object()).cloned();
+        e
+    }
+
     /// 403: forbidden, e.g. creating in a terminating namespace.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(403, "Forbidden", message)

@@ -22,9 +22,13 @@
 //! Not run: the webhooks (no webhook is ever called), MutatingAdmissionPolicy, and the plugins
 //! upstream has off by default.
 
+mod attributes;
 mod default_storage_class;
 mod default_toleration_seconds;
+mod expression;
+mod in_force;
 mod limit_ranger;
+mod matching;
 mod namespace_lifecycle;
 mod pod_security;
 mod priority;
@@ -33,8 +37,10 @@ mod runtime_class;
 mod service_account;
 mod storage_object_in_use_protection;
 mod validating_policy;
+mod webhook;
 
 pub(crate) use storage_object_in_use_protection::protection_finalizer;
+pub(crate) use webhook::{Calls as WebhookCalls, select as webhooks};
 
 use std::sync::Arc;
 
@@ -58,6 +64,42 @@ pub(crate) static PLUGINS: &[&dyn Plugin] = &[
     &validating_policy::ValidatingAdmissionPolicy,
     &resource_quota::ResourceQuota,
 ];
+
+/// What an admission policy or webhook does when it cannot decide: its `failurePolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FailurePolicy {
+    /// An error refuses the request (the default).
+    Fail,
+    /// An error lets the request through.
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// The `failurePolicy` of `spec` (a policy's spec, a webhook).
+    fn of(spec: &Value) -> Self {
+        match spec.get("failurePolicy").and_then(Value::as_str) {
+            Some("Ignore") => Self::Ignore,
+            _ => Self::Fail,
+        }
+    }
+}
+
+/// Whether `def` is one of the admission configuration kinds, which neither policies nor
+/// webhooks judge (`IsExemptAdmissionConfigurationResource`: a configuration cannot lock itself
+/// in place).
+fn exempt(def: &ResourceDef) -> bool {
+    def.custom().is_none()
+        && def.group == "admissionregistration.k8s.io"
+        && matches!(
+            def.plural,
+            "validatingwebhookconfigurations"
+                | "mutatingwebhookconfigurations"
+                | "validatingadmissionpolicies"
+                | "validatingadmissionpolicybindings"
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
+}
 
 /// The verb of a write admission sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

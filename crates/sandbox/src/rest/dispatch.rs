@@ -19,7 +19,7 @@ use super::request::{Request, Target, Verb};
 use super::response::{Disconnect, as_protobuf, error_response, panicked, with_warnings};
 use super::{BoxError, ResponseBody, answer, delete, read, watch, write};
 use crate::SandboxState;
-use crate::invocation::{self, Invocation};
+use crate::invocation::{self, Invocation, Left};
 use crate::record::RequestRecord;
 use crate::status::ApiError;
 use crate::user::UserInfo;
@@ -179,9 +179,27 @@ where
     // The handler runs as the request's invocation: admission reads who makes it, and leaves
     // Warning headers (on a refusal too) and audit annotations for the record.
     let user = parts.extensions.get::<crate::auth::Requester>().map_or_else(UserInfo::admin, |r| r.0.clone());
-    let (answered, left) = invocation::within(Invocation::new(user), || {
-        answer(shared, parts, target, negotiated, bytes, record)
-    });
+    let (answered, left) = if calls_out(shared, parts) {
+        // A write that may wait for a webhook is answered on a thread of its own: on a
+        // single-threaded runtime the webhook may be served by the same runtime's thread.
+        let (shared, parts, mut taken) = (Arc::clone(shared), parts.clone(), record.clone());
+        let answered = tokio::task::spawn_blocking(move || {
+            let answered = invocation::within(Invocation::new(user), || {
+                answer(&shared, &parts, target, negotiated, bytes, &mut taken)
+            });
+            (answered, taken)
+        })
+        .await;
+        match answered {
+            Ok((answered, taken)) => {
+                *record = taken;
+                answered
+            }
+            Err(e) => (Err(ApiError::internal_error(&e.to_string())), Left::default()),
+        }
+    } else {
+        invocation::within(Invocation::new(user), || answer(shared, parts, target, negotiated, bytes, record))
+    };
     let response = match answered {
         Ok(r) => r,
         Err(e) => error_response(&e),
@@ -195,6 +213,14 @@ where
         Some(warning) => with_warnings(response, &[warning.to_owned()]),
         None => response,
     }
+}
+
+/// Whether the request is a write that may call an admission webhook while the runtime it is
+/// served on has one thread.
+fn calls_out(shared: &SandboxState, parts: &http::request::Parts) -> bool {
+    !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
+        && tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+        && shared.store.may_call_webhooks()
 }
 
 /// Parses the request to `target`, then hands it to the handler of its verb.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::storage::State;
-use crate::admission::{self, Objects, Operation, Request};
+use crate::admission::{self, Objects, Operation, Request, WebhookCalls};
+use crate::object_meta::meta_str;
 use crate::resource::ResourceDef;
 use crate::status::ApiError;
 
@@ -54,6 +55,21 @@ impl State {
             .map(drop)
     }
 
+    /// The webhooks an update of the object `name` may call (none when it does not exist).
+    pub(super) fn update_webhooks(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<WebhookCalls> {
+        let old = State::get(self, def, ns, name).ok()?;
+        let old = def.view(&old);
+        let req = self.admission_request(Operation::Update, def, ns, Some(&old));
+        admission::webhooks(&req, name, None, &self.config.webhook_services)
+    }
+
+    /// The webhooks the delete of `old` (as stored) may call.
+    pub(super) fn delete_webhooks(&self, def: &ResourceDef, ns: &str, old: &Value) -> Option<WebhookCalls> {
+        let old = def.view(old);
+        let req = self.admission_request(Operation::Delete, def, ns, Some(&old));
+        admission::webhooks(&req, meta_str(&old, "name"), None, &self.config.webhook_services)
+    }
+
     /// The request admission sees of a write of `def` in `ns`, reading this state.
     pub(super) fn admission_request<'a>(
         &'a self,
@@ -67,6 +83,17 @@ impl State {
 }
 
 impl super::Store {
+    /// Whether a write may call an admission webhook: a webhook configuration was written.
+    #[must_use]
+    pub(crate) fn may_call_webhooks(&self) -> bool {
+        let [mutating, validating] = ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
+            .map(|plural| {
+                crate::catalog::find("admissionregistration.k8s.io", "v1", plural).expect("built in").storage
+            });
+        let st = self.lock();
+        st.last_write(mutating) != 0 || st.last_write(validating) != 0
+    }
+
     /// Whether a create (or an update) of `def` in `ns` may draw admission warnings, so that a
     /// writer reads the object as it was first only then.
     #[must_use]

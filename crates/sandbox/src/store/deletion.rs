@@ -212,34 +212,22 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<(Value, bool), ApiError> {
-        let mut st = self.lock();
         let key = key_of(def, ns, name);
-        let old = st.get(def, ns, name)?;
-        // `rest.BeforeDelete` checks the preconditions first, naming the object by its kind.
-        if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(&old, "uid")) {
-            return Err(ApiError::conflict(
-                def.internal_group(),
-                def.kind,
-                name,
-                &format!(
-                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                    meta_str(&old, "uid")
-                ),
-            ));
-        }
-        if let Some(rv) =
-            opts.resource_version.as_deref().filter(|rv| *rv != meta_str(&old, "resourceVersion"))
-        {
-            return Err(ApiError::conflict(
-                def.internal_group(),
-                def.kind,
-                name,
-                &format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    meta_str(&old, "resourceVersion")
-                ),
-            ));
-        }
+        let (mut st, old) = loop {
+            let st = self.lock();
+            let old = st.get(def, ns, name)?;
+            check_preconditions(def, name, &old, opts)?;
+            let Some(calls) = st.delete_webhooks(def, ns, &old) else { break (st, old) };
+            // Webhooks judge the delete with the lock let go; what they judged is what is
+            // deleted, else they judge it again.
+            drop(st);
+            calls.validate(None, Some(&def.view(&old)))?;
+            let st = self.lock();
+            let now = st.get(def, ns, name)?;
+            if meta_str(&now, "resourceVersion") == meta_str(&old, "resourceVersion") {
+                break (st, now);
+            }
+        };
         // Admission's validating phase (`deleteValidation`), after the preconditions.
         st.admit_delete(def, ns, &old)?;
         if def.deletion() == Deletion::Terminating {
@@ -333,10 +321,21 @@ impl Store {
         let mut st = self.lock();
         let items = st.list_items(def, ns, q);
         let mut deleted = Vec::new();
-        for o in items {
-            let ns = meta_str(&o, "namespace");
-            // Each item is admitted as a delete of its own; the first refusal stops the
-            // collection there, as upstream's `DeleteCollection` stops at its first error.
+        for mut o in items {
+            let ns = meta_str(&o, "namespace").to_owned();
+            let ns = ns.as_str();
+            // Each item is admitted as a delete of its own (webhooks with the lock let go); the
+            // first refusal stops the collection there, as upstream's `DeleteCollection` stops at
+            // its first error.
+            if let Some(calls) = st.delete_webhooks(def, ns, &o) {
+                drop(st);
+                calls.validate(None, Some(&def.view(&o)))?;
+                st = self.lock();
+                match st.get(def, ns, meta_str(&o, "name")) {
+                    Ok(now) => o = now,
+                    Err(_) => continue,
+                }
+            }
             st.admit_delete(def, ns, &o)?;
             let key = key_of(def, ns, meta_str(&o, "name"));
             if let Some(d) = st.delete_gracefully(def, &key, &o, opts.grace_period) {
@@ -393,4 +392,36 @@ fn bump_generation(meta: &mut serde_json::Map<String, Value>) {
     if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
         meta.insert("generation".into(), json!(g + 1));
     }
+}
+
+/// `rest.BeforeDelete`'s preconditions (uid, then resourceVersion), the object named by its kind.
+fn check_preconditions(
+    def: &ResourceDef,
+    name: &str,
+    old: &Value,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
+    if let Some(uid) = opts.uid.as_deref().filter(|u| *u != meta_str(old, "uid")) {
+        return Err(ApiError::conflict(
+            def.internal_group(),
+            def.kind,
+            name,
+            &format!(
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                meta_str(old, "uid")
+            ),
+        ));
+    }
+    if let Some(rv) = opts.resource_version.as_deref().filter(|rv| *rv != meta_str(old, "resourceVersion")) {
+        return Err(ApiError::conflict(
+            def.internal_group(),
+            def.kind,
+            name,
+            &format!(
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+                meta_str(old, "resourceVersion")
+            ),
+        ));
+    }
+    Ok(())
 }

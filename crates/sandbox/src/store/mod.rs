@@ -282,11 +282,22 @@ pub struct StoreConfig {
     /// Whether deleting an owner deletes its dependents (the cluster's garbage collector). Off, it
     /// behaves like an API server with no controller-manager (envtest).
     pub garbage_collection: bool,
+    /// Where the Services that admission webhooks name listen, by namespace and name: a
+    /// webhook configuration's `service` reference is called at this address (its port is the
+    /// address's), its certificate checked for `<name>.<namespace>.svc` — what envtest does by
+    /// rewriting the configuration to a local URL, with the configuration left as written. A
+    /// Service not named here is looked up by its cluster name, which a sandbox cannot resolve.
+    pub webhook_services: BTreeMap<(String, String), std::net::SocketAddr>,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { history_limit: 100 * 1024, history_window: Duration::from_secs(75), garbage_collection: true }
+        Self {
+            history_limit: 100 * 1024,
+            history_window: Duration::from_secs(75),
+            garbage_collection: true,
+            webhook_services: BTreeMap::new(),
+        }
     }
 }
 
@@ -1015,30 +1026,35 @@ impl Store {
         // admission reads what it needs under the lock, as upstream's plugins read their
         // informers' caches — what changes in between is seen by the next create.
         let mut new = NewObject::prepare(def, ns, body, manager)?;
-        if crate::admission::mutates(Operation::Create, def) {
+        let webhooks = {
             let st = self.lock();
-            crate::admission::admit(&st.admission_request(Operation::Create, def, ns, None), &mut new.obj)?;
+            let req = st.admission_request(Operation::Create, def, ns, None);
+            if crate::admission::mutates(Operation::Create, def) {
+                crate::admission::admit(&req, &mut new.obj)?;
+            }
+            crate::admission::webhooks(
+                &req,
+                meta_str(&new.obj, "name"),
+                Some(&new.obj),
+                &st.config.webhook_services,
+            )
+        };
+        // Webhooks are called with the lock let go: mutating ones before the strategy
+        // validates, validating ones after.
+        if let Some(calls) = webhooks.as_ref().filter(|c| c.mutates()) {
+            calls.mutate(&mut new.obj, None)?;
+            decode(def, &new.obj)?;
+            def.apply_defaults(&mut new.obj);
         }
         let new = new.validate(def)?;
+        if let Some(calls) = &webhooks {
+            calls.validate(Some(&new.0.obj), None)?;
+        }
         let mut st = self.lock();
         let (obj, charges) = new.admit(&st, def, ns)?;
         st.charge(ns, charges);
         let key = key_of(def, ns, meta_str(&obj, "name"));
         Ok(st.commit(key, ChangeType::Added, def.to_storage(obj), None))
-    }
-
-    /// A create made while the lock is held (a PUT or an apply that creates): the steps of
-    /// [`create`](Self::create), in its order, all under the lock.
-    fn prepare_create(
-        st: &State,
-        def: &ResourceDef,
-        ns: &str,
-        body: Value,
-        manager: Option<&str>,
-    ) -> Result<(Value, crate::quota::Charges), ApiError> {
-        let mut new = NewObject::prepare(def, ns, body, manager)?;
-        crate::admission::admit(&st.admission_request(Operation::Create, def, ns, None), &mut new.obj)?;
-        new.validate(def)?.admit(st, def, ns)
     }
 
     /// UPDATE (PUT) of the object or one of its subresources.
@@ -1080,7 +1096,9 @@ impl Store {
         // would give. The simulation's writes are prepared side by side this way.
         let key = key_of(def, ns, name);
         let (frozen, old) = self.read_pinned(def, &key)?;
-        let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old)? else { return Ok(()) };
+        let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old, &mut |_| Ok(()))? else {
+            return Ok(());
+        };
         let mut st = self.lock();
         if !st.is_current(&key, &frozen) {
             return Err(if st.objects.contains_key(&key) {
@@ -1113,6 +1131,14 @@ impl Store {
                 && def.creates_on_update()
                 && st.get(def, ns, name).is_err_and(|e| e.code == 404);
             if !creates {
+                if sub == Subresource::Main
+                    && let Some(calls) = st.update_webhooks(def, ns, name)
+                {
+                    drop(st);
+                    let (obj, _) =
+                        self.update_calling(def, ns, name, &mut |_| Ok(body.clone()), manager, &calls)?;
+                    return Ok((def.present(&obj), false));
+                }
                 let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
                 return Ok((
                     if sub == Subresource::Scale { scale_of(def, &obj) } else { def.present(&obj) },
@@ -1140,15 +1166,16 @@ impl Store {
     ) -> Result<(Arc<Value>, bool), ApiError> {
         let body = update_body(def, ns, name, body, sub)?;
         let old = st.get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
-        match Self::prepare_update(def, name, body, sub, manager, &old)? {
+        match Self::prepare_update(def, name, body, sub, manager, &old, &mut |_| Ok(()))? {
             None => Ok((old, false)),
             Some(new) => Self::commit_update(st, def, ns, name, new, old, sub).map(|stored| (stored, true)),
         }
     }
 
     /// The object an update of `old` makes, or `None` when it changes nothing (a no-op write does
-    /// not take a new version): preconditions, the strategy, defaults, validation and
-    /// `managedFields`. It looks at no other object, so it needs no lock.
+    /// not take a new version): preconditions, the strategy, defaults, `mutate` (admission's
+    /// webhooks), validation and `managedFields`. It looks at no other object, so it needs no
+    /// lock.
     fn prepare_update(
         def: &ResourceDef,
         name: &str,
@@ -1156,6 +1183,7 @@ impl Store {
         sub: Subresource,
         manager: Option<&str>,
         old: &Value,
+        mutate: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<Option<Value>, ApiError> {
         // As upstream's storage: the body's uid is a precondition, checked before its
         // resourceVersion, which must be a number (`ObjectResourceVersion`'s ParseUint error is
@@ -1238,6 +1266,7 @@ impl Store {
         if !matches!(sub, Subresource::Main | Subresource::Status) {
             decode(def, &new)?;
         }
+        mutate(&mut new)?;
         let mut meta = metadata_update_errors(&new, &old_view);
         meta.extend(crate::metadata::validate_update(&new));
         let mut errs = object_errors(def, &new, Some(&old_view), meta);
@@ -1313,47 +1342,91 @@ impl Store {
         force: bool,
         check: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<(Value, bool), ApiError> {
-        let mut st = self.lock();
-        let current = st.object(&key_of(def, ns, name));
         let present = |o: &Value| if sub == Subresource::Scale { scale_of(def, o) } else { def.present(o) };
-        if ptype == PatchType::Apply {
-            let manager = manager.filter(|m| !m.is_empty()).ok_or_else(|| {
-                ApiError::invalid(
+        // An apply records its manager itself; the other types record who writes.
+        let recorded = if ptype == PatchType::Apply {
+            if manager.is_none_or(str::is_empty) {
+                return Err(ApiError::invalid(
                     def.group,
                     def.kind,
                     name,
                     &[("fieldManager".into(), "Required value: is required for apply patch".into())],
-                )
-            })?;
+                ));
+            }
             check_applied(def, name, body)?;
-            let Some(current) = current else {
+            None
+        } else {
+            if ptype == PatchType::Strategic && def.custom().is_some() {
+                // Custom resources have no patch strategies to merge by (upstream's CRD handler
+                // lists the other three types only).
+                return Err(ApiError::unsupported_media_type(PatchType::CUSTOM_RESOURCE_TYPES));
+            }
+            manager
+        };
+        let key = key_of(def, ns, name);
+        loop {
+            let mut st = self.lock();
+            let Some(current) = st.object(&key) else {
+                if ptype != PatchType::Apply {
+                    return Err(missing_scale(
+                        def,
+                        sub,
+                        name,
+                        ApiError::not_found(def.group, def.plural, name),
+                    ));
+                }
+                drop(st);
                 let mut obj = body.clone();
                 meta_mut(&mut obj).insert("name".into(), json!(name));
-                record_apply(&mut obj, manager, &patch::leaf_paths(body), &def.api_version());
-                let (obj, charges) = Self::prepare_create(&st, def, ns, obj, None)?;
-                st.charge(ns, charges);
-                let stored = st.commit(key_of(def, ns, name), ChangeType::Added, def.to_storage(obj), None);
-                return Ok((def.present(&stored), true));
+                let applied = manager.unwrap_or_default();
+                record_apply(&mut obj, applied, &patch::leaf_paths(body), &def.api_version());
+                match self.create_stored(def, ns, obj, None) {
+                    // Created meanwhile: the apply is an update of it.
+                    Err(e) if e.reason == "AlreadyExists" => continue,
+                    created => return created.map(|stored| (def.present(&stored), true)),
+                };
             };
-            let live = def.present(&current);
-            let mut merged = server_side_apply(def, &live, body, manager, force)?;
+            if sub == Subresource::Main
+                && let Some(calls) = st.update_webhooks(def, ns, name)
+            {
+                drop(st);
+                let mut make = |stored: &Value| {
+                    Self::patched(def, ptype, body, sub, manager, force, &mut *check, stored)
+                };
+                let (obj, _) = self.update_calling(def, ns, name, &mut make, recorded, &calls)?;
+                return Ok((present(&obj), false));
+            }
+            let target = Self::patched(def, ptype, body, sub, manager, force, check, &current)?;
+            let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub, recorded)?;
+            return Ok((present(&obj), false));
+        }
+    }
+
+    /// What a patch makes of `stored`: an apply's configuration merged onto the live object,
+    /// or the patch applied to the object (or its scale) and checked.
+    #[allow(clippy::too_many_arguments)]
+    fn patched(
+        def: &ResourceDef,
+        ptype: PatchType,
+        body: &Value,
+        sub: Subresource,
+        manager: Option<&str>,
+        force: bool,
+        check: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
+        stored: &Value,
+    ) -> Result<Value, ApiError> {
+        if ptype == PatchType::Apply {
+            let live = def.present(stored);
+            let mut merged = server_side_apply(def, &live, body, manager.unwrap_or_default(), force)?;
             // The applied configuration is merged onto the live object, whose resourceVersion it
             // keeps unless it names one: an apply is never refused for want of a version.
             if meta_str(&merged, "resourceVersion").is_empty() {
                 meta_mut(&mut merged)
                     .insert("resourceVersion".into(), json!(meta_str(&live, "resourceVersion")));
             }
-            let (obj, _) = self.apply_update(&mut st, def, ns, name, merged, sub, None)?;
-            return Ok((present(&obj), false));
+            return Ok(merged);
         }
-        if ptype == PatchType::Strategic && def.custom().is_some() {
-            // Custom resources have no patch strategies to merge by (upstream's CRD handler
-            // lists the other three types only).
-            return Err(ApiError::unsupported_media_type(PatchType::CUSTOM_RESOURCE_TYPES));
-        }
-        let current = current
-            .ok_or_else(|| missing_scale(def, sub, name, ApiError::not_found(def.group, def.plural, name)))?;
-        let mut target = present(&current);
+        let mut target = if sub == Subresource::Scale { scale_of(def, stored) } else { def.present(stored) };
         match ptype {
             PatchType::Merge => patch::merge_patch(&mut target, body),
             PatchType::Strategic => patch::strategic_merge(&mut target, body)?,
@@ -1391,8 +1464,46 @@ impl Store {
         if sub == Subresource::Main {
             check(&mut target)?;
         }
-        let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub, manager)?;
-        Ok((present(&obj), false))
+        Ok(target)
+    }
+
+    /// An update whose admission calls webhooks (`calls`), as upstream's `GuaranteedUpdate`:
+    /// worked out with the lock let go, from the body `make` gives for the object stored then,
+    /// and committed only if it was not written meanwhile — else worked out again.
+    fn update_calling(
+        &self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        make: &mut dyn FnMut(&Value) -> Result<Value, ApiError>,
+        manager: Option<&str>,
+        calls: &crate::admission::WebhookCalls,
+    ) -> Result<(Arc<Value>, bool), ApiError> {
+        let key = key_of(def, ns, name);
+        loop {
+            let (frozen, old) = self.read_pinned(def, &key)?;
+            let body = update_body(def, ns, name, make(&old)?, Subresource::Main)?;
+            let old_view = def.view(&old);
+            let mut mutate = |new: &mut Value| {
+                if calls.mutates() {
+                    calls.mutate(new, Some(&old_view))?;
+                    decode(def, new)?;
+                    def.apply_defaults(new);
+                }
+                Ok(())
+            };
+            let Some(new) =
+                Self::prepare_update(def, name, body, Subresource::Main, manager, &old, &mut mutate)?
+            else {
+                return Ok((old, false));
+            };
+            calls.validate(Some(&new), Some(&old_view))?;
+            let mut st = self.lock();
+            if st.is_current(&key, &frozen) {
+                return Self::commit_update(&mut st, def, ns, name, new, old, Subresource::Main)
+                    .map(|stored| (stored, true));
+            }
+        }
     }
 
     /// A JSON merge patch of the object itself, made in place rather than through the API: no

@@ -6,6 +6,7 @@
 
 mod admission;
 mod admission_policy;
+mod admission_webhook;
 mod api;
 mod bad_input;
 mod builtin;

@@ -8,46 +8,16 @@
 
 use std::collections::HashMap;
 
-use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
+use kube_cel::cel::{Context, Value as Cel};
 use serde_json::Value;
 
+use super::super::FailurePolicy;
+use super::super::expression::{Expression, MatchConditions, why};
 use crate::go_print::go_quote;
-use crate::schema::cel::{compile, functions, go_error};
+use crate::schema::cel::functions;
 
 /// The longest message a `messageExpression` may give (`MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE: usize = 5 * 1024;
-
-/// What a policy does when it cannot decide: `failurePolicy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum FailurePolicy {
-    /// An error refuses the request (the default).
-    Fail,
-    /// An error lets the request through.
-    Ignore,
-}
-
-/// One expression of a policy, compiled.
-struct Expression {
-    /// Its name (a variable's, a match condition's) or key (an audit annotation's).
-    name: String,
-    text: String,
-    program: Result<Program, String>,
-}
-
-impl Expression {
-    fn new(name: &str, text: &str) -> Self {
-        Self { name: name.to_owned(), text: text.to_owned(), program: compile(text) }
-    }
-
-    /// Evaluates it in `ctx`: its value, or the error upstream's activation reports.
-    fn run(&self, ctx: &Context<'_>, failed: &HashMap<String, String>) -> Result<Cel, String> {
-        let program =
-            self.program.as_ref().map_err(|e| format!("compilation error: compilation failed: {e}"))?;
-        program
-            .execute(ctx)
-            .map_err(|e| format!("expression '{}' resulted in error: {}", self.text, why(&e, failed)))
-    }
-}
 
 /// One of `validations`.
 struct Validation {
@@ -61,7 +31,7 @@ struct Validation {
 pub(super) struct Compiled {
     pub failure_policy: FailurePolicy,
     variables: Vec<Expression>,
-    match_conditions: Vec<Expression>,
+    match_conditions: MatchConditions,
     validations: Vec<Validation>,
     audit_annotations: Vec<Expression>,
 }
@@ -117,12 +87,9 @@ impl Compiled {
             list(field).iter().map(|v| Expression::new(&text(v, name), &text(v, expression))).collect()
         };
         Self {
-            failure_policy: match spec.get("failurePolicy").and_then(Value::as_str) {
-                Some("Ignore") => FailurePolicy::Ignore,
-                _ => FailurePolicy::Fail,
-            },
+            failure_policy: FailurePolicy::of(spec),
             variables: named("variables", "name", "expression"),
-            match_conditions: named("matchConditions", "name", "expression"),
+            match_conditions: MatchConditions::new(spec.get("matchConditions")),
             validations: list("validations")
                 .iter()
                 .map(|v| Validation {
@@ -152,19 +119,10 @@ impl Compiled {
             FailurePolicy::Fail => Decision::Deny { message, reason: None },
             FailurePolicy::Ignore => Decision::Admit,
         };
-        let mut errors = Vec::new();
-        for condition in &self.match_conditions {
-            match condition.run(&ctx, &failed) {
-                Ok(Cel::Bool(false)) => return Outcome::default(),
-                Ok(_) => {}
-                Err(e) => errors.push(e),
-            }
-        }
-        if !errors.is_empty() {
-            // `utilerrors.NewAggregate`: one error bare, several in brackets.
-            let message =
-                if errors.len() == 1 { errors.remove(0) } else { format!("[{}]", errors.join(", ")) };
-            return Outcome { decisions: vec![on_error(message)], annotations: Vec::new() };
+        match self.match_conditions.all_true(&ctx, &failed) {
+            Ok(false) => return Outcome::default(),
+            Ok(true) => {}
+            Err(message) => return Outcome { decisions: vec![on_error(message)], annotations: Vec::new() },
         }
 
         let decisions = self
@@ -251,15 +209,6 @@ impl Validation {
                 self.message.trim().to_owned()
             }
         })
-    }
-}
-
-/// Why an evaluation failed: the failure of the variable it read (a missing key of
-/// `variables` named by `failed`), else cel-go's words.
-fn why(e: &ExecutionError, failed: &HashMap<String, String>) -> String {
-    match e {
-        ExecutionError::NoSuchKey(k) if failed.contains_key(k.as_str()) => failed[k.as_str()].clone(),
-        _ => go_error(e),
     }
 }
 

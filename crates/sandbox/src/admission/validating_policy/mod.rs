@@ -22,7 +22,6 @@
 
 mod bound;
 mod compiled;
-mod matching;
 
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
@@ -32,9 +31,10 @@ use kube_cel::cel::Value as Cel;
 use serde_json::{Value, json};
 
 use self::bound::{Bound, in_force};
-use self::compiled::{Annotation, Decision, FailurePolicy, Inputs};
-use self::matching::{Target, operation_name};
-use super::{Effects, Operation, Plugin, Request};
+use self::compiled::{Annotation, Decision, Inputs};
+use super::expression::typed;
+use super::matching::{self, Target};
+use super::{Effects, FailurePolicy, Operation, Plugin, Request, attributes, exempt};
 use crate::invocation::{self, Invocation};
 use crate::kinds::admission_match::strs;
 use crate::object_meta::meta_str;
@@ -57,20 +57,9 @@ impl Plugin for ValidatingAdmissionPolicy {
         "ValidatingAdmissionPolicy"
     }
 
-    /// Every write but those of the admission configuration itself
-    /// (`IsExemptAdmissionConfigurationResource`: a policy cannot lock itself in place).
+    /// Every write but those of the admission configuration itself ([`exempt`]).
     fn handles(&self, _op: Operation, def: &ResourceDef) -> bool {
-        !(def.custom().is_none()
-            && def.group == GROUP
-            && matches!(
-                def.plural,
-                "validatingwebhookconfigurations"
-                    | "mutatingwebhookconfigurations"
-                    | "validatingadmissionpolicies"
-                    | "validatingadmissionpolicybindings"
-                    | "mutatingadmissionpolicies"
-                    | "mutatingadmissionpolicybindings"
-            ))
+        !exempt(def)
     }
 
     fn validate(&self, req: &Request<'_>, obj: &Value, _effects: &mut Effects) -> Result<(), ApiError> {
@@ -341,7 +330,7 @@ impl<'a> Dispatch<'a> {
             .get_or_init(|| Inputs {
                 object: self.obj.map_or(Cel::Null, |o| typed(def, o)),
                 old_object: self.req.old.map_or(Cel::Null, |o| typed(def, o)),
-                request: untyped(&self.request()),
+                request: untyped(&attributes::admission_request(self.req, self.name, self.inv)),
                 params: Cel::Null,
                 namespace_object: self.namespace_object(target).map_or(Cel::Null, |n| untyped(&n)),
             })
@@ -350,43 +339,6 @@ impl<'a> Dispatch<'a> {
             inputs.params = typed(d, p);
         }
         inputs
-    }
-
-    /// The `request` variable: upstream's `AdmissionRequest` as `CreateAdmissionRequest` fills
-    /// it, its empty optional fields left out.
-    fn request(&self) -> Value {
-        let def = self.req.def;
-        let kind = json!({ "group": def.group, "version": def.version, "kind": def.kind });
-        let resource = json!({ "group": def.group, "version": def.version, "resource": def.plural });
-        let options = match self.req.op {
-            Operation::Create => "CreateOptions",
-            Operation::Update => "UpdateOptions",
-            Operation::Delete => "DeleteOptions",
-        };
-        let mut r = json!({
-            "uid": "",
-            "kind": kind,
-            "resource": resource,
-            "requestKind": kind,
-            "requestResource": resource,
-            "operation": operation_name(self.req.op),
-            "userInfo": self.inv.and_then(|i| i.user.as_ref()).map_or_else(|| json!({}), |u| {
-                let mut u = u.to_json();
-                if u["username"] == "" {
-                    u.as_object_mut().map(|m| m.remove("username"));
-                }
-                u
-            }),
-            "dryRun": self.inv.is_some_and(Invocation::dry_run),
-            "options": { "kind": options, "apiVersion": "meta.k8s.io/v1" },
-        });
-        if !self.name.is_empty() {
-            r["name"] = json!(self.name);
-        }
-        if !self.req.ns.is_empty() {
-            r["namespace"] = json!(self.req.ns);
-        }
-        r
     }
 
     /// `namespaceObject`: the write's namespace (its metadata, spec and status); none for a
@@ -424,14 +376,6 @@ impl<'a> Dispatch<'a> {
             }
         }
         Some(out)
-    }
-}
-
-/// `v`, an object of `def`, as CEL reads it: a custom resource typed by its schema.
-fn typed(def: &ResourceDef, v: &Value) -> Cel {
-    match def.custom() {
-        Some(c) => c.schema.cel_value(v),
-        None => untyped(v),
     }
 }
 

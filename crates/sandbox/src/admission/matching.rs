@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::super::{Operation, Request};
+use super::{Operation, Request};
 use crate::kinds::admission_match::strs;
 use crate::selector::{selector_is_empty, selector_matches};
 
 /// `admission.Operation` as the rules name it.
-pub(super) fn operation_name(op: Operation) -> &'static str {
+pub(crate) fn operation_name(op: Operation) -> &'static str {
     match op {
         Operation::Create => "CREATE",
         Operation::Update => "UPDATE",
@@ -77,7 +77,7 @@ pub(super) fn matches(criteria: &Value, t: &Target<'_>) -> Result<bool, String> 
 
 /// `MatchNamespaceSelector`: a cluster-scoped resource (other than a namespace) always
 /// matches; a namespace is judged by its own labels.
-fn namespace_matches(selector: Option<&Value>, t: &Target<'_>) -> Result<bool, String> {
+pub(super) fn namespace_matches(selector: Option<&Value>, t: &Target<'_>) -> Result<bool, String> {
     let Some(selector) = selector.filter(|s| !selector_is_empty(s)) else { return Ok(true) };
     let ns = t.namespace();
     if ns.is_empty() && !t.is_namespace() {
@@ -97,9 +97,14 @@ fn namespace_matches(selector: Option<&Value>, t: &Target<'_>) -> Result<bool, S
 
 /// `MatchObjectSelector`: the new object's labels, or the old object's.
 fn object_matches(selector: Option<&Value>, t: &Target<'_>) -> bool {
+    labels_select(selector, t.obj, t.req.old)
+}
+
+/// Whether `selector` selects `obj` or `old` by their labels (an empty one selects all).
+pub(super) fn labels_select(selector: Option<&Value>, obj: Option<&Value>, old: Option<&Value>) -> bool {
     let Some(selector) = selector.filter(|s| !selector_is_empty(s)) else { return true };
-    t.obj.is_some_and(|obj| selector_matches(selector, &labels_of(obj)))
-        || t.req.old.is_some_and(|old| selector_matches(selector, &labels_of(old)))
+    obj.is_some_and(|obj| selector_matches(selector, &labels_of(obj)))
+        || old.is_some_and(|old| selector_matches(selector, &labels_of(old)))
 }
 
 fn labels_of(obj: &Value) -> Map<String, Value> {
@@ -107,7 +112,7 @@ fn labels_of(obj: &Value) -> Map<String, Value> {
 }
 
 /// Whether one of `rules` (`NamedRuleWithOperations`) names the write.
-fn rules_match(rules: Option<&Value>, equivalent: bool, t: &Target<'_>) -> bool {
+pub(super) fn rules_match(rules: Option<&Value>, equivalent: bool, t: &Target<'_>) -> bool {
     let def = t.req.def;
     let versions: Vec<&str> =
         if equivalent { t.req.objects.versions_of(def.group, def.plural) } else { vec![def.version] };

@@ -1,0 +1,47 @@
+//! A write as admission describes it to what judges it from outside the store: upstream's
+//! `AdmissionRequest` (`admission/v1`), which a policy's expressions read as `request` and a
+//! webhook receives in its `AdmissionReview`.
+
+use serde_json::{Value, json};
+
+use super::matching::operation_name;
+use super::{Operation, Request};
+use crate::invocation::Invocation;
+
+/// The `AdmissionRequest` of `req` on the object named `name`, as `CreateAdmissionRequest`
+/// fills it, its empty optional fields left out and its `uid` empty (a webhook's review sets
+/// one). The requester and the dry run are the invocation's.
+pub(super) fn admission_request(req: &Request<'_>, name: &str, inv: Option<&Invocation>) -> Value {
+    let def = req.def;
+    let kind = json!({ "group": def.group, "version": def.version, "kind": def.kind });
+    let resource = json!({ "group": def.group, "version": def.version, "resource": def.plural });
+    let options = match req.op {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+    };
+    let mut r = json!({
+        "uid": "",
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "operation": operation_name(req.op),
+        "userInfo": inv.and_then(|i| i.user.as_ref()).map_or_else(|| json!({}), |u| {
+            let mut u = u.to_json();
+            if u["username"] == "" {
+                u.as_object_mut().map(|m| m.remove("username"));
+            }
+            u
+        }),
+        "dryRun": inv.is_some_and(Invocation::dry_run),
+        "options": { "kind": options, "apiVersion": "meta.k8s.io/v1" },
+    });
+    if !name.is_empty() {
+        r["name"] = json!(name);
+    }
+    if !req.ns.is_empty() {
+        r["namespace"] = json!(req.ns);
+    }
+    r
+}
