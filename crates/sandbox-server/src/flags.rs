@@ -59,6 +59,35 @@ pub struct ServerArgs {
     /// (`default/web:80=127.0.0.1:8080`; repeat for more).
     #[arg(long = "forward-port", value_parser = parse_forward, value_name = "NS/POD:PORT=ADDR")]
     pub forward_ports: Vec<PortForward>,
+    /// Where a Service an admission webhook configuration names listens: the webhook is called
+    /// there, its certificate checked for `NAME.NS.svc` (`webhooks/guard=127.0.0.1:9443`;
+    /// repeat for more). A webhook given by `url` needs none.
+    #[arg(long = "webhook-service", value_parser = parse_webhook_service, value_name = "NS/NAME=ADDR")]
+    pub webhook_services: Vec<WebhookService>,
+}
+
+/// A Service webhooks name and the local address it is served at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookService {
+    /// The Service's namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Where its webhooks are called.
+    pub at: SocketAddr,
+}
+
+/// `NS/NAME=ADDR`.
+fn parse_webhook_service(s: &str) -> Result<WebhookService, String> {
+    let bad = |why: &str| format!("{s:?} is not NS/NAME=HOST:PORT ({why})");
+    let (service, at) = s.split_once('=').ok_or_else(|| bad("no '='"))?;
+    let (namespace, name) =
+        service.split_once('/').ok_or_else(|| bad("no '/' between namespace and name"))?;
+    if namespace.is_empty() || name.is_empty() {
+        return Err(bad("an empty namespace or name"));
+    }
+    let at = at.parse().map_err(|_| bad("the address is not HOST:PORT with an IP"))?;
+    Ok(WebhookService { namespace: namespace.to_owned(), name: name.to_owned(), at })
 }
 
 /// A pod's port and the local address it is forwarded to.
@@ -105,6 +134,9 @@ impl ServerArgs {
             authorization: self.authorization_mode,
             ..SandboxConfig::default()
         };
+        for w in &self.webhook_services {
+            config.store.webhook_services.insert((w.namespace.clone(), w.name.clone()), w.at);
+        }
         if let Some(dir) = &self.exec_on_host {
             config.container_runtime = std::sync::Arc::new(HostExec::new(dir));
         }
@@ -147,6 +179,17 @@ mod tests {
         ] {
             let e = parse_forward(bad).unwrap_err();
             assert!(e.starts_with(&format!("{bad:?} is not NS/POD:PORT=HOST:PORT (")), "{e}");
+        }
+    }
+
+    #[test]
+    fn webhook_services_name_the_service_and_the_address() {
+        let w = parse_webhook_service("webhooks/guard=127.0.0.1:9443").unwrap();
+        assert_eq!((w.namespace.as_str(), w.name.as_str()), ("webhooks", "guard"));
+        assert_eq!(w.at, "127.0.0.1:9443".parse().unwrap());
+        for bad in ["webhooks/guard", "guard=127.0.0.1:1", "/guard=127.0.0.1:1", "webhooks/guard=localhost"] {
+            let e = parse_webhook_service(bad).unwrap_err();
+            assert!(e.starts_with(&format!("{bad:?} is not NS/NAME=HOST:PORT (")), "{e}");
         }
     }
 

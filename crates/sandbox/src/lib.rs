@@ -69,9 +69,10 @@
 //! ## Warning
 //!
 //! * **Passing here is not passing on a cluster.** The sandbox enforces RBAC only when asked
-//!   ([`Authorization::Rbac`]), calls no admission or conversion webhooks, does not type-check
-//!   or cost CEL expressions and runs no containers (a [`Simulation`] runs pods by their
-//!   status): a controller whose objects a webhook would refuse passes here and fails there.
+//!   ([`Authorization::Rbac`]), calls no conversion webhooks, does not type-check or cost CEL
+//!   expressions and runs no containers (a [`Simulation`] runs pods by their status): a
+//!   controller whose custom resources a conversion webhook would change passes here and fails
+//!   there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
 //! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the controllers' task, and

@@ -12,9 +12,11 @@ use crate::resource::ResourceDef;
 
 /// One kind of configuration, as made from the store's objects, per store.
 pub(super) struct InForce<T> {
-    /// Per store: its identity, its last writes to the resources when it was made, and what was made.
-    made: Mutex<Vec<(u64, [u64; 2], Arc<T>)>>,
+    made: Mutex<Vec<Made<T>>>,
 }
+
+/// What was made for one store: its identity, its last writes to the resources then, and what.
+type Made<T> = (u64, [u64; 2], Arc<T>);
 
 impl<T> InForce<T> {
     pub(super) const fn new() -> Self {

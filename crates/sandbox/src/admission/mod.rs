@@ -19,8 +19,13 @@
 //! run — and what it leaves on the answer (Warning headers, audit annotations) is the request's
 //! [`invocation`](crate::invocation), which the HTTP layer sets around the handler.
 //!
-//! Not run: the webhooks (no webhook is ever called), MutatingAdmissionPolicy, and the plugins
-//! upstream has off by default.
+//! The webhook plugins ([`webhook`]) are not in [`PLUGINS`]: a call waits on the network, so the
+//! store runs them with its lock let go, between its phases — the mutating webhooks after the
+//! in-process mutating plugins, as upstream; the validating webhooks before the in-process
+//! validating plugins (upstream calls them after the policies, before ResourceQuota), so that
+//! when both refuse a write, the webhook's refusal is the one answered.
+//!
+//! Not run: MutatingAdmissionPolicy, and the plugins upstream has off by default.
 
 mod attributes;
 mod default_storage_class;

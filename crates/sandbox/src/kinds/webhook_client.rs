@@ -1,7 +1,8 @@
 //! How the API server would reach a webhook: its `clientConfig`, an `https` URL or an in-cluster
 //! Service (`ValidateWebhookURL`, `ValidateWebhookService` in apiserver's
-//! `pkg/util/webhook/validation.go`), for [`super::webhook_configuration`]. The sandbox never
-//! calls a webhook; it only holds the configuration to the rules a real server would.
+//! `pkg/util/webhook/validation.go`), for [`super::webhook_configuration`]: the configuration
+//! held to the rules a real server holds it to. Admission calls the webhooks
+//! (`admission/webhook`).
 //!
 //! A URL is read as Go's `net/url.Parse` reads it, far enough to give its errors for the URLs
 //! people write: control characters, a bad scheme, a host with characters a host may not hold, a

@@ -520,3 +520,44 @@ fn kubectl_meets_a_webhook_over_https() {
     assert!(ok && stderr.contains("Warning: risky is deprecated"), "{stderr}");
     drop(runtime);
 }
+
+#[tokio::test]
+async fn the_simulated_controllers_pods_pass_a_mutating_webhook() {
+    // A sidecar injector's shape: every pod created in the namespace is labelled. The pods are
+    // the ReplicaSet controller's, made on the simulation's round; the webhook is served by this
+    // test's one-thread runtime.
+    let webhook = Webhook::start(&["127.0.0.1"], |_, req| {
+        let patch = if req["object"]["metadata"].get("labels").is_some() {
+            json!([{ "op": "add", "path": "/metadata/labels/injected", "value": "yes" }])
+        } else {
+            json!([{ "op": "add", "path": "/metadata/labels", "value": { "injected": "yes" } }])
+        };
+        json!({ "allowed": true, "patchType": "JSONPatch",
+            "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()) })
+    })
+    .await;
+    let sb = sandbox(SandboxConfig::default());
+    let mut pods_hook = hook("inject.example.com", webhook.url("/inject"), &["CREATE"], json!({}));
+    pods_hook["rules"][0]["resources"] = json!(["pods"]);
+    sb.seed(configuration("MutatingWebhookConfiguration", "inject", vec![pods_hook])).unwrap();
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::default_namespaced(sb.client());
+    let d = serde_json::from_value(json!({ "metadata": { "name": "web" }, "spec": { "replicas": 2,
+        "selector": { "matchLabels": { "app": "web" } },
+        "template": { "metadata": { "labels": { "app": "web" } },
+            "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &d).await.unwrap();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::default_namespaced(sb.client());
+    let listed = loop {
+        let listed = pods.list(&Default::default()).await.unwrap().items;
+        if listed.len() == 2 {
+            break listed;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for pod in listed {
+        let labels = pod.metadata.labels.unwrap();
+        assert_eq!((labels["app"].as_str(), labels["injected"].as_str()), ("web", "yes"));
+    }
+    assert_eq!(webhook.reviews("/inject").len(), 2);
+}

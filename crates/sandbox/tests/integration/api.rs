@@ -235,10 +235,16 @@ async fn deployments_are_defaulted_validated_and_roll_out() {
     let d = api.get("web").await.unwrap();
     assert_eq!((d.spec.replicas, d.metadata.generation), (Some(5), Some(2)));
 
-    // Status written through the main endpoint is ignored.
-    let mut d = api.get("web").await.unwrap();
-    d.status.as_mut().unwrap().replicas = Some(99);
-    let after = api.replace("web", &PostParams::default(), &d).await.unwrap();
+    // Status written through the main endpoint is ignored. The rollout writes the status
+    // meanwhile: a stale replace is tried again, as a client does.
+    let after = loop {
+        let mut d = api.get("web").await.unwrap();
+        d.status.as_mut().unwrap().replicas = Some(99);
+        match api.replace("web", &PostParams::default(), &d).await {
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            other => break other.unwrap(),
+        }
+    };
     assert_ne!(after.status.unwrap().replicas, Some(99));
 
     // Invalid: negative replicas, selector mismatch, selector change.
