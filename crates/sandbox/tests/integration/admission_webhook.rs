@@ -28,6 +28,8 @@ struct Webhook {
     addr: SocketAddr,
     ca: String,
     seen: Arc<Mutex<Vec<(String, Value)>>>,
+    /// How many connections it accepted.
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Webhook {
@@ -59,9 +61,12 @@ impl Webhook {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let decide: Arc<Decide> = Arc::new(decide);
         let (kept, decide_all) = (Arc::clone(&seen), Arc::clone(&decide));
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&connections);
         tokio::spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else { return };
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let (acceptor, seen, decide) = (acceptor.clone(), Arc::clone(&kept), Arc::clone(&decide_all));
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else { return };
@@ -94,7 +99,7 @@ impl Webhook {
                 });
             }
         });
-        Self { addr, ca, seen }
+        Self { addr, ca, seen, connections }
     }
 
     fn ca_bundle(&self) -> String {
@@ -245,6 +250,9 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes() {
         (Value::Null, Some("good"))
     );
     assert_eq!(req["options"]["kind"], "DeleteOptions");
+
+    // The calls were made over one connection, kept between them.
+    assert_eq!(webhook.connections.load(std::sync::atomic::Ordering::Relaxed), 1);
 
     // Namespaces the selector does not select are not judged.
     let other = Api::<ConfigMap>::namespaced(sb.client(), "kube-public");

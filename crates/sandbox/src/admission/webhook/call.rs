@@ -14,7 +14,7 @@
 //!
 //! [`StoreConfig::webhook_services`]: crate::StoreConfig::webhook_services
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -22,6 +22,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -150,8 +151,50 @@ pub(crate) fn post_all(calls: Vec<(Endpoint, Vec<u8>, Duration)>) -> Vec<Result<
     }
 }
 
-/// One request over a new TLS connection.
+/// What a connection is kept for: where it goes and whom it trusts.
+type Route = (Option<SocketAddr>, String, u16, Vec<u8>);
+
+/// Open connections to webhooks, idle between calls, as Go's transport keeps them: a write that
+/// calls a webhook does not pay for a TLS handshake each time.
+static IDLE: LazyLock<parking_lot::Mutex<HashMap<Route, Vec<SendRequest<Full<Bytes>>>>>> =
+    LazyLock::new(Default::default);
+
+/// The most idle connections kept to one webhook.
+const MAX_IDLE: usize = 8;
+
+/// One request, over an idle connection to the webhook if there is one (and again over a new one
+/// if that one was closed meanwhile), else a new one.
 async fn send(endpoint: &Endpoint, body: Vec<u8>) -> Result<Answer, String> {
+    let route: Route = (endpoint.routed, endpoint.host.clone(), endpoint.port, endpoint.ca_bundle.clone());
+    let body = Bytes::from(body);
+    loop {
+        let idle = IDLE.lock().get_mut(&route).and_then(Vec::pop);
+        let (mut sender, reused) = match idle {
+            Some(s) if s.is_ready() => (s, true),
+            Some(_) => continue,
+            None => (connect(endpoint).await?, false),
+        };
+        let response = match sender.send_request(request(endpoint, body.clone())?).await {
+            Ok(r) => r,
+            // The server closed the idle connection: a new one is made.
+            Err(e) if reused && (e.is_closed() || e.is_canceled()) => continue,
+            Err(e) => return Err(e.to_string()),
+        };
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+        if sender.is_ready() {
+            let mut idle = IDLE.lock();
+            let kept = idle.entry(route).or_default();
+            if kept.len() < MAX_IDLE {
+                kept.push(sender);
+            }
+        }
+        return Ok(Answer { status, body });
+    }
+}
+
+/// A new TLS connection to the webhook, speaking HTTP/1.1.
+async fn connect(endpoint: &Endpoint) -> Result<SendRequest<Full<Bytes>>, String> {
     let tcp = match endpoint.routed {
         Some(addr) => tokio::net::TcpStream::connect(addr).await,
         None => tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await,
@@ -163,27 +206,28 @@ async fn send(endpoint: &Endpoint, body: Vec<u8>) -> Result<Answer, String> {
         .connect(name, tcp)
         .await
         .map_err(|e| format!("tls: failed to verify certificate: {e}"))?;
-    let (mut sender, conn) =
+    let (sender, conn) =
         hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
+    Ok(sender)
+}
+
+/// The POST of a review to `endpoint`.
+fn request(endpoint: &Endpoint, body: Bytes) -> Result<http::Request<Full<Bytes>>, String> {
     let host = if endpoint.host.contains(':') {
         format!("[{}]:{}", endpoint.host, endpoint.port)
     } else {
         format!("{}:{}", endpoint.host, endpoint.port)
     };
-    let request = http::Request::post(&endpoint.path)
+    http::Request::post(&endpoint.path)
         .header(http::header::HOST, host)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json, */*")
         .header(http::header::USER_AGENT, "kube-apiserver-admission")
-        .body(Full::new(Bytes::from(body)))
-        .map_err(|e| e.to_string())?;
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
-    let status = response.status().as_u16();
-    let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-    Ok(Answer { status, body })
+        .body(Full::new(body))
+        .map_err(|e| e.to_string())
 }
 
 /// A client configuration trusting the certificates of `ca_bundle` alone.
