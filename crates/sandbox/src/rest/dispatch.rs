@@ -216,9 +216,10 @@ where
 }
 
 /// Whether the request is a write that may call an admission webhook while the runtime it is
-/// served on has one thread.
+/// served on has one thread (a stream's upgrade is answered where it came).
 fn calls_out(shared: &SandboxState, parts: &http::request::Parts) -> bool {
     !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
+        && !parts.headers.contains_key(header::UPGRADE)
         && tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
         && shared.store.may_call_webhooks()
 }

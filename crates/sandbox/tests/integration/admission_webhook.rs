@@ -158,6 +158,18 @@ fn refusal(e: kube::Error) -> (u16, String, String) {
     }
 }
 
+/// A sandbox with the `guard` webhook ([`guard`]) on ConfigMap creates, `extra` its fields.
+fn guarded(webhook: &Webhook, extra: Value) -> Sandbox {
+    let sb = sandbox(SandboxConfig::bare());
+    sb.seed(configuration(
+        "ValidatingWebhookConfiguration",
+        "guard",
+        vec![hook("guard.example.com", webhook.url("/validate"), &["CREATE"], extra)],
+    ))
+    .unwrap();
+    sb
+}
+
 /// Refuses a ConfigMap holding `forbidden`, warns of one holding `risky`, notes its size.
 fn guard(_: &str, req: &Value) -> Value {
     let data = &req["object"]["data"];
@@ -264,18 +276,7 @@ async fn a_validating_webhook_judges_creates_updates_and_deletes() {
 #[tokio::test]
 async fn a_dry_run_reaches_a_webhook_that_has_no_side_effects() {
     let webhook = Webhook::start(&["127.0.0.1"], guard).await;
-    let sb = sandbox(SandboxConfig::bare());
-    sb.seed(configuration(
-        "ValidatingWebhookConfiguration",
-        "guard",
-        vec![hook(
-            "guard.example.com",
-            webhook.url("/validate"),
-            &["CREATE"],
-            json!({ "sideEffects": "NoneOnDryRun" }),
-        )],
-    ))
-    .unwrap();
+    let sb = guarded(&webhook, json!({ "sideEffects": "NoneOnDryRun" }));
     let cms: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let dry = PostParams { dry_run: true, ..PostParams::default() };
     cms.create(&dry, &config_map("dry", json!({}))).await.unwrap();
@@ -444,21 +445,13 @@ async fn a_webhook_that_fails_refuses_under_fail_and_is_skipped_under_ignore() {
 #[tokio::test]
 async fn match_conditions_and_object_selectors_choose_the_writes_a_webhook_sees() {
     let webhook = Webhook::start(&["127.0.0.1"], guard).await;
-    let sb = sandbox(SandboxConfig::bare());
-    sb.seed(configuration(
-        "ValidatingWebhookConfiguration",
-        "guard",
-        vec![hook(
-            "guard.example.com",
-            webhook.url("/validate"),
-            &["CREATE"],
-            json!({
-                "objectSelector": { "matchExpressions": [{ "key": "skip", "operator": "DoesNotExist" }] },
-                "matchConditions": [{ "name": "not-alice", "expression": "request.userInfo.username != 'alice'" }],
-            }),
-        )],
-    ))
-    .unwrap();
+    let sb = guarded(
+        &webhook,
+        json!({
+            "objectSelector": { "matchExpressions": [{ "key": "skip", "operator": "DoesNotExist" }] },
+            "matchConditions": [{ "name": "not-alice", "expression": "request.userInfo.username != 'alice'" }],
+        }),
+    );
     let admin: Api<ConfigMap> = Api::default_namespaced(sb.client());
     let alice: Api<ConfigMap> = Api::default_namespaced(sb.client_as(UserInfo::new("alice", ["dev"])));
     alice.create(&PostParams::default(), &config_map("by-alice", json!({ "forbidden": "1" }))).await.unwrap();

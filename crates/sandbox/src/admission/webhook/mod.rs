@@ -45,6 +45,7 @@ use super::matching::{Target, labels_select, namespace_matches, rules_match};
 use super::{FailurePolicy, Objects, Request, attributes, exempt};
 use crate::go_print::go_quote;
 use crate::invocation::{self, Invocation};
+use crate::kinds::admission_match::strs;
 use crate::object_meta::{meta_str, new_uid};
 use crate::resource::ResourceDef;
 use crate::schema::cel::{functions, untyped};
@@ -84,14 +85,7 @@ impl Hook {
             side_effects: text("sideEffects").map(str::to_owned),
             timeout: Duration::from_secs(w.get("timeoutSeconds").and_then(Value::as_u64).unwrap_or(10)),
             client_config: w.get("clientConfig").cloned().unwrap_or(Value::Null),
-            review_versions: w
-                .get("admissionReviewVersions")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect(),
+            review_versions: strs(w.get("admissionReviewVersions")).into_iter().map(str::to_owned).collect(),
             conditions: MatchConditions::new(w.get("matchConditions")),
             reinvoke: text("reinvocationPolicy") == Some("IfNeeded"),
         }

@@ -5,6 +5,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::call::Answer;
+use crate::kinds::admission_match::strs;
 
 /// The review versions the sandbox speaks, as a webhook's `admissionReviewVersions` names them.
 const KNOWN: [&str; 2] = ["v1", "v1beta1"];
@@ -139,14 +140,7 @@ pub(super) fn response(
         allowed: r.get("allowed").and_then(Value::as_bool).unwrap_or(false),
         status: r.get("status").filter(|s| s.is_object()).cloned(),
         patch,
-        warnings: r
-            .get("warnings")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
+        warnings: strs(r.get("warnings")).into_iter().map(str::to_owned).collect(),
         annotations: r
             .get("auditAnnotations")
             .and_then(Value::as_object)
