@@ -199,7 +199,9 @@ async fn connect(endpoint: &Endpoint) -> Result<SendRequest<Full<Bytes>>, String
         Some(addr) => tokio::net::TcpStream::connect(addr).await,
         None => tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await,
     }
-    .map_err(|e| format!("dial tcp {}:{}: {e}", endpoint.host, endpoint.port))?;
+    .map_err(|e| format!("dial tcp {}:{}: {}", endpoint.host, endpoint.port, dial_error(&e)))?;
+    // As Go's dialer: a review is not held back waiting for the last one's acknowledgement.
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
     let tls = tls_config(&endpoint.ca_bundle)?;
     let name = ServerName::try_from(endpoint.host.clone()).map_err(|e| format!("invalid host: {e}"))?;
     let stream = tokio_rustls::TlsConnector::from(tls)
@@ -212,6 +214,15 @@ async fn connect(endpoint: &Endpoint) -> Result<SendRequest<Full<Bytes>>, String
         let _ = conn.await;
     });
     Ok(sender)
+}
+
+/// A failed dial in the words of Go's `net` package, where it has them.
+fn dial_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_owned(),
+        std::io::ErrorKind::TimedOut => "i/o timeout".to_owned(),
+        _ => e.to_string(),
+    }
 }
 
 /// The POST of a review to `endpoint`.
