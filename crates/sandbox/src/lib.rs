@@ -684,6 +684,22 @@ impl Sandbox {
         self.shared.containers.forward_port(namespace, pod, port, to);
     }
 
+    /// Serves the admission webhooks whose configurations name the Service `namespace/name`
+    /// at a local address (a webhook server the test started after the sandbox), as
+    /// [`StoreConfig::webhook_services`] does from the start: the next call to one goes there,
+    /// its certificate checked for `<name>.<namespace>.svc`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let sandbox = kube_sandbox::Sandbox::new();
+    /// sandbox.webhook_service("webhooks", "guard", "127.0.0.1:9443".parse().unwrap());
+    /// # }
+    /// ```
+    pub fn webhook_service(&self, namespace: &str, name: &str, at: std::net::SocketAddr) {
+        self.shared.store.route_webhook_service(namespace, name, at);
+    }
+
     /// The simulated cluster (its clock, what a test may order it), when the sandbox has one.
     #[must_use]
     pub fn cluster(&self) -> Option<&cluster::Cluster> {

@@ -83,6 +83,11 @@ impl State {
 }
 
 impl super::Store {
+    /// Where the webhooks naming the Service `namespace/name` are called from now on.
+    pub(crate) fn route_webhook_service(&self, namespace: &str, name: &str, at: std::net::SocketAddr) {
+        self.lock().config.webhook_services.insert((namespace.to_owned(), name.to_owned()), at);
+    }
+
     /// Whether a write may call an admission webhook: a webhook configuration was written.
     #[must_use]
     pub(crate) fn may_call_webhooks(&self) -> bool {

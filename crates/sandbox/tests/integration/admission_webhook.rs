@@ -313,9 +313,8 @@ async fn mutating_webhooks_patch_in_order_and_are_reinvoked_if_needed() {
             "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()) })
     })
     .await;
-    let mut config = SandboxConfig::bare();
-    config.store.webhook_services.insert(("webhooks".into(), "mutator".into()), webhook.addr);
-    let sb = sandbox(config);
+    let sb = sandbox(SandboxConfig::bare());
+    sb.webhook_service("webhooks", "mutator", webhook.addr);
     let service = json!({ "service": { "namespace": "webhooks", "name": "mutator", "path": "/annotate" },
         "caBundle": webhook.ca_bundle() });
     sb.seed(configuration(
