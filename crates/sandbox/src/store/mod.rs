@@ -1032,12 +1032,16 @@ impl Store {
             if crate::admission::mutates(Operation::Create, def) {
                 crate::admission::admit(&req, &mut new.obj)?;
             }
-            crate::admission::webhooks(
+            let mut calls = crate::admission::webhooks(
                 &req,
                 meta_str(&new.obj, "name"),
                 Some(&new.obj),
                 &st.config.webhook_services,
-            )
+            );
+            if let Some(c) = calls.as_mut().filter(|_| new.generated.is_some()) {
+                c.name_generated();
+            }
+            calls
         };
         // Webhooks are called with the lock let go: mutating ones before the strategy
         // validates, validating ones after.

@@ -370,6 +370,13 @@ async fn mutating_webhooks_patch_in_order_and_are_reinvoked_if_needed() {
         .await
         .unwrap();
     assert_eq!(applied.metadata.annotations.unwrap()["labels"], "1");
+    // A name still to be generated is not sent.
+    let unnamed: ConfigMap =
+        serde_json::from_value(json!({ "metadata": { "generateName": "gen-" } })).unwrap();
+    let made = cms.create(&PostParams::default(), &unnamed).await.unwrap();
+    assert!(made.metadata.name.unwrap().starts_with("gen-"));
+    let req = webhook.reviews("/label").pop().unwrap()["request"].clone();
+    assert_eq!((req.get("name"), req["object"]["metadata"]["generateName"].as_str()), (None, Some("gen-")));
 }
 
 #[tokio::test]

@@ -138,6 +138,9 @@ pub(crate) struct Calls {
     group: &'static str,
     plural: &'static str,
     name: String,
+    /// Whether the name is one the server generated (`generateName`): mutating webhooks, called
+    /// before upstream generates it, are sent none.
+    generated: bool,
     dry_run: bool,
     /// Where the sandbox's Services listen.
     services: BTreeMap<(String, String), SocketAddr>,
@@ -189,12 +192,18 @@ pub(crate) fn select(
         group: req.def.group,
         plural: req.def.plural,
         name: name.to_owned(),
+        generated: false,
         dry_run,
         services: services.clone(),
     })
 }
 
 impl Calls {
+    /// Marks the write's name as generated (`generateName`): mutating webhooks are sent none.
+    pub(crate) fn name_generated(&mut self) {
+        self.generated = true;
+    }
+
     /// Whether a mutating webhook may be called.
     pub(crate) fn mutates(&self) -> bool {
         !self.mutating.is_empty()
@@ -236,7 +245,7 @@ impl Calls {
         old: Option<&Value>,
     ) -> Result<bool, ApiError> {
         let hook = &self.configured.mutating[i];
-        let Some(call) = self.prepare(hook, Some(obj), old)? else { return Ok(false) };
+        let Some(call) = self.prepare(hook, Some(obj), old, self.generated)? else { return Ok(false) };
         let answer = call.post.map(|p| post_all(vec![p]).remove(0));
         let mutation = |mutated: bool| {
             format!(
@@ -287,7 +296,7 @@ impl Calls {
         let mut calls = Vec::new();
         for &i in &self.validating {
             let hook = &self.configured.validating[i];
-            match self.prepare(hook, obj, old) {
+            match self.prepare(hook, obj, old, false) {
                 Ok(Some(call)) => calls.push((hook, call)),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
@@ -320,7 +329,8 @@ impl Calls {
     }
 
     /// What calling `hook` on `obj` takes, if it is to be called: its object selector and
-    /// match conditions select the write, and its side effects allow a dry run.
+    /// match conditions select the write, and its side effects allow a dry run. `unnamed`: the
+    /// review names no object (a name not yet generated).
     ///
     /// # Errors
     ///
@@ -331,6 +341,7 @@ impl Calls {
         hook: &Hook,
         obj: Option<&Value>,
         old: Option<&Value>,
+        unnamed: bool,
     ) -> Result<Option<Prepared>, ApiError> {
         if !labels_select(hook.object_selector.as_ref(), obj, old) {
             return Ok(None);
@@ -366,7 +377,13 @@ impl Calls {
         match made {
             Ok((version, endpoint)) => {
                 prepared.review.version = version;
-                let body = review::request(version, &prepared.review.uid, &self.request, obj, old);
+                let body = if unnamed {
+                    let mut request = self.request.clone();
+                    request.as_object_mut().map(|r| r.remove("name"));
+                    review::request(version, &prepared.review.uid, &request, obj, old)
+                } else {
+                    review::request(version, &prepared.review.uid, &self.request, obj, old)
+                };
                 prepared.post = Some((endpoint, body, hook.timeout));
             }
             Err(e) => prepared.review.setup = Some(e),
