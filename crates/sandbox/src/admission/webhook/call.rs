@@ -156,8 +156,10 @@ type Route = (Option<SocketAddr>, String, u16, Vec<u8>);
 
 /// Open connections to webhooks, idle between calls, as Go's transport keeps them: a write that
 /// calls a webhook does not pay for a TLS handshake each time.
-static IDLE: LazyLock<parking_lot::Mutex<HashMap<Route, Vec<SendRequest<Full<Bytes>>>>>> =
-    LazyLock::new(Default::default);
+static IDLE: LazyLock<parking_lot::Mutex<HashMap<Route, Vec<Sender>>>> = LazyLock::new(Default::default);
+
+/// One connection's sending half.
+type Sender = SendRequest<Full<Bytes>>;
 
 /// The most idle connections kept to one webhook.
 const MAX_IDLE: usize = 8;
@@ -194,7 +196,7 @@ async fn send(endpoint: &Endpoint, body: Vec<u8>) -> Result<Answer, String> {
 }
 
 /// A new TLS connection to the webhook, speaking HTTP/1.1.
-async fn connect(endpoint: &Endpoint) -> Result<SendRequest<Full<Bytes>>, String> {
+async fn connect(endpoint: &Endpoint) -> Result<Sender, String> {
     let tcp = match endpoint.routed {
         Some(addr) => tokio::net::TcpStream::connect(addr).await,
         None => tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port)).await,
