@@ -45,7 +45,9 @@ mod validating_policy;
 mod webhook;
 
 pub(crate) use storage_object_in_use_protection::protection_finalizer;
-pub(crate) use webhook::{Calls as WebhookCalls, select as webhooks};
+pub(crate) use webhook::{
+    Calls as WebhookCalls, configuration_kinds as webhook_configuration_kinds, select as webhooks,
+};
 
 use std::sync::Arc;
 

@@ -91,12 +91,9 @@ impl super::Store {
     /// Whether a write may call an admission webhook: a webhook configuration was written.
     #[must_use]
     pub(crate) fn may_call_webhooks(&self) -> bool {
-        let [mutating, validating] = ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
-            .map(|plural| {
-                crate::catalog::find("admissionregistration.k8s.io", "v1", plural).expect("built in").storage
-            });
+        let kinds = admission::webhook_configuration_kinds();
         let st = self.lock();
-        st.last_write(mutating) != 0 || st.last_write(validating) != 0
+        kinds.iter().any(|def| st.last_write(def.storage) != 0)
     }
 
     /// Whether a create (or an update) of `def` in `ns` may draw admission warnings, so that a

@@ -616,6 +616,22 @@ fn keep_server_fields(new: &mut Value, old: &Value) {
     }
 }
 
+/// The mutating webhooks' changes to `obj` (over `old`), then what becomes of a changed body
+/// upstream: it is decoded as the kind and defaulted.
+fn mutate_by_webhooks(
+    def: &ResourceDef,
+    calls: &crate::admission::WebhookCalls,
+    obj: &mut Value,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    if calls.mutates() {
+        calls.mutate(obj, old)?;
+        decode(def, obj)?;
+        def.apply_defaults(obj);
+    }
+    Ok(())
+}
+
 /// Whether two versions of an object are the same but for their resourceVersion, the
 /// `apiVersion`/`kind` stamp (which the endpoint decides) and the times of otherwise unchanged
 /// `managedFields` entries (upstream's `IgnoreManagedFieldsTimestampsTransformer`: re-applying
@@ -1045,10 +1061,8 @@ impl Store {
         };
         // Webhooks are called with the lock let go: mutating ones before the strategy
         // validates, validating ones after.
-        if let Some(calls) = webhooks.as_ref().filter(|c| c.mutates()) {
-            calls.mutate(&mut new.obj, None)?;
-            decode(def, &new.obj)?;
-            def.apply_defaults(&mut new.obj);
+        if let Some(calls) = &webhooks {
+            mutate_by_webhooks(def, calls, &mut new.obj, None)?;
         }
         let new = new.validate(def)?;
         if let Some(calls) = &webhooks {
@@ -1488,14 +1502,7 @@ impl Store {
             let (frozen, old) = self.read_pinned(def, &key)?;
             let body = update_body(def, ns, name, make(&old)?, Subresource::Main)?;
             let old_view = def.view(&old);
-            let mut mutate = |new: &mut Value| {
-                if calls.mutates() {
-                    calls.mutate(new, Some(&old_view))?;
-                    decode(def, new)?;
-                    def.apply_defaults(new);
-                }
-                Ok(())
-            };
+            let mut mutate = |new: &mut Value| mutate_by_webhooks(def, calls, new, Some(&old_view));
             let Some(new) =
                 Self::prepare_update(def, name, body, Subresource::Main, manager, &old, &mut mutate)?
             else {

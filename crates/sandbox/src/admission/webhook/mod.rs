@@ -98,15 +98,20 @@ struct Configured {
     validating: Vec<Hook>,
 }
 
-/// The webhooks configured in the store `objects` reads, kept between writes ([`InForce`]).
-fn configured(objects: &dyn Objects) -> Arc<Configured> {
+/// The two configuration resources: mutating, validating.
+pub(crate) fn configuration_kinds() -> [&'static ResourceDef; 2] {
     static KINDS: OnceLock<[&ResourceDef; 2]> = OnceLock::new();
-    static IN_FORCE: InForce<Configured> = InForce::new();
-    let kinds = *KINDS.get_or_init(|| {
+    *KINDS.get_or_init(|| {
         let find =
             |plural| crate::catalog::find("admissionregistration.k8s.io", "v1", plural).expect("built in");
         [find("mutatingwebhookconfigurations"), find("validatingwebhookconfigurations")]
-    });
+    })
+}
+
+/// The webhooks configured in the store `objects` reads, kept between writes ([`InForce`]).
+fn configured(objects: &dyn Objects) -> Arc<Configured> {
+    static IN_FORCE: InForce<Configured> = InForce::new();
+    let kinds = configuration_kinds();
     IN_FORCE.get(objects, kinds, || {
         let hooks = |def: &ResourceDef| -> Vec<Hook> {
             let mut configurations = objects.list(def, None);
@@ -135,12 +140,11 @@ pub(crate) struct Calls {
     validating: Vec<usize>,
     /// The write's `AdmissionRequest`, but for its uid and objects.
     request: Value,
+    /// The one mutating webhooks are sent: without the name when it is still to be generated.
+    mutating_request: Value,
     group: &'static str,
     plural: &'static str,
     name: String,
-    /// Whether the name is one the server generated (`generateName`): mutating webhooks, called
-    /// before upstream generates it, are sent none.
-    generated: bool,
     dry_run: bool,
     /// Where the sandbox's Services listen.
     services: BTreeMap<(String, String), SocketAddr>,
@@ -188,20 +192,23 @@ pub(crate) fn select(
         configured: Arc::clone(&configured),
         mutating,
         validating,
+        mutating_request: request.clone(),
         request,
         group: req.def.group,
         plural: req.def.plural,
         name: name.to_owned(),
-        generated: false,
         dry_run,
         services: services.clone(),
     })
 }
 
 impl Calls {
-    /// Marks the write's name as generated (`generateName`): mutating webhooks are sent none.
+    /// Marks the write's name as generated (`generateName`): mutating webhooks, called before
+    /// upstream generates it, are sent none.
     pub(crate) fn name_generated(&mut self) {
-        self.generated = true;
+        if let Some(r) = self.mutating_request.as_object_mut() {
+            r.remove("name");
+        }
     }
 
     /// Whether a mutating webhook may be called.
@@ -245,8 +252,10 @@ impl Calls {
         old: Option<&Value>,
     ) -> Result<bool, ApiError> {
         let hook = &self.configured.mutating[i];
-        let Some(call) = self.prepare(hook, Some(obj), old, self.generated)? else { return Ok(false) };
-        let answer = call.post.map(|p| post_all(vec![p]).remove(0));
+        let Some(call) = self.prepare(hook, Some(obj), old, &self.mutating_request)? else {
+            return Ok(false);
+        };
+        let call = call.map(|(review, post)| (review, post_all(vec![post]).remove(0)));
         let mutation = |mutated: bool| {
             format!(
                 "{{\"configuration\":{},\"webhook\":{},\"mutated\":{mutated}}}",
@@ -255,7 +264,7 @@ impl Calls {
             )
         };
         let key = format!("round_{round}_index_{i}");
-        let response = match self.read(&call.review, answer, true) {
+        let response = match Self::read(call, true) {
             Err(failed) => {
                 annotate(format!("mutation.webhook.admission.k8s.io/{key}"), mutation(false));
                 self.failed(hook, &failed, format!("failed-open.mutation.webhook.admission.k8s.io/{key}"))?;
@@ -296,7 +305,7 @@ impl Calls {
         let mut calls = Vec::new();
         for &i in &self.validating {
             let hook = &self.configured.validating[i];
-            match self.prepare(hook, obj, old, false) {
+            match self.prepare(hook, obj, old, &self.request) {
                 Ok(Some(call)) => calls.push((hook, call)),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
@@ -305,11 +314,18 @@ impl Calls {
         if calls.is_empty() {
             return errors.into_iter().next().map_or(Ok(()), Err);
         }
-        let mut answers = post_all(calls.iter_mut().filter_map(|(_, c)| c.post.take()).collect()).into_iter();
-        for (index, (hook, call)) in calls.into_iter().enumerate() {
-            // A call is made for every review that could be made, in order.
-            let answer = if call.review.setup.is_none() { answers.next() } else { None };
-            match self.read(&call.review, answer, false) {
+        let (reviews, posts): (Vec<_>, Vec<_>) = calls
+            .into_iter()
+            .map(|(hook, call)| match call {
+                Ok((review, post)) => ((hook, Ok(review)), Some(post)),
+                Err(e) => ((hook, Err(e)), None),
+            })
+            .unzip();
+        let mut answers = post_all(posts.into_iter().flatten().collect()).into_iter();
+        for (index, (hook, review)) in reviews.into_iter().enumerate() {
+            // A call was made for every review that could be sent, in order.
+            let call = review.map(|r| (r, answers.next().expect("one answer per call")));
+            match Self::read(call, false) {
                 Err(failed) => {
                     let key =
                         format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{index}");
@@ -329,8 +345,8 @@ impl Calls {
     }
 
     /// What calling `hook` on `obj` takes, if it is to be called: its object selector and
-    /// match conditions select the write, and its side effects allow a dry run. `unnamed`: the
-    /// review names no object (a name not yet generated).
+    /// match conditions select the write, and its side effects allow a dry run; `request` is
+    /// the `AdmissionRequest` it is sent.
     ///
     /// # Errors
     ///
@@ -341,26 +357,21 @@ impl Calls {
         hook: &Hook,
         obj: Option<&Value>,
         old: Option<&Value>,
-        unnamed: bool,
-    ) -> Result<Option<Prepared>, ApiError> {
+        request: &Value,
+    ) -> Result<Option<Ready>, ApiError> {
         if !labels_select(hook.object_selector.as_ref(), obj, old) {
             return Ok(None);
         }
-        match self.conditions_hold(hook, obj, old) {
+        match conditions_hold(hook, obj, old, request) {
             Ok(true) => {}
             Ok(false) => return Ok(None),
             Err(_) if hook.failure == FailurePolicy::Ignore => return Ok(None),
             Err(e) => return Err(ApiError::admission_forbidden(self.group, self.plural, &self.name, &e)),
         }
-        let review = Review { version: "v1", uid: new_uid(), setup: None };
-        let mut prepared = Prepared { review, post: None };
         if self.dry_run {
             match hook.side_effects.as_deref() {
                 Some("None" | "NoneOnDryRun") => {}
-                None => {
-                    prepared.review.setup = Some("Webhook SideEffects is nil".to_owned());
-                    return Ok(Some(prepared));
-                }
+                None => return Ok(Some(Err("Webhook SideEffects is nil".to_owned()))),
                 Some(_) => {
                     return Err(ApiError::bad_request(format!(
                         "admission webhook {} does not support dry run",
@@ -372,48 +383,20 @@ impl Calls {
         let made = review::version(&hook.review_versions).and_then(|version| {
             let endpoint = Endpoint::new(&hook.client_config, hook.timeout, &self.services)
                 .map_err(|e| format!("could not get REST client: {e}"))?;
-            Ok((version, endpoint))
+            let uid = new_uid();
+            let body = review::request(version, &uid, request, obj, old);
+            Ok((Review { version, uid }, (endpoint, body, hook.timeout)))
         });
-        match made {
-            Ok((version, endpoint)) => {
-                prepared.review.version = version;
-                let body = if unnamed {
-                    let mut request = self.request.clone();
-                    request.as_object_mut().map(|r| r.remove("name"));
-                    review::request(version, &prepared.review.uid, &request, obj, old)
-                } else {
-                    review::request(version, &prepared.review.uid, &self.request, obj, old)
-                };
-                prepared.post = Some((endpoint, body, hook.timeout));
-            }
-            Err(e) => prepared.review.setup = Some(e),
-        }
-        Ok(Some(prepared))
+        Ok(Some(made))
     }
 
-    /// Whether `hook`'s match conditions all hold for the write.
-    fn conditions_hold(&self, hook: &Hook, obj: Option<&Value>, old: Option<&Value>) -> Result<bool, String> {
-        if hook.conditions.is_empty() {
-            return Ok(true);
-        }
-        let mut ctx = functions().new_inner_scope();
-        ctx.add_variable_from_value("object", obj.map_or(Cel::Null, untyped));
-        ctx.add_variable_from_value("oldObject", old.map_or(Cel::Null, untyped));
-        ctx.add_variable_from_value("request", untyped(&self.request));
-        hook.conditions.all_true(&ctx, &HashMap::new())
-    }
-
-    /// The webhook's answer, verified; `Err` with why the call failed.
+    /// The answer to `review` (or why it could not be sent), verified; `Err` with why the call
+    /// failed.
     fn read(
-        &self,
-        review: &Review,
-        answer: Option<Result<Answer, String>>,
+        call: Result<(Review, Result<Answer, String>), String>,
         mutating: bool,
     ) -> Result<Response, String> {
-        if let Some(why) = &review.setup {
-            return Err(why.clone());
-        }
-        let answer = answer.unwrap_or_else(|| Err("no call was made".to_owned()));
+        let (review, answer) = call?;
         let answer = answer.map_err(|e| format!("failed to call webhook: {e}"))?;
         review::response(review.version, &review.uid, mutating, &answer)
     }
@@ -447,17 +430,33 @@ impl Calls {
     }
 }
 
-/// One call's review: its version and uid, or why it could not be made.
+/// A review about to be sent: its version and uid.
 struct Review {
     version: &'static str,
     uid: String,
-    setup: Option<String>,
 }
 
-/// A call about to be made: its review and the request (none when it cannot be made).
-struct Prepared {
-    review: Review,
-    post: Option<(Endpoint, Vec<u8>, Duration)>,
+/// The request that sends it.
+type Post = (Endpoint, Vec<u8>, Duration);
+
+/// A call ready to make, or why it cannot be made (a call error).
+type Ready = Result<(Review, Post), String>;
+
+/// Whether `hook`'s match conditions all hold for the write, as `request` describes it.
+fn conditions_hold(
+    hook: &Hook,
+    obj: Option<&Value>,
+    old: Option<&Value>,
+    request: &Value,
+) -> Result<bool, String> {
+    if hook.conditions.is_empty() {
+        return Ok(true);
+    }
+    let mut ctx = functions().new_inner_scope();
+    ctx.add_variable_from_value("object", obj.map_or(Cel::Null, untyped));
+    ctx.add_variable_from_value("oldObject", old.map_or(Cel::Null, untyped));
+    ctx.add_variable_from_value("request", untyped(request));
+    hook.conditions.all_true(&ctx, &HashMap::new())
 }
 
 /// Leaves an audit annotation on the request.
