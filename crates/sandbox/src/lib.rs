@@ -138,6 +138,7 @@
 //! | `status` | `metav1.Status` errors, and field errors |
 //! | `record` | the request log |
 //! | `user` | who makes a request: a user's name, uid, groups and extras |
+//! | `webhook_client` | how the sandbox reaches a webhook (admission's and conversion's): its endpoint from a `clientConfig`, HTTPS with the `caBundle`, kept-alive connections |
 //! | `invocation` | the request a write belongs to, as strategies and admission see it: its user, dry run, and the warnings and audit annotations admission leaves on it |
 //!
 //! ```
@@ -205,6 +206,7 @@ mod store;
 mod terminal;
 mod token_issuer;
 mod user;
+mod webhook_client;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -26,7 +26,6 @@
 //! a custom resource untyped and have no `authorizer`; the in-process mutating plugins are not
 //! run again after a reinvocation.
 
-mod call;
 mod review;
 
 use std::collections::{BTreeMap, HashMap};
@@ -37,7 +36,7 @@ use std::time::Duration;
 use kube_cel::cel::Value as Cel;
 use serde_json::{Value, json};
 
-use self::call::{Answer, Endpoint, post_all};
+use crate::webhook_client::{Answer, Endpoint, post_all};
 use self::review::Response;
 use super::expression::MatchConditions;
 use super::in_force::InForce;

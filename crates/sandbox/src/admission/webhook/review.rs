@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::call::Answer;
+use crate::webhook_client::Answer;
 use crate::kinds::admission_match::strs;
 
 /// The review versions the sandbox speaks, as a webhook's `admissionReviewVersions` names them.
@@ -67,19 +67,7 @@ pub(super) fn response(
     mutating: bool,
     answer: &Answer,
 ) -> Result<Response, String> {
-    if !(200..300).contains(&answer.status) {
-        let why = if answer.status == 404 {
-            "the server could not find the requested resource".to_owned()
-        } else {
-            format!(
-                "an error on the server ({:?}) has prevented the request from succeeding",
-                String::from_utf8_lossy(&answer.body).trim()
-            )
-        };
-        return Err(format!("failed to call webhook: {why}"));
-    }
-    let review: Value =
-        serde_json::from_slice(&answer.body).map_err(|e| format!("failed to call webhook: {e}"))?;
+    let review = answer.decoded().map_err(|e| format!("failed to call webhook: {e}"))?;
     let invalid = |why: String| format!("received invalid webhook response: {why}");
     let Some(r) = review.get("response").filter(|r| r.is_object()) else {
         return Err(invalid("webhook response was absent".into()));

@@ -1,5 +1,6 @@
-//! How the sandbox reaches a webhook: a configuration's `clientConfig` made an HTTPS endpoint
-//! (upstream's `util/webhook` client manager), and one POST to it.
+//! How the sandbox reaches a webhook — an admission webhook or a CRD's conversion webhook: a
+//! `clientConfig` made an HTTPS endpoint (upstream's `util/webhook` client manager), and POSTs
+//! to it.
 //!
 //! A `url` is called as written. A `service` reference is called as
 //! `https://<name>.<namespace>.svc:<port>/<path>` — its TLS server name — at the address the
@@ -7,10 +8,11 @@
 //! name is looked up as any host's, and a sandbox has no cluster DNS. The server's certificate
 //! must chain to the configuration's `caBundle`.
 //!
-//! The store's verbs are synchronous, so a call blocks the writing thread: the request is made
-//! on a runtime of its own (one thread, started with the first call) and waited for — on a
-//! worker of a multi-threaded runtime with its other tasks handed to another worker meanwhile, so
-//! a webhook served in the same process keeps running.
+//! Calls are made on a runtime of their own (one thread, started with the first call), which
+//! also keeps the idle connections. The store's verbs are synchronous, so [`post_all`] blocks
+//! the calling thread — on a worker of a multi-threaded runtime with its other tasks handed to
+//! another worker meanwhile, so a webhook served in the same process keeps running; [`post`] is
+//! awaited instead, for a watch stream.
 //!
 //! [`StoreConfig::webhook_services`]: crate::StoreConfig::webhook_services
 
@@ -106,6 +108,28 @@ pub(crate) struct Answer {
     pub body: Bytes,
 }
 
+impl Answer {
+    /// The answer's body as JSON, read as client-go's REST client reads a result: a status
+    /// other than 2xx is an error, worded as it words one with a body that is not a Status.
+    ///
+    /// # Errors
+    ///
+    /// The status's error, or why the body is not JSON.
+    pub(crate) fn decoded(&self) -> Result<Value, String> {
+        if !(200..300).contains(&self.status) {
+            return Err(if self.status == 404 {
+                "the server could not find the requested resource".to_owned()
+            } else {
+                format!(
+                    "an error on the server ({:?}) has prevented the request from succeeding",
+                    String::from_utf8_lossy(&self.body).trim()
+                )
+            });
+        }
+        serde_json::from_slice(&self.body).map_err(|e| e.to_string())
+    }
+}
+
 /// POSTs each body (JSON) to its endpoint, all at once, waiting at most the endpoint's
 /// timeout for each answer; the answers in the order of `calls`.
 ///
@@ -114,30 +138,17 @@ pub(crate) struct Answer {
 /// Per call, what went wrong, in the words of Go's HTTP client where it has them
 /// (`Post "<url>": …`).
 pub(crate) fn post_all(calls: Vec<(Endpoint, Vec<u8>, Duration)>) -> Vec<Result<Answer, String>> {
-    static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("sandbox-webhook-client")
-            .enable_all()
-            .build()
-            .expect("a runtime for webhook calls")
-    });
     let (tx, rx) = std::sync::mpsc::channel();
     let count = calls.len();
     for (i, (endpoint, body, timeout)) in calls.into_iter().enumerate() {
         let tx = tx.clone();
-        RUNTIME.spawn(async move {
-            let answer = match tokio::time::timeout(timeout, send(&endpoint, body)).await {
-                Ok(answer) => answer,
-                Err(_) => Err("context deadline exceeded".to_owned()),
-            };
-            let _ = tx.send((i, answer.map_err(|e| format!("Post {:?}: {e}", endpoint.url))));
+        runtime().spawn(async move {
+            let _ = tx.send((i, timed(&endpoint, body, timeout).await));
         });
     }
     drop(tx);
     let wait = || {
-        let mut answers: Vec<Result<Answer, String>> =
-            (0..count).map(|_| Err("the webhook client stopped".to_owned())).collect();
+        let mut answers: Vec<Result<Answer, String>> = (0..count).map(|_| Err(STOPPED.to_owned())).collect();
         for (i, answer) in rx.iter() {
             answers[i] = answer;
         }
@@ -149,6 +160,44 @@ pub(crate) fn post_all(calls: Vec<(Endpoint, Vec<u8>, Duration)>) -> Vec<Result<
         }
         _ => wait(),
     }
+}
+
+/// POSTs `body` (JSON) to `endpoint` as [`post_all`] does, awaited rather than waited for.
+///
+/// # Errors
+///
+/// As [`post_all`]'s.
+pub(crate) async fn post(endpoint: Endpoint, body: Vec<u8>, timeout: Duration) -> Result<Answer, String> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    runtime().spawn(async move {
+        let _ = tx.send(timed(&endpoint, body, timeout).await);
+    });
+    rx.await.unwrap_or_else(|_| Err(STOPPED.to_owned()))
+}
+
+/// What a call that never answered says (the client's runtime is gone: the process is ending).
+const STOPPED: &str = "the webhook client stopped";
+
+/// The runtime calls are made on.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("sandbox-webhook-client")
+            .enable_all()
+            .build()
+            .expect("a runtime for webhook calls")
+    });
+    &RUNTIME
+}
+
+/// One call given up after `timeout`, its error worded as Go's client words it.
+async fn timed(endpoint: &Endpoint, body: Vec<u8>, timeout: Duration) -> Result<Answer, String> {
+    let answer = match tokio::time::timeout(timeout, send(endpoint, body)).await {
+        Ok(answer) => answer,
+        Err(_) => Err("context deadline exceeded".to_owned()),
+    };
+    answer.map_err(|e| format!("Post {:?}: {e}", endpoint.url))
 }
 
 /// What a connection is kept for: where it goes and whom it trusts.
