@@ -173,7 +173,7 @@ fn strings_at(v: &Value, ptr: &str) -> &'static [&'static str] {
 /// The resources an established CRD serves: one per served version, under its accepted names.
 /// None while its names are not accepted.
 #[must_use]
-pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
+pub fn crd_resources(crd: &Value, services: &crate::webhook_client::Services) -> Vec<ResourceDef> {
     let names = "/status/acceptedNames";
     let plural = str_at(crd, &format!("{names}/plural"));
     let kind = str_at(crd, &format!("{names}/kind"));
@@ -191,6 +191,7 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
         s => s.to_owned(),
     };
     let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let conversion = Arc::new(crate::kinds::custom::Conversion::of(crd, services));
     versions
         .into_iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
@@ -209,9 +210,10 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
                 .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
                 .map(|p| (intern(p.trim_start_matches('.')), intern(&pointer_of(p))))
                 .collect();
+            let name = intern(str_at(&v, "/name"));
             ResourceDef {
                 group,
-                version: intern(str_at(&v, "/name")),
+                version: name,
                 plural: intern(plural),
                 singular: intern(&singular),
                 kind: intern(kind),
@@ -224,7 +226,12 @@ pub fn crd_resources(crd: &Value) -> Vec<ResourceDef> {
                 scale,
                 has_generation: true,
                 storage,
-                strategy: Strategy::Custom(Arc::new(CustomStrategy { schema, version: v })),
+                strategy: Strategy::Custom(Arc::new(CustomStrategy {
+                    schema,
+                    api_version: if group.is_empty() { name.to_owned() } else { format!("{group}/{name}") },
+                    version: v,
+                    conversion: Arc::clone(&conversion),
+                })),
             }
         })
         .collect()
@@ -266,7 +273,7 @@ mod tests {
             ] },
             "status": { "acceptedNames": { "plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"] } },
         });
-        let defs = crd_resources(&crd);
+        let defs = crd_resources(&crd, &Default::default());
         assert_eq!(defs.len(), 1);
         let d = &defs[0];
         assert_eq!(
@@ -279,6 +286,6 @@ mod tests {
         assert_eq!(d.storage, "widgets.example.com");
         let mut unaccepted = crd.clone();
         unaccepted["status"] = json!({});
-        assert!(crd_resources(&unaccepted).is_empty());
+        assert!(crd_resources(&unaccepted, &Default::default()).is_empty());
     }
 }

@@ -9,7 +9,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::status::FieldError;
+use crate::status::{ApiError, FieldError};
 
 /// One API resource: where it lives in the URL space and what the server does to it.
 ///
@@ -471,12 +471,16 @@ impl ResourceDef {
         }
     }
 
-    /// An object of this resource's version in the storage form.
-    #[must_use]
-    pub(crate) fn to_storage(&self, obj: Value) -> Value {
+    /// An object of this resource's version in the storage form: a custom resource converted to
+    /// its CRD's storage version (by its conversion webhook, when it has one).
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) fn to_storage(&self, obj: Value) -> Result<Value, ApiError> {
         match &self.strategy {
-            Strategy::BuiltIn(b) => (b.to_storage)(obj),
-            Strategy::Custom(_) => obj,
+            Strategy::BuiltIn(b) => Ok((b.to_storage)(obj)),
+            Strategy::Custom(c) => c.to_storage(obj),
         }
     }
 
@@ -488,59 +492,111 @@ impl ResourceDef {
         }
     }
 
-    /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
+    /// The conversion webhook reading or writing this resource may call: that of a CRD whose
+    /// conversion strategy is `Webhook`.
     #[must_use]
-    pub(crate) fn in_version(&self, stored: &Value) -> Value {
+    pub(crate) fn conversion_webhook(&self) -> Option<&crate::kinds::custom::Conversion> {
+        self.custom().map(|c| &*c.conversion).filter(|c| c.calls_webhook())
+    }
+
+    /// A stored object in this resource's version (without `apiVersion` and `kind` stamped).
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) fn in_version(&self, stored: &Value) -> Result<Value, ApiError> {
         self.in_version_owned(stored.clone())
     }
 
     /// [`in_version`](Self::in_version) of a stored object the caller owns: converted in place.
-    fn in_version_owned(&self, stored: Value) -> Value {
+    fn in_version_owned(&self, stored: Value) -> Result<Value, ApiError> {
         match &self.strategy {
-            Strategy::BuiltIn(b) => match b.from_storage {
+            Strategy::BuiltIn(b) => Ok(match b.from_storage {
                 Some(convert) => convert(stored),
                 None => stored,
-            },
+            }),
             Strategy::Custom(c) => c.read_owned(stored),
         }
     }
 
     /// The stored object as this version sees it, borrowed when no conversion is needed.
-    #[must_use]
-    pub(crate) fn view<'a>(&self, stored: &'a Value) -> std::borrow::Cow<'a, Value> {
-        if self.converts() {
-            std::borrow::Cow::Owned(self.in_version(stored))
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) fn view<'a>(&self, stored: &'a Value) -> Result<std::borrow::Cow<'a, Value>, ApiError> {
+        Ok(if self.converts() {
+            std::borrow::Cow::Owned(self.in_version(stored)?)
         } else {
             std::borrow::Cow::Borrowed(stored)
-        }
+        })
     }
 
     /// A stored object as this resource presents it.
-    #[must_use]
-    pub(crate) fn present(&self, stored: &Value) -> Value {
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) fn present(&self, stored: &Value) -> Result<Value, ApiError> {
         self.present_owned(stored.clone())
     }
 
     /// [`present`](Self::present) for a stored object the caller owns (one just thawed): it is
     /// converted and stamped in place, not copied.
-    #[must_use]
-    pub(crate) fn present_owned(&self, stored: Value) -> Value {
-        let mut v = self.in_version_owned(stored);
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) fn present_owned(&self, stored: Value) -> Result<Value, ApiError> {
+        let mut v = self.in_version_owned(stored)?;
         self.stamp(&mut v);
-        v
+        Ok(v)
+    }
+
+    /// [`present_owned`](Self::present_owned) of several objects, with one call to a conversion
+    /// webhook for those in another version (a list's items).
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) fn present_all(&self, mut stored: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        if let Some(conversion) = self.conversion_webhook() {
+            conversion.convert(&mut stored, &self.api_version(), true)?;
+        }
+        stored.into_iter().map(|o| self.present_owned(o)).collect()
+    }
+
+    /// [`present_owned`](Self::present_owned), a conversion webhook's call awaited rather than
+    /// blocking (for a watch stream).
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500).
+    pub(crate) async fn present_async(&self, stored: Value) -> Result<Value, ApiError> {
+        let mut one = [stored];
+        if let Some(conversion) = self.conversion_webhook() {
+            conversion.convert_async(&mut one, &self.api_version(), false).await?;
+        }
+        let [stored] = one;
+        self.present_owned(stored)
     }
 
     /// Appends a stored object as this resource presents it, as JSON, to `out`: its fields in
     /// the order the API server writes them ([`go_order`](crate::go_order)), and without copying
     /// the object when it is stored in this version.
-    pub(crate) fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) {
-        let obj = self.view(stored);
+    ///
+    /// # Errors
+    ///
+    /// A conversion webhook's failure (a 500); nothing is written then.
+    pub(crate) fn write_presented(&self, stored: &Value, out: &mut Vec<u8>) -> Result<(), ApiError> {
+        let obj = self.view(stored)?;
         // Serialising a `Value` into a Vec cannot fail.
         let api_version = self.api_version();
         let _ = serde_json::to_writer(
             out,
             &crate::go_order::Stamped { value: &obj, api_version: &api_version, kind: self.kind },
         );
+        Ok(())
     }
 
     /// Checks that the object decodes as the kind (a failure is a 400 naming the field).

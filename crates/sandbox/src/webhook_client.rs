@@ -30,6 +30,10 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
+/// Where the sandbox's Services listen, by namespace and name: shared by the store (which is
+/// told of them) and the CRDs' conversions (which call them).
+pub(crate) type Services = Arc<parking_lot::RwLock<BTreeMap<(String, String), SocketAddr>>>;
+
 /// Where a webhook is called.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Endpoint {

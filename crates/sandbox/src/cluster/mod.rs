@@ -953,9 +953,9 @@ pub(crate) async fn run(shared: Weak<crate::SandboxState>, cluster: Cluster) {
         // tasks (the API's requests) to another worker meanwhile, so the API keeps every worker.
         if tokio::runtime::Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
             tokio::task::block_in_place(|| world.step(&strong.store));
-        } else if strong.store.may_call_webhooks() {
-            // A webhook its writes call may be served by this runtime's one thread: the round
-            // runs on a thread of its own meanwhile.
+        } else if strong.store.may_call_webhooks() || strong.store.may_convert_by_webhook() {
+            // A webhook its reads and writes call may be served by this runtime's one thread:
+            // the round runs on a thread of its own meanwhile.
             world = match tokio::task::spawn_blocking(move || {
                 world.step(&strong.store);
                 world

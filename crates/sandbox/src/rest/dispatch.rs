@@ -215,13 +215,14 @@ where
     }
 }
 
-/// Whether the request is a write that may call an admission webhook while the runtime it is
-/// served on has one thread (a stream's upgrade is answered where it came).
+/// Whether the request may call a webhook — an admission webhook on a write, a conversion
+/// webhook on any request — while the runtime it is served on has one thread (a stream's
+/// upgrade is answered where it came).
 fn calls_out(shared: &SandboxState, parts: &http::request::Parts) -> bool {
-    !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS)
-        && !parts.headers.contains_key(header::UPGRADE)
+    let write = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    !parts.headers.contains_key(header::UPGRADE)
         && tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
-        && shared.store.may_call_webhooks()
+        && ((write && shared.store.may_call_webhooks()) || shared.store.may_convert_by_webhook())
 }
 
 /// Parses the request to `target`, then hands it to the handler of its verb.

@@ -121,13 +121,24 @@ impl Watcher {
 
     /// Sends the event `c` is to this watch, if any; `false` once the client has gone.
     async fn send_change(&mut self, c: &Change) -> bool {
-        match event_for(&self.def, self.namespace.as_deref(), &self.query.list, c) {
-            Some((kind, obj)) => {
-                let line = self.render(kind, obj);
-                self.tx.send(line).await.is_ok()
-            }
-            None => true,
+        let Some((kind, mut obj)) = event_for(&self.def, self.namespace.as_deref(), &self.query.list, c)
+        else {
+            return true;
+        };
+        // A conversion webhook is awaited here, not called where the event is written.
+        if self.def.conversion_webhook().is_some() {
+            obj = match obj.presented_async(&self.def).await {
+                Ok(v) => EventObject::Made(v),
+                Err(e) => {
+                    // As upstream's watch ends on an object it cannot encode: the client sees
+                    // why, and lists again.
+                    let _ = self.tx.send(self.framer.frame("ERROR", &e.to_status())).await;
+                    return false;
+                }
+            };
         }
+        let line = self.render(kind, obj);
+        self.tx.send(line).await.is_ok()
     }
 
     /// An event's line, its object in the shape negotiated.
@@ -135,13 +146,19 @@ impl Watcher {
         let def = &self.def;
         let framer = self.framer;
         if let Render::Partial(version) | Render::PartialList(version) = self.query.render {
-            let obj = obj.into_presented(def);
+            let obj = match obj.into_presented(def) {
+                Ok(v) => v,
+                Err(e) => return framer.frame("ERROR", &e.to_status()),
+            };
             framer.frame(
                 kind,
                 &json!({ "kind": "PartialObjectMetadata", "apiVersion": version, "metadata": obj["metadata"] }),
             )
         } else if self.query.as_table {
-            let obj = obj.into_presented(def);
+            let obj = match obj.into_presented(def) {
+                Ok(v) => v,
+                Err(e) => return framer.frame("ERROR", &e.to_status()),
+            };
             let rv = crate::object_meta::meta_str(&obj, "resourceVersion").to_owned();
             let mut t = super::table::table(def, &[obj], &rv, self.headers);
             if let Render::Table(version) = self.query.render {
@@ -150,12 +167,20 @@ impl Watcher {
             self.headers = false;
             framer.frame(kind, &t)
         } else {
-            match obj {
+            let presented = match obj {
                 EventObject::Stored(o) if framer.0 == Wire::Json => {
-                    frame_with(kind, |out| def.write_presented(&o, out))
+                    let mut line = None;
+                    let written = frame_with(kind, |out| line = Some(def.write_presented(&o, out)));
+                    return match line {
+                        Some(Err(e)) => framer.frame("ERROR", &e.to_status()),
+                        _ => written,
+                    };
                 }
-                EventObject::Stored(o) => framer.frame(kind, &def.present(&o)),
-                EventObject::Made(v) => framer.frame(kind, &v),
+                obj => obj.into_presented(def),
+            };
+            match presented {
+                Ok(v) => framer.frame(kind, &v),
+                Err(e) => framer.frame("ERROR", &e.to_status()),
             }
         }
     }
@@ -209,17 +234,36 @@ impl Framer {
 enum EventObject {
     /// A stored object, written out as its resource presents it.
     Stored(Arc<Value>),
+    /// An object's content before a change that took it out of the watch's selection, sent
+    /// as DELETED at the change's version.
+    Previous(Arc<Value>, u64),
     /// An object made for the event, already presented.
     Made(Value),
 }
 
 impl EventObject {
-    fn into_presented(self, def: &ResourceDef) -> Value {
+    fn into_presented(self, def: &ResourceDef) -> Result<Value, ApiError> {
         match self {
             Self::Stored(o) => def.present(&o),
-            Self::Made(v) => v,
+            Self::Previous(o, rv) => Ok(at_version(def.present(&o)?, rv)),
+            Self::Made(v) => Ok(v),
         }
     }
+
+    /// [`into_presented`](Self::into_presented), a conversion webhook awaited.
+    async fn presented_async(self, def: &ResourceDef) -> Result<Value, ApiError> {
+        match self {
+            Self::Stored(o) => def.present_async((*o).clone()).await,
+            Self::Previous(o, rv) => Ok(at_version(def.present_async((*o).clone()).await?, rv)),
+            Self::Made(v) => Ok(v),
+        }
+    }
+}
+
+/// `obj` with `metadata.resourceVersion` set to `rv`.
+fn at_version(mut obj: Value, rv: u64) -> Value {
+    crate::object_meta::meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+    obj
 }
 
 /// How a change looks to one watch: ADDED / MODIFIED / DELETED, or nothing, taking selector
@@ -247,11 +291,7 @@ fn event_for(
         (false, true) => Some(("ADDED", stored())),
         (true, true) => Some(("MODIFIED", stored())),
         (true, false) if deleted => Some(("DELETED", stored())),
-        (true, false) => {
-            let mut old = def.present(c.old.as_deref()?);
-            crate::object_meta::meta_mut(&mut old).insert("resourceVersion".into(), json!(c.rv.to_string()));
-            Some(("DELETED", EventObject::Made(old)))
-        }
+        (true, false) => Some(("DELETED", EventObject::Previous(Arc::clone(c.old.as_ref()?), c.rv))),
         (false, false) => None,
     }
 }

@@ -50,7 +50,7 @@ impl Objects for State {
 impl State {
     /// Admission's validating phase for the delete of `old` (as stored), of `def` in `ns`.
     pub(super) fn admit_delete(&self, def: &ResourceDef, ns: &str, old: &Value) -> Result<(), ApiError> {
-        let old = def.view(old);
+        let old = def.view(old)?;
         admission::validate(&self.admission_request(Operation::Delete, def, ns, Some(&old)), &Value::Null)
             .map(drop)
     }
@@ -58,16 +58,17 @@ impl State {
     /// The webhooks an update of the object `name` may call (none when it does not exist).
     pub(super) fn update_webhooks(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<WebhookCalls> {
         let old = State::get(self, def, ns, name).ok()?;
-        let old = def.view(&old);
+        // An object the conversion webhook cannot convert fails its update where it is read.
+        let old = def.view(&old).ok()?;
         let req = self.admission_request(Operation::Update, def, ns, Some(&old));
-        admission::webhooks(&req, name, None, &self.config.webhook_services)
+        admission::webhooks(&req, name, None, &self.services.read())
     }
 
     /// The webhooks the delete of `old` (as stored) may call.
     pub(super) fn delete_webhooks(&self, def: &ResourceDef, ns: &str, old: &Value) -> Option<WebhookCalls> {
-        let old = def.view(old);
+        let old = def.view(old).ok()?;
         let req = self.admission_request(Operation::Delete, def, ns, Some(&old));
-        admission::webhooks(&req, meta_str(&old, "name"), None, &self.config.webhook_services)
+        admission::webhooks(&req, meta_str(&old, "name"), None, &self.services.read())
     }
 
     /// The request admission sees of a write of `def` in `ns`, reading this state.
@@ -85,7 +86,7 @@ impl State {
 impl super::Store {
     /// Where the webhooks naming the Service `namespace/name` are called from now on.
     pub(crate) fn route_webhook_service(&self, namespace: &str, name: &str, at: std::net::SocketAddr) {
-        self.lock().config.webhook_services.insert((namespace.to_owned(), name.to_owned()), at);
+        self.lock().services.write().insert((namespace.to_owned(), name.to_owned()), at);
     }
 
     /// Whether a write may call an admission webhook: a webhook configuration was written.
@@ -94,6 +95,13 @@ impl super::Store {
         let kinds = admission::webhook_configuration_kinds();
         let st = self.lock();
         kinds.iter().any(|def| st.last_write(def.storage) != 0)
+    }
+
+    /// Whether reading or writing a custom resource may call its CRD's conversion webhook: an
+    /// established CRD converts by webhook.
+    #[must_use]
+    pub(crate) fn may_convert_by_webhook(&self) -> bool {
+        self.registry.read().resources().iter().any(|r| r.conversion_webhook().is_some())
     }
 
     /// Whether a create (or an update) of `def` in `ns` may draw admission warnings, so that a

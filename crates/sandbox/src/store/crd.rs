@@ -72,7 +72,7 @@ impl State {
             self.commit(key, ChangeType::Modified, updated, Some(current));
             return;
         }
-        let defs = crd_resources(&current);
+        let defs = crd_resources(&current, &self.services);
         let mut registry = self.registry.write();
         if defs.is_empty() {
             registry.remove(name);

@@ -221,7 +221,7 @@ impl Store {
             // Webhooks judge the delete with the lock let go; what they judged is what is
             // deleted, else they judge it again.
             drop(st);
-            calls.validate(None, Some(&def.view(&old)))?;
+            calls.validate(None, Some(&*def.view(&old)?))?;
             let st = self.lock();
             let now = st.get(def, ns, name)?;
             if meta_str(&now, "resourceVersion") == meta_str(&old, "resourceVersion") {
@@ -230,19 +230,24 @@ impl Store {
         };
         // Admission's validating phase (`deleteValidation`), after the preconditions.
         st.admit_delete(def, ns, &old)?;
+        // The answer is presented with the lock let go (a conversion webhook may be called).
         if def.deletion() == Deletion::Terminating {
             let marked = self.delete_namespace(&mut st, &key, &old);
-            return Ok((def.present(&marked), st.objects.contains_key(&key)));
+            let lingers = st.objects.contains_key(&key);
+            drop(st);
+            return Ok((def.present(&marked)?, lingers));
         }
         let propagation = propagation_of(def, opts.propagation, &old);
         if let Some(marked) = st.delete_gracefully(def, &key, &old, opts.grace_period) {
-            return Ok((def.present(&marked), true));
+            drop(st);
+            return Ok((def.present(&marked)?, true));
         }
         let result = st.delete_key(&key, propagation).unwrap_or(old);
         // A CRD is answered as upstream's storage answers it, marked with its finalizer, even
         // when its finalizer ran at once.
         let lingers = st.objects.contains_key(&key) || def.deletion() == Deletion::Finalized;
-        let mut answer = def.present(&result);
+        drop(st);
+        let mut answer = def.present(&result)?;
         // Orphaning and foreground deletion are, upstream, a finalizer the store adds by an
         // update and the garbage collector removes later: the answer is the object so marked,
         // also where the sandbox has already finished (or the object stays for other finalizers).
@@ -329,7 +334,7 @@ impl Store {
             // its first error.
             if let Some(calls) = st.delete_webhooks(def, ns, &o) {
                 drop(st);
-                calls.validate(None, Some(&def.view(&o)))?;
+                calls.validate(None, Some(&*def.view(&o)?))?;
                 st = self.lock();
                 match st.get(def, ns, meta_str(&o, "name")) {
                     Ok(now) => o = now,
@@ -339,13 +344,16 @@ impl Store {
             st.admit_delete(def, ns, &o)?;
             let key = key_of(def, ns, meta_str(&o, "name"));
             if let Some(d) = st.delete_gracefully(def, &key, &o, opts.grace_period) {
-                deleted.push(def.present(&d));
+                deleted.push((*d).clone());
             } else if let Some(d) = st.delete_key(&key, propagation_of(def, opts.propagation, &o)) {
-                deleted.push(def.present(&d));
+                deleted.push((*d).clone());
             }
         }
+        let rv = st.rv.to_string();
+        drop(st);
+        let items = def.present_all(deleted)?;
         Ok(
-            json!({ "kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": { "resourceVersion": st.rv.to_string() }, "items": deleted }),
+            json!({ "kind": format!("{}List", def.kind), "apiVersion": def.api_version(), "metadata": { "resourceVersion": rv }, "items": items }),
         )
     }
 }

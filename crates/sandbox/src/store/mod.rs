@@ -528,14 +528,26 @@ fn object_errors(
     }
 }
 
-/// A page of a LIST: its metadata and its objects, still frozen ([`Store::list_page`]).
+/// A page of a LIST: its metadata and its objects, still frozen ([`Store::list_page`]), or
+/// already presented when presenting them took a conversion webhook's call.
 pub struct ListPage<'d> {
     def: &'d ResourceDef,
     metadata: Value,
     items: Vec<Arc<Frozen>>,
+    presented: Option<Vec<Value>>,
 }
 
-impl ListPage<'_> {
+impl<'d> ListPage<'d> {
+    /// The page; a custom resource's objects stored in another version than the one listed are
+    /// converted now, with one call to the CRD's conversion webhook for them all.
+    fn new(def: &'d ResourceDef, metadata: Value, items: Vec<Arc<Frozen>>) -> Result<Self, ApiError> {
+        let presented = match def.conversion_webhook() {
+            Some(_) => Some(def.present_all(items.iter().map(|o| o.thaw()).collect())?),
+            None => None,
+        };
+        Ok(Self { def, metadata, items, presented })
+    }
+
     /// About how many bytes the page's JSON takes: its objects' stored text and a little more
     /// (a buffer this large is written without growing, and copied, as it goes).
     #[must_use]
@@ -543,17 +555,35 @@ impl ListPage<'_> {
         self.items.iter().map(|o| o.json_len() + 64).sum::<usize>() + 512
     }
 
+    /// Its objects as presented, one at a time as they are asked for.
+    fn each(&self) -> Box<dyn Iterator<Item = std::borrow::Cow<'_, Value>> + '_> {
+        match &self.presented {
+            Some(items) => Box::new(items.iter().map(std::borrow::Cow::Borrowed)),
+            // Presenting a stored object fails only for a conversion webhook's call, which
+            // `presented` has made.
+            None => Box::new(
+                self.items
+                    .iter()
+                    .filter_map(|o| self.def.present_owned(o.thaw()).ok())
+                    .map(std::borrow::Cow::Owned),
+            ),
+        }
+    }
+
     /// The list's kind, `apiVersion` and metadata, and its objects thawed as presented, one at
     /// a time as they are asked for (what a writer of another encoding than JSON walks).
     pub(crate) fn parts(&self) -> (String, String, &Value, impl Iterator<Item = Value> + '_) {
-        let items = self.items.iter().map(|o| self.def.present_owned(o.thaw()));
+        let items = self.each().map(std::borrow::Cow::into_owned);
         (format!("{}List", self.def.kind), self.def.api_version(), &self.metadata, items)
     }
 
     /// The list as one value, every object thawed into it as it is (no copy).
     #[must_use]
     pub(crate) fn into_value(self) -> Value {
-        let items: Vec<Value> = self.items.iter().map(|o| self.def.present_owned(o.thaw())).collect();
+        let items: Vec<Value> = match self.presented {
+            Some(items) => items,
+            None => self.items.iter().filter_map(|o| self.def.present_owned(o.thaw()).ok()).collect(),
+        };
         let mut list = Map::new();
         list.insert("kind".into(), Value::String(format!("{}List", self.def.kind)));
         list.insert("apiVersion".into(), Value::String(self.def.api_version()));
@@ -572,8 +602,7 @@ impl serde::Serialize for ListPage<'_> {
         impl serde::Serialize for Items<'_, '_> {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 let mut seq = s.serialize_seq(Some(self.0.items.len()))?;
-                for o in &self.0.items {
-                    let item = self.0.def.present_owned(o.thaw());
+                for item in self.0.each() {
                     seq.serialize_element(&crate::go_order::GoOrdered::object(&item))?;
                 }
                 seq.end()
@@ -689,6 +718,7 @@ impl Store {
                 rv: 0,
                 history: HashMap::new(),
                 floor: 0,
+                services: Arc::new(RwLock::new(config.webhook_services.clone())),
                 config,
                 uids: HashMap::new(),
                 dependents: HashMap::new(),
@@ -732,6 +762,7 @@ impl Store {
                 history: HashMap::new(),
                 floor: st.rv,
                 config: st.config.clone(),
+                services: Arc::clone(&st.services),
                 uids: st.uids.clone(),
                 dependents: st.dependents.clone(),
                 quota_namespaces: st.quota_namespaces.clone(),
@@ -822,10 +853,10 @@ impl Store {
         sub: Subresource,
     ) -> Result<Value, ApiError> {
         let obj = self.lock().get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
-        Ok(match sub {
-            Subresource::Scale => scale_of(def, &obj),
+        match sub {
+            Subresource::Scale => Ok(scale_of(def, &obj)),
             _ => def.present(&obj),
-        })
+        }
     }
 
     /// The stored objects of `def` (in `ns`, or all namespaces) as they are, shared, with the
@@ -957,7 +988,8 @@ impl Store {
                 metadata["remainingItemCount"] = json!(items.len() - end);
             }
         }
-        Ok(ListPage { def, metadata, items: page })
+        drop(st);
+        ListPage::new(def, metadata, page)
     }
 
     /// Starts a WATCH: the events to send first, then the live feed.
@@ -1021,7 +1053,7 @@ impl Store {
         body: Value,
         manager: Option<&str>,
     ) -> Result<Value, ApiError> {
-        self.create_stored(def, ns, body, manager).map(|stored| def.present(&stored))
+        def.present(&*self.create_stored(def, ns, body, manager)?)
     }
 
     /// [`create`](Self::create), answered with the object as stored, shared: for a writer that
@@ -1052,7 +1084,7 @@ impl Store {
                 &req,
                 meta_str(&new.obj, "name"),
                 Some(&new.obj),
-                &st.config.webhook_services,
+                &st.services.read(),
             );
             if let Some(c) = calls.as_mut().filter(|_| new.generated.is_some()) {
                 c.name_generated();
@@ -1072,7 +1104,8 @@ impl Store {
         let (obj, charges) = new.admit(&st, def, ns)?;
         st.charge(ns, charges);
         let key = key_of(def, ns, meta_str(&obj, "name"));
-        Ok(st.commit(key, ChangeType::Added, def.to_storage(obj), None))
+        let stored = def.to_storage(obj)?;
+        Ok(st.commit(key, ChangeType::Added, stored, None))
     }
 
     /// UPDATE (PUT) of the object or one of its subresources.
@@ -1155,11 +1188,12 @@ impl Store {
                     drop(st);
                     let (obj, _) =
                         self.update_calling(def, ns, name, &mut |_| Ok(body.clone()), manager, &calls)?;
-                    return Ok((def.present(&obj), false));
+                    return Ok((def.present(&obj)?, false));
                 }
                 let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
+                drop(st);
                 return Ok((
-                    if sub == Subresource::Scale { scale_of(def, &obj) } else { def.present(&obj) },
+                    if sub == Subresource::Scale { scale_of(def, &obj) } else { def.present(&obj)? },
                     false,
                 ));
             }
@@ -1239,7 +1273,7 @@ impl Store {
             return Err(stale(def, name));
         }
         // The stored object in the request's version: borrowed when it is stored in that version.
-        let old_view = def.view(old);
+        let old_view = def.view(old)?;
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
@@ -1321,13 +1355,13 @@ impl Store {
             if def.storage == allocations::SERVICE_STORAGE {
                 st.allocations.allocate(ns, &mut new, Some(&old))?;
             }
-            let old_view = def.view(&old);
+            let old_view = def.view(&old)?;
             let req = st.admission_request(Operation::Update, def, ns, Some(&old_view));
             let effects = crate::admission::validate(&req, &new)?;
             st.charge(ns, effects.charges);
         }
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
-        let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new), Some(old));
+        let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new)?, Some(old));
         if finalized {
             st.remove(&key);
         }
@@ -1360,7 +1394,8 @@ impl Store {
         force: bool,
         check: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<(Value, bool), ApiError> {
-        let present = |o: &Value| if sub == Subresource::Scale { scale_of(def, o) } else { def.present(o) };
+        let present =
+            |o: &Value| if sub == Subresource::Scale { Ok(scale_of(def, o)) } else { def.present(o) };
         // An apply records its manager itself; the other types record who writes.
         let recorded = if ptype == PatchType::Apply {
             if manager.is_none_or(str::is_empty) {
@@ -1401,7 +1436,7 @@ impl Store {
                 match self.create_stored(def, ns, obj, None) {
                     // Created meanwhile: the apply is an update of it.
                     Err(e) if e.reason == "AlreadyExists" => continue,
-                    created => return created.map(|stored| (def.present(&stored), true)),
+                    created => return Ok((def.present(&*created?)?, true)),
                 };
             };
             if sub == Subresource::Main
@@ -1412,11 +1447,12 @@ impl Store {
                     Self::patched(def, ptype, body, sub, manager, force, &mut *check, stored)
                 };
                 let (obj, _) = self.update_calling(def, ns, name, &mut make, recorded, &calls)?;
-                return Ok((present(&obj), false));
+                return Ok((present(&obj)?, false));
             }
             let target = Self::patched(def, ptype, body, sub, manager, force, check, &current)?;
             let (obj, _) = self.apply_update(&mut st, def, ns, name, target, sub, recorded)?;
-            return Ok((present(&obj), false));
+            drop(st);
+            return Ok((present(&obj)?, false));
         }
     }
 
@@ -1434,7 +1470,7 @@ impl Store {
         stored: &Value,
     ) -> Result<Value, ApiError> {
         if ptype == PatchType::Apply {
-            let live = def.present(stored);
+            let live = def.present(stored)?;
             let mut merged = server_side_apply(def, &live, body, manager.unwrap_or_default(), force)?;
             // The applied configuration is merged onto the live object, whose resourceVersion it
             // keeps unless it names one: an apply is never refused for want of a version.
@@ -1444,7 +1480,7 @@ impl Store {
             }
             return Ok(merged);
         }
-        let mut target = if sub == Subresource::Scale { scale_of(def, stored) } else { def.present(stored) };
+        let mut target = if sub == Subresource::Scale { scale_of(def, stored) } else { def.present(stored)? };
         match ptype {
             PatchType::Merge => patch::merge_patch(&mut target, body),
             PatchType::Strategic => patch::strategic_merge(&mut target, body)?,
@@ -1501,7 +1537,7 @@ impl Store {
         loop {
             let (frozen, old) = self.read_pinned(def, &key)?;
             let body = update_body(def, ns, name, make(&old)?, Subresource::Main)?;
-            let old_view = def.view(&old);
+            let old_view = def.view(&old)?;
             let mut mutate = |new: &mut Value| mutate_by_webhooks(def, calls, new, Some(&old_view));
             let Some(new) =
                 Self::prepare_update(def, name, body, Subresource::Main, manager, &old, &mut mutate)?
@@ -1557,14 +1593,16 @@ impl Store {
         let key = key_of(def, ns, name);
         loop {
             let (frozen, old) = self.read_pinned(def, &key)?;
-            let mut new = def.view(&old).into_owned();
+            let view = def.view(&old)?;
+            let mut new = view.clone().into_owned();
             change(&mut new)?;
-            if new == *def.view(&old) {
+            if new == *view {
                 return Ok(());
             }
+            let new = def.to_storage(new)?;
             let mut st = self.lock();
             if st.is_current(&key, &frozen) {
-                st.commit(key, ChangeType::Modified, def.to_storage(new), Some(old));
+                st.commit(key, ChangeType::Modified, new, Some(old));
                 return Ok(());
             }
         }

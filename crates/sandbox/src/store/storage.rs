@@ -155,6 +155,9 @@ pub(super) struct State {
     /// No watch resumes from at or below this version (a scratch copy has no history at all).
     pub(super) floor: u64,
     pub(super) config: StoreConfig,
+    /// Where webhooks' Services listen: `config.webhook_services` and those routed since,
+    /// shared with the CRDs' conversions.
+    pub(super) services: crate::webhook_client::Services,
     /// uid → where the object lives.
     pub(super) uids: HashMap<String, Key>,
     /// owner uid → objects naming it in `ownerReferences`.

@@ -3,8 +3,6 @@
 //! `AdmissionReview` and refuses, patches, warns or fails — through a real `kube::Client`
 //! in-process (on a one-thread runtime, the webhook served by the same thread) and with kubectl.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -12,110 +10,12 @@ use http::Method;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_sandbox::{Sandbox, SandboxConfig, UserInfo};
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::upstream::call_with_headers;
+use super::webhook_server::Webhook;
 
 const GROUP: &str = "admissionregistration.k8s.io/v1";
-
-/// What the test's webhook answers to a review's request.
-type Decide = dyn Fn(&str, &Value) -> Value + Send + Sync;
-
-/// A webhook server of the test: HTTPS on a loopback port, its CA's certificate for the
-/// configuration, every review it was sent.
-struct Webhook {
-    addr: SocketAddr,
-    ca: String,
-    seen: Arc<Mutex<Vec<(String, Value)>>>,
-    /// How many connections it accepted.
-    connections: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl Webhook {
-    /// Serves `decide` (given the path called and the review's request, it answers the
-    /// response's fields but uid) with a certificate for `names`.
-    async fn start(names: &[&str], decide: impl Fn(&str, &Value) -> Value + Send + Sync + 'static) -> Self {
-        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_key = KeyPair::generate().unwrap();
-        let ca = ca_params.self_signed(&ca_key).unwrap().pem();
-        let issuer = Issuer::new(ca_params, ca_key);
-        let key = KeyPair::generate().unwrap();
-        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-        let cert = CertificateParams::new(names).unwrap().signed_by(&key, &issuer).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-            )
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let decide: Arc<Decide> = Arc::new(decide);
-        let (kept, decide_all) = (Arc::clone(&seen), Arc::clone(&decide));
-        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = Arc::clone(&connections);
-        tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else { return };
-                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let (acceptor, seen, decide) = (acceptor.clone(), Arc::clone(&kept), Arc::clone(&decide_all));
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let service = hyper::service::service_fn(
-                        move |req: http::Request<hyper::body::Incoming>| {
-                            let (seen, decide) = (Arc::clone(&seen), Arc::clone(&decide));
-                            async move {
-                                use http_body_util::BodyExt;
-                                let path = req.uri().to_string();
-                                let body = req.into_body().collect().await.unwrap().to_bytes();
-                                let review: Value = serde_json::from_slice(&body).unwrap();
-                                seen.lock().push((path.clone(), review.clone()));
-                                let mut response = decide(&path, &review["request"]);
-                                if let Some(delay) = response.get("delaySeconds").and_then(Value::as_u64) {
-                                    tokio::time::sleep(Duration::from_secs(delay)).await;
-                                    response.as_object_mut().unwrap().remove("delaySeconds");
-                                }
-                                response["uid"] = review["request"]["uid"].clone();
-                                let answer = json!({ "apiVersion": review["apiVersion"], "kind": "AdmissionReview",
-                                "response": response });
-                                Ok::<_, std::convert::Infallible>(http::Response::new(
-                                    http_body_util::Full::new(bytes::Bytes::from(answer.to_string())),
-                                ))
-                            }
-                        },
-                    );
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                        .await;
-                });
-            }
-        });
-        Self { addr, ca, seen, connections }
-    }
-
-    fn ca_bundle(&self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(&self.ca)
-    }
-
-    /// A `clientConfig` calling `path` by URL.
-    fn url(&self, path: &str) -> Value {
-        json!({ "url": format!("https://{}{path}", self.addr), "caBundle": self.ca_bundle() })
-    }
-
-    /// The reviews sent to `path`.
-    fn reviews(&self, path: &str) -> Vec<Value> {
-        self.seen.lock().iter().filter(|(p, _)| p.starts_with(path)).map(|(_, r)| r.clone()).collect()
-    }
-}
 
 /// A webhook entry of a configuration for ConfigMaps in namespaces labelled `webhooks: on`.
 fn hook(name: &str, client_config: Value, operations: &[&str], extra: Value) -> Value {

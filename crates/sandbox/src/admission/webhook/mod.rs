@@ -36,7 +36,6 @@ use std::time::Duration;
 use kube_cel::cel::Value as Cel;
 use serde_json::{Value, json};
 
-use crate::webhook_client::{Answer, Endpoint, post_all};
 use self::review::Response;
 use super::expression::MatchConditions;
 use super::in_force::InForce;
@@ -49,6 +48,7 @@ use crate::object_meta::{meta_str, new_uid};
 use crate::resource::ResourceDef;
 use crate::schema::cel::{functions, untyped};
 use crate::status::ApiError;
+use crate::webhook_client::{Answer, Endpoint, post_all};
 
 /// One webhook of a configuration, as read.
 struct Hook {

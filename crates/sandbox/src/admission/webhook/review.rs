@@ -4,8 +4,8 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::webhook_client::Answer;
 use crate::kinds::admission_match::strs;
+use crate::webhook_client::Answer;
 
 /// The review versions the sandbox speaks, as a webhook's `admissionReviewVersions` names them.
 const KNOWN: [&str; 2] = ["v1", "v1beta1"];

@@ -5,19 +5,25 @@
 //! * On every write: unknown fields are pruned (kept under `x-kubernetes-preserve-unknown-fields`;
 //!   `fieldValidation` reports them), the schema's defaults are filled in, and the object is
 //!   validated against the schema.
-//! * On every read: the stored object is read through the requested version — its `apiVersion`
-//!   rewritten (conversion `None`), pruned and defaulted by that version's schema, so a default
-//!   added after an object was stored shows up when it is read.
+//! * Objects are stored in the CRD's storage version and read in the version asked for
+//!   ([`conversion`]: the `apiVersion` rewritten, or the CRD's conversion webhook called), then
+//!   pruned and defaulted by that version's schema, so a default added after an object was
+//!   stored shows up when it is read.
 //! * With a status subresource, the main endpoint keeps the stored status and `/status` changes
 //!   only status; `metadata.generation` counts changes to anything but metadata and status.
 //!
 //! [`crd_resources`](crate::registry::crd_resources) turns an established CRD into the
 //! resources the registry serves, each with this strategy.
 
+mod conversion;
+
+use std::sync::Arc;
+
 use serde_json::Value;
 
+pub use self::conversion::Conversion;
 use crate::schema::Structural;
-use crate::status::FieldError;
+use crate::status::{ApiError, FieldError};
 
 /// The strategy of one served version of a CRD.
 #[derive(Debug)]
@@ -26,16 +32,44 @@ pub struct CustomStrategy {
     pub schema: Structural,
     /// The version's entry of the CRD's `spec.versions` (printer columns, schema as written).
     pub version: Value,
+    /// This version's `apiVersion` (`group/version`).
+    pub api_version: String,
+    /// How objects move between the CRD's versions, shared by them all.
+    pub conversion: Arc<Conversion>,
 }
 
 impl CustomStrategy {
-    /// A stored object (which the caller owns) as this version reads it: pruned and defaulted
-    /// by its schema, in place.
-    #[must_use]
-    pub fn read_owned(&self, mut obj: Value) -> Value {
+    /// A stored object (which the caller owns) as this version reads it: converted from the
+    /// version it was stored in, then pruned and defaulted by this version's schema.
+    ///
+    /// # Errors
+    ///
+    /// The conversion webhook's failure (a 500).
+    pub fn read_owned(&self, obj: Value) -> Result<Value, ApiError> {
+        let mut one = [obj];
+        // An object stored without an `apiVersion` (written by a harness) is read as it is.
+        if one[0].get("apiVersion").is_some() {
+            self.conversion.convert(&mut one, &self.api_version, false)?;
+        }
+        let [mut obj] = one;
         self.schema.prune(&mut obj);
         self.schema.default(&mut obj);
-        obj
+        Ok(obj)
+    }
+
+    /// An object of this version as it is stored: in the storage version.
+    ///
+    /// # Errors
+    ///
+    /// The conversion webhook's failure (a 500).
+    pub fn to_storage(&self, obj: Value) -> Result<Value, ApiError> {
+        let mut one = [obj];
+        if let Some(o) = one[0].as_object_mut() {
+            o.insert("apiVersion".into(), Value::String(self.api_version.clone()));
+        }
+        self.conversion.convert(&mut one, self.conversion.storage_version(), false)?;
+        let [obj] = one;
+        Ok(obj)
     }
 
     /// Checks what the generic decoder checks of a custom resource: that it is an object whose
