@@ -59,7 +59,7 @@ pub struct ServerArgs {
     /// (`default/web:80=127.0.0.1:8080`; repeat for more).
     #[arg(long = "forward-port", value_parser = parse_forward, value_name = "NS/POD:PORT=ADDR")]
     pub forward_ports: Vec<PortForward>,
-    /// Where a Service an admission webhook configuration names listens: the webhook is called
+    /// Where a Service an admission webhook or a CRD's conversion webhook names listens: it is called
     /// there, its certificate checked for `NAME.NS.svc` (`webhooks/guard=127.0.0.1:9443`;
     /// repeat for more). A webhook given by `url` needs none.
     #[arg(long = "webhook-service", value_parser = parse_webhook_service, value_name = "NS/NAME=ADDR")]

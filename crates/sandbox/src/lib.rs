@@ -686,7 +686,8 @@ impl Sandbox {
         self.shared.containers.forward_port(namespace, pod, port, to);
     }
 
-    /// Serves the admission webhooks whose configurations name the Service `namespace/name`
+    /// Serves the webhooks (admission webhooks, CRDs' conversion webhooks) whose configurations
+    /// name the Service `namespace/name`
     /// at a local address (a webhook server the test started after the sandbox), as
     /// [`StoreConfig::webhook_services`] does from the start: the next call to one goes there,
     /// its certificate checked for `<name>.<namespace>.svc`.

@@ -282,8 +282,8 @@ pub struct StoreConfig {
     /// Whether deleting an owner deletes its dependents (the cluster's garbage collector). Off, it
     /// behaves like an API server with no controller-manager (envtest).
     pub garbage_collection: bool,
-    /// Where the Services that admission webhooks name listen, by namespace and name: a
-    /// webhook configuration's `service` reference is called at this address (its port is the
+    /// Where the Services that webhooks (admission and CRD conversion) name listen, by namespace
+    /// and name: a webhook's `service` reference is called at this address (its port is the
     /// address's), its certificate checked for `<name>.<namespace>.svc` — what envtest does by
     /// rewriting the configuration to a local URL, with the configuration left as written. A
     /// Service not named here is looked up by its cluster name, which a sandbox cannot resolve.
