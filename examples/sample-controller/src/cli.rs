@@ -46,6 +46,49 @@ enum Command {
     /// the walkthrough.
     #[cfg(feature = "sandbox")]
     Sandbox(sandbox::SampleSandboxArgs),
+    /// Serve the Foo's conversion webhook (`v1alpha1` ⇄ `v1`) over HTTPS at `/convert`.
+    Webhook(WebhookArgs),
+}
+
+/// Flags of `webhook`.
+#[derive(Debug, Args, Clone)]
+pub struct WebhookArgs {
+    /// Where to listen.
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub listen: std::net::SocketAddr,
+    /// The serving certificate (PEM, its chain after it): it must name the webhook Service's
+    /// `NAME.NAMESPACE.svc`, and the CRD's `caBundle` must vouch for it.
+    #[arg(long, value_name = "FILE")]
+    pub tls_cert_file: std::path::PathBuf,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub tls_private_key_file: std::path::PathBuf,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+}
+
+/// `sample-controller webhook`: serves the conversion webhook until SIGTERM or Ctrl-C.
+///
+/// # Errors
+///
+/// A certificate or key that cannot be read, or an address that cannot be listened on, as one
+/// line naming it.
+pub async fn webhook(args: WebhookArgs) -> anyhow::Result<()> {
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))
+    };
+    let tls = crate::conversion::tls_config(&read(&args.tls_cert_file)?, &read(&args.tls_private_key_file)?)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
+    tracing::info!(addr = %args.listen, "serving the Foo conversion webhook at /convert");
+    let stop = tokio_util::sync::CancellationToken::new();
+    let serving = tokio::spawn(crate::conversion::serve(listener, tls, stop.clone()));
+    shutdown_signal().await;
+    stop.cancel();
+    let _ = serving.await;
+    Ok(())
 }
 
 /// Flags of `run`.
@@ -120,11 +163,12 @@ impl Cli {
             Some(Command::Run(args)) => args.common.log_format,
             #[cfg(feature = "sandbox")]
             Some(Command::Sandbox(args)) => args.common.log_format,
+            Some(Command::Webhook(args)) => args.log_format,
             None => self.run.common.log_format,
         }
     }
 
-    /// Runs the chosen command: `run` (also with no command) or `sandbox`.
+    /// Runs the chosen command: `run` (also with no command), `sandbox` or `webhook`.
     ///
     /// # Errors
     ///
@@ -134,6 +178,7 @@ impl Cli {
             Some(Command::Run(args)) => run(args).await,
             #[cfg(feature = "sandbox")]
             Some(Command::Sandbox(args)) => kube_manager::embedded::run(&args.common, sandbox::Sample).await,
+            Some(Command::Webhook(args)) => webhook(args).await,
             None => run(self.run).await,
         }
     }

@@ -57,3 +57,66 @@ pub fn crd() -> CustomResourceDefinition {
         .insert(API_APPROVED.0.to_owned(), API_APPROVED.1.to_owned());
     crd
 }
+
+/// `samplecontroller.k8s.io/v1`: the same Foo with the Deployment's name and replicas under
+/// `spec.deployment`. Foos are stored in `v1alpha1`, the version the controller reads; a cluster
+/// serves `v1` through the example's conversion webhook ([`crate::conversion`]), with the CRD
+/// [`crd_with_conversion`] makes.
+pub mod v1 {
+    use kube::{CustomResource, KubeSchema};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    /// What a `v1` Foo asks for.
+    #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
+    #[kube(
+        group = "samplecontroller.k8s.io",
+        version = "v1",
+        kind = "Foo",
+        namespaced,
+        status = "super::FooStatus",
+        doc = "A Foo names a Deployment and its replica count; its status reports the Deployment's available replicas."
+    )]
+    #[serde(rename_all = "camelCase")]
+    pub struct FooSpec {
+        /// The Deployment this Foo runs.
+        pub deployment: DeploymentRef,
+    }
+
+    /// A Deployment's name and replica count.
+    #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    pub struct DeploymentRef {
+        /// The Deployment's name, in the Foo's namespace.
+        #[schemars(length(min = 1))]
+        pub name: String,
+        /// How many replicas it runs.
+        #[schemars(range(min = 0))]
+        pub replicas: i32,
+    }
+}
+
+/// The Foo CRD with both versions, `v1alpha1` stored, converted by the webhook `client_config`
+/// names (`spec.conversion.webhook.clientConfig`: a `url` or a `service`, and its `caBundle`).
+///
+/// # Panics
+///
+/// Never: the two versions are of one kind, group and scope.
+#[must_use]
+pub fn crd_with_conversion(
+    client_config: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig,
+) -> CustomResourceDefinition {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceConversion, WebhookConversion,
+    };
+    let mut crd = kube::core::crd::merge_crds(vec![crd(), v1::Foo::crd()], "v1alpha1")
+        .expect("the versions of one kind merge");
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(client_config),
+            conversion_review_versions: vec!["v1".into()],
+        }),
+    });
+    crd
+}

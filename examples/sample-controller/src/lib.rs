@@ -5,7 +5,8 @@
 //!
 //! | module | what it is |
 //! |---|---|
-//! | [`foo`] | the `Foo` kind and its CRD |
+//! | [`foo`] | the `Foo` kind and its CRD; its `v1` version |
+//! | [`conversion`] | the conversion webhook between `v1alpha1` and `v1` |
 //! | [`controller`] | informers on Foos and Deployments, the queue, `sync` |
 //! | [`cli`] | `run` against a cluster, with leader election or sharding; `sandbox [--demo]` (the embedded API server, the controller on it, the walkthrough) |
 
@@ -14,6 +15,7 @@
 
 pub mod cli;
 pub mod controller;
+pub mod conversion;
 pub mod foo;
 
 pub use controller::{Controller, Options};

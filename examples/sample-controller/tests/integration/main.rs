@@ -6,6 +6,7 @@
 mod cli;
 mod common;
 mod controller;
+mod conversion;
 mod crd;
 mod deploy;
 mod parts;
