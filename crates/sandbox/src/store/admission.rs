@@ -48,27 +48,26 @@ impl Objects for State {
 }
 
 impl State {
-    /// Admission's validating phase for the delete of `old` (as stored), of `def` in `ns`.
-    pub(super) fn admit_delete(&self, def: &ResourceDef, ns: &str, old: &Value) -> Result<(), ApiError> {
-        let old = def.view(old)?;
-        admission::validate(&self.admission_request(Operation::Delete, def, ns, Some(&old)), &Value::Null)
+    /// Admission's validating phase for the delete of an object of `def` in `ns`; `old_view`
+    /// is the stored object in the request's version.
+    pub(super) fn admit_delete(&self, def: &ResourceDef, ns: &str, old_view: &Value) -> Result<(), ApiError> {
+        admission::validate(&self.admission_request(Operation::Delete, def, ns, Some(old_view)), &Value::Null)
             .map(drop)
     }
 
     /// The webhooks an update of the object `name` may call (none when it does not exist).
+    /// Choosing them reads no object (rules and namespace selector only), so the stored one is
+    /// not converted to the request's version for it.
     pub(super) fn update_webhooks(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<WebhookCalls> {
         let old = State::get(self, def, ns, name).ok()?;
-        // An object the conversion webhook cannot convert fails its update where it is read.
-        let old = def.view(&old).ok()?;
         let req = self.admission_request(Operation::Update, def, ns, Some(&old));
         admission::webhooks(&req, name, None, &self.services.read())
     }
 
     /// The webhooks the delete of `old` (as stored) may call.
     pub(super) fn delete_webhooks(&self, def: &ResourceDef, ns: &str, old: &Value) -> Option<WebhookCalls> {
-        let old = def.view(old).ok()?;
-        let req = self.admission_request(Operation::Delete, def, ns, Some(&old));
-        admission::webhooks(&req, meta_str(&old, "name"), None, &self.services.read())
+        let req = self.admission_request(Operation::Delete, def, ns, Some(old));
+        admission::webhooks(&req, meta_str(old, "name"), None, &self.services.read())
     }
 
     /// The request admission sees of a write of `def` in `ns`, reading this state.

@@ -213,23 +213,29 @@ impl Store {
         opts: &DeleteOptions,
     ) -> Result<(Value, bool), ApiError> {
         let key = key_of(def, ns, name);
-        let (mut st, old) = loop {
+        let (mut st, old, converted) = loop {
             let st = self.lock();
             let old = st.get(def, ns, name)?;
             check_preconditions(def, name, &old, opts)?;
-            let Some(calls) = st.delete_webhooks(def, ns, &old) else { break (st, old) };
-            // Webhooks judge the delete with the lock let go; what they judged is what is
-            // deleted, else they judge it again.
+            let calls = st.delete_webhooks(def, ns, &old);
+            if calls.is_none() && def.conversion_webhook().is_none() {
+                break (st, old, None);
+            }
+            // Webhooks judge the delete, and a conversion webhook converts the object, with the
+            // lock let go; what they judged is what is deleted, else they judge it again.
             drop(st);
-            calls.validate(None, Some(&*def.view(&old)?))?;
+            let old_view = def.view(&old)?.into_owned();
+            if let Some(calls) = calls {
+                calls.validate(None, Some(&old_view))?;
+            }
             let st = self.lock();
             let now = st.get(def, ns, name)?;
             if meta_str(&now, "resourceVersion") == meta_str(&old, "resourceVersion") {
-                break (st, now);
+                break (st, now, Some(old_view));
             }
         };
         // Admission's validating phase (`deleteValidation`), after the preconditions.
-        st.admit_delete(def, ns, &old)?;
+        st.admit_delete(def, ns, &*viewed(def, &old, converted.as_ref())?)?;
         // The answer is presented with the lock let go (a conversion webhook may be called).
         if def.deletion() == Deletion::Terminating {
             let marked = self.delete_namespace(&mut st, &key, &old);
@@ -332,16 +338,22 @@ impl Store {
             // Each item is admitted as a delete of its own (webhooks with the lock let go); the
             // first refusal stops the collection there, as upstream's `DeleteCollection` stops at
             // its first error.
-            if let Some(calls) = st.delete_webhooks(def, ns, &o) {
+            let calls = st.delete_webhooks(def, ns, &o);
+            let mut converted = None;
+            if calls.is_some() || def.conversion_webhook().is_some() {
                 drop(st);
-                calls.validate(None, Some(&*def.view(&o)?))?;
+                let old_view = def.view(&o)?.into_owned();
+                if let Some(calls) = calls {
+                    calls.validate(None, Some(&old_view))?;
+                }
+                converted = Some(old_view);
                 st = self.lock();
                 match st.get(def, ns, meta_str(&o, "name")) {
                     Ok(now) => o = now,
                     Err(_) => continue,
                 }
             }
-            st.admit_delete(def, ns, &o)?;
+            st.admit_delete(def, ns, &*viewed(def, &o, converted.as_ref())?)?;
             let key = key_of(def, ns, meta_str(&o, "name"));
             if let Some(d) = st.delete_gracefully(def, &key, &o, opts.grace_period) {
                 deleted.push((*d).clone());
@@ -399,6 +411,19 @@ fn mark_deleting(obj: &mut Value) {
 fn bump_generation(meta: &mut serde_json::Map<String, Value>) {
     if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
         meta.insert("generation".into(), json!(g + 1));
+    }
+}
+
+/// The stored object `old` in the request's version: `converted` when it was converted with the
+/// lock let go (by a conversion webhook), else converted now.
+fn viewed<'a>(
+    def: &ResourceDef,
+    old: &'a Value,
+    converted: Option<&'a Value>,
+) -> Result<std::borrow::Cow<'a, Value>, ApiError> {
+    match converted {
+        Some(v) => Ok(std::borrow::Cow::Borrowed(v)),
+        None => def.view(old),
     }
 }
 

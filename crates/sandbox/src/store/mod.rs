@@ -528,6 +528,16 @@ fn object_errors(
     }
 }
 
+/// An update worked out, to commit: the new object, the stored one it was made from (and that
+/// object in the request's version), and the new one in the storage form when that was made
+/// already (with the lock let go, where a conversion webhook converts it).
+struct Update<'a> {
+    new: Value,
+    old: Arc<Value>,
+    old_view: &'a Value,
+    stored: Option<Value>,
+}
+
 /// A page of a LIST: its metadata and its objects, still frozen ([`Store::list_page`]), or
 /// already presented when presenting them took a conversion webhook's call.
 pub struct ListPage<'d> {
@@ -1100,11 +1110,21 @@ impl Store {
         if let Some(calls) = &webhooks {
             calls.validate(Some(&new.0.obj), None)?;
         }
+        // A custom resource's conversion webhook converts it to the storage version now, not
+        // under the lock.
+        let converted = def.conversion_webhook().map(|_| def.to_storage(new.0.obj.clone())).transpose()?;
         let mut st = self.lock();
         let (obj, charges) = new.admit(&st, def, ns)?;
         st.charge(ns, charges);
         let key = key_of(def, ns, meta_str(&obj, "name"));
-        let stored = def.to_storage(obj)?;
+        let stored = match converted {
+            Some(mut stored) => {
+                // The one thing admission changes of it: a generated name taken meanwhile.
+                meta_mut(&mut stored).insert("name".into(), json!(meta_str(&obj, "name")));
+                stored
+            }
+            None => def.to_storage(obj)?,
+        };
         Ok(st.commit(key, ChangeType::Added, stored, None))
     }
 
@@ -1147,7 +1167,9 @@ impl Store {
         // would give. The simulation's writes are prepared side by side this way.
         let key = key_of(def, ns, name);
         let (frozen, old) = self.read_pinned(def, &key)?;
-        let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old, &mut |_| Ok(()))? else {
+        let old_view = def.view(&old)?;
+        let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old_view, &mut |_| Ok(()))?
+        else {
             return Ok(());
         };
         let mut st = self.lock();
@@ -1158,7 +1180,16 @@ impl Store {
                 ApiError::not_found(def.group, def.plural, name)
             });
         }
-        Self::commit_update(&mut st, def, ns, name, new, old, sub).map(drop)
+        let old_view = old_view.into_owned();
+        Self::commit_update(
+            &mut st,
+            def,
+            ns,
+            name,
+            Update { new, old, old_view: &old_view, stored: None },
+            sub,
+        )
+        .map(drop)
     }
 
     /// PUT: an update, or for the kinds whose upstream strategy allows it
@@ -1182,13 +1213,16 @@ impl Store {
                 && def.creates_on_update()
                 && st.get(def, ns, name).is_err_and(|e| e.code == 404);
             if !creates {
-                if sub == Subresource::Main
-                    && let Some(calls) = st.update_webhooks(def, ns, name)
-                {
+                let calls = if sub == Subresource::Main { st.update_webhooks(def, ns, name) } else { None };
+                if calls.is_some() || def.conversion_webhook().is_some() {
                     drop(st);
-                    let (obj, _) =
-                        self.update_calling(def, ns, name, &mut |_| Ok(body.clone()), manager, &calls)?;
-                    return Ok((def.present(&obj)?, false));
+                    let mut make = |_: &Value| Ok(body.clone());
+                    let key = key_of(def, ns, name);
+                    let (obj, _) = self.update_calling(def, &key, sub, &mut make, manager, calls.as_ref())?;
+                    return Ok((
+                        if sub == Subresource::Scale { scale_of(def, &obj) } else { def.present(&obj)? },
+                        false,
+                    ));
                 }
                 let (obj, _) = self.apply_update(&mut st, def, ns, name, body, sub, manager)?;
                 drop(st);
@@ -1218,9 +1252,13 @@ impl Store {
     ) -> Result<(Arc<Value>, bool), ApiError> {
         let body = update_body(def, ns, name, body, sub)?;
         let old = st.get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
-        match Self::prepare_update(def, name, body, sub, manager, &old, &mut |_| Ok(()))? {
+        let old_view = def.view(&old)?.into_owned();
+        match Self::prepare_update(def, name, body, sub, manager, &old_view, &mut |_| Ok(()))? {
             None => Ok((old, false)),
-            Some(new) => Self::commit_update(st, def, ns, name, new, old, sub).map(|stored| (stored, true)),
+            Some(new) => {
+                let update = Update { new, old, old_view: &old_view, stored: None };
+                Self::commit_update(st, def, ns, name, update, sub).map(|stored| (stored, true))
+            }
         }
     }
 
@@ -1234,7 +1272,7 @@ impl Store {
         body: Value,
         sub: Subresource,
         manager: Option<&str>,
-        old: &Value,
+        old_view: &Value,
         mutate: &mut dyn FnMut(&mut Value) -> Result<(), ApiError>,
     ) -> Result<Option<Value>, ApiError> {
         // As upstream's storage: the body's uid is a precondition, checked before its
@@ -1243,7 +1281,7 @@ impl Store {
         if matches!(sub, Subresource::Main | Subresource::Status) {
             decode(def, &body)?;
         }
-        let (body_uid, old_uid) = (meta_str(&body, "uid"), meta_str(old, "uid"));
+        let (body_uid, old_uid) = (meta_str(&body, "uid"), meta_str(old_view, "uid"));
         if !body_uid.is_empty() && body_uid != old_uid {
             return Err(ApiError::conflict(
                 def.group,
@@ -1269,11 +1307,9 @@ impl Store {
                 )],
             ));
         }
-        if !body_rv.is_empty() && body_rv != meta_str(old, "resourceVersion") {
+        if !body_rv.is_empty() && body_rv != meta_str(old_view, "resourceVersion") {
             return Err(stale(def, name));
         }
-        // The stored object in the request's version: borrowed when it is stored in that version.
-        let old_view = def.view(old)?;
         let mut new = match sub {
             // The main endpoint keeps the stored status; `/status` changes nothing else.
             Subresource::Main if def.status_subresource => with_status(body, old_view.get("status")),
@@ -1282,17 +1318,17 @@ impl Store {
             // one the stored spec (and what `prepare_status_update` restores), the metadata being
             // the request's.
             Subresource::Status if def.custom().is_some() => {
-                with_status(old_view.clone().into_owned(), body.get("status"))
+                with_status(old_view.clone(), body.get("status"))
             }
             Subresource::Status => {
-                let mut n = with_status(old_view.clone().into_owned(), body.get("status"));
+                let mut n = with_status(old_view.clone(), body.get("status"));
                 if let (Some(m), Some(o)) = (body.get("metadata"), n.as_object_mut()) {
                     o.insert("metadata".into(), m.clone());
                 }
                 n
             }
             Subresource::Scale => {
-                let mut n = old_view.clone().into_owned();
+                let mut n = old_view.clone();
                 let replicas = body.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
                 let path = def.scale.map_or(".spec.replicas", |s| s.spec_replicas);
                 set_path(&mut n, path, replicas);
@@ -1300,17 +1336,17 @@ impl Store {
             }
             // The stored object with the request's values of the parts (or without them).
             Subresource::Action(_) => {
-                let mut n = old_view.clone().into_owned();
+                let mut n = old_view.clone();
                 for part in sub.parts() {
                     set_pointer(&mut n, part, body.pointer(part).cloned());
                 }
                 n
             }
         };
-        keep_server_fields(&mut new, &old_view);
+        keep_server_fields(&mut new, old_view);
         match sub {
-            Subresource::Main => def.prepare_update(&mut new, &old_view),
-            Subresource::Status => def.prepare_status_update(&mut new, &old_view),
+            Subresource::Main => def.prepare_update(&mut new, old_view),
+            Subresource::Status => def.prepare_status_update(&mut new, old_view),
             Subresource::Scale | Subresource::Action(_) => {}
         }
         def.apply_defaults(&mut new);
@@ -1319,24 +1355,24 @@ impl Store {
             decode(def, &new)?;
         }
         mutate(&mut new)?;
-        let mut meta = metadata_update_errors(&new, &old_view);
+        let mut meta = metadata_update_errors(&new, old_view);
         meta.extend(crate::metadata::validate_update(&new));
-        let mut errs = object_errors(def, &new, Some(&old_view), meta);
+        let mut errs = object_errors(def, &new, Some(old_view), meta);
         if sub == Subresource::Status {
-            errs.extend(def.validate_status_update(&new, &old_view));
+            errs.extend(def.validate_status_update(&new, old_view));
         }
         if !errs.is_empty() {
             return Err(ApiError::invalid(def.internal_group(), def.kind, name, &errs));
         }
         if let Some(m) = manager {
-            record_update(def, &mut new, Some(&old_view), m, sub);
+            record_update(def, &mut new, Some(old_view), m, sub);
         }
         // A status strategy's `PrepareForUpdate` never moves the generation.
-        if matches!(sub, Subresource::Main | Subresource::Scale) && def.generation_changes(&new, &old_view) {
+        if matches!(sub, Subresource::Main | Subresource::Scale) && def.generation_changes(&new, old_view) {
             let g = old_view.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
             meta_mut(&mut new).insert("generation".into(), json!(g + 1));
         }
-        Ok((!same_but_version(&new, &old_view)).then_some(new))
+        Ok((!same_but_version(&new, old_view)).then_some(new))
     }
 
     /// Stores `new`, prepared from `old` (the object stored now): quota for the main resource,
@@ -1346,22 +1382,25 @@ impl Store {
         def: &ResourceDef,
         ns: &str,
         name: &str,
-        mut new: Value,
-        old: Arc<Value>,
+        update: Update<'_>,
         sub: Subresource,
     ) -> Result<Arc<Value>, ApiError> {
+        let Update { mut new, old, old_view, stored } = update;
         let key = key_of(def, ns, name);
         if sub == Subresource::Main {
             if def.storage == allocations::SERVICE_STORAGE {
                 st.allocations.allocate(ns, &mut new, Some(&old))?;
             }
-            let old_view = def.view(&old)?;
-            let req = st.admission_request(Operation::Update, def, ns, Some(&old_view));
+            let req = st.admission_request(Operation::Update, def, ns, Some(old_view));
             let effects = crate::admission::validate(&req, &new)?;
             st.charge(ns, effects.charges);
         }
         let finalized = is_deleting(&new) && finalizers(&new).is_empty();
-        let stored = st.commit(key.clone(), ChangeType::Modified, def.to_storage(new)?, Some(old));
+        let stored = match stored {
+            Some(stored) => stored,
+            None => def.to_storage(new)?,
+        };
+        let stored = st.commit(key.clone(), ChangeType::Modified, stored, Some(old));
         if finalized {
             st.remove(&key);
         }
@@ -1439,14 +1478,13 @@ impl Store {
                     created => return Ok((def.present(&*created?)?, true)),
                 };
             };
-            if sub == Subresource::Main
-                && let Some(calls) = st.update_webhooks(def, ns, name)
-            {
+            let calls = if sub == Subresource::Main { st.update_webhooks(def, ns, name) } else { None };
+            if calls.is_some() || def.conversion_webhook().is_some() {
                 drop(st);
                 let mut make = |stored: &Value| {
                     Self::patched(def, ptype, body, sub, manager, force, &mut *check, stored)
                 };
-                let (obj, _) = self.update_calling(def, ns, name, &mut make, recorded, &calls)?;
+                let (obj, _) = self.update_calling(def, &key, sub, &mut make, recorded, calls.as_ref())?;
                 return Ok((present(&obj)?, false));
             }
             let target = Self::patched(def, ptype, body, sub, manager, force, check, &current)?;
@@ -1527,28 +1565,34 @@ impl Store {
     fn update_calling(
         &self,
         def: &ResourceDef,
-        ns: &str,
-        name: &str,
+        key: &Key,
+        sub: Subresource,
         make: &mut dyn FnMut(&Value) -> Result<Value, ApiError>,
         manager: Option<&str>,
-        calls: &crate::admission::WebhookCalls,
+        calls: Option<&crate::admission::WebhookCalls>,
     ) -> Result<(Arc<Value>, bool), ApiError> {
-        let key = key_of(def, ns, name);
+        let (ns, name) = (key.1.as_str(), key.2.as_str());
         loop {
-            let (frozen, old) = self.read_pinned(def, &key)?;
-            let body = update_body(def, ns, name, make(&old)?, Subresource::Main)?;
-            let old_view = def.view(&old)?;
-            let mut mutate = |new: &mut Value| mutate_by_webhooks(def, calls, new, Some(&old_view));
-            let Some(new) =
-                Self::prepare_update(def, name, body, Subresource::Main, manager, &old, &mut mutate)?
+            let (frozen, old) = self.read_pinned(def, key)?;
+            let body = update_body(def, ns, name, make(&old)?, sub)?;
+            let old_view = def.view(&old)?.into_owned();
+            let mut mutate = |new: &mut Value| match calls {
+                Some(calls) => mutate_by_webhooks(def, calls, new, Some(&old_view)),
+                None => Ok(()),
+            };
+            let Some(new) = Self::prepare_update(def, name, body, sub, manager, &old_view, &mut mutate)?
             else {
                 return Ok((old, false));
             };
-            calls.validate(Some(&new), Some(&old_view))?;
+            if let Some(calls) = calls {
+                calls.validate(Some(&new), Some(&old_view))?;
+            }
+            // A custom resource's conversion webhook is called here too, not under the lock.
+            let stored = def.conversion_webhook().map(|_| def.to_storage(new.clone())).transpose()?;
             let mut st = self.lock();
-            if st.is_current(&key, &frozen) {
-                return Self::commit_update(&mut st, def, ns, name, new, old, Subresource::Main)
-                    .map(|stored| (stored, true));
+            if st.is_current(key, &frozen) {
+                let update = Update { new, old, old_view: &old_view, stored };
+                return Self::commit_update(&mut st, def, ns, name, update, sub).map(|stored| (stored, true));
             }
         }
     }

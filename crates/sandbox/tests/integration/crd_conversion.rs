@@ -4,10 +4,12 @@
 //! a real `kube::Client` (on a one-thread runtime, the webhook served by the same thread) and
 //! with kubectl.
 
+use std::sync::{Arc, OnceLock};
+
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube_sandbox::Sandbox;
 use serde_json::{Value, json};
@@ -165,6 +167,37 @@ async fn every_read_and_write_across_versions_goes_through_the_conversion_webhoo
     let applied = gadget("v1", "a", json!({ "colour": "red" }));
     let applied = v1.patch("a", &PatchParams::apply("test").force(), &Patch::Apply(&applied)).await.unwrap();
     assert_eq!(applied.data["spec"], json!({ "size": 7, "colour": "red" }));
+}
+
+#[tokio::test]
+async fn a_conversion_webhook_may_read_the_api_while_it_converts() {
+    // The sandbox calls conversion webhooks with its store's lock let go: one that reads the
+    // store while it converts is answered (held, it would wait out its 30 s and fail the request).
+    let slot: Arc<OnceLock<Arc<Sandbox>>> = Arc::default();
+    let reader = Arc::clone(&slot);
+    let webhook = Webhook::start_for("ConversionReview", &["127.0.0.1"], move |path, req| {
+        if let Some(sb) = reader.get() {
+            let _ = sb.store().resource_version();
+        }
+        convert(path, req)
+    })
+    .await;
+    let sb = Arc::new(Sandbox::new());
+    let _ = slot.set(Arc::clone(&sb));
+    super::crd::install(&sb.client(), &crd(&webhook)).await;
+    let v1 = gadgets(&sb, "v1");
+    let created = v1.create(&PostParams::default(), &gadget("v1", "a", json!({ "size": 1 }))).await.unwrap();
+    v1.get("a").await.unwrap();
+    v1.list(&ListParams::default()).await.unwrap();
+    v1.patch("a", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "size": 2 } }))).await.unwrap();
+    let mut replaced = created.clone();
+    replaced.data["spec"] = json!({ "size": 3 });
+    replaced.metadata.resource_version = v1.get("a").await.unwrap().metadata.resource_version;
+    assert_eq!(v1.replace("a", &PostParams::default(), &replaced).await.unwrap().data["spec"]["size"], 3);
+    v1.delete("a", &DeleteParams::default()).await.unwrap();
+    v1.create(&PostParams::default(), &gadget("v1", "b", json!({ "size": 1 }))).await.unwrap();
+    v1.delete_collection(&DeleteParams::default(), &ListParams::default()).await.unwrap();
+    assert!(v1.list(&ListParams::default()).await.unwrap().items.is_empty());
 }
 
 #[tokio::test]

@@ -45,23 +45,20 @@ struct Webhook {
     services: Services,
 }
 
-/// A review on its way to the webhook, and what its answer fills in.
+/// A review on its way to the webhook.
 struct Call {
     endpoint: Endpoint,
     body: Vec<u8>,
+    sent: Sent,
+}
+
+/// What a review asked, to check its answer against.
+struct Sent {
     uid: String,
     /// `v1` or `v1beta1`.
     version: &'static str,
     /// Which of the objects were sent, in the order sent.
-    sent: Vec<usize>,
-}
-
-/// What a conversion comes to before any webhook is called.
-enum Planned {
-    /// Nothing (more) to do.
-    Done,
-    /// A review to send.
-    Call(Call),
+    indexes: Vec<usize>,
 }
 
 impl Conversion {
@@ -123,14 +120,10 @@ impl Conversion {
     ///
     /// The webhook's failure, as a 500 worded as upstream's.
     pub fn convert(&self, objects: &mut [Value], to: &str, list: bool) -> Result<(), ApiError> {
-        match self.plan(objects, to)? {
-            Planned::Done => Ok(()),
-            Planned::Call(call) => {
-                let answer = post_all(vec![(call.endpoint.clone(), call.body.clone(), TIMEOUT)]).pop();
-                let answer = answer.unwrap_or_else(|| Err("no answer".to_owned()));
-                self.finish(&call, &answer, objects, to, list)
-            }
-        }
+        let Some(Call { endpoint, body, sent }) = self.plan(objects, to)? else { return Ok(()) };
+        let answer = post_all(vec![(endpoint, body, TIMEOUT)]).pop();
+        let answer = answer.unwrap_or_else(|| Err("no answer".to_owned()));
+        self.finish(&sent, &answer, objects, to, list)
     }
 
     /// [`convert`](Self::convert), awaited rather than blocking.
@@ -139,25 +132,21 @@ impl Conversion {
     ///
     /// As [`convert`](Self::convert)'s.
     pub async fn convert_async(&self, objects: &mut [Value], to: &str, list: bool) -> Result<(), ApiError> {
-        match self.plan(objects, to)? {
-            Planned::Done => Ok(()),
-            Planned::Call(call) => {
-                let answer = post(call.endpoint.clone(), call.body.clone(), TIMEOUT).await;
-                self.finish(&call, &answer, objects, to, list)
-            }
-        }
+        let Some(Call { endpoint, body, sent }) = self.plan(objects, to)? else { return Ok(()) };
+        let answer = post(endpoint, body, TIMEOUT).await;
+        self.finish(&sent, &answer, objects, to, list)
     }
 
     /// What converting `objects` to `to` takes: nothing, the `apiVersion` rewritten (strategy
     /// `None`, done here), or a review to send.
-    fn plan(&self, objects: &mut [Value], to: &str) -> Result<Planned, ApiError> {
+    fn plan(&self, objects: &mut [Value], to: &str) -> Result<Option<Call>, ApiError> {
         let sent: Vec<usize> = (0..objects.len()).filter(|&i| api_version(&objects[i]) != to).collect();
-        let Some(&first) = sent.first() else { return Ok(Planned::Done) };
+        let Some(&first) = sent.first() else { return Ok(None) };
         let Some(webhook) = &self.webhook else {
             for &i in &sent {
                 set_api_version(&mut objects[i], to);
             }
-            return Ok(Planned::Done);
+            return Ok(None);
         };
         let failed = |why: &str| self.error(&objects[first], &format!("failed: {why}"));
         let Some(version) = webhook.review_versions.iter().find_map(|v| match v.as_str() {
@@ -180,31 +169,31 @@ impl Conversion {
             },
         });
         let body = serde_json::to_vec(&review).map_err(|e| failed(&e.to_string()))?;
-        Ok(Planned::Call(Call { endpoint, body, uid, version, sent }))
+        Ok(Some(Call { endpoint, body, sent: Sent { uid, version, indexes: sent } }))
     }
 
     /// Checks the webhook's answer to `call` and puts the objects it converted in their places.
     fn finish(
         &self,
-        call: &Call,
+        sent: &Sent,
         answer: &Result<Answer, String>,
         objects: &mut [Value],
         to: &str,
         list: bool,
     ) -> Result<(), ApiError> {
-        let first = &objects[call.sent[0]];
+        let first = &objects[sent.indexes[0]];
         let converted = answer
             .as_ref()
             .map_err(String::clone)
             .and_then(|a| a.decoded())
-            .and_then(|review| converted_objects(&review, call))
+            .and_then(|review| converted_objects(&review, sent))
             .map_err(|why| self.error(first, &format!("failed: {why}")))?;
-        if converted.len() != call.sent.len() {
-            let why = format!("returned {} objects, expected {}", converted.len(), call.sent.len());
+        if converted.len() != sent.indexes.len() {
+            let why = format!("returned {} objects, expected {}", converted.len(), sent.indexes.len());
             return Err(self.error(first, &why));
         }
         let mut results = Vec::with_capacity(converted.len());
-        for (n, (&i, mut out)) in call.sent.iter().zip(converted).enumerate() {
+        for (n, (&i, mut out)) in sent.indexes.iter().zip(converted).enumerate() {
             let original = &objects[i];
             // Upstream numbers a list's items from 1 in these messages (it counts before it
             // words them), a single object's as 0.
@@ -264,7 +253,7 @@ impl Conversion {
 
 /// The `convertedObjects` of a `ConversionReview` answering `call`, checked as upstream's
 /// `getConvertedObjectsFromResponse` (a `v1beta1` review's uid and kind are not checked).
-fn converted_objects(review: &Value, call: &Call) -> Result<Vec<Value>, String> {
+fn converted_objects(review: &Value, call: &Sent) -> Result<Vec<Value>, String> {
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     if call.version == "v1" {
         let (api_version, kind) = (text(review, "apiVersion"), text(review, "kind"));
@@ -433,7 +422,7 @@ mod tests {
     fn an_answer_is_checked_as_upstream_checks_it() {
         let c = conversion(true);
         let mut objs = vec![widget("v1", "a")];
-        let Planned::Call(call) = c.plan(&mut objs, "example.com/v2").unwrap() else { panic!("a call") };
+        let call = c.plan(&mut objs, "example.com/v2").unwrap().expect("a call").sent;
         let answer = |response: Value| {
             let review = json!({ "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
                 "response": response });
