@@ -545,7 +545,7 @@ fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut
         ));
     }
     list_and_map_types(m, ty, p, errs);
-    rule_errors(m, p, errs);
+    rule_errors(m, p, is_root || flag(m, "x-kubernetes-embedded-resource"), errs);
 }
 
 /// The reasons an `x-kubernetes-validations` rule may give (`supportedValidationReason`, sorted).
@@ -560,8 +560,9 @@ fn has_newlines(text: &str) -> bool {
 /// The checks of `x-kubernetes-validations`: a rule is given, a message or
 /// message expression that is set is not blank, a multi-line rule has a message, the reason is
 /// one of four, a `fieldPath` names a field of this schema, and the rule and message expression
-/// compile (parse: they are not type-checked, see `cel`).
-fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
+/// compile (parse, and select only declared fields: see `cel::check`); `root` says the node is
+/// a resource's root or an embedded resource.
+fn rule_errors(m: &Map<String, Value>, p: &str, root: bool, errs: &mut Vec<FieldError>) {
     for (i, rule) in list(m, "x-kubernetes-validations").iter().enumerate() {
         let Some(r) = rule.as_object() else { continue };
         let at = format!("{p}.x-kubernetes-validations[{i}]");
@@ -617,13 +618,20 @@ fn rule_errors(m: &Map<String, Value>, p: &str, errs: &mut Vec<FieldError>) {
         if !path.is_empty() && super::field_path::resolve(m, path, true).is_err() {
             errs.push(invalid(format!("{at}.fieldPath"), go_quote(path), "fieldPath must be a valid path"));
         }
+        let old_self = r.get("optionalOldSelf").and_then(Value::as_bool) != Some(true);
+        let checked = |text: &str| {
+            super::cel::compile(text).map(drop).and_then(|()| match super::cel::undefined_field(text, m, root, old_self) {
+                Some(e) => Err(e),
+                None => Ok(()),
+            })
+        };
         if !text_t.is_empty()
-            && let Err(e) = super::cel::compile(text)
+            && let Err(e) = checked(text)
         {
             errs.push(invalid(format!("{at}.rule"), rule_go(r), &format!("compilation failed: {e}")));
         }
         if !expression.trim().is_empty()
-            && let Err(e) = super::cel::compile(expression)
+            && let Err(e) = checked(expression)
         {
             errs.push(invalid(
                 format!("{at}.messageExpression"),

@@ -17,8 +17,11 @@
 //! schema lacks is refused only when it is evaluated, not when the CRD is written), and no cost
 //! is estimated or charged.
 
+mod check;
 mod regex;
 pub(crate) mod value;
+
+pub(crate) use check::undefined_field;
 
 use std::sync::{Arc, OnceLock};
 
