@@ -620,9 +620,11 @@ fn rule_errors(m: &Map<String, Value>, p: &str, root: bool, errs: &mut Vec<Field
         }
         let old_self = r.get("optionalOldSelf").and_then(Value::as_bool) != Some(true);
         let checked = |text: &str| {
-            super::cel::compile(text).map(drop).and_then(|()| match super::cel::undefined_field(text, m, root, old_self) {
-                Some(e) => Err(e),
-                None => Ok(()),
+            super::cel::compile(text).map(drop).and_then(|()| {
+                match super::cel::undefined_field(text, m, root, old_self) {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                }
             })
         };
         if !text_t.is_empty()

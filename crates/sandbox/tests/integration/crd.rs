@@ -585,4 +585,18 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
         message.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.size >", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:12: Syntax error: "#),
         "{message}"
     );
+
+    // So does one selecting a field the schema does not declare (a typo a kubebuilder marker
+    // carries into every CRD it generates), as cel-go's checker words it.
+    let mut typo: Value = serde_json::to_value(&bad).unwrap();
+    typo["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{ "rule": "self.size > 0 || has(self.colour)" }]);
+    let typo: CustomResourceDefinition = serde_json::from_value(typo).unwrap();
+    let message = refused(crds.create(&PostParams::default(), &typo).await.unwrap_err());
+    assert!(
+        message.ends_with(
+            "compilation failed: ERROR: <input>:1:21: undefined field 'colour'\n | self.size > 0 || has(self.colour)\n | ....................^"
+        ),
+        "{message}"
+    );
 }

@@ -33,8 +33,27 @@ const ROOT_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// CEL's reserved words: a property so named is read as `__<name>__`.
 const RESERVED: [&str; 21] = [
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function", "if",
-    "import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// The type a schema node declares (`root`: a resource's root or an embedded resource).
@@ -85,7 +104,11 @@ fn field_of<'a>(schema: &'a Map<String, Value>, root: bool, field: &str) -> Resu
     if root && ROOT_FIELDS.contains(&field) && !declares_type_and_meta(properties) {
         // `WithTypeAndObjectMeta`: unless the schema declares them all, the root's `apiVersion`
         // and `kind` are strings and its `metadata` has `name` and `generateName` only.
-        return Ok(if field == "metadata" { Ty::Object { schema: &ROOT_METADATA, root: false } } else { Ty::Unknown });
+        return Ok(if field == "metadata" {
+            Ty::Object { schema: &ROOT_METADATA, root: false }
+        } else {
+            Ty::Unknown
+        });
     }
     for (name, prop) in properties.into_iter().flatten() {
         if escaped(name).as_deref() == Some(field) {
@@ -135,7 +158,9 @@ struct Walk<'a> {
 impl<'a> Walk<'a> {
     fn ty(&mut self, e: &IdedExpr) -> Ty<'a> {
         match &e.expr {
-            Expr::Ident(name) => self.scope.iter().rev().find(|(n, _)| n == name).map_or(Ty::Unknown, |(_, t)| *t),
+            Expr::Ident(name) => {
+                self.scope.iter().rev().find(|(n, _)| n == name).map_or(Ty::Unknown, |(_, t)| *t)
+            }
             Expr::Select(s) => {
                 let operand = self.ty(&s.operand);
                 let at = self.selections;
@@ -215,7 +240,12 @@ impl<'a> Walk<'a> {
 /// selection's dot (under `has(`'s parenthesis for a `has()`), one after the other; `None` when
 /// there are none. `schema` is the rule's node; `root` says it is a resource's root (or an
 /// embedded resource); `old_self` says `oldSelf` has the node's type (it is not optional).
-pub(crate) fn undefined_field(text: &str, schema: &Map<String, Value>, root: bool, old_self: bool) -> Option<String> {
+pub(crate) fn undefined_field(
+    text: &str,
+    schema: &Map<String, Value>,
+    root: bool,
+    old_self: bool,
+) -> Option<String> {
     let parsed = kube_cel::cel::parser::Parser::default().parse(text).ok()?;
     let own = declared(schema, root);
     let mut scope = vec![("self".to_owned(), own)];
@@ -349,7 +379,11 @@ mod tests {
         );
         assert!(check("self.spec.ports.all(p, p.prot > 0)").unwrap().contains("undefined field 'prot'"));
         assert!(check("self.spec.ports[0].prt == 1").unwrap().contains("undefined field 'prt'"));
-        assert!(check("self.metadata.name == 'x' && self.metadata.labels.size() == 0").unwrap().contains("'labels'"));
+        assert!(
+            check("self.metadata.name == 'x' && self.metadata.labels.size() == 0")
+                .unwrap()
+                .contains("'labels'")
+        );
         assert!(check("oldSelf.nope == self.spec").unwrap().contains("1:8: undefined field 'nope'"));
     }
 

@@ -13,9 +13,10 @@
 //! The environment is CEL's standard library and the Kubernetes libraries as kube-rs's
 //! `kube-cel` implements them (`k8s.io/apiserver/pkg/cel/library` and cel-go's extensions:
 //! strings, lists, sets, regex, URLs, IPs and CIDRs, quantities, semver, format, math). It is
-//! not upstream's in two ways: rules are parsed but not type-checked (a rule naming a field its
-//! schema lacks is refused only when it is evaluated, not when the CRD is written), and no cost
-//! is estimated or charged.
+//! not upstream's in two ways: rules are parsed and their field selections checked against the
+//! schema ([`check`]: a field the schema lacks refuses the CRD, as upstream), but not otherwise
+//! type-checked (a wrong overload is an error when the rule runs, not when the CRD is written),
+//! and no cost is estimated or charged.
 
 mod check;
 mod regex;
