@@ -11,7 +11,7 @@
 //!
 //! For each webhook, when it is reached: its object selector (the new object's labels, or the
 //! old one's), its `matchConditions` (an error refuses the write with 403 under `Fail`), the
-//! dry-run rule of its `sideEffects`, then the call ([`call`], [`review`]). A call that fails
+//! dry-run rule of its `sideEffects`, then the call ([`crate::webhook_client`], [`review`]). A call that fails
 //! refuses the write with 500 under `failurePolicy: Fail` and is skipped under `Ignore` (an audit
 //! annotation says so); a refusal is the webhook's status, worded as upstream's. Warnings and
 //! audit annotations it answers reach the request's answer and record.
