@@ -30,31 +30,6 @@ const NOT_FOUND_ACTIONS: &[&str] = &["Deny", "Allow"];
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 /// The longest an audit annotation's value expression may be, trimmed.
 const MAX_VALUE_EXPRESSION: usize = 5 * 1024;
-/// The words CEL reserves, which no variable may be named.
-const CEL_RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// `SetDefaults_ValidatingAdmissionPolicySpec` and `SetDefaults_MatchResources`: a policy fails
 /// closed; its constraints match equivalent versions, every namespace and object, every scope.
 pub fn default_policy(policy: &mut Value) {
@@ -231,7 +206,7 @@ fn is_cel_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !CEL_RESERVED.contains(&name)
+        && !crate::schema::cel::RESERVED.contains(&name)
 }
 
 /// `validateVariable`: a name that is a CEL identifier, an expression given.

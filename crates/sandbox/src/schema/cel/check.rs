@@ -31,8 +31,9 @@ enum Ty<'a> {
 /// The fields at a resource's root that every rule may read, whatever the schema says.
 const ROOT_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
-/// CEL's reserved words: a property so named is read as `__<name>__`.
-const RESERVED: [&str; 21] = [
+/// CEL's reserved words: no variable may be so named, and a property so named is read as
+/// `__<name>__`.
+pub(crate) const RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",

@@ -22,7 +22,7 @@ mod check;
 mod regex;
 pub(crate) mod value;
 
-pub(crate) use check::undefined_field;
+pub(crate) use check::{RESERVED, undefined_field};
 
 use std::sync::{Arc, OnceLock};
 
