@@ -1180,13 +1180,12 @@ impl Store {
                 ApiError::not_found(def.group, def.plural, name)
             });
         }
-        let old_view = old_view.into_owned();
         Self::commit_update(
             &mut st,
             def,
             ns,
             name,
-            Update { new, old, old_view: &old_view, stored: None },
+            Update { new, old: Arc::clone(&old), old_view: &old_view, stored: None },
             sub,
         )
         .map(drop)
@@ -1252,11 +1251,12 @@ impl Store {
     ) -> Result<(Arc<Value>, bool), ApiError> {
         let body = update_body(def, ns, name, body, sub)?;
         let old = st.get(def, ns, name).map_err(|e| missing_scale(def, sub, name, e))?;
-        let old_view = def.view(&old)?.into_owned();
+        // Borrowed when it is stored in the request's version: an update copies nothing more.
+        let old_view = def.view(&old)?;
         match Self::prepare_update(def, name, body, sub, manager, &old_view, &mut |_| Ok(()))? {
             None => Ok((old, false)),
             Some(new) => {
-                let update = Update { new, old, old_view: &old_view, stored: None };
+                let update = Update { new, old: Arc::clone(&old), old_view: &old_view, stored: None };
                 Self::commit_update(st, def, ns, name, update, sub).map(|stored| (stored, true))
             }
         }
@@ -1575,7 +1575,7 @@ impl Store {
         loop {
             let (frozen, old) = self.read_pinned(def, key)?;
             let body = update_body(def, ns, name, make(&old)?, sub)?;
-            let old_view = def.view(&old)?.into_owned();
+            let old_view = def.view(&old)?;
             let mut mutate = |new: &mut Value| match calls {
                 Some(calls) => mutate_by_webhooks(def, calls, new, Some(&old_view)),
                 None => Ok(()),
@@ -1591,7 +1591,7 @@ impl Store {
             let stored = def.conversion_webhook().map(|_| def.to_storage(new.clone())).transpose()?;
             let mut st = self.lock();
             if st.is_current(key, &frozen) {
-                let update = Update { new, old, old_view: &old_view, stored };
+                let update = Update { new, old: Arc::clone(&old), old_view: &old_view, stored };
                 return Self::commit_update(&mut st, def, ns, name, update, sub).map(|stored| (stored, true));
             }
         }
