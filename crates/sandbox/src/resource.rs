@@ -572,12 +572,10 @@ impl ResourceDef {
     /// # Errors
     ///
     /// A conversion webhook's failure (a 500).
-    pub(crate) async fn present_async(&self, stored: Value) -> Result<Value, ApiError> {
-        let mut one = [stored];
+    pub(crate) async fn present_async(&self, mut stored: Value) -> Result<Value, ApiError> {
         if let Some(conversion) = self.conversion_webhook() {
-            conversion.convert_async(&mut one, &self.api_version(), false).await?;
+            conversion.convert_async(std::slice::from_mut(&mut stored), &self.api_version(), false).await?;
         }
-        let [stored] = one;
         self.present_owned(stored)
     }
 

@@ -69,23 +69,11 @@ impl ApiError {
 
     /// 422: the object is invalid; `causes` are `(field, message)` pairs.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: &[(String, String)]) -> Self {
-        // As `field.ErrorList.ToAggregate()`: an error repeated is told once (the causes keep
-        // every one), one error bare, several in brackets.
-        let mut list: Vec<String> = Vec::new();
-        for (f, m) in causes {
-            let line = format!("{f}: {m}");
-            if !list.contains(&line) {
-                list.push(line);
-            }
-        }
+        // The causes keep every error; the message tells a repeated one once.
         let mut e = Self::new(
             422,
             "Invalid",
-            if list.len() == 1 {
-                format!("{} \"{name}\" is invalid: {}", qualified(group, kind), list[0])
-            } else {
-                format!("{} \"{name}\" is invalid: [{}]", qualified(group, kind), list.join(", "))
-            },
+            format!("{} \"{name}\" is invalid: {}", qualified(group, kind), aggregate(causes)),
         );
         e.details = Some(json!({
             "causes": causes.iter().map(|(f, m)| json!({"reason": cause_reason(m), "message": m, "field": f})).collect::<Vec<_>>(),
@@ -407,6 +395,23 @@ pub const SERVED_MEDIA_TYPES: [&str; 3] =
 /// `configmaps` or `deployments.apps`, as the API server names a resource in messages.
 fn qualified(group: &str, plural: &str) -> String {
     if group.is_empty() { plural.to_owned() } else { format!("{plural}.{group}") }
+}
+
+/// `field.ErrorList.ToAggregate().Error()`: each error as `<field>: <detail>`, one repeated told
+/// once, one error bare, several in brackets.
+#[must_use]
+pub(crate) fn aggregate(errs: &[FieldError]) -> String {
+    let mut list: Vec<String> = Vec::new();
+    for (f, m) in errs {
+        let line = format!("{f}: {m}");
+        if !list.contains(&line) {
+            list.push(line);
+        }
+    }
+    match list.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
 }
 
 /// A success Status, as returned by some deletes.

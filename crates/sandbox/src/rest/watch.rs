@@ -145,20 +145,24 @@ impl Watcher {
     fn render(&mut self, kind: &str, obj: EventObject) -> Bytes {
         let def = &self.def;
         let framer = self.framer;
+        let whole =
+            !matches!(self.query.render, Render::Partial(_) | Render::PartialList(_)) && !self.query.as_table;
+        if let (true, Wire::Json, EventObject::Stored(o)) = (whole, framer.0, &obj) {
+            // Written straight from the stored object, without a copy when it needs no conversion.
+            let mut failed = None;
+            let line = frame_with(kind, |out| failed = def.write_presented(o, out).err());
+            return failed.map_or(line, |e| framer.frame("ERROR", &e.to_status()));
+        }
+        let obj = match obj.into_presented(def) {
+            Ok(v) => v,
+            Err(e) => return framer.frame("ERROR", &e.to_status()),
+        };
         if let Render::Partial(version) | Render::PartialList(version) = self.query.render {
-            let obj = match obj.into_presented(def) {
-                Ok(v) => v,
-                Err(e) => return framer.frame("ERROR", &e.to_status()),
-            };
             framer.frame(
                 kind,
                 &json!({ "kind": "PartialObjectMetadata", "apiVersion": version, "metadata": obj["metadata"] }),
             )
         } else if self.query.as_table {
-            let obj = match obj.into_presented(def) {
-                Ok(v) => v,
-                Err(e) => return framer.frame("ERROR", &e.to_status()),
-            };
             let rv = crate::object_meta::meta_str(&obj, "resourceVersion").to_owned();
             let mut t = super::table::table(def, &[obj], &rv, self.headers);
             if let Render::Table(version) = self.query.render {
@@ -167,21 +171,7 @@ impl Watcher {
             self.headers = false;
             framer.frame(kind, &t)
         } else {
-            let presented = match obj {
-                EventObject::Stored(o) if framer.0 == Wire::Json => {
-                    let mut line = None;
-                    let written = frame_with(kind, |out| line = Some(def.write_presented(&o, out)));
-                    return match line {
-                        Some(Err(e)) => framer.frame("ERROR", &e.to_status()),
-                        _ => written,
-                    };
-                }
-                obj => obj.into_presented(def),
-            };
-            match presented {
-                Ok(v) => framer.frame(kind, &v),
-                Err(e) => framer.frame("ERROR", &e.to_status()),
-            }
+            framer.frame(kind, &obj)
         }
     }
 

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::storage::{ChangeType, Key, State, key_of};
 use super::{DeleteOptions, ListQuery, Propagation, Store};
+use crate::admission::WebhookCalls;
 use crate::object_meta::{finalizers, is_deleting, meta_mut, meta_str, now_rfc3339, owner_uids};
 use crate::resource::{Deletion, GcPolicy, ResourceDef};
 use crate::status::ApiError;
@@ -224,10 +225,7 @@ impl Store {
             // Webhooks judge the delete, and a conversion webhook converts the object, with the
             // lock let go; what they judged is what is deleted, else they judge it again.
             drop(st);
-            let old_view = def.view(&old)?.into_owned();
-            if let Some(calls) = calls {
-                calls.validate(None, Some(&old_view))?;
-            }
+            let old_view = judged(def, &old, calls)?;
             let st = self.lock();
             let now = st.get(def, ns, name)?;
             if meta_str(&now, "resourceVersion") == meta_str(&old, "resourceVersion") {
@@ -342,11 +340,7 @@ impl Store {
             let mut converted = None;
             if calls.is_some() || def.conversion_webhook().is_some() {
                 drop(st);
-                let old_view = def.view(&o)?.into_owned();
-                if let Some(calls) = calls {
-                    calls.validate(None, Some(&old_view))?;
-                }
-                converted = Some(old_view);
+                converted = Some(judged(def, &o, calls)?);
                 st = self.lock();
                 match st.get(def, ns, meta_str(&o, "name")) {
                     Ok(now) => o = now,
@@ -412,6 +406,16 @@ fn bump_generation(meta: &mut serde_json::Map<String, Value>) {
     if let Some(g) = meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0) {
         meta.insert("generation".into(), json!(g + 1));
     }
+}
+
+/// The stored object `old` in the request's version, judged by the validating webhooks of
+/// `calls`: what a delete does with the lock let go (a conversion webhook may convert it).
+fn judged(def: &ResourceDef, old: &Value, calls: Option<WebhookCalls>) -> Result<Value, ApiError> {
+    let old_view = def.view(old)?.into_owned();
+    if let Some(calls) = calls {
+        calls.validate(None, Some(&old_view))?;
+    }
+    Ok(old_view)
 }
 
 /// The stored object `old` in the request's version: `converted` when it was converted with the

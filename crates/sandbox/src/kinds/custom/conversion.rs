@@ -253,9 +253,9 @@ impl Conversion {
 
 /// The `convertedObjects` of a `ConversionReview` answering `call`, checked as upstream's
 /// `getConvertedObjectsFromResponse` (a `v1beta1` review's uid and kind are not checked).
-fn converted_objects(review: &Value, call: &Sent) -> Result<Vec<Value>, String> {
+fn converted_objects(review: &Value, sent: &Sent) -> Result<Vec<Value>, String> {
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    if call.version == "v1" {
+    if sent.version == "v1" {
         let (api_version, kind) = (text(review, "apiVersion"), text(review, "kind"));
         if api_version != "apiextensions.k8s.io/v1" || kind != "ConversionReview" {
             let gv = if api_version.contains('/') { api_version } else { format!("/{api_version}") };
@@ -267,8 +267,8 @@ fn converted_objects(review: &Value, call: &Sent) -> Result<Vec<Value>, String> 
     let Some(response) = review.get("response").filter(|r| r.is_object()) else {
         return Err("no response provided".to_owned());
     };
-    if call.version == "v1" && text(response, "uid") != call.uid {
-        return Err(format!("expected response.uid={:?}, got {:?}", call.uid, text(response, "uid")));
+    if sent.version == "v1" && text(response, "uid") != sent.uid {
+        return Err(format!("expected response.uid={:?}, got {:?}", sent.uid, text(response, "uid")));
     }
     let result = response.get("result").cloned().unwrap_or(Value::Null);
     let status = text(&result, "status");
@@ -283,12 +283,9 @@ fn converted_objects(review: &Value, call: &Sent) -> Result<Vec<Value>, String> 
     Ok(response.get("convertedObjects").and_then(Value::as_array).cloned().unwrap_or_default())
 }
 
-/// `validateConvertedObject`: the kind, name, namespace and uid must be the original's.
+/// `validateConvertedObject`: the name, namespace and uid must be the original's (its kind
+/// check is made before, worded as the caller's).
 fn changed_identity(original: &Value, out: &Value) -> Option<String> {
-    let kind = |o: &Value| o.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
-    if kind(original) != kind(out) {
-        return Some(format!("must have the same kind: {} != {}", kind(original), kind(out)));
-    }
     for (field, what) in [("name", "name"), ("namespace", "namespace"), ("uid", "UID")] {
         let (a, b) =
             (crate::object_meta::meta_str(original, field), crate::object_meta::meta_str(out, field));
@@ -345,17 +342,7 @@ fn restore_metadata(original: &Value, out: &mut Value) -> Result<(), String> {
                 crate::label_rules::annotation_map_errors(Some(&map), "metadata.annotation")
             };
             if !errs.is_empty() {
-                let mut lines: Vec<String> = Vec::new();
-                for (f, why) in errs {
-                    let line = format!("{f}: {why}");
-                    if !lines.contains(&line) {
-                        lines.push(line);
-                    }
-                }
-                return Err(match lines.as_slice() {
-                    [one] => one.clone(),
-                    many => format!("[{}]", many.join(", ")),
-                });
+                return Err(crate::status::aggregate(&errs));
             }
         }
         meta.insert(field.to_owned(), Value::Object(given.clone()));

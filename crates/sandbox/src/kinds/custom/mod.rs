@@ -45,13 +45,11 @@ impl CustomStrategy {
     /// # Errors
     ///
     /// The conversion webhook's failure (a 500).
-    pub fn read_owned(&self, obj: Value) -> Result<Value, ApiError> {
-        let mut one = [obj];
+    pub fn read_owned(&self, mut obj: Value) -> Result<Value, ApiError> {
         // An object stored without an `apiVersion` (written by a harness) is read as it is.
-        if one[0].get("apiVersion").is_some() {
-            self.conversion.convert(&mut one, &self.api_version, false)?;
+        if obj.get("apiVersion").is_some() {
+            self.conversion.convert(std::slice::from_mut(&mut obj), &self.api_version, false)?;
         }
-        let [mut obj] = one;
         self.schema.prune(&mut obj);
         self.schema.default(&mut obj);
         Ok(obj)
@@ -62,13 +60,11 @@ impl CustomStrategy {
     /// # Errors
     ///
     /// The conversion webhook's failure (a 500).
-    pub fn to_storage(&self, obj: Value) -> Result<Value, ApiError> {
-        let mut one = [obj];
-        if let Some(o) = one[0].as_object_mut() {
+    pub fn to_storage(&self, mut obj: Value) -> Result<Value, ApiError> {
+        if let Some(o) = obj.as_object_mut() {
             o.insert("apiVersion".into(), Value::String(self.api_version.clone()));
         }
-        self.conversion.convert(&mut one, self.conversion.storage_version(), false)?;
-        let [obj] = one;
+        self.conversion.convert(std::slice::from_mut(&mut obj), self.conversion.storage_version(), false)?;
         Ok(obj)
     }
 
