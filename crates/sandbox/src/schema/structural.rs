@@ -20,9 +20,12 @@
 //!    defaults in the root's `metadata`/`apiVersion`/`kind`, the list and map types and their keys.
 //!
 //! Paths use upstream's `field.Path` rendering: `….properties[spec].items.type`, `….anyOf[0]`.
-//! `x-kubernetes-validations` rules are parsed (a syntax error refuses the CRD) but neither
-//! type-checked nor costed; their other fields are checked (a rule given, messages not blank, a
-//! known reason, a `fieldPath` in the schema).
+//! `x-kubernetes-validations` rules are parsed (a syntax error refuses the CRD), their field
+//! selections checked, and, in a structural schema, their cost estimated: a rule above 10,000,000
+//! (times how often its node may occur, from its ancestors' `maxItems` and `maxProperties`), a
+//! message expression above it, or a schema's rules above 100,000,000 together refuse the CRD,
+//! as upstream's `ValidateCustomResourceDefinitionOpenAPISchema` does. Their other fields are
+//! checked (a rule given, messages not blank, a known reason, a `fieldPath` in the schema).
 
 use serde_json::{Map, Value};
 
@@ -98,14 +101,107 @@ pub(crate) fn errors(schema: &Value, field: &str) -> Vec<FieldError> {
     invariants(root, Level::Root, field, &mut structural);
     completeness(root, root, field, field, &mut structural);
     structural.sort_by(|a, b| format!("{}: {}", a.0, a.1).cmp(&format!("{}: {}", b.0, b.1)));
-    if structural.is_empty() {
+    let structural_ok = structural.is_empty();
+    if structural_ok {
         let node = Node::parse(schema);
         defaults(&node, field, true, false, &mut errs);
     } else {
         errs.extend(structural);
     }
-    openapi(root, field, &Ssv::default(), true, &mut errs);
+    // Rules are costed only in a structural schema, as upstream compiles them only there.
+    let cardinality = if structural_ok { Cardinality::Bounded(1) } else { Cardinality::Off };
+    let mut total = CostTotal::default();
+    openapi(root, field, &Ssv::default(), true, cardinality, &mut total, &mut errs);
+    if total.total > CRD_COST_LIMIT {
+        for (path, _) in &total.most {
+            errs.push(forbidden(
+                path.clone(),
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            ));
+        }
+        errs.push(forbidden(
+            field.to_owned(),
+            &cost_message(
+                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                total.total,
+                CRD_COST_LIMIT,
+            ),
+        ));
+    }
     errs
+}
+
+/// The most one rule or message expression may be estimated to cost (`StaticEstimatedCostLimit`).
+const RULE_COST_LIMIT: u64 = 10_000_000;
+/// The most all of one schema's rules may be estimated to cost (`StaticEstimatedCRDCostLimit`).
+const CRD_COST_LIMIT: u64 = 100_000_000;
+
+/// How many times a node's rules may run in one object (`CELSchemaContext.MaxCardinality`):
+/// the product of its ancestors' `maxItems` and `maxProperties`.
+#[derive(Clone, Copy)]
+enum Cardinality {
+    /// Not costed: the schema is not structural, or the node is under `not`, `allOf`, `anyOf`
+    /// or `oneOf` (where no rule may be).
+    Off,
+    /// At most this many.
+    Bounded(u64),
+    /// An ancestor list or map has no bound: as many as fit in a request.
+    Unbounded,
+}
+
+impl Cardinality {
+    /// The cardinality of a child (property, items, values) of `parent`, this node.
+    fn child(self, parent: &Map<String, Value>) -> Self {
+        let bound = |k: &str| parent.get(k).and_then(Value::as_i64).map(|n| n.max(0) as u64);
+        let each = match s(parent, "type") {
+            "object" if parent.get("additionalProperties").is_some_and(|a| !a.is_null()) => {
+                bound("maxProperties")
+            }
+            "array" => bound("maxItems"),
+            _ => Some(1),
+        };
+        match (self, each) {
+            (Self::Bounded(n), Some(m)) => Self::Bounded(n.saturating_mul(m)),
+            (Self::Off, _) => Self::Off,
+            _ => Self::Unbounded,
+        }
+    }
+}
+
+/// The estimated costs of one schema's rules (`TotalCost`): their sum, and the dearest four
+/// of those that cost a hundredth of the limit or more, dearest first.
+#[derive(Default)]
+struct CostTotal {
+    total: u64,
+    most: Vec<(String, u64)>,
+}
+
+impl CostTotal {
+    fn observe(&mut self, path: String, cost: u64) {
+        self.total = self.total.saturating_add(cost);
+        if cost < CRD_COST_LIMIT / 100 {
+            return;
+        }
+        self.most.push((path, cost));
+        self.most.sort_by_key(|m| std::cmp::Reverse(m.1));
+        self.most.truncate(4);
+    }
+}
+
+/// `getCostErrorMessage`: by how much a cost exceeds its limit.
+fn cost_message(name: &str, cost: u64, limit: u64) -> String {
+    let f = cost as f64 / limit as f64;
+    let factor = if f > 100.0 {
+        "more than 100x".to_owned()
+    } else if f < 1.5 {
+        format!("{f:.6}x")
+    } else {
+        format!("{f:.1}x")
+    };
+    format!(
+        "{name} exceeds budget by factor of {factor} (try simplifying the rule, or adding maxItems, \
+         maxProperties, and maxLength where arrays, maps, and strings are declared)"
+    )
 }
 
 /// Whether `anyOf` is exactly `[{type: integer}, {type: string}]`.
@@ -438,7 +534,16 @@ struct Ssv {
 const TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 
 /// `ValidateCustomResourceDefinitionOpenAPISchema`.
-fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut Vec<FieldError>) {
+#[allow(clippy::too_many_arguments)]
+fn openapi(
+    m: &Map<String, Value>,
+    p: &str,
+    ssv: &Ssv,
+    is_root: bool,
+    cel: Cardinality,
+    total: &mut CostTotal,
+    errs: &mut Vec<FieldError>,
+) {
     let ty = s(m, "type");
     let present = |k: &str| m.get(k).is_some_and(|v| !v.is_null());
     // specStandardValidatorV3.validate
@@ -502,7 +607,7 @@ fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut
             if ssv.inside_resource_meta {
                 sub.no_defaults = Some("inside additionalProperties applying to object metadata".to_owned());
             }
-            openapi(a, &format!("{p}.additionalProperties"), &sub, false, errs);
+            openapi(a, &format!("{p}.additionalProperties"), &sub, false, cel.child(m), total, errs);
         }
     }
     let embedded = flag(m, "x-kubernetes-embedded-resource");
@@ -514,26 +619,26 @@ fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut
                 sub.no_defaults = Some(format!("in top-level {k}"));
             }
         }
-        openapi(v, &format!("{p}.properties[{k}]"), &sub, false, errs);
+        openapi(v, &format!("{p}.properties[{k}]"), &sub, false, cel.child(m), total, errs);
     }
     if let Some(not) = obj(m, "not") {
-        openapi(not, &format!("{p}.not"), ssv, false, errs);
+        openapi(not, &format!("{p}.not"), ssv, false, Cardinality::Off, total, errs);
     }
     for junctor in ["allOf", "oneOf", "anyOf"] {
         for (i, x) in list(m, junctor).iter().enumerate() {
             if let Some(x) = x.as_object() {
-                openapi(x, &format!("{p}.{junctor}[{i}]"), ssv, false, errs);
+                openapi(x, &format!("{p}.{junctor}[{i}]"), ssv, false, Cardinality::Off, total, errs);
             }
         }
     }
     let items = m.get("items");
     if let Some(i) = items.and_then(Value::as_object) {
-        openapi(i, &format!("{p}.items"), ssv, false, errs);
+        openapi(i, &format!("{p}.items"), ssv, false, cel.child(m), total, errs);
     }
     if let Some(a) = items.and_then(Value::as_array) {
         for (i, x) in a.iter().enumerate() {
             if let Some(x) = x.as_object() {
-                openapi(x, &format!("{p}.items[{i}]"), ssv, false, errs);
+                openapi(x, &format!("{p}.items[{i}]"), ssv, false, cel.child(m), total, errs);
             }
         }
     }
@@ -545,7 +650,7 @@ fn openapi(m: &Map<String, Value>, p: &str, ssv: &Ssv, is_root: bool, errs: &mut
         ));
     }
     list_and_map_types(m, ty, p, errs);
-    rule_errors(m, p, is_root || flag(m, "x-kubernetes-embedded-resource"), errs);
+    rule_errors(m, p, is_root || flag(m, "x-kubernetes-embedded-resource"), cel, total, errs);
 }
 
 /// The reasons an `x-kubernetes-validations` rule may give (`supportedValidationReason`, sorted).
@@ -562,7 +667,14 @@ fn has_newlines(text: &str) -> bool {
 /// one of four, a `fieldPath` names a field of this schema, and the rule and message expression
 /// compile (parse, and select only declared fields: see `cel::check`); `root` says the node is
 /// a resource's root or an embedded resource.
-fn rule_errors(m: &Map<String, Value>, p: &str, root: bool, errs: &mut Vec<FieldError>) {
+fn rule_errors(
+    m: &Map<String, Value>,
+    p: &str,
+    root: bool,
+    cel: Cardinality,
+    total: &mut CostTotal,
+    errs: &mut Vec<FieldError>,
+) {
     for (i, rule) in list(m, "x-kubernetes-validations").iter().enumerate() {
         let Some(r) = rule.as_object() else { continue };
         let at = format!("{p}.x-kubernetes-validations[{i}]");
@@ -619,27 +731,50 @@ fn rule_errors(m: &Map<String, Value>, p: &str, root: bool, errs: &mut Vec<Field
             errs.push(invalid(format!("{at}.fieldPath"), go_quote(path), "fieldPath must be a valid path"));
         }
         let old_self = r.get("optionalOldSelf").and_then(Value::as_bool) != Some(true);
-        let checked = |text: &str| {
-            super::cel::compile(text).map(drop).and_then(|()| {
-                match super::cel::undefined_field(text, m, root, old_self) {
-                    Some(e) => Err(e),
-                    None => Ok(()),
+        let checked = |text: &str| super::cel::estimated_cost(text, m, root, old_self);
+        if !text_t.is_empty() {
+            match checked(text) {
+                Ok(cost) if !matches!(cel, Cardinality::Off) => {
+                    let path = format!("{at}.rule");
+                    let times = match cel {
+                        Cardinality::Bounded(n) => n,
+                        _ => super::cel::max_cardinality(m),
+                    };
+                    let cost = cost.saturating_mul(times);
+                    if cost > RULE_COST_LIMIT {
+                        errs.push(forbidden(
+                            path.clone(),
+                            &cost_message("estimated rule cost", cost, RULE_COST_LIMIT),
+                        ));
+                    }
+                    total.observe(path, cost);
                 }
-            })
-        };
-        if !text_t.is_empty()
-            && let Err(e) = checked(text)
-        {
-            errs.push(invalid(format!("{at}.rule"), rule_go(r), &format!("compilation failed: {e}")));
+                Ok(_) => {}
+                Err(e) => {
+                    errs.push(invalid(format!("{at}.rule"), rule_go(r), &format!("compilation failed: {e}")))
+                }
+            }
         }
-        if !expression.trim().is_empty()
-            && let Err(e) = checked(expression)
-        {
-            errs.push(invalid(
-                format!("{at}.messageExpression"),
-                rule_go(r),
-                &format!("messageExpression compilation failed: {e}"),
-            ));
+        if !expression.trim().is_empty() {
+            match checked(expression) {
+                // A message is evaluated once, where its rule fails: its cost is not multiplied.
+                Ok(cost) if !matches!(cel, Cardinality::Off) => {
+                    let path = format!("{at}.messageExpression");
+                    if cost > RULE_COST_LIMIT {
+                        errs.push(forbidden(
+                            path.clone(),
+                            &cost_message("estimated messageExpression cost", cost, RULE_COST_LIMIT),
+                        ));
+                    }
+                    total.observe(path, cost);
+                }
+                Ok(_) => {}
+                Err(e) => errs.push(invalid(
+                    format!("{at}.messageExpression"),
+                    rule_go(r),
+                    &format!("messageExpression compilation failed: {e}"),
+                )),
+            }
         }
     }
 }

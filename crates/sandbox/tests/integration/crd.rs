@@ -530,7 +530,7 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
           "messageExpression": "'colour ' + self.color + ' is not lower-case letters'" },
     ]);
     spec["properties"]["size"]["x-kubernetes-validations"] = json!([
-        { "rule": "self >= oldSelf", "messageExpression": "'size may not shrink from ' + string(oldSelf) + ' to ' + string(self)" },
+        { "rule": "self >= oldSelf", "messageExpression": "'size may not shrink from %d to %d'.format([oldSelf, self])" },
     ]);
     let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
     install(&client, &crd).await;
@@ -599,4 +599,89 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
         ),
         "{message}"
     );
+
+    // A message built by concatenating a number's string (which has no size cel-go can bound)
+    // is estimated past any budget, and refused as a cluster refuses it.
+    let mut dear: Value = serde_json::to_value(&bad).unwrap();
+    dear["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = json!([
+        { "rule": "self.size >= 0", "messageExpression": "'size ' + string(self.size) + ' is negative'" },
+    ]);
+    let dear: CustomResourceDefinition = serde_json::from_value(dear).unwrap();
+    let message = refused(crds.create(&PostParams::default(), &dear).await.unwrap_err());
+    let at = "spec.validation.openAPIV3Schema";
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    assert_eq!(
+        message,
+        format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"gadgets.example.com\" is invalid: [\
+             {at}.properties[spec].x-kubernetes-validations[0].messageExpression: Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x {hint}, \
+             {at}.properties[spec].x-kubernetes-validations[0].messageExpression: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema, \
+             {at}: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}]"
+        )
+    );
+}
+
+/// A CRD with rules that may cost too much is refused by the estimate cel-go makes of them, as
+/// a cluster refuses it; the bounds the message asks for make it acceptable.
+#[tokio::test]
+async fn rules_estimated_too_expensive_refuse_their_crd_until_bounded() {
+    let sandbox = Sandbox::new();
+    let client = sandbox.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let with = |tags: Value, rules: Value| {
+        let mut crd: Value = serde_json::to_value(Widget::crd()).unwrap();
+        let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        spec["properties"]["tags"] = tags;
+        spec["properties"]["tags"]["x-kubernetes-validations"] = rules;
+        serde_json::from_value::<CustomResourceDefinition>(crd).unwrap()
+    };
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties[tags]";
+
+    // Every tag of an unbounded list of unbounded strings matched against a regex.
+    let unbounded = json!({ "type": "array", "items": { "type": "string" } });
+    let matched = json!([{ "rule": "self.all(t, t.matches('^[a-z]+$'))" }]);
+    let e = api_error(
+        crds.create(&PostParams::default(), &with(unbounded.clone(), matched.clone())).await.unwrap_err(),
+    );
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message.contains(&format!(
+            "{at}.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}"
+        )),
+        "{}",
+        e.message
+    );
+
+    // A rule on each item of an unbounded list runs as often as items fit in a request
+    // (1,048,576 strings): at 53 each (`self`, and ⌈(4 × 63 + 1) × 0.1⌉ × ⌈8 × 0.25⌉ to match
+    // a string of 63 characters), 5.6 times the budget.
+    let items = json!({ "type": "array", "items": { "type": "string", "maxLength": 63,
+        "x-kubernetes-validations": [{ "rule": "self.matches('^[a-z]+$')" }] } });
+    let e = api_error(crds.create(&PostParams::default(), &with(items, json!([]))).await.unwrap_err());
+    assert!(
+        e.message.contains(&format!(
+            "{at}.items.x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of 5.6x {hint}"
+        )),
+        "{}",
+        e.message
+    );
+
+    // Bounded as the message asks, the same rule is accepted, and enforced.
+    let bounded = json!({ "type": "array", "maxItems": 20, "items": { "type": "string", "maxLength": 63 } });
+    install(&client, &with(bounded, matched)).await;
+    let tagged = |tags: Value| {
+        let body = json!({ "apiVersion": "example.com/v1", "kind": "Widget", "metadata": { "name": "tagged" },
+            "spec": { "size": 1, "tags": tags } });
+        http::Request::post("/apis/example.com/v1/namespaces/default/widgets")
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap()
+    };
+    let e = api_error(client.request::<Value>(tagged(json!(["Bad"]))).await.unwrap_err());
+    assert_eq!(
+        e.message,
+        r#"Widget.example.com "tagged" is invalid: spec.tags: Invalid value: "array": failed rule: self.all(t, t.matches('^[a-z]+$'))"#
+    );
+    client.request::<Value>(tagged(json!(["good"]))).await.expect("lower-case tags hold");
 }

@@ -13,16 +13,20 @@
 //! The environment is CEL's standard library and the Kubernetes libraries as kube-rs's
 //! `kube-cel` implements them (`k8s.io/apiserver/pkg/cel/library` and cel-go's extensions:
 //! strings, lists, sets, regex, URLs, IPs and CIDRs, quantities, semver, format, math). It is
-//! not upstream's in two ways: rules are parsed and their field selections checked against the
-//! schema ([`check`]: a field the schema lacks refuses the CRD, as upstream), but not otherwise
-//! type-checked (a wrong overload is an error when the rule runs, not when the CRD is written),
-//! and no cost is estimated or charged.
+//! not upstream's in two ways: rules are parsed, their field selections checked against the
+//! schema ([`check`]: a field the schema lacks refuses the CRD, as upstream) and their cost
+//! estimated as cel-go estimates it ([`cost`], over the sizes the schema bounds: [`size`]), but
+//! they are not otherwise type-checked (a wrong overload is an error when the rule runs, not
+//! when the CRD is written), and no runtime cost budget is charged.
 
 mod check;
+mod cost;
 mod regex;
+mod size;
 pub(crate) mod value;
 
-pub(crate) use check::{RESERVED, undefined_field};
+pub(crate) use check::RESERVED;
+pub(crate) use size::max_cardinality;
 
 use std::sync::{Arc, OnceLock};
 
@@ -49,6 +53,25 @@ pub(crate) fn functions() -> &'static Context<'static> {
 /// (`ERROR: <input>:1:4: Syntax error: …`).
 pub(crate) fn compile(text: &str) -> Result<Program, String> {
     Program::compile(text).map_err(|e| e.to_string())
+}
+
+/// Checks a rule or message expression as a CRD's write does, `schema` its node (`root`: a
+/// resource's root or an embedded resource; `old_self`: `oldSelf` has the node's type, it is
+/// not optional): it parses and selects only declared fields (else cel-go's compiler errors),
+/// and the most it can cost, as cel-go estimates it (see [`cost`]).
+pub(crate) fn estimated_cost(
+    text: &str,
+    schema: &Map<String, Value>,
+    root: bool,
+    old_self: bool,
+) -> Result<u64, String> {
+    compile(text)?;
+    let checked =
+        check::check(text, schema, root, old_self).ok_or_else(|| format!("{text} does not parse"))?;
+    if let Some(undefined) = &checked.undefined {
+        return Err(undefined.clone());
+    }
+    Ok(cost::estimate(&checked).max)
 }
 
 /// What CEL reads of a schema node: its type, its format, and the nodes under it.
