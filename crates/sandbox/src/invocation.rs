@@ -10,6 +10,9 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::access::Attributes;
 
 use crate::user::UserInfo;
 
@@ -18,10 +21,33 @@ use crate::user::UserInfo;
 pub(crate) struct Invocation {
     /// Who makes the request.
     pub user: Option<UserInfo>,
+    /// The server's authorizer, which admission's CEL `authorizer` asks.
+    pub authorizer: Option<Authorizer>,
     /// Whether it is a dry run (`dryRun=All`), known once its query is read.
     dry_run: Cell<bool>,
     /// What admission leaves on the request.
     left: RefCell<Left>,
+}
+
+/// An authorizer: whether it allows what the attributes ask, and why (upstream's
+/// `authorizer.Authorizer`, whose explicit denials RBAC never gives).
+#[derive(Clone)]
+pub(crate) struct Authorizer(pub(crate) Arc<Decide>);
+
+/// What an [`Authorizer`] runs: allowed, and why.
+pub(crate) type Decide = dyn Fn(&Attributes) -> (bool, String) + Send + Sync;
+
+impl Authorizer {
+    /// Whether it allows `attrs`, and why.
+    pub(crate) fn authorize(&self, attrs: &Attributes) -> (bool, String) {
+        (self.0)(attrs)
+    }
+}
+
+impl std::fmt::Debug for Authorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Authorizer")
+    }
 }
 
 /// What admission added to a request while it ran.
@@ -41,6 +67,12 @@ impl Invocation {
     /// A request of `user`.
     pub(crate) fn new(user: UserInfo) -> Self {
         Self { user: Some(user), ..Self::default() }
+    }
+
+    /// The request of `user`, asking `authorizer` what others may do.
+    pub(crate) fn authorized_by(mut self, authorizer: Authorizer) -> Self {
+        self.authorizer = Some(authorizer);
+        self
     }
 
     /// Whether the request is a dry run.

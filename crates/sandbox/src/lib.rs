@@ -139,7 +139,8 @@
 //! | `record` | the request log |
 //! | `user` | who makes a request: a user's name, uid, groups and extras |
 //! | `webhook_client` | how the sandbox reaches a webhook (admission's and conversion's): its endpoint from a `clientConfig`, HTTPS with the `caBundle`, kept-alive connections |
-//! | `invocation` | the request a write belongs to, as strategies and admission see it: its user, dry run, and the warnings and audit annotations admission leaves on it |
+//! | `invocation` | the request a write belongs to, as strategies and admission see it: its user, dry run, authorizer, and the warnings and audit annotations admission leaves on it |
+//! | `access` | what a request asks an authorizer (its attributes), read from its method and path |
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
@@ -162,6 +163,7 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
+mod access;
 mod actions;
 mod admission;
 mod auth;

@@ -8,8 +8,8 @@
 
 use serde_json::{Value, json};
 
-use super::attributes::Attributes;
 use super::{Auth, Authorization, rbac};
+use crate::access::Attributes;
 use crate::go_print::go_quote;
 use crate::object_meta::meta_str;
 use crate::store::Store;

@@ -5,8 +5,8 @@
 
 use http::HeaderMap;
 
-use super::attributes::Attributes;
 use super::{Auth, Authorization, forbidden};
+use crate::access::Attributes;
 use crate::status::ApiError;
 use crate::store::Store;
 use crate::user::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, UserInfo};

@@ -13,7 +13,6 @@
 //! The user found is the request's from then on: the reviews that ask "who am I" and "may I"
 //! answer for it.
 
-mod attributes;
 pub(crate) mod escalation;
 mod impersonation;
 pub mod rbac;
@@ -22,8 +21,8 @@ mod tokens;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+pub use crate::access::Attributes;
 pub use crate::user::UserInfo;
-pub use attributes::Attributes;
 pub use tokens::new_token;
 pub(crate) use tokens::{authenticate, token_user};
 
@@ -159,6 +158,20 @@ pub(crate) fn decide(auth: &Auth, store: &Store, attrs: &Attributes) -> rbac::De
         Authorization::AlwaysAllow => rbac::Decision::Allow(String::new()),
         Authorization::Rbac => rbac::authorize(&auth.rbac_index(store), attrs),
     }
+}
+
+/// The authorizer admission's CEL `authorizer` asks during a request: RBAC over the objects as
+/// they are when the request comes (admission runs under the store's lock, which reading them
+/// again would wait for).
+pub(crate) fn authorizer(auth: &Auth, store: &Store) -> crate::invocation::Authorizer {
+    let index = (auth.mode == Authorization::Rbac).then(|| auth.rbac_index(store));
+    crate::invocation::Authorizer(Arc::new(move |attrs| match &index {
+        None => (true, String::new()),
+        Some(index) => {
+            let decision = rbac::authorize(index, attrs);
+            (decision.allowed(), decision.reason().to_owned())
+        }
+    }))
 }
 
 /// The 403 of a request no authorizer allowed (`responsewriters.Forbidden`): what the user

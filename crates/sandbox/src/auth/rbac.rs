@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::attributes::Attributes;
+use crate::access::Attributes;
 use crate::catalog::find;
 use crate::go_print::go_quote;
 use crate::object_meta::meta_str;

@@ -179,12 +179,14 @@ where
     // The handler runs as the request's invocation: admission reads who makes it, and leaves
     // Warning headers (on a refusal too) and audit annotations for the record.
     let user = parts.extensions.get::<crate::auth::Requester>().map_or_else(UserInfo::admin, |r| r.0.clone());
+    let authorizer = crate::auth::authorizer(&shared.auth, &shared.store);
+    let invocation = move || Invocation::new(user).authorized_by(authorizer);
     let (answered, left) = if calls_out(shared, parts) {
         // A write that may wait for a webhook is answered on a thread of its own: on a
         // single-threaded runtime the webhook may be served by the same runtime's thread.
         let (shared, parts, mut taken) = (Arc::clone(shared), parts.clone(), record.clone());
         let answered = tokio::task::spawn_blocking(move || {
-            let answered = invocation::within(Invocation::new(user), || {
+            let answered = invocation::within(invocation(), || {
                 answer(&shared, &parts, target, negotiated, bytes, &mut taken)
             });
             (answered, taken)
@@ -198,7 +200,7 @@ where
             Err(e) => (Err(ApiError::internal_error(&e.to_string())), Left::default()),
         }
     } else {
-        invocation::within(Invocation::new(user), || answer(shared, parts, target, negotiated, bytes, record))
+        invocation::within(invocation(), || answer(shared, parts, target, negotiated, bytes, record))
     };
     let response = match answered {
         Ok(r) => r,

@@ -357,3 +357,101 @@ async fn a_delete_is_admitted_with_the_stored_object_as_old_object() {
     assert!(e.message.ends_with("denied request: keep is protected"), "{}", e.message);
     assert!(cms.get_opt("keep").await.unwrap().is_some());
 }
+
+/// A policy's `authorizer` asks the sandbox's authorizer (RBAC here) what the request's user,
+/// or a service account it names, may do: on another resource, on the request's own
+/// (`authorizer.requestResource`), as upstream's authorizer library.
+#[tokio::test]
+async fn the_authorizer_variable_asks_rbac_for_the_requests_user_and_for_service_accounts() {
+    let sb = Sandbox::with_config(SandboxConfig {
+        authorization: kube_sandbox::Authorization::Rbac,
+        ..SandboxConfig::bare()
+    });
+    let role = |name: &str, resources: &[&str], verbs: &[&str]| {
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": { "name": name, "namespace": "default" },
+            "rules": [{ "apiGroups": [""], "resources": resources, "verbs": verbs }] })
+    };
+    let bind = |name: &str, role: (&str, &str), subject: Value| {
+        json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": { "name": name, "namespace": "default" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": role.0, "name": role.1 },
+            "subjects": [subject] })
+    };
+    let user = |name: &str| json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": name });
+    seed(&sb, role("cm-writer", &["configmaps"], &["create", "update"])).await;
+    seed(&sb, role("cm-creator", &["configmaps"], &["create"])).await;
+    seed(&sb, role("cm-reader", &["configmaps"], &["get"])).await;
+    seed(&sb, role("keeper", &["configmaps", "secrets"], &["create", "update", "delete"])).await;
+    seed(&sb, bind("bob", ("Role", "cm-writer"), user("bob"))).await;
+    seed(&sb, bind("carol", ("Role", "cm-creator"), user("carol"))).await;
+    seed(&sb, bind("alice", ("Role", "keeper"), user("alice"))).await;
+    let builder = json!({ "kind": "ServiceAccount", "name": "builder", "namespace": "default" });
+    seed(&sb, bind("builder", ("Role", "cm-reader"), builder)).await;
+    seed(
+        &sb,
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy", "metadata": { "name": "who-may" },
+            "spec": {
+                "matchConstraints": { "resourceRules": [{ "apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"] }] },
+                "validations": [
+                    { "expression": "!has(object.metadata.labels) || !('sensitive' in object.metadata.labels) || authorizer.group('').resource('secrets').namespace(request.namespace).check('delete').allowed()",
+                      "message": "only who may delete secrets here labels a ConfigMap sensitive" },
+                    { "expression": "authorizer.requestResource.check('update').allowed()",
+                      "message": "who creates a ConfigMap must be able to update it" },
+                    { "expression": "authorizer.serviceAccount(request.namespace, 'builder').group('').resource('configmaps').namespace(request.namespace).name(object.metadata.name).check('get').allowed()",
+                      "message": "the builder service account must be able to read it" },
+                ] } }),
+    )
+    .await;
+    seed(
+        &sb,
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicyBinding", "metadata": { "name": "who-may" },
+            "spec": { "policyName": "who-may", "validationActions": ["Deny"] } }),
+    )
+    .await;
+    let cm = |name: &str, sensitive: bool| -> ConfigMap {
+        let labels = if sensitive { json!({ "sensitive": "yes" }) } else { json!({}) };
+        serde_json::from_value(json!({ "metadata": { "name": name, "labels": labels } })).unwrap()
+    };
+    let as_user = |name: &str| -> Api<ConfigMap> {
+        Api::default_namespaced(sb.client_as(UserInfo::new(name, Vec::<String>::new())))
+    };
+    let denied = |e: kube::Error| {
+        let e = api_error(e);
+        assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"), "{}", e.message);
+        e.message
+    };
+    let create = PostParams::default();
+
+    as_user("bob").create(&create, &cm("plain", false)).await.expect("bob may create and update");
+    let message = denied(as_user("bob").create(&create, &cm("bobs", true)).await.unwrap_err());
+    assert!(
+        message.ends_with("denied request: only who may delete secrets here labels a ConfigMap sensitive"),
+        "{message}"
+    );
+    as_user("alice").create(&create, &cm("alices", true)).await.expect("alice may delete secrets");
+    let message = denied(as_user("carol").create(&create, &cm("carols", false)).await.unwrap_err());
+    assert!(
+        message.ends_with("denied request: who creates a ConfigMap must be able to update it"),
+        "{message}"
+    );
+
+    // The service account is asked about, not the user: without its binding even the
+    // administrator is refused.
+    let bindings: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        sb.client(),
+        "default",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+            "rolebindings",
+        ),
+    );
+    bindings.delete("builder", &Default::default()).await.expect("the binding goes");
+    let admin: Api<ConfigMap> = Api::default_namespaced(sb.client());
+    let message = denied(admin.create(&create, &cm("admins", false)).await.unwrap_err());
+    assert!(
+        message.ends_with("denied request: the builder service account must be able to read it"),
+        "{message}"
+    );
+}

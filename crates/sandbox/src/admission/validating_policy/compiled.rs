@@ -74,6 +74,7 @@ pub(super) struct Inputs {
     pub request: Cel,
     pub params: Cel,
     pub namespace_object: Cel,
+    pub authorizer: Cel,
 }
 
 impl Compiled {
@@ -113,6 +114,7 @@ impl Compiled {
         ctx.add_variable_from_value("request", inputs.request);
         ctx.add_variable_from_value("params", inputs.params);
         ctx.add_variable_from_value("namespaceObject", inputs.namespace_object);
+        ctx.add_variable_from_value("authorizer", inputs.authorizer);
         let failed = self.bind_variables(&mut ctx);
 
         let on_error = |message: String| match self.failure_policy {

@@ -16,8 +16,9 @@
 //! refuses the request, worded as upstream's (`ValidatingAdmissionPolicy 'p' with binding 'b'
 //! denied request: …`), with the validation's reason and its code.
 //!
-//! Not as upstream: the `authorizer` variable is not bound (an expression reading it fails to
-//! evaluate); an object is not converted to the version a rule matched under `Equivalent`;
+//! The `authorizer` variable asks the request's authorizer (`schema::cel::authz`).
+//!
+//! Not as upstream: an object is not converted to the version a rule matched under `Equivalent`;
 //! subresource writes (`/status`, `/scale`) are not admitted; cost is not budgeted.
 
 mod bound;
@@ -327,12 +328,16 @@ impl<'a> Dispatch<'a> {
         let def = self.req.def;
         let mut inputs = self
             .inputs
-            .get_or_init(|| Inputs {
-                object: self.obj.map_or(Cel::Null, |o| typed(def, o)),
-                old_object: self.req.old.map_or(Cel::Null, |o| typed(def, o)),
-                request: untyped(&attributes::admission_request(self.req, self.name, self.inv)),
-                params: Cel::Null,
-                namespace_object: self.namespace_object(target).map_or(Cel::Null, |n| untyped(&n)),
+            .get_or_init(|| {
+                let request = attributes::admission_request(self.req, self.name, self.inv);
+                Inputs {
+                    object: self.obj.map_or(Cel::Null, |o| typed(def, o)),
+                    old_object: self.req.old.map_or(Cel::Null, |o| typed(def, o)),
+                    request: untyped(&request),
+                    params: Cel::Null,
+                    namespace_object: self.namespace_object(target).map_or(Cel::Null, |n| untyped(&n)),
+                    authorizer: attributes::authorizer(&request, self.inv),
+                }
             })
             .clone();
         if let (Some(p), Some(d)) = (param, param_def) {

@@ -23,8 +23,8 @@
 //!
 //! Not as upstream: an object is sent in the request's version, not converted to the version a
 //! rule matched under `Equivalent`; subresource writes are not admitted; match conditions read
-//! a custom resource untyped and have no `authorizer`; the in-process mutating plugins are not
-//! run again after a reinvocation.
+//! a custom resource untyped; the in-process mutating plugins are not run again after a
+//! reinvocation.
 
 mod review;
 
@@ -455,6 +455,10 @@ fn conditions_hold(
     ctx.add_variable_from_value("object", obj.map_or(Cel::Null, untyped));
     ctx.add_variable_from_value("oldObject", old.map_or(Cel::Null, untyped));
     ctx.add_variable_from_value("request", untyped(request));
+    ctx.add_variable_from_value(
+        "authorizer",
+        invocation::current(|inv| super::attributes::authorizer(request, inv)),
+    );
     hook.conditions.all_true(&ctx, &HashMap::new())
 }
 

@@ -19,6 +19,7 @@
 //! they are not otherwise type-checked (a wrong overload is an error when the rule runs, not
 //! when the CRD is written), and no runtime cost budget is charged.
 
+pub(crate) mod authz;
 mod check;
 mod cost;
 mod regex;
@@ -45,6 +46,7 @@ pub(crate) fn functions() -> &'static Context<'static> {
         let mut root = Context::default();
         root.register_all();
         regex::register(&mut root);
+        authz::register(&mut root);
         root
     })
 }
