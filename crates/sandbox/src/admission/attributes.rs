@@ -6,8 +6,9 @@ use serde_json::{Value, json};
 
 use super::matching::operation_name;
 use super::{Operation, Request};
+use crate::access::Attributes;
 use crate::invocation::Invocation;
-use crate::schema::cel::authz::{self, RequestResource};
+use crate::schema::cel::authz;
 
 /// The `AdmissionRequest` of `req` on the object named `name`, as `CreateAdmissionRequest`
 /// fills it, its empty optional fields left out and its `uid` empty (a webhook's review sets
@@ -53,14 +54,15 @@ pub(super) fn admission_request(req: &Request<'_>, name: &str, inv: Option<&Invo
 pub(super) fn authorizer(request: &Value, inv: Option<&Invocation>) -> kube_cel::cel::Value {
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let resource = &request["resource"];
-    let target = RequestResource {
+    let target = Attributes {
+        user: inv.and_then(|i| i.user.clone()).unwrap_or_default(),
         group: text(resource, "group"),
         version: text(resource, "version"),
         resource: text(resource, "resource"),
         subresource: text(request, "subResource"),
         namespace: text(request, "namespace"),
         name: text(request, "name"),
+        ..Attributes::default()
     };
-    let user = inv.and_then(|i| i.user.clone()).unwrap_or_default();
-    authz::variable(user, inv.and_then(|i| i.authorizer.clone()), target)
+    authz::variable(inv.and_then(|i| i.authorizer.clone()), target)
 }

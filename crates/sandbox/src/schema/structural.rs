@@ -731,49 +731,33 @@ fn rule_errors(
             errs.push(invalid(format!("{at}.fieldPath"), go_quote(path), "fieldPath must be a valid path"));
         }
         let old_self = r.get("optionalOldSelf").and_then(Value::as_bool) != Some(true);
-        let checked = |text: &str| super::cel::estimated_cost(text, m, root, old_self);
-        if !text_t.is_empty() {
-            match checked(text) {
-                Ok(cost) if !matches!(cel, Cardinality::Off) => {
-                    let path = format!("{at}.rule");
-                    let times = match cel {
-                        Cardinality::Bounded(n) => n,
-                        _ => super::cel::max_cardinality(m),
-                    };
-                    let cost = cost.saturating_mul(times);
-                    if cost > RULE_COST_LIMIT {
-                        errs.push(forbidden(
-                            path.clone(),
-                            &cost_message("estimated rule cost", cost, RULE_COST_LIMIT),
-                        ));
-                    }
-                    total.observe(path, cost);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    errs.push(invalid(format!("{at}.rule"), rule_go(r), &format!("compilation failed: {e}")))
-                }
+        let times = match cel {
+            Cardinality::Off => None,
+            Cardinality::Bounded(n) => Some(n),
+            Cardinality::Unbounded => Some(super::cel::max_cardinality(m)),
+        };
+        // The rule, then its message expression: evaluated once, where the rule fails, so its
+        // cost is not multiplied.
+        for (field, text, multiplied, failed) in [
+            ("rule", text, true, "compilation failed"),
+            ("messageExpression", expression, false, "messageExpression compilation failed"),
+        ] {
+            if text.trim().is_empty() {
+                continue;
             }
-        }
-        if !expression.trim().is_empty() {
-            match checked(expression) {
-                // A message is evaluated once, where its rule fails: its cost is not multiplied.
-                Ok(cost) if !matches!(cel, Cardinality::Off) => {
-                    let path = format!("{at}.messageExpression");
-                    if cost > RULE_COST_LIMIT {
-                        errs.push(forbidden(
-                            path.clone(),
-                            &cost_message("estimated messageExpression cost", cost, RULE_COST_LIMIT),
-                        ));
+            let path = format!("{at}.{field}");
+            match super::cel::estimated_cost(text, m, root, old_self) {
+                Ok(cost) => {
+                    if let Some(times) = times {
+                        let cost = if multiplied { cost.saturating_mul(times) } else { cost };
+                        if cost > RULE_COST_LIMIT {
+                            let why = cost_message(&format!("estimated {field} cost"), cost, RULE_COST_LIMIT);
+                            errs.push(forbidden(path.clone(), &why));
+                        }
+                        total.observe(path, cost);
                     }
-                    total.observe(path, cost);
                 }
-                Ok(_) => {}
-                Err(e) => errs.push(invalid(
-                    format!("{at}.messageExpression"),
-                    rule_go(r),
-                    &format!("messageExpression compilation failed: {e}"),
-                )),
+                Err(e) => errs.push(invalid(path, rule_go(r), &format!("{failed}: {e}"))),
             }
         }
     }

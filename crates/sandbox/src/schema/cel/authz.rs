@@ -54,16 +54,21 @@ impl Opaque for Held {
     }
 }
 
-/// `authorizer.path(p)`: a non-resource path.
-#[derive(Debug, PartialEq, Eq)]
-struct PathCheck {
+/// `authorizer.path(p)`, or a resource with what has been named of it: the attributes a check
+/// asks, but its verb and user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Check {
     authz: Arc<Authz>,
-    path: String,
+    attrs: Attributes,
 }
 
-impl Opaque for PathCheck {
+impl Opaque for Check {
     fn runtime_type_name(&self) -> &str {
-        "kubernetes.authorization.PathCheck"
+        if self.attrs.resource_request {
+            "kubernetes.authorization.ResourceCheck"
+        } else {
+            "kubernetes.authorization.PathCheck"
+        }
     }
 }
 
@@ -80,24 +85,6 @@ impl Opaque for GroupCheck {
     }
 }
 
-/// A resource, with what has been named of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct ResourceCheck {
-    authz: Arc<Authz>,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    namespace: String,
-    name: String,
-}
-
-impl Opaque for ResourceCheck {
-    fn runtime_type_name(&self) -> &str {
-        "kubernetes.authorization.ResourceCheck"
-    }
-}
-
 /// The authorizer's answer.
 #[derive(Debug, PartialEq, Eq)]
 struct Decision {
@@ -111,30 +98,13 @@ impl Opaque for Decision {
     }
 }
 
-/// The resource a request writes, for `authorizer.requestResource`.
-#[derive(Debug, Default)]
-pub(crate) struct RequestResource {
-    pub group: String,
-    pub version: String,
-    pub resource: String,
-    pub subresource: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-/// The `authorizer` variable of a request made by `user`, asking `authorizer` (none: every
-/// check allowed), with `request` its own resource.
-pub(crate) fn variable(user: UserInfo, authorizer: Option<Authorizer>, request: RequestResource) -> Cel {
+/// The `authorizer` variable of `request` (its user and the resource it writes, at its
+/// version: `authorizer.requestResource`), asking `authorizer` (none: every check allowed).
+pub(crate) fn variable(authorizer: Option<Authorizer>, mut request: Attributes) -> Cel {
+    let user = std::mem::take(&mut request.user);
     let authz = Arc::new(Authz { user, authorizer });
-    let request = ResourceCheck {
-        authz: Arc::clone(&authz),
-        group: request.group,
-        version: request.version,
-        resource: request.resource,
-        subresource: request.subresource,
-        namespace: request.namespace,
-        name: request.name,
-    };
+    request.resource_request = true;
+    let request = Check { authz: Arc::clone(&authz), attrs: request };
     let mut map = std::collections::HashMap::new();
     map.insert("requestResource".to_owned(), Cel::Opaque(Arc::new(request)));
     map.insert(AUTHORIZER.to_owned(), Cel::Opaque(Arc::new(Held(authz))));
@@ -148,13 +118,13 @@ pub(super) fn register(ctx: &mut Context<'_>) {
     ctx.add_function("serviceAccount", service_account);
     ctx.add_function("resource", resource);
     ctx.add_function("subresource", |this: This<Cel>, v: Arc<String>| {
-        with(this, "subresource", |r| r.subresource = v.to_string())
+        with(this, "subresource", |a| a.subresource = v.to_string())
     });
     ctx.add_function("namespace", |this: This<Cel>, v: Arc<String>| {
-        with(this, "namespace", |r| r.namespace = v.to_string())
+        with(this, "namespace", |a| a.namespace = v.to_string())
     });
     ctx.add_function("name", |this: This<Cel>, v: Arc<String>| {
-        with(this, "name", |r| r.name = v.to_string())
+        with(this, "name", |a| a.name = v.to_string())
     });
     ctx.add_function("check", check);
     ctx.add_function("allowed", |This(this): This<Cel>| {
@@ -193,7 +163,8 @@ fn authorizer(v: &Cel, function: &str) -> Result<Arc<Authz>, ExecutionError> {
 
 fn path(This(this): This<Cel>, path: Arc<String>) -> ResolveResult {
     let authz = authorizer(&this, "path")?;
-    Ok(Cel::Opaque(Arc::new(PathCheck { authz, path: path.to_string() })))
+    let attrs = Attributes { path: path.to_string(), ..Attributes::default() };
+    Ok(Cel::Opaque(Arc::new(Check { authz, attrs })))
 }
 
 fn group(This(this): This<Cel>, group: Arc<String>) -> ResolveResult {
@@ -219,51 +190,32 @@ fn service_account(This(this): This<Cel>, namespace: Arc<String>, name: Arc<Stri
 
 fn resource(This(this): This<Cel>, resource: Arc<String>) -> ResolveResult {
     let group = opaque::<GroupCheck>(&this, "resource")?;
-    Ok(Cel::Opaque(Arc::new(ResourceCheck {
-        authz: Arc::clone(&group.authz),
+    let attrs = Attributes {
+        resource_request: true,
         group: group.group.clone(),
         version: "*".to_owned(),
         resource: resource.to_string(),
-        subresource: String::new(),
-        namespace: String::new(),
-        name: String::new(),
-    })))
+        ..Attributes::default()
+    };
+    Ok(Cel::Opaque(Arc::new(Check { authz: Arc::clone(&group.authz), attrs })))
 }
 
 /// A resource check with one more thing named.
-fn with(This(this): This<Cel>, function: &str, set: impl FnOnce(&mut ResourceCheck)) -> ResolveResult {
-    let mut check = opaque::<ResourceCheck>(&this, function)?.clone();
-    set(&mut check);
+fn with(This(this): This<Cel>, function: &str, set: impl FnOnce(&mut Attributes)) -> ResolveResult {
+    let mut check = opaque::<Check>(&this, function)?.clone();
+    if !check.attrs.resource_request {
+        return Err(ExecutionError::function_error(function, "no such overload"));
+    }
+    set(&mut check.attrs);
     Ok(Cel::Opaque(Arc::new(check)))
 }
 
 /// `<check>.check(verb)`: the authorizer's decision on the path or resource.
 fn check(This(this): This<Cel>, verb: Arc<String>) -> ResolveResult {
-    let (authz, attrs) = if let Ok(p) = opaque::<PathCheck>(&this, "check") {
-        let attrs = Attributes {
-            user: p.authz.user.clone(),
-            verb: verb.to_string(),
-            path: p.path.clone(),
-            ..Attributes::default()
-        };
-        (&p.authz, attrs)
-    } else {
-        let r = opaque::<ResourceCheck>(&this, "check")?;
-        let attrs = Attributes {
-            user: r.authz.user.clone(),
-            verb: verb.to_string(),
-            resource_request: true,
-            group: r.group.clone(),
-            version: r.version.clone(),
-            resource: r.resource.clone(),
-            subresource: r.subresource.clone(),
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
-            path: String::new(),
-        };
-        (&r.authz, attrs)
-    };
-    let (allowed, reason) = authz.authorizer.as_ref().map_or((true, String::new()), |a| a.authorize(&attrs));
+    let check = opaque::<Check>(&this, "check")?;
+    let attrs = Attributes { user: check.authz.user.clone(), verb: verb.to_string(), ..check.attrs.clone() };
+    let (allowed, reason) =
+        check.authz.authorizer.as_ref().map_or((true, String::new()), |a| a.authorize(&attrs));
     Ok(Cel::Opaque(Arc::new(Decision { allowed, reason })))
 }
 
@@ -286,19 +238,17 @@ mod tests {
             seen.lock().unwrap().push(attrs.clone());
             (attrs.verb == "get", format!("asked to {}", attrs.verb))
         }));
-        let request = RequestResource {
+        let request = Attributes {
+            user: UserInfo::new("alice", ["devs"]),
             group: "apps".into(),
             version: "v1".into(),
             resource: "deployments".into(),
             namespace: "ns".into(),
             name: "web".into(),
-            ..RequestResource::default()
+            ..Attributes::default()
         };
         let mut ctx = super::super::functions().new_inner_scope();
-        ctx.add_variable_from_value(
-            "authorizer",
-            variable(UserInfo::new("alice", ["devs"]), Some(authorizer), request),
-        );
+        ctx.add_variable_from_value("authorizer", variable(Some(authorizer), request));
         let value = super::super::compile(text).unwrap().execute(&ctx).unwrap();
         let asked = asked.lock().unwrap().clone();
         (value, asked)
