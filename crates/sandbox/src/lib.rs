@@ -69,10 +69,9 @@
 //! ## Warning
 //!
 //! * **Passing here is not passing on a cluster.** The sandbox enforces RBAC only when asked
-//!   ([`Authorization::Rbac`]), type-checks CEL expressions only for the fields they select (it
-//!   estimates CRD rules' cost, but charges no budget when they run), and runs no containers (a
-//!   [`Simulation`] runs pods by their status): a CRD whose rule compares a string with an int
-//!   is accepted here and refused there.
+//!   ([`Authorization::Rbac`]), type-checks CEL expressions only for the fields they select, and
+//!   runs no containers (a [`Simulation`] runs pods by their status): a CRD whose rule compares
+//!   a string with an int is accepted here and refused there.
 //! * **It is not a security boundary.** Over HTTPS one bearer token may do everything; serve it
 //!   on a loopback address.
 //! * **It needs a Tokio runtime.** [`Sandbox::new`] starts the controllers' task, and

@@ -80,7 +80,8 @@ impl Structural {
             return Vec::new();
         }
         let mut errs = Vec::new();
-        rules::walk(&self.root, "", obj, old, true, &mut errs);
+        let mut budget = cel::RUNTIME_BUDGET;
+        rules::walk(&self.root, "", obj, old, true, &mut budget, &mut errs);
         errs
     }
 

@@ -9,20 +9,22 @@ use serde_json::Value;
 use super::node::Node;
 use crate::status::FieldError;
 
-/// Checks `obj` at `at` against `node`'s rules and everything under it.
+/// Checks `obj` at `at` against `node`'s rules and everything under it, their evaluations'
+/// costs taken from `budget` (none is run once it is negative).
 pub(super) fn walk(
     node: &Node,
     at: &str,
     obj: &Value,
     old: Option<&Value>,
     root: bool,
+    budget: &mut i64,
     errs: &mut Vec<FieldError>,
 ) {
-    if !node.has_rules {
+    if !node.has_rules || *budget < 0 {
         return;
     }
     if let Some(rules) = &node.rules {
-        errs.extend(rules.check(at, node, obj, old, root));
+        errs.extend(rules.check(at, node, obj, old, root, budget));
     }
     match obj {
         Value::Object(fields) => {
@@ -34,7 +36,7 @@ pub(super) fn walk(
                     (false, true) => format!("{at}.{k}"),
                     (_, false) => format!("{at}[{k}]"),
                 };
-                walk(sub, &path, v, old.and_then(|o| o.get(k)), false, errs);
+                walk(sub, &path, v, old.and_then(|o| o.get(k)), false, budget, errs);
             }
         }
         Value::Array(items) => {
@@ -42,7 +44,7 @@ pub(super) fn walk(
             let old_items = old.and_then(Value::as_array);
             for (i, v) in items.iter().enumerate() {
                 let before = old_items.and_then(|olds| correlated(node, v, olds));
-                walk(item, &format!("{at}[{i}]"), v, before, false, errs);
+                walk(item, &format!("{at}[{i}]"), v, before, false, budget, errs);
             }
         }
         _ => {}

@@ -685,3 +685,57 @@ async fn rules_estimated_too_expensive_refuse_their_crd_until_bounded() {
     );
     client.request::<Value>(tagged(json!(["good"]))).await.expect("lower-case tags hold");
 }
+
+/// Rules that pass the CRD's estimate can still cost too much on a big object: one evaluation
+/// is stopped at cel-go's per-call limit, and an object's evaluations share one budget, each
+/// refusal worded as upstream's and the last error of the write.
+#[tokio::test]
+async fn rules_that_cost_too_much_when_they_run_stop_at_upstreams_limits() {
+    let sandbox = Sandbox::new();
+    let client = sandbox.client();
+    // ⌈400 × 0.25⌉ = 100 times a string's traversal for every match.
+    let re = format!("^(?:[a-z]+|{})$", "x".repeat(387));
+    assert_eq!(re.len(), 400);
+    let strings = json!({ "type": "array", "maxItems": 100,
+        "items": { "type": "string", "maxLength": 2250,
+            "x-kubernetes-validations": [{ "rule": format!("self.matches('{re}')") }] } });
+    let mut crd: Value = serde_json::to_value(Widget::crd()).unwrap();
+    let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    for field in ["a", "b", "c", "d", "e"] {
+        spec["properties"][field] = strings.clone();
+    }
+    spec["properties"]["f"] = json!({ "type": "array", "maxItems": 100,
+        "items": { "type": "string", "maxLength": 2250 },
+        "x-kubernetes-validations": [{ "rule": format!("self.all(t, t.matches('{re}'))"), "message": "lower-case" }] });
+    install(&client, &serde_json::from_value(crd).unwrap()).await;
+    let post = |name: &str, spec: Value| {
+        let body = json!({ "apiVersion": "example.com/v1", "kind": "Widget", "metadata": { "name": name }, "spec": spec });
+        http::Request::post("/apis/example.com/v1/namespaces/default/widgets")
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&body).unwrap())
+            .unwrap()
+    };
+    let full = json!(vec!["a".repeat(2250); 100]);
+
+    // One evaluation: 100 matches of ⌈2251 × 0.1⌉ × 100 each is over 1,000,000.
+    let e =
+        api_error(client.request::<Value>(post("one", json!({ "size": 1, "f": full }))).await.unwrap_err());
+    assert_eq!(
+        e.message,
+        r#"Widget.example.com "one" is invalid: spec.f: Invalid value: "array": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: lower-case"#
+    );
+    // Short strings cost little.
+    client
+        .request::<Value>(post("short", json!({ "size": 1, "f": vec!["abc"; 100] })))
+        .await
+        .expect("short strings are cheap");
+
+    // Five lists of rules at their items: 22,601 each, 500 of them, over 10,000,000 together.
+    // The budget runs out at the 43rd item of the fifth (in field order), and no rule runs after.
+    let spec: Value = json!({ "size": 1, "a": full, "b": full, "c": full, "d": full, "e": full });
+    let e = api_error(client.request::<Value>(post("many", spec)).await.unwrap_err());
+    assert_eq!(
+        e.message,
+        r#"Widget.example.com "many" is invalid: spec.e[42]: Invalid value: "string": validation failed due to running out of cost budget, no further validation rules will be run"#
+    );
+}

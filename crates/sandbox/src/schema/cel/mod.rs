@@ -13,12 +13,14 @@
 //! The environment is CEL's standard library and the Kubernetes libraries as kube-rs's
 //! `kube-cel` implements them (`k8s.io/apiserver/pkg/cel/library` and cel-go's extensions:
 //! strings, lists, sets, regex, URLs, IPs and CIDRs, quantities, semver, format, math). It is
-//! not upstream's in two ways: rules are parsed, their field selections checked against the
+//! upstream's but in one way: rules are parsed, their field selections checked against the
 //! schema ([`check`]: a field the schema lacks refuses the CRD, as upstream) and their cost
 //! estimated as cel-go estimates it ([`cost`], over the sizes the schema bounds: [`size`]), but
 //! they are not otherwise type-checked (a wrong overload is an error when the rule runs, not
-//! when the CRD is written), and no runtime cost budget is charged.
+//! when the CRD is written). Each evaluation's cost is counted as cel-go's tracker counts it
+//! ([`actual_cost`]): one is stopped past 1,000,000, and an object's rules share 10,000,000.
 
+mod actual_cost;
 pub(crate) mod authz;
 mod check;
 mod cost;
@@ -103,6 +105,7 @@ struct Rule {
     program: Result<Program, String>,
     message: String,
     message_expression: Option<Program>,
+    message_expression_text: String,
     reason: Option<String>,
     /// Its `fieldPath` as a field error names it, relative to the node.
     field_path: String,
@@ -130,6 +133,7 @@ impl Rules {
                     message_expression: (!expression.trim().is_empty())
                         .then(|| compile(&expression).ok())
                         .flatten(),
+                    message_expression_text: expression,
                     reason: r.get("reason").and_then(Value::as_str).map(str::to_owned),
                     field_path: if field_path.is_empty() {
                         String::new()
@@ -149,7 +153,9 @@ impl Rules {
 
     /// Evaluates every rule on `obj` (at field `at`, `""` for the root), with `old` the stored
     /// value there; the field errors of those that fail. `root` is a resource's root, whose
-    /// `metadata` a rule reads only the name of.
+    /// `metadata` a rule reads only the name of. Each evaluation's cost is taken from `budget`,
+    /// what is left of the object's; when it runs out, or one evaluation goes over the per-call
+    /// limit, that is the last error and `budget` is left negative: no rule is run after it.
     pub(crate) fn check<S: Schema>(
         &self,
         at: &str,
@@ -157,6 +163,7 @@ impl Rules {
         obj: &Value,
         old: Option<&Value>,
         root: bool,
+        budget: &mut i64,
     ) -> Vec<FieldError> {
         let mut errs = Vec::new();
         if obj.is_null() {
@@ -182,6 +189,11 @@ impl Rules {
             }
             ctx
         };
+        if *budget <= 0 {
+            *budget = -1;
+            errs.push((field(""), invalid(ty, OUT_OF_BUDGET)));
+            return errs;
+        }
         let plain = scope(old_value.clone());
         let optional = self.0.iter().any(|r| r.optional_old_self).then(|| {
             let optional = match &old_value {
@@ -202,17 +214,50 @@ impl Rules {
                 continue;
             }
             let ctx = if rule.optional_old_self { optional.as_ref().unwrap_or(&plain) } else { &plain };
+            let (cost, over) = actual_cost::actual_cost(program.expression(), ctx, PER_CALL_LIMIT);
+            if cost > u64::try_from(*budget).unwrap_or(0) {
+                *budget = -1;
+                errs.push((field(""), invalid(ty, OUT_OF_BUDGET)));
+                return errs;
+            }
+            *budget -= cost as i64;
+            if over {
+                *budget = -1;
+                let why = format!(
+                    "'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                    error_string(rule)
+                );
+                errs.push((field(""), invalid(ty, &why)));
+                return errs;
+            }
             match program.execute(ctx) {
                 Ok(Cel::Bool(true)) => {}
                 Ok(Cel::Bool(false)) => {
-                    let detail = rule
-                        .message_expression
-                        .as_ref()
-                        .and_then(|m| match m.execute(ctx) {
+                    let mut detail = None;
+                    if let Some(m) = &rule.message_expression {
+                        let (cost, over) = actual_cost::actual_cost(m.expression(), ctx, PER_CALL_LIMIT);
+                        let stopped = if cost > u64::try_from(*budget).unwrap_or(0) {
+                            Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned())
+                        } else if over {
+                            Some(format!(
+                                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                                go_quote(&rule.message_expression_text)
+                            ))
+                        } else {
+                            None
+                        };
+                        if let Some(why) = stopped {
+                            *budget = -1;
+                            errs.push((field(&rule.field_path), invalid(ty, &why)));
+                            return errs;
+                        }
+                        *budget -= cost as i64;
+                        detail = match m.execute(ctx) {
                             Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
                             _ => None,
-                        })
-                        .unwrap_or_else(|| message_or_default(rule));
+                        };
+                    }
+                    let detail = detail.unwrap_or_else(|| message_or_default(rule));
                     errs.push((field(&rule.field_path), by_reason(rule.reason.as_deref(), ty, &detail)));
                 }
                 Ok(other) => errs.push((
@@ -231,6 +276,16 @@ impl Rules {
         errs
     }
 }
+
+/// The most one evaluation of a rule may cost (`PerCallLimit`).
+const PER_CALL_LIMIT: u64 = 1_000_000;
+
+/// What is said where an object's rules run out of their budget.
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// What all of one object's rule evaluations may cost together (`RuntimeCELCostBudget`).
+pub(crate) const RUNTIME_BUDGET: i64 = 10_000_000;
 
 /// `ruleErrorString`: the rule's message, or the rule itself.
 fn error_string(rule: &Rule) -> &str {
