@@ -21,7 +21,8 @@ use crate::user::UserInfo;
 pub(crate) struct Invocation {
     /// Who makes the request.
     pub user: Option<UserInfo>,
-    /// The server's authorizer, which admission's CEL `authorizer` asks.
+    /// The server's authorizer, which admission's CEL `authorizer` asks (none: every check
+    /// allowed, as the default authorization mode allows every request).
     pub authorizer: Option<Authorizer>,
     /// Whether it is a dry run (`dryRun=All`), known once its query is read.
     dry_run: Cell<bool>,
@@ -69,10 +70,9 @@ impl Invocation {
         Self { user: Some(user), ..Self::default() }
     }
 
-    /// The request of `user`, asking `authorizer` what others may do.
-    pub(crate) fn authorized_by(mut self, authorizer: Authorizer) -> Self {
-        self.authorizer = Some(authorizer);
-        self
+    /// The request of `user`, asking `authorizer` (none: every check allowed) what others may do.
+    pub(crate) fn authorized_by(user: UserInfo, authorizer: Option<Authorizer>) -> Self {
+        Self { authorizer, ..Self::new(user) }
     }
 
     /// Whether the request is a dry run.

@@ -130,6 +130,12 @@ pub(crate) struct Authenticated(pub(crate) UserInfo);
 #[derive(Clone, Debug)]
 pub(crate) struct Requester(pub(crate) UserInfo);
 
+/// The authorizer admission's CEL `authorizer` asks during a request, in its extensions under
+/// RBAC (none otherwise: every check allowed): RBAC over the objects the request was authorized
+/// against (admission runs under the store's lock, which reading them again would wait for).
+#[derive(Clone, Debug)]
+pub(crate) struct RequestAuthorizer(pub(crate) crate::invocation::Authorizer);
+
 /// Impersonation and authorization of a request that reached the server: the user it acts as
 /// is left in its extensions ([`Requester`]).
 ///
@@ -141,11 +147,16 @@ pub(crate) fn admit(auth: &Auth, store: &Store, parts: &mut http::request::Parts
     let user = impersonation::acting_as(auth, store, requester, &parts.headers, parts.uri.path())?;
     if auth.mode == Authorization::Rbac {
         let attrs = Attributes::of(user, &parts.method, parts.uri.path(), parts.uri.query());
-        let decision = rbac::authorize(&auth.rbac_index(store), &attrs);
+        let index = auth.rbac_index(store);
+        let decision = rbac::authorize(&index, &attrs);
         if !decision.allowed() {
             return Err(forbidden(&attrs, decision.reason()));
         }
         parts.extensions.insert(Requester(attrs.user));
+        parts.extensions.insert(RequestAuthorizer(crate::invocation::Authorizer(Arc::new(move |attrs| {
+            let decision = rbac::authorize(&index, attrs);
+            (decision.allowed(), decision.reason().to_owned())
+        }))));
     } else {
         parts.extensions.insert(Requester(user));
     }
@@ -158,20 +169,6 @@ pub(crate) fn decide(auth: &Auth, store: &Store, attrs: &Attributes) -> rbac::De
         Authorization::AlwaysAllow => rbac::Decision::Allow(String::new()),
         Authorization::Rbac => rbac::authorize(&auth.rbac_index(store), attrs),
     }
-}
-
-/// The authorizer admission's CEL `authorizer` asks during a request: RBAC over the objects as
-/// they are when the request comes (admission runs under the store's lock, which reading them
-/// again would wait for).
-pub(crate) fn authorizer(auth: &Auth, store: &Store) -> crate::invocation::Authorizer {
-    let index = (auth.mode == Authorization::Rbac).then(|| auth.rbac_index(store));
-    crate::invocation::Authorizer(Arc::new(move |attrs| match &index {
-        None => (true, String::new()),
-        Some(index) => {
-            let decision = rbac::authorize(index, attrs);
-            (decision.allowed(), decision.reason().to_owned())
-        }
-    }))
 }
 
 /// The 403 of a request no authorizer allowed (`responsewriters.Forbidden`): what the user

@@ -179,8 +179,8 @@ where
     // The handler runs as the request's invocation: admission reads who makes it, and leaves
     // Warning headers (on a refusal too) and audit annotations for the record.
     let user = parts.extensions.get::<crate::auth::Requester>().map_or_else(UserInfo::admin, |r| r.0.clone());
-    let authorizer = crate::auth::authorizer(&shared.auth, &shared.store);
-    let invocation = move || Invocation::new(user).authorized_by(authorizer);
+    let authorizer = parts.extensions.get::<crate::auth::RequestAuthorizer>().map(|a| a.0.clone());
+    let invocation = move || Invocation::authorized_by(user, authorizer);
     let (answered, left) = if calls_out(shared, parts) {
         // A write that may wait for a webhook is answered on a thread of its own: on a
         // single-threaded runtime the webhook may be served by the same runtime's thread.

@@ -152,15 +152,7 @@ enum Cardinality {
 impl Cardinality {
     /// The cardinality of a child (property, items, values) of `parent`, this node.
     fn child(self, parent: &Map<String, Value>) -> Self {
-        let bound = |k: &str| parent.get(k).and_then(Value::as_i64).map(|n| n.max(0) as u64);
-        let each = match s(parent, "type") {
-            "object" if parent.get("additionalProperties").is_some_and(|a| !a.is_null()) => {
-                bound("maxProperties")
-            }
-            "array" => bound("maxItems"),
-            _ => Some(1),
-        };
-        match (self, each) {
+        match (self, super::cel::max_children(parent)) {
             (Self::Bounded(n), Some(m)) => Self::Bounded(n.saturating_mul(m)),
             (Self::Off, _) => Self::Off,
             _ => Self::Unbounded,

@@ -20,7 +20,7 @@ use kube_cel::cel::{Context, Value as Cel};
 
 /// Why a walk stopped before the end.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Stopped {
+enum Stopped {
     /// The evaluation failed: it costs what was counted up to there.
     Failed,
     /// The cost went over the limit (`operation cancelled: actual cost limit exceeded`).

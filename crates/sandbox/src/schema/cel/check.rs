@@ -233,34 +233,33 @@ fn declares_type_and_meta(properties: Option<&Map<String, Value>>) -> bool {
 }
 
 /// A rule parsed and typed against its schema: the checked AST cost is estimated over.
-pub(super) struct Checked<'a> {
+pub(super) struct Checked<'a, 'e> {
     /// The parsed rule.
-    pub(super) ast: IdedExpr,
+    pub(super) ast: &'e IdedExpr,
     /// Every expression's type, by its id.
     pub(super) types: HashMap<u64, Ty<'a>>,
     /// The undefined fields, as cel-go reports them; `None` when there are none.
     pub(super) undefined: Option<String>,
 }
 
-/// Parses `text` and types it against `schema` (the rule's node; `root`: a resource's root or
-/// an embedded resource; `old_self`: `oldSelf` has the node's type, it is not optional);
-/// `None` when it does not parse.
-pub(super) fn check<'a>(
+/// Types `ast` (`text` parsed) against `schema` (the rule's node; `root`: a resource's root or
+/// an embedded resource; `old_self`: `oldSelf` has the node's type, it is not optional).
+pub(super) fn check<'a, 'e>(
     text: &str,
+    ast: &'e IdedExpr,
     schema: &'a Map<String, Value>,
     root: bool,
     old_self: bool,
-) -> Option<Checked<'a>> {
-    let ast = kube_cel::cel::parser::Parser::default().parse(text).ok()?;
+) -> Checked<'a, 'e> {
     let own = Ty::declared(schema, root);
     let mut scope = vec![("self".to_owned(), own)];
     if old_self {
         scope.push(("oldSelf".to_owned(), own));
     }
     let mut walk = Walk { scope, selections: 0, undefined: Vec::new(), types: HashMap::new() };
-    walk.ty(&ast);
+    walk.ty(ast);
     let undefined = walk.report(text);
-    Some(Checked { ast, types: walk.types, undefined })
+    Checked { ast, types: walk.types, undefined }
 }
 
 /// The checker's walk of one rule.
@@ -552,7 +551,8 @@ mod tests {
     }
 
     fn check(rule: &str) -> Option<String> {
-        super::check(rule, &schema(), true, true).unwrap().undefined
+        let program = super::super::compile(rule).unwrap();
+        super::check(rule, program.expression(), &schema(), true, true).undefined
     }
 
     #[test]

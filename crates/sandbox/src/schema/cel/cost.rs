@@ -70,9 +70,9 @@ const TRAVERSAL: f64 = 0.1;
 const REGEX: f64 = 0.25;
 
 /// The estimated cost of a checked rule.
-pub(super) fn estimate(checked: &Checked<'_>) -> Estimate {
+pub(super) fn estimate(checked: &Checked<'_, '_>) -> Estimate {
     let mut coster = Coster { types: &checked.types, sizes: HashMap::new() };
-    coster.cost(&checked.ast)
+    coster.cost(checked.ast)
 }
 
 /// The walk: types from the checker, the sizes calls and comprehensions are known to produce.
@@ -409,7 +409,8 @@ mod tests {
 
     fn cost(rule: &str) -> Estimate {
         let schema = schema();
-        estimate(&check(rule, &schema, false, true).unwrap())
+        let program = super::super::compile(rule).unwrap();
+        estimate(&check(rule, program.expression(), &schema, false, true))
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod size;
 pub(crate) mod value;
 
 pub(crate) use check::RESERVED;
-pub(crate) use size::max_cardinality;
+pub(crate) use size::{max_cardinality, max_children};
 
 use std::sync::{Arc, OnceLock};
 
@@ -69,9 +69,8 @@ pub(crate) fn estimated_cost(
     root: bool,
     old_self: bool,
 ) -> Result<u64, String> {
-    compile(text)?;
-    let checked =
-        check::check(text, schema, root, old_self).ok_or_else(|| format!("{text} does not parse"))?;
+    let program = compile(text)?;
+    let checked = check::check(text, program.expression(), schema, root, old_self);
     if let Some(undefined) = &checked.undefined {
         return Err(undefined.clone());
     }
@@ -215,12 +214,10 @@ impl Rules {
             }
             let ctx = if rule.optional_old_self { optional.as_ref().unwrap_or(&plain) } else { &plain };
             let (cost, over) = actual_cost::actual_cost(program.expression(), ctx, PER_CALL_LIMIT);
-            if cost > u64::try_from(*budget).unwrap_or(0) {
-                *budget = -1;
+            if !spend(budget, cost) {
                 errs.push((field(""), invalid(ty, OUT_OF_BUDGET)));
                 return errs;
             }
-            *budget -= cost as i64;
             if over {
                 *budget = -1;
                 let why = format!(
@@ -236,7 +233,7 @@ impl Rules {
                     let mut detail = None;
                     if let Some(m) = &rule.message_expression {
                         let (cost, over) = actual_cost::actual_cost(m.expression(), ctx, PER_CALL_LIMIT);
-                        let stopped = if cost > u64::try_from(*budget).unwrap_or(0) {
+                        let stopped = if !spend(budget, cost) {
                             Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned())
                         } else if over {
                             Some(format!(
@@ -251,7 +248,6 @@ impl Rules {
                             errs.push((field(&rule.field_path), invalid(ty, &why)));
                             return errs;
                         }
-                        *budget -= cost as i64;
                         detail = match m.execute(ctx) {
                             Ok(Cel::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
                             _ => None,
@@ -286,6 +282,21 @@ const OUT_OF_BUDGET: &str =
 
 /// What all of one object's rule evaluations may cost together (`RuntimeCELCostBudget`).
 pub(crate) const RUNTIME_BUDGET: i64 = 10_000_000;
+
+/// Takes `cost` from `budget`; `false`, and the budget left negative, when it does not hold
+/// that much.
+fn spend(budget: &mut i64, cost: u64) -> bool {
+    match i64::try_from(cost) {
+        Ok(cost) if cost <= *budget => {
+            *budget -= cost;
+            true
+        }
+        _ => {
+            *budget = -1;
+            false
+        }
+    }
+}
 
 /// `ruleErrorString`: the rule's message, or the rule itself.
 fn error_string(rule: &Rule) -> &str {

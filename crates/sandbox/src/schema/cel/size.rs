@@ -103,6 +103,18 @@ pub(super) fn min_serialized_size(m: &Map<String, Value>) -> u64 {
     }
 }
 
+/// How many children of each kind `parent`'s value can have (`extractMaxElements`): a list's
+/// `maxItems`, a map's `maxProperties`, 1 for anything else; `None` for an unbounded list or map.
+pub(crate) fn max_children(parent: &Map<String, Value>) -> Option<u64> {
+    match parent.get("type").and_then(Value::as_str) {
+        Some("object") if parent.get("additionalProperties").is_some_and(|a| !a.is_null()) => {
+            bound(parent, "maxProperties")
+        }
+        Some("array") => bound(parent, "maxItems"),
+        _ => Some(1),
+    }
+}
+
 /// How many times a rule at a node may run in one object when an ancestor list or map is
 /// unbounded (the rule's own `MaxCardinality`): as many of the node's values as fit in a request.
 pub(crate) fn max_cardinality(m: &Map<String, Value>) -> u64 {
