@@ -703,11 +703,26 @@ async fn a_cron_job_runs_on_its_schedule_on_the_simulations_clock() {
         })
         .await;
         assert!(name.starts_with("tick-"));
-        // Its pod runs a second of the clock, then the Job completes.
+        // Its pod runs a second of the clock, then the Job completes. The clock moves on only
+        // once the pod runs: a pod still pending when it moves would start after it, and wait
+        // for a second the paused clock never gives.
         eventually(|| {
             let jobs = jobs.clone();
             let name = name.clone();
             async move { (jobs.get(&name).await.unwrap().status?.active == Some(1)).then_some(()) }
+        })
+        .await;
+        let pods: Api<Pod> = Api::default_namespaced(sb.client());
+        eventually(|| {
+            let pods = pods.clone();
+            let selector = format!("job-name={name}");
+            async move {
+                let list = pods.list(&ListParams::default().labels(&selector)).await.unwrap();
+                list.items
+                    .iter()
+                    .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                    .then_some(())
+            }
         })
         .await;
         sim.clock().advance(Duration::from_secs(2));
