@@ -132,8 +132,18 @@ enum Input {
     Stdin(Bytes),
     StdinEnd,
     Resize(Bytes),
+    /// A SPDY control frame to answer: a ping, or a stream the session refuses.
+    Answer(SpdyAnswer),
     Gone,
     Nothing,
+}
+
+/// This side's answer to a SPDY control frame. It is written by the session loop, not while
+/// reading: a read can be cancelled by output winning the loop's race, and a frame cut off
+/// half written would corrupt the connection.
+enum SpdyAnswer {
+    Pong(u32),
+    Reset(u32),
 }
 
 impl Wire {
@@ -151,7 +161,7 @@ impl Wire {
                 *stdin_ended = false;
                 Input::StdinEnd
             }
-            Self::Spdy { reader, writer, streams, stdin_ended } => match reader.next().await {
+            Self::Spdy { reader, streams, stdin_ended, .. } => match reader.next().await {
                 SpdyFrame::Data { id, bytes, fin } => match streams.of(id) {
                     Some(STDIN) if fin && bytes.is_empty() => Input::StdinEnd,
                     Some(STDIN) => {
@@ -162,23 +172,20 @@ impl Wire {
                     _ => Input::Nothing,
                 },
                 SpdyFrame::Reset(id) if streams.of(id) == Some(STDIN) => Input::StdinEnd,
-                SpdyFrame::Ping(ping) => {
-                    if writer.pong(ping).await {
-                        Input::Nothing
-                    } else {
-                        Input::Gone
-                    }
-                }
-                SpdyFrame::SynStream { id, .. } => {
-                    if writer.reset(id).await {
-                        Input::Nothing
-                    } else {
-                        Input::Gone
-                    }
-                }
+                SpdyFrame::Ping(ping) => Input::Answer(SpdyAnswer::Pong(ping)),
+                SpdyFrame::SynStream { id, .. } => Input::Answer(SpdyAnswer::Reset(id)),
                 SpdyFrame::Reset(_) | SpdyFrame::Other => Input::Nothing,
                 SpdyFrame::Closed => Input::Gone,
             },
+        }
+    }
+
+    /// Answers a SPDY control frame; false when the client has gone.
+    async fn answer(&mut self, answer: SpdyAnswer) -> bool {
+        let Self::Spdy { writer, .. } = self else { return true };
+        match answer {
+            SpdyAnswer::Pong(ping) => writer.pong(ping).await,
+            SpdyAnswer::Reset(id) => writer.reset(id).await,
         }
     }
 
@@ -387,6 +394,11 @@ pub(super) async fn session(
                     }
                 }
                 Input::StdinEnd => stdin_tx = None,
+                Input::Answer(answer) => {
+                    if !wire.answer(answer).await {
+                        client_gone = true;
+                    }
+                }
                 Input::Nothing => {}
                 Input::Gone => client_gone = true,
             },

@@ -8,13 +8,13 @@
 //! side's without one, which a SPDY reader accepts (the zlib header says so). Flow control
 //! (`WINDOW_UPDATE`) is not applied: Kubernetes' SPDY library does not either.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use http::{Response, header};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 
 use super::ResponseBody;
 use super::upgrade;
@@ -181,35 +181,57 @@ pub(super) enum Frame {
 pub(super) async fn open(on: OnUpgrade) -> Option<(Reader, Writer)> {
     let upgraded = on.await.ok()?;
     let (rd, wr) = tokio::io::split(TokioIo::new(upgraded));
-    Some((Reader { io: rd, inflate: Inflate::default() }, Writer { io: wr, deflate: Deflate::default() }))
+    Some((Reader::new(rd), Writer { io: wr, deflate: Deflate::default() }))
 }
 
-/// Reads the client's frames.
-pub(super) struct Reader {
-    io: ReadHalf<TokioIo<Upgraded>>,
+/// Reads the client's frames (from the upgraded connection; a test reads any stream).
+pub(super) struct Reader<R = ReadHalf<TokioIo<Upgraded>>> {
+    io: R,
+    /// What has arrived of frames not yet read whole.
+    buf: BytesMut,
     inflate: Inflate,
 }
 
-impl Reader {
-    /// The next frame.
-    pub(super) async fn next(&mut self) -> Frame {
-        self.read().await.unwrap_or(Frame::Closed)
+impl<R: AsyncRead + Unpin> Reader<R> {
+    /// Reads frames from `io`.
+    fn new(io: R) -> Self {
+        Self { io, buf: BytesMut::new(), inflate: Inflate::default() }
     }
 
-    async fn read(&mut self) -> Option<Frame> {
-        let mut head = [0u8; 8];
-        self.io.read_exact(&mut head).await.ok()?;
-        let first = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-        let flags = head[4];
-        let length = u32::from_be_bytes([0, head[5], head[6], head[7]]);
-        let mut body = vec![0u8; usize::try_from(length).ok()?];
-        self.io.read_exact(&mut body).await.ok()?;
+    /// The next frame.
+    ///
+    /// Cancel-safe: a session waits for it beside its own output, and whichever comes first
+    /// drops the other. Bytes already read stay in the buffer for the next call, so a frame
+    /// is never cut in two.
+    pub(super) async fn next(&mut self) -> Frame {
+        loop {
+            if let Some((first, flags, body)) = self.whole_frame() {
+                return self.decode(first, flags, body).unwrap_or(Frame::Closed);
+            }
+            match self.io.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return Frame::Closed,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The first frame of the buffer, once all of it has arrived: its first word, its flags and
+    /// its body.
+    fn whole_frame(&mut self) -> Option<(u32, u8, Bytes)> {
+        let head = self.buf.get(..8)?;
+        let length = usize::try_from(u32::from_be_bytes([0, head[5], head[6], head[7]])).ok()?;
+        if self.buf.len() < 8 + length {
+            self.buf.reserve(8 + length - self.buf.len());
+            return None;
+        }
+        let mut frame = self.buf.split_to(8 + length);
+        let head = frame.split_to(8);
+        Some((u32::from_be_bytes([head[0], head[1], head[2], head[3]]), head[4], frame.freeze()))
+    }
+
+    fn decode(&mut self, first: u32, flags: u8, body: Bytes) -> Option<Frame> {
         if first & 0x8000_0000 == 0 {
-            return Some(Frame::Data {
-                id: first & 0x7fff_ffff,
-                bytes: Bytes::from(body),
-                fin: flags & FIN != 0,
-            });
+            return Some(Frame::Data { id: first & 0x7fff_ffff, bytes: body, fin: flags & FIN != 0 });
         }
         let word = |at: usize| body.get(at..at + 4).map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
         Some(match u16::try_from(first & 0xffff).ok()? {
@@ -385,6 +407,23 @@ mod tests {
             b = (b + a) % 65521;
         }
         (b << 16) | a
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_given_up_half_way_through_a_frame_loses_none_of_it() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut reader = Reader::new(server);
+        // A data frame on stream 3 with FIN, "hello", arriving in two pieces.
+        let frame = [&3u32.to_be_bytes()[..], &[FIN, 0, 0, 5], b"hello"].concat();
+        client.write_all(&frame[..6]).await.unwrap();
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(1), reader.next()).await;
+        assert!(waited.is_err(), "half a frame is not a frame");
+        client.write_all(&frame[6..]).await.unwrap();
+        let hello = Frame::Data { id: 3, bytes: Bytes::from_static(b"hello"), fin: true };
+        let read = tokio::time::timeout(std::time::Duration::from_secs(1), reader.next()).await;
+        assert_eq!(read.expect("the whole frame, once the rest arrives"), hello);
+        drop(client);
+        assert_eq!(reader.next().await, Frame::Closed);
     }
 
     #[test]
