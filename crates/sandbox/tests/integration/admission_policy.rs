@@ -455,3 +455,108 @@ async fn the_authorizer_variable_asks_rbac_for_the_requests_user_and_for_service
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_policys_expressions_stop_at_upstreams_cost_limits() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    // `s.matches(R)` on 99,000 characters costs ⌈99,001 × 0.1⌉ × ⌈400 × 0.25⌉ = 990,100, and
+    // 3 for reading `object.data.s`: just under the per-call limit.
+    let regex = "b*".repeat(200);
+    let costly = format!("object.data.s.matches('{regex}')");
+    let policy = |name: &str, spec: Value| {
+        let mut spec = spec;
+        spec["matchConstraints"] = json!({ "resourceRules": [{ "apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["configmaps"] }] });
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy", "metadata": { "name": name },
+            "spec": spec })
+    };
+    let many = |n: usize, e: &str| -> Vec<Value> { (0..n).map(|_| json!({ "expression": e })).collect() };
+    let scenarios = [
+        // One evaluation past 1,000,000 is an error.
+        ("one", json!({ "validations": many(1, &costly) })),
+        // Eleven validations of 990,103 each: the eleventh runs past 10,000,000.
+        ("validations", json!({ "validations": many(11, &costly) })),
+        // A variable is evaluated once and charged once, however many read it.
+        (
+            "variable",
+            json!({ "variables": [{ "name": "ok", "expression": costly }],
+            "validations": many(11, "variables.ok") }),
+        ),
+        // A variable past the per-call limit fails where it is read.
+        (
+            "big-variable",
+            json!({ "variables": [{ "name": "big",
+            "expression": format!("{costly} && {costly}") }], "validations": many(1, "variables.big") }),
+        ),
+        // Three match conditions share 2,500,000.
+        (
+            "conditions",
+            json!({ "matchConditions": (0..3).map(|i| json!({ "name": format!("c{i}"),
+            "expression": costly })).collect::<Vec<_>>(), "validations": many(1, "true") }),
+        ),
+        // Nine validations leave 1,089,073 for the message expressions: the second runs out,
+        // and every validation is then an error, passed or not.
+        (
+            "messages",
+            json!({ "validations": (0..9).map(|i| if i < 2 {
+                json!({ "expression": costly, "messageExpression": format!("{costly} ? 'a' : 'b'") })
+            } else {
+                json!({ "expression": costly })
+            }).collect::<Vec<_>>() }),
+        ),
+    ];
+    for (name, spec) in scenarios {
+        seed(&sb, policy(name, spec)).await;
+        seed(
+            &sb,
+            json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicyBinding", "metadata": { "name": name },
+                "spec": { "policyName": name, "validationActions": ["Deny"],
+                    "matchResources": { "namespaceSelector": { "matchLabels": { "env": name } } } } }),
+        )
+        .await;
+        seed(&sb, namespace(name, name)).await;
+    }
+    let create = |ns: &'static str, chars: usize| {
+        let api: Api<ConfigMap> = Api::namespaced(sb.client(), ns);
+        let cm: ConfigMap = serde_json::from_value(
+            json!({ "metadata": { "name": "big" }, "data": { "s": "b".repeat(chars) } }),
+        )
+        .unwrap();
+        async move { api.create(&PostParams::default(), &cm).await }
+    };
+    let denied = |ns: &str, why: &str| {
+        format!(
+            "configmaps \"big\" is forbidden: ValidatingAdmissionPolicy '{ns}' with binding '{ns}' denied request: {why}"
+        )
+    };
+    let out = "validation failed due to running out of cost budget, no further validation rules will be run";
+
+    let e = api_error(create("one", 100_000).await.unwrap_err());
+    let why =
+        format!("expression '{costly}' resulted in error: operation cancelled: actual cost limit exceeded");
+    assert_eq!(e.message, denied("one", &why));
+    create("one", 99_000).await.expect("within the limit");
+
+    let e = api_error(create("validations", 99_000).await.unwrap_err());
+    assert_eq!(e.message, denied("validations", out));
+    // Shorter strings cost less: all eleven fit.
+    create("validations", 90_000).await.expect("within the budget");
+
+    create("variable", 99_000).await.expect("the variable is charged once");
+
+    let e = api_error(create("big-variable", 99_000).await.unwrap_err());
+    assert_eq!(
+        e.message,
+        denied(
+            "big-variable",
+            "expression 'variables.big' resulted in error: composited variable \"big\" fails to evaluate: \
+             operation cancelled: actual cost limit exceeded"
+        )
+    );
+
+    let e = api_error(create("conditions", 99_000).await.unwrap_err());
+    assert_eq!(e.message, denied("conditions", out));
+
+    let e = api_error(create("messages", 99_000).await.unwrap_err());
+    assert_eq!(e.message, denied("messages", &format!("failed messageExpression: {out}")));
+}

@@ -4,7 +4,15 @@
 //! `auditAnnotations`.
 //!
 //! Variables are evaluated in order before anything reads them (upstream evaluates them
-//! lazily); one that fails is reported by the expression that reads it, in upstream's words.
+//! lazily); one that fails is reported by the expression that reads it, in upstream's words,
+//! and what one cost is charged to each run of expressions that reads it, as upstream's lazy
+//! composition charges it.
+//!
+//! Costs follow upstream's validator: the match conditions share 2,500,000; the validations
+//! 10,000,000, and their message expressions (all of them, whatever their validation gave)
+//! what the validations left; the audit annotations 10,000,000 of their own. Validations or
+//! audit annotations past their budget end the evaluation with one error decision; message
+//! expressions past theirs make every validation that did not fail to evaluate an error.
 
 use std::collections::HashMap;
 
@@ -12,9 +20,9 @@ use kube_cel::cel::{Context, Value as Cel};
 use serde_json::Value;
 
 use super::super::FailurePolicy;
-use super::super::expression::{Expression, MatchConditions, why};
+use super::super::expression::{Budget, Expression, LIMIT_EXCEEDED, MatchConditions, VariableCosts, why};
 use crate::go_print::go_quote;
-use crate::schema::cel::functions;
+use crate::schema::cel::{PER_CALL_LIMIT, RUNTIME_BUDGET, actual_cost, functions};
 
 /// The longest message a `messageExpression` may give (`MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE: usize = 5 * 1024;
@@ -115,95 +123,141 @@ impl Compiled {
         ctx.add_variable_from_value("params", inputs.params);
         ctx.add_variable_from_value("namespaceObject", inputs.namespace_object);
         ctx.add_variable_from_value("authorizer", inputs.authorizer);
-        let failed = self.bind_variables(&mut ctx);
+        let (failed, costs) = self.bind_variables(&mut ctx);
 
         let on_error = |message: String| match self.failure_policy {
             FailurePolicy::Fail => Decision::Deny { message, reason: None },
             FailurePolicy::Ignore => Decision::Admit,
         };
-        match self.match_conditions.all_true(&ctx, &failed) {
+        let ended = |message: String| Outcome { decisions: vec![on_error(message)], annotations: Vec::new() };
+        match self.match_conditions.all_true(&ctx, &failed, &costs) {
             Ok(false) => return Outcome::default(),
             Ok(true) => {}
-            Err(message) => return Outcome { decisions: vec![on_error(message)], annotations: Vec::new() },
+            Err(message) => return ended(message),
         }
 
+        let mut budget = Budget::new(RUNTIME_BUDGET, &costs);
+        let mut results = Vec::with_capacity(self.validations.len());
+        for v in &self.validations {
+            match v.expression.run(&ctx, &failed, &mut budget) {
+                Ok(result) => results.push(result),
+                Err(out) => return ended(out.to_string()),
+            }
+        }
+        // Every message expression runs, on what the validations left.
+        let mut messages = Budget::new(budget.left(), &costs);
+        let mut evaluated = Vec::with_capacity(self.validations.len());
+        let mut messages_out = None;
+        for v in &self.validations {
+            let Some(m) = &v.message_expression else {
+                evaluated.push(None);
+                continue;
+            };
+            match m.run(&ctx, &failed, &mut messages) {
+                Ok(result) => evaluated.push(result.ok()),
+                Err(out) => {
+                    messages_out = Some(out);
+                    break;
+                }
+            }
+        }
         let decisions = self
             .validations
             .iter()
-            .map(|v| match v.expression.run(&ctx, &failed) {
-                Err(e) => on_error(e),
-                Ok(Cel::Bool(true)) => Decision::Admit,
-                Ok(_) => Decision::Deny { message: v.message(&ctx, &failed), reason: v.reason.clone() },
+            .zip(results)
+            .enumerate()
+            .map(|(i, (v, result))| match (result, messages_out) {
+                (Err(e), _) => on_error(e),
+                (Ok(_), Some(out)) => on_error(format!("failed messageExpression: {out}")),
+                (Ok(Cel::Bool(true)), None) => Decision::Admit,
+                (Ok(_), None) => Decision::Deny {
+                    message: v.message(evaluated.get(i).cloned().flatten()),
+                    reason: v.reason.clone(),
+                },
             })
             .collect();
-        let annotations = self
-            .audit_annotations
-            .iter()
-            .filter_map(|a| {
-                let error = |e: String| match self.failure_policy {
+
+        let mut budget = Budget::new(RUNTIME_BUDGET, &costs);
+        let mut annotations = Vec::new();
+        for a in &self.audit_annotations {
+            let result = match a.run(&ctx, &failed, &mut budget) {
+                Ok(result) => result,
+                Err(out) => return ended(out.to_string()),
+            };
+            let annotation = match result {
+                Err(e) => match self.failure_policy {
                     FailurePolicy::Fail => Some(Annotation::Error(e)),
                     FailurePolicy::Ignore => None,
-                };
-                match a.run(&ctx, &failed) {
-                    Err(e) => error(e),
-                    Ok(Cel::String(s)) if !s.trim().is_empty() => {
-                        Some(Annotation::Publish { key: a.name.clone(), value: s.trim().to_owned() })
-                    }
-                    Ok(Cel::String(_) | Cel::Null) => None,
-                    Ok(other) => Some(Annotation::Error(format!(
-                        "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
-                        a.text,
-                        type_name(&other)
-                    ))),
+                },
+                Ok(Cel::String(s)) if !s.trim().is_empty() => {
+                    Some(Annotation::Publish { key: a.name.clone(), value: s.trim().to_owned() })
                 }
-            })
-            .collect();
+                Ok(Cel::String(_) | Cel::Null) => None,
+                Ok(other) => Some(Annotation::Error(format!(
+                    "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                    a.text,
+                    type_name(&other)
+                ))),
+            };
+            annotations.extend(annotation);
+        }
         Outcome { decisions, annotations }
     }
 
-    /// Binds `variables`, each evaluated in order (a variable may read those before it); the
-    /// errors of those that failed, worded as upstream's composition reports them.
-    fn bind_variables(&self, ctx: &mut Context<'_>) -> HashMap<String, String> {
+    /// Binds `variables`, each evaluated in order (a variable may read those before it): the
+    /// errors of those that failed, worded as upstream's composition reports them, and what
+    /// each cost.
+    fn bind_variables(&self, ctx: &mut Context<'_>) -> (HashMap<String, String>, VariableCosts) {
         let mut failed = HashMap::new();
+        let mut costs = VariableCosts::new();
         let mut values: HashMap<String, Cel> = HashMap::new();
         ctx.add_variable_from_value("variables", values.clone());
         for v in &self.variables {
             let name = go_quote(&v.name);
-            match &v.program {
+            let program = match &v.program {
+                Ok(p) => p,
                 Err(e) => {
                     failed
                         .insert(v.name.clone(), format!("composited variable {name} fails to compile: {e}"));
+                    continue;
                 }
-                Ok(p) => match p.execute(ctx) {
-                    Ok(value) => {
-                        values.insert(v.name.clone(), value);
-                        ctx.add_variable_from_value("variables", values.clone());
-                    }
-                    Err(e) => {
-                        let why = why(&e, &failed);
-                        failed.insert(
-                            v.name.clone(),
-                            format!("composited variable {name} fails to evaluate: {why}"),
-                        );
-                    }
-                },
+            };
+            let spent = actual_cost(program.expression(), ctx, PER_CALL_LIMIT);
+            let over = spent.over;
+            costs.insert(v.name.clone(), spent);
+            let evaluated = if over {
+                Err(LIMIT_EXCEEDED.to_owned())
+            } else {
+                program.execute(ctx).map_err(|e| why(&e, &failed))
+            };
+            match evaluated {
+                Ok(value) => {
+                    values.insert(v.name.clone(), value);
+                    ctx.add_variable_from_value("variables", values.clone());
+                }
+                Err(why) => {
+                    failed.insert(
+                        v.name.clone(),
+                        format!("composited variable {name} fails to evaluate: {why}"),
+                    );
+                }
             }
         }
-        failed
+        (failed, costs)
     }
 }
 
 impl Validation {
     /// The message of a failed validation: its message expression's string (trimmed, one line,
     /// not too long), else its message, else `failed expression: <expression>`.
-    fn message(&self, ctx: &Context<'_>, failed: &HashMap<String, String>) -> String {
-        let evaluated = self.message_expression.as_ref().and_then(|m| match m.run(ctx, failed) {
-            Ok(Cel::String(s)) => {
+    fn message(&self, evaluated: Option<Cel>) -> String {
+        let evaluated = match evaluated {
+            Some(Cel::String(s)) => {
                 let s = s.trim();
                 (!s.is_empty() && s.len() <= MAX_MESSAGE && !s.contains('\n')).then(|| s.to_owned())
             }
             _ => None,
-        });
+        };
         evaluated.unwrap_or_else(|| {
             if self.message.trim().is_empty() {
                 format!("failed expression: {}", self.expression.text.trim())

@@ -37,7 +37,7 @@ use kube_cel::cel::Value as Cel;
 use serde_json::{Value, json};
 
 use self::review::Response;
-use super::expression::MatchConditions;
+use super::expression::{MatchConditions, VariableCosts};
 use super::in_force::InForce;
 use super::matching::{Target, labels_select, namespace_matches, rules_match};
 use super::{FailurePolicy, Objects, Request, attributes, exempt};
@@ -459,7 +459,7 @@ fn conditions_hold(
         "authorizer",
         invocation::current(|inv| super::attributes::authorizer(request, inv)),
     );
-    hook.conditions.all_true(&ctx, &HashMap::new())
+    hook.conditions.all_true(&ctx, &HashMap::new(), &VariableCosts::new())
 }
 
 /// Leaves an audit annotation on the request.

@@ -27,16 +27,29 @@ enum Stopped {
     OverLimit,
 }
 
-/// The cost of evaluating `e` in `ctx`, and, when it stopped over `limit`, so.
-pub(crate) fn actual_cost(e: &IdedExpr, ctx: &Context<'_>, limit: u64) -> (u64, bool) {
-    let mut tracker = Tracker { cost: 0, limit };
+/// What one evaluation cost.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Spent {
+    /// Its cost, as far as it went.
+    pub cost: u64,
+    /// Whether it stopped over the limit.
+    pub over: bool,
+    /// The composited variables it read (`variables.x`), in the order it read them: an
+    /// admission policy's variables are evaluated when first read, and charged there.
+    pub variables: Vec<String>,
+}
+
+/// What evaluating `e` in `ctx` costs, stopping past `limit`.
+pub(crate) fn actual_cost(e: &IdedExpr, ctx: &Context<'_>, limit: u64) -> Spent {
+    let mut tracker = Tracker { cost: 0, limit, variables: Vec::new() };
     let over = tracker.walk(e, ctx) == Err(Stopped::OverLimit);
-    (tracker.cost, over)
+    Spent { cost: tracker.cost, over, variables: tracker.variables }
 }
 
 struct Tracker {
     cost: u64,
     limit: u64,
+    variables: Vec<String>,
 }
 
 type Walked = Result<(), Stopped>;
@@ -124,6 +137,9 @@ impl Tracker {
             Expr::Select(s) if s.test => self.walk(&s.operand, ctx),
             Expr::Select(s) => {
                 self.walk(&s.operand, ctx)?;
+                if matches!(&s.operand.expr, Expr::Ident(v) if v == "variables") {
+                    self.variables.push(s.field.clone());
+                }
                 self.charge(1)
             }
             Expr::List(l) => {
@@ -311,7 +327,8 @@ mod tests {
         let program = compile(rule).unwrap();
         let mut ctx = functions().new_inner_scope();
         ctx.add_variable_from_value("self", untyped(&self_value));
-        actual_cost(program.expression(), &ctx, 1_000)
+        let spent = actual_cost(program.expression(), &ctx, 1_000);
+        (spent.cost, spent.over)
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod regex;
 mod size;
 pub(crate) mod value;
 
+pub(crate) use actual_cost::{Spent, actual_cost};
 pub(crate) use check::RESERVED;
 pub(crate) use size::{max_cardinality, max_children};
 
@@ -213,7 +214,7 @@ impl Rules {
                 continue;
             }
             let ctx = if rule.optional_old_self { optional.as_ref().unwrap_or(&plain) } else { &plain };
-            let (cost, over) = actual_cost::actual_cost(program.expression(), ctx, PER_CALL_LIMIT);
+            let Spent { cost, over, .. } = actual_cost(program.expression(), ctx, PER_CALL_LIMIT);
             if !spend(budget, cost) {
                 errs.push((field(""), invalid(ty, OUT_OF_BUDGET)));
                 return errs;
@@ -232,7 +233,7 @@ impl Rules {
                 Ok(Cel::Bool(false)) => {
                     let mut detail = None;
                     if let Some(m) = &rule.message_expression {
-                        let (cost, over) = actual_cost::actual_cost(m.expression(), ctx, PER_CALL_LIMIT);
+                        let Spent { cost, over, .. } = actual_cost(m.expression(), ctx, PER_CALL_LIMIT);
                         let stopped = if !spend(budget, cost) {
                             Some("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned())
                         } else if over {
@@ -273,11 +274,12 @@ impl Rules {
     }
 }
 
-/// The most one evaluation of a rule may cost (`PerCallLimit`).
-const PER_CALL_LIMIT: u64 = 1_000_000;
+/// The most one evaluation of a rule or an admission expression may cost (`PerCallLimit`).
+pub(crate) const PER_CALL_LIMIT: u64 = 1_000_000;
 
-/// What is said where an object's rules run out of their budget.
-const OUT_OF_BUDGET: &str =
+/// What is said where an object's rules, or an admission policy's expressions, run out of
+/// their budget.
+pub(crate) const OUT_OF_BUDGET: &str =
     "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// What all of one object's rule evaluations may cost together (`RuntimeCELCostBudget`).
