@@ -3,8 +3,8 @@
 //! `matchConditions`, its `validations` with their message expressions, and its
 //! `auditAnnotations`.
 //!
-//! Variables are evaluated in order before anything reads them (upstream evaluates them
-//! lazily); one that fails is reported by the expression that reads it, in upstream's words,
+//! Variables are evaluated in order, after the match conditions (which cannot read them) and
+//! before anything else reads them (upstream evaluates them lazily); one that fails is reported by the expression that reads it, in upstream's words,
 //! and what one cost is charged to each run of expressions that reads it, as upstream's lazy
 //! composition charges it.
 //!
@@ -123,18 +123,18 @@ impl Compiled {
         ctx.add_variable_from_value("params", inputs.params);
         ctx.add_variable_from_value("namespaceObject", inputs.namespace_object);
         ctx.add_variable_from_value("authorizer", inputs.authorizer);
-        let (failed, costs) = self.bind_variables(&mut ctx);
-
         let on_error = |message: String| match self.failure_policy {
             FailurePolicy::Fail => Decision::Deny { message, reason: None },
             FailurePolicy::Ignore => Decision::Admit,
         };
         let ended = |message: String| Outcome { decisions: vec![on_error(message)], annotations: Vec::new() };
-        match self.match_conditions.all_true(&ctx, &failed, &costs) {
+        // Match conditions come before the variables, which they cannot read.
+        match self.match_conditions.all_true(&ctx, &HashMap::new(), &VariableCosts::new()) {
             Ok(false) => return Outcome::default(),
             Ok(true) => {}
             Err(message) => return ended(message),
         }
+        let (failed, costs) = self.bind_variables(&mut ctx);
 
         let mut budget = Budget::new(RUNTIME_BUDGET, &costs);
         let mut results = Vec::with_capacity(self.validations.len());
