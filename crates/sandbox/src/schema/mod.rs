@@ -22,8 +22,8 @@
 //! | `field_path` | a field path into a schema (selectable fields, a rule's `fieldPath`) | `schema/cel/validation.go` `ValidFieldPath` |
 //! | `structural` | the schema's own checks, its defaults' validity | `schema/validation.go`, `complete.go`, `defaulting/validation.go`, `apis/apiextensions/validation` |
 //!
-//! Differences from upstream: CEL rules are parsed and their field selections checked, not
-//! otherwise type-checked, and cost nothing (see `cel`); no
+//! Differences from upstream: CEL rules are parsed and their field selections and operators
+//! type-checked, not their functions (see `cel`); no
 //! ratcheting on update (every update is validated as a create); `format: int32` and `float`
 //! are not range-checked (kube-openapi does not check them either); the formats listed as
 //! approximated in `format`'s docs; `pattern` is compiled by the `regex` crate, whose syntax is

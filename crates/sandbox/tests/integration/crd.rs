@@ -600,6 +600,19 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
         "{message}"
     );
 
+    // And one applying an operator to types it has no overload for, at the operator.
+    let mut mistyped: Value = serde_json::to_value(&bad).unwrap();
+    mistyped["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+        json!([{ "rule": "self.size == '3'" }]);
+    let mistyped: CustomResourceDefinition = serde_json::from_value(mistyped).unwrap();
+    let message = refused(crds.create(&PostParams::default(), &mistyped).await.unwrap_err());
+    assert!(
+        message.ends_with(
+            "compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'\n | self.size == '3'\n | ..........^"
+        ),
+        "{message}"
+    );
+
     // A message built by concatenating a number's string (which has no size cel-go can bound)
     // is estimated past any budget, and refused as a cluster refuses it.
     let mut dear: Value = serde_json::to_value(&bad).unwrap();

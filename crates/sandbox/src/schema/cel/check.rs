@@ -1,7 +1,14 @@
 //! The part of cel-go's type checking a rule gets when its CRD is written: every field a rule
 //! selects on a declared object must be one of the object's declared fields, as apiextensions'
 //! `SchemaDeclType` declares them — an undefined one refuses the CRD with cel-go's
-//! `undefined field 'x'`, its place in the rule shown as cel-go shows it.
+//! `undefined field 'x'` — and every operator (`+`, `==`, `<`, `&&`, `!`, `?:`, `in`, `[]`, …)
+//! must have an overload for its operands' types, else `found no matching overload for '_==_'
+//! applied to '(int, string)'`; each error's place in the rule shown as cel-go shows it.
+//!
+//! The parser keeps no positions, so places are found in the text: selections' dots and
+//! operators' symbols are read from it in order and paired with the AST's, read in the order
+//! they are written (a macro's expansion read back to what its caller wrote); where the two do
+//! not agree, the error is not reported.
 //!
 //! The types are the schema's: an object with `properties` declares them (with their CEL escapes,
 //! `a-b` as `a__dash__b`; at a resource's root `apiVersion`, `kind` and `metadata` with only
@@ -9,8 +16,8 @@
 //! an array's items are its elements' type, also through the macros (`all`, `exists`, `map`,
 //! `filter`) and an index. What the checker cannot type — a function's result, an
 //! int-or-string, a value it does not follow — it lets through, as a check it cannot fail: no
-//! rule that upstream accepts is refused here, some it refuses are accepted (a wrong overload, a
-//! field of a scalar).
+//! rule that upstream accepts is refused here, some it refuses are accepted (a function's wrong
+//! overload, an operator on an object or a list literal, a field of a scalar).
 
 use std::collections::HashMap;
 
@@ -238,8 +245,9 @@ pub(super) struct Checked<'a, 'e> {
     pub(super) ast: &'e IdedExpr,
     /// Every expression's type, by its id.
     pub(super) types: HashMap<u64, Ty<'a>>,
-    /// The undefined fields, as cel-go reports them; `None` when there are none.
-    pub(super) undefined: Option<String>,
+    /// The type errors (undefined fields, operators applied to types they have no overload
+    /// for), as cel-go reports them; `None` when there are none.
+    pub(super) errors: Option<String>,
 }
 
 /// Types `ast` (`text` parsed) against `schema` (the rule's node; `root`: a resource's root or
@@ -256,10 +264,11 @@ pub(super) fn check<'a, 'e>(
     if old_self {
         scope.push(("oldSelf".to_owned(), own));
     }
-    let mut walk = Walk { scope, selections: 0, undefined: Vec::new(), types: HashMap::new() };
+    let mut walk =
+        Walk { scope, selections: 0, undefined: Vec::new(), mismatches: Vec::new(), types: HashMap::new() };
     walk.ty(ast);
-    let undefined = walk.report(text);
-    Checked { ast, types: walk.types, undefined }
+    let errors = walk.report(text, ast);
+    Checked { ast, types: walk.types, errors }
 }
 
 /// The checker's walk of one rule.
@@ -270,6 +279,9 @@ struct Walk<'a> {
     selections: usize,
     /// The undefined fields: each selection's number, its name, and whether it is `has()`'s.
     undefined: Vec<(usize, String, bool)>,
+    /// The operators applied to types no overload of theirs takes: the call's id and cel-go's
+    /// words.
+    mismatches: Vec<(u64, String)>,
     /// Every expression's type, by its id.
     types: HashMap<u64, Ty<'a>>,
 }
@@ -311,6 +323,17 @@ impl<'a> Walk<'a> {
                     self.ty(t);
                 }
                 let args: Vec<Ty<'a>> = c.args.iter().map(|a| self.ty(a)).collect();
+                if c.target.is_none()
+                    && let Some(signature) = no_overload(&c.func_name, &args)
+                {
+                    let name = &c.func_name;
+                    self.mismatches.push((
+                        e.id,
+                        format!("found no matching overload for '{name}' applied to '{signature}'"),
+                    ));
+                    // As cel-go's error type, it is not checked again where it is used.
+                    return Ty::Unknown;
+                }
                 result_type(&c.func_name, &args)
             }
             Expr::Comprehension(c) => {
@@ -375,31 +398,49 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// The undefined fields as cel-go reports them: `ERROR: <input>:L:C: undefined field 'x'`
-    /// and the line with a caret under the selection's dot (under `has(`'s parenthesis for a
-    /// `has()`), one after the other; `None` when there are none.
-    fn report(&self, text: &str) -> Option<String> {
-        if self.undefined.is_empty() {
+    /// The type errors as cel-go reports them, in the order of their places in the text:
+    /// `ERROR: <input>:L:C: <what>` and the line with a caret under the place — a selection's
+    /// dot (`has(`'s parenthesis for a `has()`), an operator's symbol; `None` when there are
+    /// none. An error whose place cannot be found in the text is not reported: no place is
+    /// guessed, and nothing is refused for it.
+    fn report(&self, text: &str, ast: &IdedExpr) -> Option<String> {
+        if self.undefined.is_empty() && self.mismatches.is_empty() {
             return None;
         }
-        let dots = selection_dots(text);
+        let tokens = tokens(text);
+        let mut located: Vec<(usize, String)> = Vec::new();
+        let dots: Vec<usize> = tokens.iter().filter(|(_, t)| *t == Token::Dot).map(|(at, _)| *at).collect();
         // The walk meets selections in the order they are written; were they not found alike in
-        // the text, no place is guessed and nothing is refused.
-        if dots.len() != self.selections {
-            return None;
-        }
-        let errors: Vec<String> = self
-            .undefined
-            .iter()
-            .map(|(n, field, test)| {
+        // the text, no place is known.
+        if dots.len() == self.selections {
+            for (n, field, test) in &self.undefined {
                 let dot = dots[*n];
                 let offset = if *test { text[..dot].rfind("has(").map_or(dot, |h| h + 3) } else { dot };
+                located.push((offset, format!("undefined field '{field}'")));
+            }
+        }
+        if !self.mismatches.is_empty() {
+            let places = operator_places(ast, &tokens);
+            for (id, what) in &self.mismatches {
+                if let Some(offset) = places.get(id) {
+                    located.push((*offset, what.clone()));
+                }
+            }
+        }
+        if located.is_empty() {
+            return None;
+        }
+        located.sort_by_key(|(offset, _)| *offset);
+        let errors: Vec<String> = located
+            .iter()
+            .map(|(offset, what)| {
+                let offset = *offset;
                 let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
                 let line_no = text[..offset].matches('\n').count() + 1;
                 let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
                 let column = text[line_start..offset].chars().count();
                 format!(
-                    "ERROR: <input>:{line_no}:{}: undefined field '{field}'\n | {}\n | {}^",
+                    "ERROR: <input>:{line_no}:{}: {what}\n | {}\n | {}^",
                     column + 1,
                     &text[line_start..line_end],
                     ".".repeat(column)
@@ -407,6 +448,219 @@ impl<'a> Walk<'a> {
             })
             .collect();
         Some(errors.join("\n"))
+    }
+}
+
+/// The names cel-go gives a type in its messages; `None` for one this checker does not name
+/// (an object, a library type, `dyn`, a list or map of unknown elements).
+fn type_name(ty: Ty<'_>) -> Option<String> {
+    let scalar = |k: Kind| -> Option<&'static str> {
+        Some(match k {
+            Kind::Bool => "bool",
+            Kind::Int => "int",
+            Kind::Uint => "uint",
+            Kind::Double => "double",
+            Kind::String => "string",
+            Kind::Bytes => "bytes",
+            Kind::Duration => DURATION,
+            Kind::Timestamp => TIMESTAMP,
+            Kind::Null => "null_type",
+            Kind::List | Kind::Map | Kind::Object | Kind::Opaque | Kind::Dyn => return None,
+        })
+    };
+    match ty {
+        Ty::Plain(k) => scalar(k).map(str::to_owned),
+        Ty::ListOf(k) => scalar(k).map(|e| format!("list({e})")),
+        Ty::Declared { schema, .. } => match declared_kind(schema) {
+            Kind::List => type_name(ty.element()).map(|e| format!("list({e})")),
+            Kind::Map => type_name(ty.indexed()).map(|v| format!("map(string, {v})")),
+            k => scalar(k).map(str::to_owned),
+        },
+        Ty::Unknown => None,
+    }
+}
+
+const DURATION: &str = "google.protobuf.Duration";
+const TIMESTAMP: &str = "google.protobuf.Timestamp";
+
+/// When no overload of operator `func` takes arguments of types `args`, their signature as
+/// cel-go words it (`(int, string)`). Only what is certain is told: an argument whose type is
+/// not named (see [`type_name`]) or is `null` lets the call through, as do functions other than
+/// the operators. The overloads are cel-go's standard ones with Kubernetes' options (ordering
+/// across int, uint and double is allowed; equality is not).
+fn no_overload(func: &str, args: &[Ty<'_>]) -> Option<String> {
+    const NUMBERS: [&str; 3] = ["int", "uint", "double"];
+    let names: Vec<String> = args.iter().map(|t| type_name(*t)).collect::<Option<_>>()?;
+    if names.iter().any(|n| n == "null_type") {
+        return None;
+    }
+    let n: Vec<&str> = names.iter().map(String::as_str).collect();
+    let list = |t: &str| t.starts_with("list(");
+    let ok = match (func, n.as_slice()) {
+        ("_+_", [a, b]) => {
+            (a == b && (["int", "uint", "double", "string", "bytes", DURATION].contains(a) || list(a)))
+                || (*a == TIMESTAMP && *b == DURATION)
+                || (*a == DURATION && *b == TIMESTAMP)
+        }
+        ("_-_", [a, b]) => {
+            (a == b && ["int", "uint", "double", TIMESTAMP, DURATION].contains(a))
+                || (*a == TIMESTAMP && *b == DURATION)
+        }
+        ("_*_" | "_/_", [a, b]) => a == b && NUMBERS.contains(a),
+        ("_%_", [a, b]) => a == b && ["int", "uint"].contains(a),
+        ("-_", [a]) => ["int", "double"].contains(a),
+        ("!_", [a]) => *a == "bool",
+        ("_&&_" | "_||_", [a, b]) => *a == "bool" && *b == "bool",
+        ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => {
+            (a == b && ["bool", "int", "uint", "double", "string", "bytes", TIMESTAMP, DURATION].contains(a))
+                || (NUMBERS.contains(a) && NUMBERS.contains(b))
+        }
+        ("_==_" | "_!=_", [a, b]) => a == b,
+        ("_?_:_", [c, a, b]) => *c == "bool" && a == b,
+        ("@in", [a, b]) => {
+            b.strip_prefix("list(").and_then(|e| e.strip_suffix(')')) == Some(a)
+                || (b.starts_with("map(string, ") && *a == "string")
+        }
+        ("_[_]", [a, b]) => {
+            (list(a) && NUMBERS.contains(b)) || (a.starts_with("map(string, ") && *b == "string")
+        }
+        _ => return None,
+    };
+    (!ok).then(|| format!("({})", n.join(", ")))
+}
+
+/// The symbol each operator is written with.
+fn operator_symbol(func: &str) -> Option<&'static str> {
+    Some(match func {
+        "_+_" => "+",
+        "_-_" | "-_" => "-",
+        "_*_" => "*",
+        "_/_" => "/",
+        "_%_" => "%",
+        "_<_" => "<",
+        "_<=_" => "<=",
+        "_>_" => ">",
+        "_>=_" => ">=",
+        "_==_" => "==",
+        "_!=_" => "!=",
+        "_&&_" => "&&",
+        "_||_" => "||",
+        "!_" => "!",
+        "@in" => "in",
+        "_?_:_" => "?",
+        "_[_]" => "[",
+        _ => return None,
+    })
+}
+
+/// Where each operator call of `ast` is written (cel-go places an operator's errors at its
+/// symbol): its operators and the text's, both in the order they are written, paired; empty
+/// when the two do not agree.
+fn operator_places(ast: &IdedExpr, tokens: &[(usize, Token)]) -> HashMap<u64, usize> {
+    let mut written = Vec::new();
+    if !in_text_order(ast, &mut written) {
+        return HashMap::new();
+    }
+    let symbols: Vec<(usize, &str)> = tokens
+        .iter()
+        .filter_map(|(at, t)| match t {
+            Token::Operator(op) => Some((*at, *op)),
+            Token::Dot => None,
+        })
+        .collect();
+    if symbols.len() != written.len() || symbols.iter().zip(&written).any(|((_, s), (_, w))| s != w) {
+        return HashMap::new();
+    }
+    written.iter().zip(symbols).map(|((id, _), (at, _))| (*id, at)).collect()
+}
+
+/// Appends the operators of `e` (call id and symbol) in the order they are written, a list
+/// literal as its `[` and a negative number as its `-`; `false` for a shape whose order is
+/// not known (a comprehension no macro makes).
+fn in_text_order(e: &IdedExpr, out: &mut Vec<(u64, &'static str)>) -> bool {
+    match &e.expr {
+        Expr::Literal(LiteralValue::Int(n)) if *n.inner() < 0 => out.push((e.id, "-")),
+        Expr::Literal(LiteralValue::Double(d)) if d.inner().is_sign_negative() => out.push((e.id, "-")),
+        Expr::Literal(_) | Expr::Ident(_) | Expr::Unspecified => {}
+        Expr::Select(s) => return in_text_order(&s.operand, out),
+        Expr::List(l) => {
+            out.push((e.id, "["));
+            return l.elements.iter().all(|x| in_text_order(x, out));
+        }
+        Expr::Map(m) => {
+            return m.entries.iter().all(|entry| match &entry.expr {
+                EntryExpr::MapEntry(m) => in_text_order(&m.key, out) && in_text_order(&m.value, out),
+                EntryExpr::StructField(f) => in_text_order(&f.value, out),
+            });
+        }
+        Expr::Struct(s) => {
+            return s.entries.iter().all(|entry| match &entry.expr {
+                EntryExpr::MapEntry(m) => in_text_order(&m.key, out) && in_text_order(&m.value, out),
+                EntryExpr::StructField(f) => in_text_order(&f.value, out),
+            });
+        }
+        Expr::Call(c) => {
+            let symbol = if c.target.is_none() { operator_symbol(&c.func_name) } else { None };
+            match (symbol, c.args.as_slice()) {
+                (Some(symbol), [operand]) => {
+                    out.push((e.id, symbol));
+                    return in_text_order(operand, out);
+                }
+                (Some(symbol), [left, right]) => {
+                    let left = in_text_order(left, out);
+                    out.push((e.id, symbol));
+                    return left && in_text_order(right, out);
+                }
+                (Some(symbol), [cond, yes, no]) => {
+                    let cond = in_text_order(cond, out);
+                    out.push((e.id, symbol));
+                    return cond && in_text_order(yes, out) && in_text_order(no, out);
+                }
+                _ => {
+                    let target = c.target.as_deref().is_none_or(|t| in_text_order(t, out));
+                    return target && c.args.iter().all(|a| in_text_order(a, out));
+                }
+            }
+        }
+        Expr::Comprehension(c) => {
+            let Some(written) = macro_arguments(c) else { return false };
+            return in_text_order(&c.iter_range, out) && written.into_iter().all(|x| in_text_order(x, out));
+        }
+    }
+    true
+}
+
+/// The expressions a macro's caller wrote (after its range), read back from its expansion:
+/// `all`'s and `exists`'s predicate, `exists_one`'s, `map`'s transform (after its filter),
+/// `filter`'s predicate.
+fn macro_arguments(c: &kube_cel::cel::common::ast::ComprehensionExpr) -> Option<Vec<&IdedExpr>> {
+    let accu = |e: &IdedExpr| matches!(&e.expr, Expr::Ident(n) if *n == c.accu_var);
+    fn call(e: &IdedExpr) -> Option<(&str, &[IdedExpr])> {
+        match &e.expr {
+            Expr::Call(call) if call.target.is_none() => {
+                Some((call.func_name.as_str(), call.args.as_slice()))
+            }
+            _ => None,
+        }
+    }
+    // `@result + [x]`: the element appended.
+    fn appended<'e>(e: &'e IdedExpr, accu: &dyn Fn(&IdedExpr) -> bool) -> Option<&'e IdedExpr> {
+        match call(e) {
+            Some(("_+_", [a, list])) if accu(a) => match &list.expr {
+                Expr::List(l) if l.elements.len() == 1 => Some(&l.elements[0]),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    match call(&c.loop_step)? {
+        ("_&&_" | "_||_", [a, predicate]) if accu(a) => Some(vec![predicate]),
+        ("_?_:_", [predicate, step, rest]) if accu(rest) => match (appended(step, &accu), call(step)) {
+            (Some(x), _) => Some(vec![predicate, x]),
+            (None, Some(("_+_", [a, _]))) if accu(a) => Some(vec![predicate]),
+            _ => None,
+        },
+        _ => appended(&c.loop_step, &accu).map(|x| vec![x]),
     }
 }
 
@@ -473,11 +727,22 @@ fn result_type<'a>(name: &str, args: &[Ty<'a>]) -> Ty<'a> {
     Ty::Plain(kind)
 }
 
-/// The byte offsets of the dots of field selections in `text`, in order: `.name` not followed
-/// by `(` (a method call), outside string literals and comments, and not `.?` or a number's.
-fn selection_dots(text: &str) -> Vec<usize> {
+/// What the checker places errors at in a rule's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    /// A field selection's dot: `.name` not followed by `(` (a method call), not `.?`.
+    Dot,
+    /// An operator's symbol, a list's or an index's `[`, a ternary's `?`, `in`.
+    Operator(&'static str),
+}
+
+/// The places of `text`'s selection dots and operators, in order, outside string literals,
+/// comments and numbers (a number's `.` and its exponent's sign are its own).
+fn tokens(text: &str) -> Vec<(usize, Token)> {
+    const TWO: [&str; 6] = ["&&", "||", "==", "!=", "<=", ">="];
+    const ONE: [&str; 10] = ["+", "-", "*", "/", "%", "<", ">", "!", "?", "["];
     let b = text.as_bytes();
-    let mut dots = Vec::new();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
         match b[i] {
@@ -504,7 +769,30 @@ fn selection_dots(text: &str) -> Vec<usize> {
                 }
                 continue;
             }
-            b'.' if !(i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit)) => {
+            c if c.is_ascii_digit() => {
+                let hex = c == b'0' && matches!(b.get(i + 1), Some(b'x' | b'X'));
+                i += 1;
+                while i < b.len() {
+                    let exponent = !hex && matches!(b[i - 1], b'e' | b'E') && matches!(b[i], b'+' | b'-');
+                    let fraction = b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+                    if !(b[i].is_ascii_alphanumeric() || exponent || fraction) {
+                        break;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            c if c == b'_' || c.is_ascii_alphabetic() => {
+                let start = i;
+                while i < b.len() && (b[i] == b'_' || b[i].is_ascii_alphanumeric()) {
+                    i += 1;
+                }
+                if &text[start..i] == "in" {
+                    out.push((start, Token::Operator("in")));
+                }
+                continue;
+            }
+            b'.' if !b.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 let mut j = i + 1;
                 while j < b.len() && b[j].is_ascii_whitespace() {
                     j += 1;
@@ -519,15 +807,29 @@ fn selection_dots(text: &str) -> Vec<usize> {
                         k += 1;
                     }
                     if b.get(k) != Some(&b'(') {
-                        dots.push(i);
+                        out.push((i, Token::Dot));
                     }
                 }
             }
-            _ => {}
+            _ => {
+                let rest = &text[i..];
+                if let Some(op) = TWO.iter().find(|op| rest.starts_with(**op)) {
+                    out.push((i, Token::Operator(op)));
+                    i += 2;
+                    continue;
+                }
+                // `.?` and `[?` are optional selection, not a ternary.
+                let optional = b[i] == b'?' && i > 0 && matches!(b[i - 1], b'.' | b'[');
+                if let Some(op) = ONE.iter().find(|op| rest.starts_with(**op))
+                    && !optional
+                {
+                    out.push((i, Token::Operator(op)));
+                }
+            }
         }
         i += 1;
     }
-    dots
+    out
 }
 
 #[cfg(test)]
@@ -552,7 +854,7 @@ mod tests {
 
     fn check(rule: &str) -> Option<String> {
         let program = super::super::compile(rule).unwrap();
-        super::check(rule, program.expression(), &schema(), true, true).undefined
+        super::check(rule, program.expression(), &schema(), true, true).errors
     }
 
     #[test]
@@ -588,6 +890,63 @@ mod tests {
             "self.apiVersion == 'v1' && self.kind != '' && self.metadata.name.size() < 64",
             "'self.spec.nope' != '' && 1.5 > 0.0",
             "self.spec.ports.filter(p, p.port > 1).size() > 0",
+        ] {
+            assert_eq!(check(rule), None, "{rule}");
+        }
+    }
+
+    #[test]
+    fn an_operator_no_overload_takes_is_a_type_error_at_its_symbol() {
+        assert_eq!(
+            check("self.spec.replicas + 'a' > 0").unwrap(),
+            "ERROR: <input>:1:20: found no matching overload for '_+_' applied to '(int, string)'\n | self.spec.replicas + 'a' > 0\n | ...................^"
+        );
+        // Equality is not across numbers, ordering is (Kubernetes' cross-type comparisons).
+        assert!(check("self.spec.replicas == 1.5").unwrap().contains("'_==_' applied to '(int, double)'"));
+        assert_eq!(check("self.spec.replicas > 1.5"), None);
+        // Inside a macro, after a negative number, and with an undefined field before it: each
+        // error at its place, in the order of the text.
+        assert!(check("self.spec.ports.all(p, p.port == 'x')").unwrap().starts_with(
+            "ERROR: <input>:1:31: found no matching overload for '_==_' applied to '(int, string)'"
+        ));
+        assert!(
+            check("self.spec.replicas > -1 && self.spec.replicas - 1 == 'x'")
+                .unwrap()
+                .starts_with("ERROR: <input>:1:51: found no matching overload for '_==_'")
+        );
+        let both = check("self.spec.nope == 1 && self.spec.replicas == 'a'").unwrap();
+        let lines: Vec<&str> = both.lines().filter(|l| l.starts_with("ERROR")).collect();
+        assert_eq!(
+            lines,
+            [
+                "ERROR: <input>:1:10: undefined field 'nope'",
+                "ERROR: <input>:1:43: found no matching overload for '_==_' applied to '(int, string)'"
+            ]
+        );
+        assert!(
+            check("self.spec.replicas > 0 ? 'a' : 1")
+                .unwrap()
+                .contains("1:24: found no matching overload for '_?_:_' applied to '(bool, string, int)'")
+        );
+        assert!(check("self.spec.labels['a'] + 1 > 0").unwrap().contains("'_+_' applied to '(string, int)'"));
+        assert!(check("!self.spec.replicas").unwrap().contains("'!_' applied to '(int)'"));
+    }
+
+    #[test]
+    fn what_an_overload_may_take_is_let_through() {
+        for rule in [
+            "self.spec.any == 1 && self.spec.any != 'a'",
+            "self.spec.labels['a'] == 'b' && 'a' in self.spec.labels",
+            "size(self.spec.ports) > 0 && self.spec.ports.map(p, p.port).exists(x, x > 0)",
+            "self.spec.ports.filter(p, p.port > 1).all(p, p.port < 65536)",
+            "has(self.spec.replicas) ? self.spec.replicas > 0 : true",
+            "[1, 2].all(x, x > 0) && self.spec.image__dash__name in ['a', 'b']",
+            "1e-3 < 2.0 && 0x1e-5 < 30 && int(self.spec.replicas) - 1 >= 0",
+            "duration('1s') + duration('2s') > duration('0s')",
+            "!(self.spec.replicas > 0) || self.spec.replicas % 2 == 0",
+            "self.spec.replicas == null || self.spec.ports[0].port >= 1",
+            "self.metadata.name.size() <= 63 && self.spec.image__dash__name.startsWith('a-b')",
+            "'a+b' + \"c-d\" == 'a+bc-d' // a comment: 1 + 'x'",
         ] {
             assert_eq!(check(rule), None, "{rule}");
         }

@@ -13,11 +13,11 @@
 //! The environment is CEL's standard library and the Kubernetes libraries as kube-rs's
 //! `kube-cel` implements them (`k8s.io/apiserver/pkg/cel/library` and cel-go's extensions:
 //! strings, lists, sets, regex, URLs, IPs and CIDRs, quantities, semver, format, math). It is
-//! upstream's but in one way: rules are parsed, their field selections checked against the
-//! schema ([`check`]: a field the schema lacks refuses the CRD, as upstream) and their cost
-//! estimated as cel-go estimates it ([`cost`], over the sizes the schema bounds: [`size`]), but
-//! they are not otherwise type-checked (a wrong overload is an error when the rule runs, not
-//! when the CRD is written). Each evaluation's cost is counted as cel-go's tracker counts it
+//! upstream's but in one way: rules are parsed, their field selections and operators checked
+//! against the schema's types ([`check`]: a field the schema lacks, or `==` between an int and
+//! a string, refuses the CRD, as upstream) and their cost estimated as cel-go estimates it
+//! ([`cost`], over the sizes the schema bounds: [`size`]), but functions' overloads are not
+//! checked (a wrong one is an error when the rule runs, not when the CRD is written). Each evaluation's cost is counted as cel-go's tracker counts it
 //! ([`actual_cost`]): one is stopped past 1,000,000, and an object's rules share 10,000,000.
 
 mod actual_cost;
@@ -72,8 +72,8 @@ pub(crate) fn estimated_cost(
 ) -> Result<u64, String> {
     let program = compile(text)?;
     let checked = check::check(text, program.expression(), schema, root, old_self);
-    if let Some(undefined) = &checked.undefined {
-        return Err(undefined.clone());
+    if let Some(errors) = &checked.errors {
+        return Err(errors.clone());
     }
     Ok(cost::estimate(&checked).max)
 }
