@@ -42,6 +42,7 @@ mod runtime_class;
 mod service_account;
 mod storage_object_in_use_protection;
 mod validating_policy;
+pub(crate) use validating_policy::type_check::expression_warnings;
 mod webhook;
 
 pub(crate) use storage_object_in_use_protection::protection_finalizer;

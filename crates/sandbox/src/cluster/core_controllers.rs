@@ -1,6 +1,7 @@
 //! The controllers every sandbox runs, with a simulated cluster or without: the garbage
 //! collector, the namespace controller, the PVC and PV protection controllers, the resource quota
-//! controller, the ClusterRole aggregation controller — and, with no simulated Deployment controller, the Deployment controller's
+//! controller, the ClusterRole aggregation controller, the ValidatingAdmissionPolicy status
+//! controller — and, with no simulated Deployment controller, the Deployment controller's
 //! status-only mode.
 //!
 //! Like the simulation's other parts they follow the store's changes (each change is taken as it
@@ -18,6 +19,7 @@ use super::api::{Api, Defs};
 use super::deployment::StatusOnly;
 use super::garbage_collector::GarbageCollector;
 use super::namespace::Namespaces;
+use super::policy_status::{self, PolicyStatus};
 use super::protection::Protection;
 use super::quota::Quotas;
 use super::role_aggregation::{self, RoleAggregation};
@@ -32,6 +34,7 @@ pub(crate) struct CoreControllers {
     protection: Protection,
     quotas: Quotas,
     roles: RoleAggregation,
+    policies: PolicyStatus,
     deployments: Option<StatusOnly>,
 }
 
@@ -44,6 +47,7 @@ impl CoreControllers {
             protection: Protection::default(),
             quotas: Quotas::default(),
             roles: RoleAggregation::default(),
+            policies: PolicyStatus::default(),
             deployments,
         }
     }
@@ -60,6 +64,7 @@ impl CoreControllers {
                 }
             }
             role_aggregation::STORAGE => self.roles.observe(),
+            policy_status::STORAGE if !gone => self.policies.observe(&c.key.2),
             storage if crate::admission::protection_finalizer(storage).is_some() => {
                 self.protection.observe(&c.key, (!gone).then(|| change.object()).as_deref());
             }
@@ -83,6 +88,7 @@ impl CoreControllers {
         self.protection.sync(api);
         self.quotas.sync(api);
         self.roles.sync(api);
+        self.policies.sync(api);
     }
 }
 

@@ -67,6 +67,7 @@ mod job;
 mod kubelet;
 mod namespace;
 mod nodes;
+mod policy_status;
 mod prober;
 mod protection;
 mod quota;

@@ -305,6 +305,62 @@ pub fn openapi_v3(registry: &Registry, group: &str, version: &str) -> Option<Cow
     served.then(|| Cow::Owned(group_version_document(registry, group, version)))
 }
 
+/// The schema of a served kind, as its `/openapi/v3` document defines it with every reference
+/// inlined and descriptions left out: what upstream's schema resolver gives an admission
+/// policy's type checker. A definition met again inside itself (a recursive type) is inlined as
+/// `{}`, anything. `None` for a kind not served.
+#[must_use]
+pub fn resolved_schema(registry: &Registry, group: &str, version: &str, kind: &str) -> Option<Value> {
+    let doc = openapi_v3(registry, group, version)?;
+    let schemas = doc.pointer("/components/schemas").and_then(Value::as_object)?;
+    let gvk = json!([{ "group": group, "version": version, "kind": kind }]);
+    let root = schemas.values().find(|d| d.get("x-kubernetes-group-version-kind") == Some(&gvk))?;
+    Some(inlined(root, schemas, &mut Vec::new()))
+}
+
+/// `schema` with its references replaced by what they name, `path` the definitions being
+/// inlined around it.
+fn inlined<'d>(schema: &Value, definitions: &'d Map<String, Value>, path: &mut Vec<&'d str>) -> Value {
+    let Some(node) = schema.as_object() else { return schema.clone() };
+    // A reference, bare or as the one member of `allOf` (a described reference).
+    let reference = node
+        .get("$ref")
+        .or_else(|| node.get("allOf").and_then(Value::as_array).filter(|a| a.len() == 1)?[0].get("$ref"))
+        .and_then(Value::as_str);
+    let mut out = Map::new();
+    if let Some(reference) = reference {
+        let name = reference.rsplit('/').next().unwrap_or(reference);
+        let Some((name, definition)) = definitions.get_key_value(name) else { return json!({}) };
+        if path.contains(&name.as_str()) {
+            return json!({});
+        }
+        path.push(name);
+        if let Value::Object(resolved) = inlined(definition, definitions, path) {
+            out = resolved;
+        }
+        path.pop();
+    }
+    for (key, value) in node {
+        match key.as_str() {
+            "$ref" | "allOf" if reference.is_some() => {}
+            "description" => {}
+            "properties" => {
+                let properties = value.as_object().into_iter().flatten();
+                let properties =
+                    properties.map(|(k, v)| (k.clone(), inlined(v, definitions, path))).collect();
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            "items" | "additionalProperties" => {
+                out.insert(key.clone(), inlined(value, definitions, path));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
 fn group_version_document(registry: &Registry, group: &str, version: &str) -> Value {
     let kinds = || {
         registry.resources().iter().map(AsRef::as_ref).filter(|r| r.group == group && r.version == version)

@@ -560,3 +560,76 @@ async fn a_policys_expressions_stop_at_upstreams_cost_limits() {
     let e = api_error(create("messages", 99_000).await.unwrap_err());
     assert_eq!(e.message, denied("messages", &format!("failed messageExpression: {out}")));
 }
+
+#[tokio::test]
+async fn a_policys_status_tells_its_type_errors_per_kind() {
+    let sb = Sandbox::with_config(SandboxConfig::bare());
+    let policy = |validations: Value| {
+        json!({ "apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy", "metadata": { "name": "typed" },
+            "spec": {
+                "paramKind": { "apiVersion": "v1", "kind": "ConfigMap" },
+                "matchConstraints": { "resourceRules": [
+                    { "apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                      "resources": ["deployments", "statefulsets"] }] },
+                "validations": validations } })
+    };
+    seed(
+        &sb,
+        policy(json!([
+            { "expression": "object.spec.replicas <= int(params.data.max)" },
+            { "expression": "object.spec.replica > 0" },
+            { "expression": "object.spec.replicas >= 0", "messageExpression": "'n: ' + object.spec.replicas" },
+            { "expression": "params.date.size() > 0 && object.metadata.labels['a'] == 'b'" },
+        ])),
+    )
+    .await;
+    let policies = policies(&sb);
+    let observed = |generation: i64| {
+        let policies = policies.clone();
+        async move {
+            loop {
+                let p = policies.get("typed").await.unwrap();
+                let status = p.data["status"].clone();
+                if status["observedGeneration"] == json!(generation) {
+                    return (p, status);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+    };
+    let (p, status) = observed(1).await;
+    let per_kind = |error: &str| {
+        ["apps/v1, Kind=Deployment", "apps/v1, Kind=StatefulSet"]
+            .map(|k| format!("{k}: {error}\n"))
+            .join("\n")
+    };
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([
+            { "fieldRef": "spec.validations[1].expression", "warning": per_kind(
+                "ERROR: <input>:1:12: undefined field 'replica'\n | object.spec.replica > 0\n | ...........^") },
+            { "fieldRef": "spec.validations[2].messageExpression", "warning": per_kind(
+                "ERROR: <input>:1:7: found no matching overload for '_+_' applied to '(string, int)'\n | 'n: ' + object.spec.replicas\n | ......^") },
+            { "fieldRef": "spec.validations[3].expression", "warning": per_kind(
+                "ERROR: <input>:1:7: undefined field 'date'\n | params.date.size() > 0 && object.metadata.labels['a'] == 'b'\n | ......^") },
+        ])
+    );
+    // Written by kube-controller-manager's controller, through the status verb.
+    let managers: Vec<(String, String)> = p
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| (m.manager.unwrap_or_default(), m.subresource.unwrap_or_default()))
+        .collect();
+    assert!(
+        managers.contains(&("validatingadmissionpolicy-status-controller".to_owned(), "status".to_owned())),
+        "{managers:?}"
+    );
+    // A new generation is checked again: fixed, it has no warnings.
+    let mut fixed = policy(json!([{ "expression": "object.spec.replicas <= int(params.data.max)" }]));
+    fixed["metadata"]["resourceVersion"] = json!(p.metadata.resource_version);
+    policies.replace("typed", &PostParams::default(), &serde_json::from_value(fixed).unwrap()).await.unwrap();
+    let (_, status) = observed(2).await;
+    assert_eq!(status["typeChecking"], json!({}));
+}

@@ -18,11 +18,15 @@
 //!
 //! The `authorizer` variable asks the request's authorizer (`schema::cel::authz`).
 //!
+//! Its expressions' costs are budgeted as upstream's ([`compiled`]), and a policy's type
+//! checking is [`type_check`] (the status controller writes it).
+//!
 //! Not as upstream: an object is not converted to the version a rule matched under `Equivalent`;
-//! subresource writes (`/status`, `/scale`) are not admitted; cost is not budgeted.
+//! subresource writes (`/status`, `/scale`) are not admitted.
 
 mod bound;
 mod compiled;
+pub(crate) mod type_check;
 
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};

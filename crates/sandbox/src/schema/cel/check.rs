@@ -264,6 +264,24 @@ pub(super) fn check<'a, 'e>(
     if old_self {
         scope.push(("oldSelf".to_owned(), own));
     }
+    check_in(text, ast, scope)
+}
+
+/// Types `ast` (`text` parsed) with `variables` in scope: each a resource's root of its schema,
+/// or anything (`None`).
+pub(super) fn check_variables<'a, 'e>(
+    text: &str,
+    ast: &'e IdedExpr,
+    variables: &[(&str, Option<&'a Map<String, Value>>)],
+) -> Checked<'a, 'e> {
+    let scope = variables
+        .iter()
+        .map(|(name, schema)| ((*name).to_owned(), schema.map_or(Ty::Unknown, |s| Ty::declared(s, true))))
+        .collect();
+    check_in(text, ast, scope)
+}
+
+fn check_in<'a, 'e>(text: &str, ast: &'e IdedExpr, scope: Vec<(String, Ty<'a>)>) -> Checked<'a, 'e> {
     let mut walk =
         Walk { scope, selections: 0, undefined: Vec::new(), mismatches: Vec::new(), types: HashMap::new() };
     walk.ty(ast);

@@ -78,6 +78,17 @@ pub(crate) fn estimated_cost(
     Ok(cost::estimate(&checked).max)
 }
 
+/// The type errors of an expression whose `variables` are resources of the schemas given (or
+/// anything, for `None`), as cel-go's compiler prints them (an admission policy's type
+/// checking); `None` when it has none this checker finds.
+pub(crate) fn type_errors(text: &str, variables: &[(&str, Option<&Map<String, Value>>)]) -> Option<String> {
+    let program = match compile(text) {
+        Ok(p) => p,
+        Err(e) => return Some(e),
+    };
+    check::check_variables(text, program.expression(), variables).errors
+}
+
 /// What CEL reads of a schema node: its type, its format, and the nodes under it.
 pub(crate) trait Schema {
     /// Its one `type`, or `""` (none, or int-or-string's two).
