@@ -2,11 +2,13 @@
 //! selects on a declared object must be one of the object's declared fields, as apiextensions'
 //! `SchemaDeclType` declares them — an undefined one refuses the CRD with cel-go's
 //! `undefined field 'x'` — and every operator (`+`, `==`, `<`, `&&`, `!`, `?:`, `in`, `[]`, …)
-//! must have an overload for its operands' types, else `found no matching overload for '_==_'
-//! applied to '(int, string)'`; each error's place in the rule shown as cel-go shows it.
+//! and the common functions (`size`, `matches`, CEL's string methods, Kubernetes' list
+//! `indexOf`, `join`) must have an overload for their operands' types, else `found no matching
+//! overload for '_==_' applied to '(int, string)'` (`'int.(string)'` for a method); each error's
+//! place in the rule shown as cel-go shows it.
 //!
-//! The parser keeps no positions, so places are found in the text: selections' dots and
-//! operators' symbols are read from it in order and paired with the AST's, read in the order
+//! The parser keeps no positions, so places are found in the text: selections' dots, operators'
+//! symbols and calls' parentheses are read from it in order and paired with the AST's, read in the order
 //! they are written (a macro's expansion read back to what its caller wrote); where the two do
 //! not agree, the error is not reported.
 //!
@@ -16,8 +18,9 @@
 //! an array's items are its elements' type, also through the macros (`all`, `exists`, `map`,
 //! `filter`) and an index. What the checker cannot type — a function's result, an
 //! int-or-string, a value it does not follow — it lets through, as a check it cannot fail: no
-//! rule that upstream accepts is refused here, some it refuses are accepted (a function's wrong
-//! overload, an operator on an object or a list literal, a field of a scalar).
+//! rule that upstream accepts is refused here, some it refuses are accepted (a wrong overload of
+//! a function not listed above, an operator on an object or a list literal, a field of a
+//! scalar).
 
 use std::collections::HashMap;
 
@@ -337,13 +340,13 @@ impl<'a> Walk<'a> {
                 self.select(operand, &s.field, at, false)
             }
             Expr::Call(c) => {
-                if let Some(t) = &c.target {
-                    self.ty(t);
-                }
+                let target = c.target.as_ref().map(|t| self.ty(t));
                 let args: Vec<Ty<'a>> = c.args.iter().map(|a| self.ty(a)).collect();
-                if c.target.is_none()
-                    && let Some(signature) = no_overload(&c.func_name, &args)
-                {
+                let mismatch = match target {
+                    None => no_overload(&c.func_name, &args),
+                    Some(target) => no_member_overload(&c.func_name, target, &args),
+                };
+                if let Some(signature) = mismatch {
                     let name = &c.func_name;
                     self.mismatches.push((
                         e.id,
@@ -542,9 +545,45 @@ fn no_overload(func: &str, args: &[Ty<'_>]) -> Option<String> {
         ("_[_]", [a, b]) => {
             (list(a) && NUMBERS.contains(b)) || (a.starts_with("map(string, ") && *b == "string")
         }
+        ("size", [a]) => ["string", "bytes"].contains(a) || list(a) || a.starts_with("map("),
+        ("matches", [a, b]) => *a == "string" && *b == "string",
         _ => return None,
     };
     (!ok).then(|| format!("({})", n.join(", ")))
+}
+
+/// When no overload of method `func` takes a receiver of type `receiver` and arguments of
+/// types `args`, their signature as cel-go words it (`int.(string)`). As [`no_overload`], only
+/// what is certain: named types, and the methods of CEL's strings and Kubernetes' lists whose
+/// overloads are known here.
+fn no_member_overload(func: &str, receiver: Ty<'_>, args: &[Ty<'_>]) -> Option<String> {
+    let receiver = type_name(receiver)?;
+    let names: Vec<String> = args.iter().map(|t| type_name(*t)).collect::<Option<_>>()?;
+    if receiver == "null_type" || names.iter().any(|n| n == "null_type") {
+        return None;
+    }
+    let a: Vec<&str> = names.iter().map(String::as_str).collect();
+    let r = receiver.as_str();
+    let element = r.strip_prefix("list(").and_then(|e| e.strip_suffix(')'));
+    let string_with = |overloads: &[&[&str]]| r == "string" && overloads.contains(&a.as_slice());
+    let ok = match func {
+        "size" => {
+            a.is_empty() && (["string", "bytes"].contains(&r) || element.is_some() || r.starts_with("map("))
+        }
+        "startsWith" | "endsWith" | "contains" | "matches" => string_with(&[&["string"]]),
+        "lowerAscii" | "upperAscii" | "trim" => string_with(&[&[]]),
+        "split" => string_with(&[&["string"], &["string", "int"]]),
+        "replace" => string_with(&[&["string", "string"], &["string", "string", "int"]]),
+        "indexOf" | "lastIndexOf" => {
+            string_with(&[&["string"], &["string", "int"]])
+                || (element.is_some() && a.len() == 1 && element == Some(a[0]))
+        }
+        "substring" => string_with(&[&["int"], &["int", "int"]]),
+        "charAt" => string_with(&[&["int"]]),
+        "join" => r == "list(string)" && (a.is_empty() || a == ["string"]),
+        _ => return None,
+    };
+    (!ok).then(|| format!("{r}.({})", a.join(", ")))
 }
 
 /// The symbol each operator is written with.
@@ -600,6 +639,11 @@ fn in_text_order(e: &IdedExpr, out: &mut Vec<(u64, &'static str)>) -> bool {
         Expr::Literal(LiteralValue::Int(n)) if *n.inner() < 0 => out.push((e.id, "-")),
         Expr::Literal(LiteralValue::Double(d)) if d.inner().is_sign_negative() => out.push((e.id, "-")),
         Expr::Literal(_) | Expr::Ident(_) | Expr::Unspecified => {}
+        // `has(`'s parenthesis.
+        Expr::Select(s) if s.test => {
+            out.push((e.id, "("));
+            return in_text_order(&s.operand, out);
+        }
         Expr::Select(s) => return in_text_order(&s.operand, out),
         Expr::List(l) => {
             out.push((e.id, "["));
@@ -634,15 +678,19 @@ fn in_text_order(e: &IdedExpr, out: &mut Vec<(u64, &'static str)>) -> bool {
                     out.push((e.id, symbol));
                     return cond && in_text_order(yes, out) && in_text_order(no, out);
                 }
+                // A function: its receiver, its parenthesis, its arguments.
                 _ => {
                     let target = c.target.as_deref().is_none_or(|t| in_text_order(t, out));
+                    out.push((e.id, "("));
                     return target && c.args.iter().all(|a| in_text_order(a, out));
                 }
             }
         }
         Expr::Comprehension(c) => {
             let Some(written) = macro_arguments(c) else { return false };
-            return in_text_order(&c.iter_range, out) && written.into_iter().all(|x| in_text_order(x, out));
+            let range = in_text_order(&c.iter_range, out);
+            out.push((e.id, "("));
+            return range && written.into_iter().all(|x| in_text_order(x, out));
         }
     }
     true
@@ -745,12 +793,21 @@ fn result_type<'a>(name: &str, args: &[Ty<'a>]) -> Ty<'a> {
     Ty::Plain(kind)
 }
 
+/// Whether a `(` after `before` opens a call's arguments (it follows a name other than `in`),
+/// not a group.
+fn called(before: &str) -> bool {
+    let before = before.trim_end();
+    let name_start = before.rfind(|c: char| !(c == '_' || c.is_ascii_alphanumeric())).map_or(0, |i| i + 1);
+    let name = &before[name_start..];
+    name.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic()) && name != "in"
+}
+
 /// What the checker places errors at in a rule's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token {
     /// A field selection's dot: `.name` not followed by `(` (a method call), not `.?`.
     Dot,
-    /// An operator's symbol, a list's or an index's `[`, a ternary's `?`, `in`.
+    /// An operator's symbol, a list's or an index's `[`, a ternary's `?`, `in`, a call's `(`.
     Operator(&'static str),
 }
 
@@ -835,6 +892,9 @@ fn tokens(text: &str) -> Vec<(usize, Token)> {
                     out.push((i, Token::Operator(op)));
                     i += 2;
                     continue;
+                }
+                if b[i] == b'(' && called(&text[..i]) {
+                    out.push((i, Token::Operator("(")));
                 }
                 // `.?` and `[?` are optional selection, not a ternary.
                 let optional = b[i] == b'?' && i > 0 && matches!(b[i - 1], b'.' | b'[');
@@ -948,6 +1008,19 @@ mod tests {
         );
         assert!(check("self.spec.labels['a'] + 1 > 0").unwrap().contains("'_+_' applied to '(string, int)'"));
         assert!(check("!self.spec.replicas").unwrap().contains("'!_' applied to '(int)'"));
+        // Functions, at their parenthesis: global, then a method on what it does not take.
+        assert_eq!(
+            check("size(self.spec.replicas) > 0").unwrap(),
+            "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'\n | size(self.spec.replicas) > 0\n | ....^"
+        );
+        assert!(check("self.spec.replicas.startsWith('a')").unwrap().starts_with(
+            "ERROR: <input>:1:30: found no matching overload for 'startsWith' applied to 'int.(string)'"
+        ));
+        assert!(
+            check("has(self.spec.ports) && (self.metadata.name.startsWith(1) || true)").unwrap().starts_with(
+                "ERROR: <input>:1:55: found no matching overload for 'startsWith' applied to 'string.(int)'"
+            )
+        );
     }
 
     #[test]
@@ -965,6 +1038,11 @@ mod tests {
             "self.spec.replicas == null || self.spec.ports[0].port >= 1",
             "self.metadata.name.size() <= 63 && self.spec.image__dash__name.startsWith('a-b')",
             "'a+b' + \"c-d\" == 'a+bc-d' // a comment: 1 + 'x'",
+            "self.spec.image__dash__name.split('-').size() > 0 && self.spec.labels.size() > 0",
+            "(self.spec.replicas + 1) * 2 > 0 && self.spec.replicas in (self.spec.ports.map(p, p.port))",
+            "has(self.spec.replicas) && size(self.spec.ports) > 0 && self.metadata.name.matches('^a')",
+            "self.spec.ports.exists(p, p.port == 1) ? true : (1 > 0)",
+            "self.spec.image__dash__name.substring(1).lowerAscii().indexOf('a') >= 0",
         ] {
             assert_eq!(check(rule), None, "{rule}");
         }

@@ -16,8 +16,9 @@
 //! upstream's but in one way: rules are parsed, their field selections and operators checked
 //! against the schema's types ([`check`]: a field the schema lacks, or `==` between an int and
 //! a string, refuses the CRD, as upstream) and their cost estimated as cel-go estimates it
-//! ([`cost`], over the sizes the schema bounds: [`size`]), but functions' overloads are not
-//! checked (a wrong one is an error when the rule runs, not when the CRD is written). Each evaluation's cost is counted as cel-go's tracker counts it
+//! ([`cost`], over the sizes the schema bounds: [`size`]); of functions, only the common ones'
+//! overloads are checked (`size`, `matches`, the string methods: another's wrong overload is an
+//! error when the rule runs, not when the CRD is written). Each evaluation's cost is counted as cel-go's tracker counts it
 //! ([`actual_cost`]): one is stopped past 1,000,000, and an object's rules share 10,000,000.
 
 mod actual_cost;
