@@ -586,13 +586,19 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
         "{message}"
     );
 
+    // The message a CRD like it with `rules` on its spec is refused with.
+    let refused_with = |rules: Value| {
+        let crds = crds.clone();
+        let mut crd: Value = serde_json::to_value(&bad).unwrap();
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
+            rules;
+        let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
+        async move { refused(crds.create(&PostParams::default(), &crd).await.unwrap_err()) }
+    };
+
     // So does one selecting a field the schema does not declare (a typo a kubebuilder marker
     // carries into every CRD it generates), as cel-go's checker words it.
-    let mut typo: Value = serde_json::to_value(&bad).unwrap();
-    typo["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
-        json!([{ "rule": "self.size > 0 || has(self.colour)" }]);
-    let typo: CustomResourceDefinition = serde_json::from_value(typo).unwrap();
-    let message = refused(crds.create(&PostParams::default(), &typo).await.unwrap_err());
+    let message = refused_with(json!([{ "rule": "self.size > 0 || has(self.colour)" }])).await;
     assert!(
         message.ends_with(
             "compilation failed: ERROR: <input>:1:21: undefined field 'colour'\n | self.size > 0 || has(self.colour)\n | ....................^"
@@ -601,11 +607,7 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
     );
 
     // And one applying an operator to types it has no overload for, at the operator.
-    let mut mistyped: Value = serde_json::to_value(&bad).unwrap();
-    mistyped["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] =
-        json!([{ "rule": "self.size == '3'" }]);
-    let mistyped: CustomResourceDefinition = serde_json::from_value(mistyped).unwrap();
-    let message = refused(crds.create(&PostParams::default(), &mistyped).await.unwrap_err());
+    let message = refused_with(json!([{ "rule": "self.size == '3'" }])).await;
     assert!(
         message.ends_with(
             "compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'\n | self.size == '3'\n | ..........^"
@@ -615,12 +617,10 @@ async fn cel_rules_refuse_what_they_forbid_with_their_messages_and_transition_ru
 
     // A message built by concatenating a number's string (which has no size cel-go can bound)
     // is estimated past any budget, and refused as a cluster refuses it.
-    let mut dear: Value = serde_json::to_value(&bad).unwrap();
-    dear["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = json!([
+    let message = refused_with(json!([
         { "rule": "self.size >= 0", "messageExpression": "'size ' + string(self.size) + ' is negative'" },
-    ]);
-    let dear: CustomResourceDefinition = serde_json::from_value(dear).unwrap();
-    let message = refused(crds.create(&PostParams::default(), &dear).await.unwrap_err());
+    ]))
+    .await;
     let at = "spec.validation.openAPIV3Schema";
     let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
     assert_eq!(
