@@ -994,3 +994,114 @@ async fn a_replica_set_orphaned_by_its_deployment_is_adopted_by_the_next_with_it
     assert_eq!(now.len(), 1, "the set was adopted, not made again");
     assert_eq!(now[0].metadata.uid, first.metadata.uid);
 }
+
+#[tokio::test]
+async fn a_cron_jobs_concurrency_policy_decides_what_runs_beside_a_run_not_finished() {
+    // Upstream's conformance tests "CronJob should schedule multiple jobs concurrently", "should
+    // not schedule new jobs when ForbidConcurrent" and "should replace jobs when
+    // ReplaceConcurrent": every minute a Job whose container sleeps five minutes.
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let cron: Api<CronJob> = Api::default_namespaced(sb.client());
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    for policy in ["Allow", "Forbid", "Replace"] {
+        let cj: CronJob = of(json!({
+            "metadata": { "name": policy.to_lowercase() },
+            "spec": { "schedule": "*/1 * * * ?", "concurrencyPolicy": policy, "jobTemplate": { "spec": {
+                "template": { "spec": { "restartPolicy": "OnFailure", "containers": [{ "name": "c",
+                    "image": "busybox", "command": ["sleep", "300"] }] } } } } },
+        }));
+        cron.create(&PostParams::default(), &cj).await.unwrap();
+    }
+    // The Jobs of `cron` not being deleted, and whether their pods all run.
+    let alive = |cron: &'static str| {
+        let (jobs, pods) = (jobs.clone(), pods.clone());
+        async move {
+            let mut names: Vec<String> = jobs
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|j| j.metadata.deletion_timestamp.is_none())
+                .filter(|j| {
+                    controller_of(j).is_some()
+                        && j.metadata.name.as_deref().is_some_and(|n| n.starts_with(&format!("{cron}-")))
+                })
+                .filter_map(|j| j.metadata.name)
+                .collect();
+            names.sort();
+            let mut running = true;
+            for name in &names {
+                let selector = format!("job-name={name}");
+                let list = pods.list(&ListParams::default().labels(&selector)).await.unwrap();
+                running &= list
+                    .items
+                    .iter()
+                    .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            }
+            (names, running)
+        }
+    };
+    // A minute on: one Job each, whose pod runs (the clock moves on only once they do).
+    sim.clock().advance(Duration::from_secs(61));
+    let mut first = Vec::new();
+    for name in ["allow", "forbid", "replace"] {
+        let jobs = eventually(|| async move {
+            let (jobs, running) = alive(name).await;
+            (jobs.len() == 1 && running).then_some(jobs)
+        })
+        .await;
+        first.push(jobs[0].clone());
+    }
+    // Another minute: Allow runs two at once, Forbid still the first alone, Replace a new one
+    // in place of the first.
+    sim.clock().advance(Duration::from_secs(60));
+    let two = eventually(|| async move {
+        let (jobs, _) = alive("allow").await;
+        (jobs.len() == 2).then_some(jobs)
+    })
+    .await;
+    assert!(two.contains(&first[0]), "{two:?}");
+    eventually(|| {
+        let first = first[2].clone();
+        async move {
+            let (jobs, _) = alive("replace").await;
+            assert!(jobs.len() <= 1, "more than one job is running: {jobs:?}");
+            (jobs.len() == 1 && jobs[0] != first).then_some(())
+        }
+    })
+    .await;
+    // Forbid said why it started none.
+    let events: Api<Event> = Api::default_namespaced(sb.client());
+    eventually(|| {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.unwrap();
+            list.items
+                .iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("JobAlreadyActive")
+                        && e.involved_object.name.as_deref() == Some("forbid")
+                })
+                .then_some(())
+        }
+    })
+    .await;
+    let (forbid, _) = alive("forbid").await;
+    assert_eq!(forbid, [first[1].clone()]);
+    let forbidden = cron.get("forbid").await.unwrap().status.unwrap();
+    assert_eq!(forbidden.active.unwrap_or_default().len(), 1);
+    // Allow's status lists both as active.
+    let both = eventually(|| {
+        let cron = cron.clone();
+        async move {
+            let active = cron.get("allow").await.unwrap().status?.active?;
+            (active.len() == 2).then_some(active)
+        }
+    })
+    .await;
+    assert_eq!(both.len(), 2);
+}
