@@ -40,6 +40,11 @@ pub struct ServerArgs {
     /// `*` for all, `name` to add one, `-name` to leave one out (`*,-scheduler`).
     #[arg(long, default_value = "*", value_name = "LIST")]
     pub controllers: Controllers,
+    /// An image the simulated registry does not have, as a container's `image` writes it (`*`
+    /// matches any run of characters: `*:non-existent`): its containers never start, waiting in
+    /// `ErrImagePull` then `ImagePullBackOff` until the pod's image changes. Repeat for more.
+    #[arg(long = "missing-image", value_name = "PATTERN")]
+    pub missing_images: Vec<String>,
     /// A bare API server: no nodes, no scheduler, no kubelets, no controllers (Deployments get
     /// a simulated status only).
     #[arg(long)]
@@ -126,6 +131,7 @@ impl ServerArgs {
             nodes: self.nodes,
             controllers: self.controllers.clone(),
             run_to_completion: self.pod_run_time,
+            missing_images: self.missing_images.clone(),
             ..Simulation::default()
         });
         let mut config = SandboxConfig {

@@ -140,6 +140,9 @@ fn sync_one(
         }
         desired += 1;
         let Some((first, extra)) = here.split_first() else {
+            // A node still without its pod is unavailable: a rolling update replaces no other
+            // while it is (upstream's rollingUpdate counts it so).
+            unavailable_now += 1;
             create(api, ds, &template, name)?;
             continue;
         };

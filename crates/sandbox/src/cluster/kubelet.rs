@@ -3,7 +3,11 @@
 //!
 //! A bound pod starts (`Running`, its `podIP` from the node's pod network, `hostIP`,
 //! `startTime`, init containers completed, each container running with an image id and a
-//! container id) and turns Ready once [`Simulation::ready_after`] has passed on the clock.
+//! container id) and turns Ready once [`Simulation::ready_after`] has passed on the clock. A
+//! container whose image the simulated registry has not got ([`Simulation::missing_images`])
+//! does not start: it waits in `ErrImagePull`, then `ImagePullBackOff`, the pod `Pending`, with
+//! the kubelet's `Pulling`, `Failed` and `BackOff` events, until the pod's image is changed to
+//! one there is.
 //!
 //! A container whose command the runtime runs (`sh -c …`, `sleep 30`) runs it as a process
 //! from its start, and exits when the process does, with its code. Any other container runs
@@ -38,6 +42,7 @@ use super::prober::{self, Outcome, ProbeResult, Prober};
 use super::{Cluster, Controller, Queue, Simulation, Timers, log_failure};
 use crate::container_runtime::Containers;
 use crate::faults::{Probe, Target};
+use crate::go_print::go_quote;
 use crate::object_meta::{is_deleting, meta_str};
 
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
@@ -287,11 +292,18 @@ impl Kubelets {
                 .pointer("/status/podIP")
                 .and_then(Value::as_str)
                 .map_or_else(|| self.pod_ip(node_name, &cidr), str::to_owned);
-            let status = start(pod, &node_ip, &ip, &api.clock.rfc3339());
+            let status = start(pod, &node_ip, &ip, &api.clock.rfc3339(), sim);
+            for c in containers_of(pod).iter().filter(|c| !sim.pulls(c["image"].as_str().unwrap_or(""))) {
+                self.pull_failed(api, pod, c);
+            }
             self.write(api, pod, status, sim, timers);
             return;
         }
         let stamp = api.clock.rfc3339();
+        if let Some(status) = self.pulls(api, pod, sim, &stamp) {
+            self.write(api, pod, status, sim, timers);
+            return;
+        }
         let statuses = container_statuses(pod);
         // The runs that ended: as a test ordered, as their process exited, or an entrypoint's
         // run time in a pod that does not restart.
@@ -565,6 +577,60 @@ impl Kubelets {
         if let Some(event) = api.container_event(pod, container, warning, reason, message) {
             self.events.insert(key, event);
         }
+    }
+
+    /// The events of a pull of container `c`'s image that failed, as the kubelet's image
+    /// manager and runtime record them.
+    fn pull_failed(&mut self, api: &Api<'_>, pod: &Value, c: &Value) {
+        let (name, image) = (c["name"].as_str().unwrap_or(""), c["image"].as_str().unwrap_or(""));
+        self.container_event(api, pod, name, false, "Pulling", &format!("Pulling image {}", go_quote(image)));
+        self.container_event(api, pod, name, true, "Failed", &pull_error(image));
+        self.container_event(api, pod, name, true, "Failed", "Error: ErrImagePull");
+    }
+
+    /// The status once the containers waiting on their image move on: one whose image (the
+    /// pod's may have been changed) can now be pulled starts; one whose pull just failed backs
+    /// off (`ImagePullBackOff`). `None` when none moves.
+    fn pulls(&mut self, api: &Api<'_>, pod: &Value, sim: &Simulation, now: &str) -> Option<Value> {
+        let mut status = pod["status"].clone();
+        let mut changed = false;
+        let list = status.get_mut("containerStatuses").and_then(Value::as_array_mut)?;
+        for s in list.iter_mut() {
+            let reason = s.pointer("/state/waiting/reason").and_then(Value::as_str);
+            if !matches!(reason, Some("ErrImagePull" | "ImagePullBackOff")) {
+                continue;
+            }
+            let Some(spec) = containers_of(pod).iter().find(|c| c["name"] == status_name(s)) else {
+                continue;
+            };
+            let image = spec["image"].as_str().unwrap_or("");
+            if sim.pulls(image) {
+                *s = container_status(
+                    pod,
+                    spec,
+                    false,
+                    0,
+                    json!({ "running": { "startedAt": now } }),
+                    json!({}),
+                );
+            } else if reason == Some("ErrImagePull") {
+                let back_off = format!("Back-off pulling image {}", go_quote(image));
+                self.container_event(api, pod, status_name(s), false, "BackOff", &back_off);
+                self.container_event(api, pod, status_name(s), true, "Failed", "Error: ImagePullBackOff");
+                *s = waiting_on_image(spec, "ImagePullBackOff", &back_off);
+            } else {
+                continue;
+            }
+            changed = true;
+        }
+        if !changed {
+            return None;
+        }
+        let restart = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
+        let phase = phase_of(container_statuses_of(&status), restart);
+        status["phase"] = json!(phase);
+        status["conditions"] = conditions(pod, container_statuses_of(&status), false, now);
+        Some(status)
     }
 
     /// Forgets a pod that is gone: its processes stop, its back-offs go.
@@ -854,8 +920,53 @@ fn container_status(pod: &Value, c: &Value, ready: bool, restarts: i64, state: V
     })
 }
 
-/// The status of a pod its kubelet has just started.
-fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
+/// A container's status while it waits on its image (`ErrImagePull`, `ImagePullBackOff`): not
+/// started, no container id.
+fn waiting_on_image(c: &Value, reason: &str, message: &str) -> Value {
+    json!({
+        "image": c["image"],
+        "imageID": "",
+        "lastState": {},
+        "name": c["name"],
+        "ready": false,
+        "restartCount": 0,
+        "started": false,
+        "state": { "waiting": { "reason": reason, "message": message } },
+    })
+}
+
+/// Why the pull of `image` failed, as the kubelet words it with containerd's error: the image
+/// not found at its full reference.
+fn pull_error(image: &str) -> String {
+    let reference = full_reference(image);
+    format!(
+        "Failed to pull image {}: rpc error: code = NotFound desc = failed to pull and unpack image {}: failed to resolve reference {}: {reference}: not found",
+        go_quote(image),
+        go_quote(&reference),
+        go_quote(&reference)
+    )
+}
+
+/// An image reference as containerd resolves it: on `docker.io` (under `library/` for a
+/// one-part name) unless it names a registry, with `:latest` unless it has a tag or digest.
+fn full_reference(image: &str) -> String {
+    let (first, rest) = image.split_once('/').unwrap_or(("", image));
+    let named_registry = first.contains(['.', ':']) || first == "localhost";
+    let mut reference = match (first, named_registry) {
+        ("", _) => format!("docker.io/library/{rest}"),
+        (_, true) => image.to_owned(),
+        (_, false) => format!("docker.io/{image}"),
+    };
+    let last = reference.rsplit('/').next().unwrap_or("");
+    if !last.contains([':', '@']) {
+        reference.push_str(":latest");
+    }
+    reference
+}
+
+/// The status of a pod its kubelet has just started: each container running, or waiting on
+/// its image when the simulated registry has not got it.
+fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str, sim: &Simulation) -> Value {
     let mut status = pod.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
     let init: Vec<Value> = pod
         .pointer("/spec/initContainers")
@@ -876,9 +987,17 @@ fn start(pod: &Value, host_ip: &str, pod_ip: &str, now: &str) -> Value {
         .collect();
     let running: Vec<Value> = containers(pod)
         .iter()
-        .map(|c| container_status(pod, c, false, 0, json!({ "running": { "startedAt": now } }), json!({})))
+        .map(|c| {
+            let image = c["image"].as_str().unwrap_or("");
+            if sim.pulls(image) {
+                container_status(pod, c, false, 0, json!({ "running": { "startedAt": now } }), json!({}))
+            } else {
+                waiting_on_image(c, "ErrImagePull", &pull_error(image))
+            }
+        })
         .collect();
-    status.insert("phase".into(), json!("Running"));
+    let restart = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
+    status.insert("phase".into(), json!(phase_of(&running, restart)));
     status.insert("conditions".into(), conditions(pod, &running, false, now));
     status.insert("hostIP".into(), json!(host_ip));
     status.insert("hostIPs".into(), json!([{ "ip": host_ip }]));

@@ -345,6 +345,11 @@ pub struct Simulation {
     /// How long a kubelet takes to stop a deleted pod's containers before it removes the pod
     /// (never more than the pod's grace period).
     pub stop_after: Duration,
+    /// Images the simulated registry does not have, as written in a container's `image`, `*`
+    /// matching any run of characters (`*:non-existent`): a container of one never starts, its
+    /// status waiting `ErrImagePull`, then `ImagePullBackOff`, with a kubelet's events, until
+    /// the pod's image is changed to one there is. Every other image is there.
+    pub missing_images: Vec<String>,
     /// The parts that run.
     pub controllers: Controllers,
     /// The clock the simulation runs on.
@@ -359,6 +364,7 @@ impl Default for Simulation {
             pod_ready_after: None,
             run_to_completion: Duration::from_secs(1),
             stop_after: Duration::ZERO,
+            missing_images: Vec::new(),
             controllers: Controllers::all(),
             clock: Clock::default(),
         }
@@ -377,6 +383,30 @@ impl Simulation {
     #[must_use]
     pub fn ready_after(&self) -> Duration {
         self.pod_ready_after.unwrap_or_default()
+    }
+
+    /// Whether the simulated registry has `image` (see [`Simulation::missing_images`]).
+    ///
+    /// ```
+    /// use kube_sandbox::Simulation;
+    /// let sim = Simulation { missing_images: vec!["*:non-existent".into()], ..Simulation::default() };
+    /// assert!(!sim.pulls("foo:non-existent"));
+    /// assert!(sim.pulls("nginx:1.27"));
+    /// ```
+    #[must_use]
+    pub fn pulls(&self, image: &str) -> bool {
+        !self.missing_images.iter().any(|pattern| glob(pattern, image))
+    }
+}
+
+/// Whether `text` matches `pattern`, `*` in it matching any run of characters.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, rest)) => {
+            let Some(text) = text.strip_prefix(head) else { return false };
+            (0..=text.len()).filter(|i| text.is_char_boundary(*i)).any(|i| glob(rest, &text[i..]))
+        }
     }
 }
 

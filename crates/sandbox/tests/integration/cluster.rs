@@ -1105,3 +1105,131 @@ async fn a_cron_jobs_concurrency_policy_decides_what_runs_beside_a_run_not_finis
     .await;
     assert_eq!(both.len(), 2);
 }
+
+/// A simulation whose registry has no `*:non-existent` image.
+fn missing_images() -> Simulation {
+    Simulation { missing_images: vec!["*:non-existent".into()], ..Simulation::instant() }
+}
+
+fn image_of(p: &Pod) -> String {
+    p.spec.as_ref().unwrap().containers[0].image.clone().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_container_whose_image_is_missing_waits_on_its_pull_until_the_image_changes() {
+    let sb = cluster(missing_images());
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let pod: Pod = of(json!({ "metadata": { "name": "bad" }, "spec": {
+        "containers": [{ "name": "app", "image": "foo:non-existent" }] } }));
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let waiting = |reason: &'static str| {
+        move |p: Option<&Pod>| {
+            p.and_then(|p| {
+                p.status.as_ref()?.container_statuses.as_ref()?.first()?.state.as_ref()?.waiting.clone()
+            })
+            .is_some_and(|w| w.reason.as_deref() == Some(reason))
+        }
+    };
+    let p = wait_for(&pods, "bad", waiting("ImagePullBackOff")).await;
+    let status = p.status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    let waited = status.container_statuses.unwrap()[0].state.clone().unwrap().waiting.unwrap();
+    assert_eq!(waited.message.as_deref(), Some("Back-off pulling image \"foo:non-existent\""));
+    let ready = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Ready").unwrap();
+    assert_eq!(ready.status, "False");
+    // The kubelet's events, in its words.
+    let events: Api<Event> = Api::default_namespaced(sb.client());
+    let said = eventually(|| {
+        let events = events.clone();
+        async move {
+            let list = events.list(&ListParams::default()).await.unwrap();
+            let said: Vec<String> = list
+                .items
+                .iter()
+                .filter(|e| e.involved_object.name.as_deref() == Some("bad"))
+                .map(|e| {
+                    format!(
+                        "{} {}",
+                        e.reason.clone().unwrap_or_default(),
+                        e.message.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
+            (said.len() >= 5).then_some(said)
+        }
+    })
+    .await;
+    for line in [
+        "Pulling Pulling image \"foo:non-existent\"",
+        "Failed Failed to pull image \"foo:non-existent\": rpc error: code = NotFound desc = failed to pull and unpack image \"docker.io/library/foo:non-existent\": failed to resolve reference \"docker.io/library/foo:non-existent\": docker.io/library/foo:non-existent: not found",
+        "Failed Error: ErrImagePull",
+        "BackOff Back-off pulling image \"foo:non-existent\"",
+        "Failed Error: ImagePullBackOff",
+    ] {
+        assert!(said.iter().any(|s| s == line), "{line} not in {said:#?}");
+    }
+    // The pod's image changed to one the registry has: the container runs.
+    let fixed =
+        Patch::Strategic(json!({ "spec": { "containers": [{ "name": "app", "image": "nginx:1.27" }] } }));
+    pods.patch("bad", &PatchParams::default(), &fixed).await.unwrap();
+    wait_for(&pods, "bad", conditions::is_pod_running()).await;
+    wait_for(&pods, "bad", |p: Option<&Pod>| {
+        p.and_then(|p| p.status.as_ref()?.container_statuses.as_ref()?.first().map(|c| c.ready)) == Some(true)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_daemon_set_rolled_back_mid_rollout_keeps_the_pods_it_did_not_change() {
+    // Upstream's conformance test "Daemon set should rollback without unnecessary restarts":
+    // a rollout to an image that cannot be pulled stalls on its first pod; rolled back, the
+    // pods of the old template are kept, and only the stalled one is replaced.
+    let sb = cluster(missing_images());
+    let client = sb.client();
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    let ds: DaemonSet = of(json!({ "metadata": { "name": "web" }, "spec": {
+        "selector": { "matchLabels": { "app": "web" } },
+        "updateStrategy": { "type": "RollingUpdate" },
+        "template": { "metadata": { "labels": { "app": "web" } },
+            "spec": { "containers": [{ "name": "app", "image": "httpd:2.4" }] } } } }));
+    sets.create(&PostParams::default(), &ds).await.unwrap();
+    let ready_on_all = |s: Option<&DaemonSet>| {
+        s.and_then(|s| s.status.as_ref()).is_some_and(|st| {
+            st.desired_number_scheduled == 3
+                && st.number_available == Some(3)
+                && st.updated_number_scheduled == Some(3)
+        })
+    };
+    wait_for(&sets, "web", ready_on_all).await;
+    let image = |image: &str| {
+        Patch::Strategic(json!({ "spec": { "template": { "spec": {
+        "containers": [{ "name": "app", "image": image }] } } } }))
+    };
+    sets.patch("web", &PatchParams::default(), &image("foo:non-existent")).await.unwrap();
+    // Mid-rollout: one pod of the new image, which never runs, and the rest of the old.
+    let (existing, new) = eventually(|| {
+        let client = client.clone();
+        async move {
+            let pods = pods_of(&client, "app=web").await;
+            let live: Vec<&Pod> = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+            let new = live.iter().filter(|p| image_of(p) == "foo:non-existent").count();
+            let existing: Vec<String> = live
+                .iter()
+                .filter(|p| image_of(p) == "httpd:2.4")
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            (new == 1 && existing.len() == 2).then_some((existing, new))
+        }
+    })
+    .await;
+    assert_eq!(new, 1);
+    sets.patch("web", &PatchParams::default(), &image("httpd:2.4")).await.unwrap();
+    wait_for(&sets, "web", ready_on_all).await;
+    let pods = pods_of(&client, "app=web").await;
+    let names: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    assert_eq!(pods.len(), 3, "{names:?}");
+    assert!(pods.iter().all(|p| image_of(p) == "httpd:2.4"), "{names:?}");
+    for old in &existing {
+        assert!(names.contains(old), "{old} was restarted: {names:?}");
+    }
+}

@@ -19,7 +19,7 @@
 //! ([`cost`], over the sizes the schema bounds: [`size`]); of functions, only the common ones'
 //! overloads are checked (`size`, `matches`, the string methods: another's wrong overload is an
 //! error when the rule runs, not when the CRD is written). Each evaluation's cost is counted as cel-go's tracker counts it
-//! ([`actual_cost`]): one is stopped past 1,000,000, and an object's rules share 10,000,000.
+//! ([`mod@actual_cost`]): one is stopped past 1,000,000, and an object's rules share 10,000,000.
 
 mod actual_cost;
 pub(crate) mod authz;
