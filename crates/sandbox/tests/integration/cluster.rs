@@ -1233,3 +1233,94 @@ async fn a_daemon_set_rolled_back_mid_rollout_keeps_the_pods_it_did_not_change()
         assert!(names.contains(old), "{old} was restarted: {names:?}");
     }
 }
+
+#[tokio::test]
+async fn a_deployment_rolls_over_a_stalled_rollout_and_the_set_it_adopted() {
+    // Upstream's conformance test "Deployment deployment should support rollover": a
+    // Deployment adopts a ReplicaSet of its pods, stalls on an image that cannot be pulled
+    // (surge 1, unavailable 0, minReadySeconds 10), then rolls over both to a third template,
+    // never below one available pod nor above two.
+    let sb = cluster(Simulation { missing_images: vec!["*:nonexistent".into()], ..Simulation::instant() });
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let client = sb.client();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let rs: ReplicaSet = of(json!({ "metadata": { "name": "test-rollover-controller",
+        "labels": { "name": "rollover-pod", "pod": "httpd" } }, "spec": {
+        "replicas": 1, "selector": { "matchLabels": { "name": "rollover-pod", "pod": "httpd" } },
+        "template": { "metadata": { "labels": { "name": "rollover-pod", "pod": "httpd" } },
+            "spec": { "containers": [{ "name": "httpd", "image": "httpd:2.4" }] } } } }));
+    sets.create(&PostParams::default(), &rs).await.unwrap();
+    wait_for(&sets, "test-rollover-controller", |r: Option<&ReplicaSet>| {
+        r.and_then(|r| r.status.as_ref()).and_then(|s| s.ready_replicas) == Some(1)
+    })
+    .await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let d: Deployment = of(json!({ "metadata": { "name": "test-rollover-deployment" }, "spec": {
+        "replicas": 1, "minReadySeconds": 10, "selector": { "matchLabels": { "name": "rollover-pod" } },
+        "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxSurge": 1, "maxUnavailable": 0 } },
+        "template": { "metadata": { "labels": { "name": "rollover-pod" } },
+            "spec": { "containers": [{ "name": "redis-slave", "image": "gcr.io/google_samples/gb-redisslave:nonexistent" }] } } } }));
+    deployments.create(&PostParams::default(), &d).await.unwrap();
+    wait_for(&deployments, "test-rollover-deployment", |d: Option<&Deployment>| {
+        d.and_then(|d| d.status.as_ref()).and_then(|s| s.updated_replicas).is_some_and(|n| n >= 1)
+    })
+    .await;
+    // Both sets have one pod: the adopted one's runs, the new one's never does.
+    let replicas = |rs: &ReplicaSet| (rs.spec.replicas, rs.status.as_ref().map(|s| s.replicas));
+    let (old, first) = eventually(|| {
+        let sets = sets.clone();
+        async move {
+            let all = sets.list(&ListParams::default()).await.unwrap().items;
+            let old =
+                all.iter().find(|r| r.metadata.name.as_deref() == Some("test-rollover-controller"))?.clone();
+            let first =
+                all.iter().find(|r| r.metadata.name.as_deref() != Some("test-rollover-controller"))?.clone();
+            (controller_of(&old).is_some()
+                && replicas(&old) == (Some(1), Some(1))
+                && replicas(&first) == (Some(1), Some(1)))
+                .then_some((old, first))
+        }
+    })
+    .await;
+    let revision = |d: &Deployment| {
+        d.metadata.annotations.as_ref().and_then(|a| a.get("deployment.kubernetes.io/revision").cloned())
+    };
+    assert_eq!(revision(&deployments.get("test-rollover-deployment").await.unwrap()).as_deref(), Some("1"));
+    // Rolled over to a template whose image there is (its one container renamed, as the test's
+    // update does).
+    let agnhost = json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": "agnhost", "image": "registry.k8s.io/e2e-test-images/agnhost:2.39" }] } } } });
+    deployments
+        .patch("test-rollover-deployment", &PatchParams::default(), &Patch::Merge(&agnhost))
+        .await
+        .unwrap();
+    let mut complete = false;
+    while !complete {
+        let d = deployments.get("test-rollover-deployment").await.unwrap();
+        let pods = pods_of(&client, "name=rollover-pod").await;
+        let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
+        assert!(live <= 2, "total pods created: {live}, more than the max allowed: 2");
+        let status = d.status.clone().unwrap_or_default();
+        assert!(status.available_replicas.unwrap_or(0) >= 1, "fewer than one pod available: {status:?}");
+        complete = revision(&d).as_deref() == Some("2")
+            && status.observed_generation == d.metadata.generation
+            && status.updated_replicas == Some(1)
+            && status.replicas == Some(1)
+            && status.available_replicas == Some(1);
+        sim.clock().advance(Duration::from_secs(1));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Both earlier sets are down to none.
+    for name in [old.metadata.name.unwrap(), first.metadata.name.unwrap()] {
+        let rs = eventually(|| {
+            let (sets, name) = (sets.clone(), name.clone());
+            async move {
+                let rs = sets.get(&name).await.unwrap();
+                (replicas(&rs) == (Some(0), Some(0))).then_some(rs)
+            }
+        })
+        .await;
+        assert_eq!(replicas(&rs), (Some(0), Some(0)));
+    }
+}
