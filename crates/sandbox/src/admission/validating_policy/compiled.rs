@@ -4,9 +4,9 @@
 //! `auditAnnotations`.
 //!
 //! Variables are evaluated in order, after the match conditions (which cannot read them) and
-//! before anything else reads them (upstream evaluates them lazily); one that fails is reported by the expression that reads it, in upstream's words,
-//! and what one cost is charged to each run of expressions that reads it, as upstream's lazy
-//! composition charges it.
+//! before anything else reads them (upstream evaluates them lazily). One that fails is reported
+//! by the expression that reads it, in upstream's words; what one cost is charged to each run
+//! of expressions that reads it, as upstream's lazy composition charges it.
 //!
 //! Costs follow upstream's validator: the match conditions share 2,500,000; the validations
 //! 10,000,000, and their message expressions (all of them, whatever their validation gave)
