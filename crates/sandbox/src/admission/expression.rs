@@ -15,7 +15,9 @@ use kube_cel::cel::{Context, ExecutionError, Program, Value as Cel};
 use serde_json::Value;
 
 use crate::resource::ResourceDef;
-use crate::schema::cel::{OUT_OF_BUDGET, PER_CALL_LIMIT, Spent, actual_cost, compile, go_error, untyped};
+use crate::schema::cel::{
+    OUT_OF_BUDGET, PER_CALL_LIMIT, Spent, actual_cost, compile, go_error, spend, untyped,
+};
 
 /// What one object's match conditions may cost together, per webhook or binding
 /// (`RuntimeCELCostBudgetMatchConditions`).
@@ -55,13 +57,7 @@ impl<'v> Budget<'v> {
 
     /// Takes `cost` from what is left.
     fn spend(&mut self, cost: u64) -> Result<(), OutOfBudget> {
-        match i64::try_from(cost) {
-            Ok(cost) if cost <= self.left => {
-                self.left -= cost;
-                Ok(())
-            }
-            _ => Err(OutOfBudget),
-        }
+        if spend(&mut self.left, cost) { Ok(()) } else { Err(OutOfBudget) }
     }
 
     /// What evaluating the variables `read` costs this run: those not yet evaluated in it, and

@@ -592,14 +592,16 @@ impl Kubelets {
     /// pod's may have been changed) can now be pulled starts; one whose pull just failed backs
     /// off (`ImagePullBackOff`). `None` when none moves.
     fn pulls(&mut self, api: &Api<'_>, pod: &Value, sim: &Simulation, now: &str) -> Option<Value> {
+        let waits = |s: &Value| pull_wait(s).is_some();
+        // Every sync of every pod comes here: nothing is copied unless a container waits.
+        if !container_statuses(pod).iter().any(waits) {
+            return None;
+        }
         let mut status = pod["status"].clone();
         let mut changed = false;
         let list = status.get_mut("containerStatuses").and_then(Value::as_array_mut)?;
         for s in list.iter_mut() {
-            let reason = s.pointer("/state/waiting/reason").and_then(Value::as_str);
-            if !matches!(reason, Some("ErrImagePull" | "ImagePullBackOff")) {
-                continue;
-            }
+            let Some(reason) = pull_wait(s) else { continue };
             let Some(spec) = containers_of(pod).iter().find(|c| c["name"] == status_name(s)) else {
                 continue;
             };
@@ -613,7 +615,7 @@ impl Kubelets {
                     json!({ "running": { "startedAt": now } }),
                     json!({}),
                 );
-            } else if reason == Some("ErrImagePull") {
+            } else if reason == "ErrImagePull" {
                 let back_off = format!("Back-off pulling image {}", go_quote(image));
                 self.container_event(api, pod, status_name(s), false, "BackOff", &back_off);
                 self.container_event(api, pod, status_name(s), true, "Failed", "Error: ImagePullBackOff");
@@ -918,6 +920,13 @@ fn container_status(pod: &Value, c: &Value, ready: bool, restarts: i64, state: V
         "started": state.get("running").is_some(),
         "state": state,
     })
+}
+
+/// Why a container's status waits on its image (`ErrImagePull`, `ImagePullBackOff`), if it does.
+fn pull_wait(s: &Value) -> Option<&str> {
+    s.pointer("/state/waiting/reason")
+        .and_then(Value::as_str)
+        .filter(|r| matches!(*r, "ErrImagePull" | "ImagePullBackOff"))
 }
 
 /// A container's status while it waits on its image (`ErrImagePull`, `ImagePullBackOff`): not

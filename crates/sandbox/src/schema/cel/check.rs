@@ -649,18 +649,8 @@ fn in_text_order(e: &IdedExpr, out: &mut Vec<(u64, &'static str)>) -> bool {
             out.push((e.id, "["));
             return l.elements.iter().all(|x| in_text_order(x, out));
         }
-        Expr::Map(m) => {
-            return m.entries.iter().all(|entry| match &entry.expr {
-                EntryExpr::MapEntry(m) => in_text_order(&m.key, out) && in_text_order(&m.value, out),
-                EntryExpr::StructField(f) => in_text_order(&f.value, out),
-            });
-        }
-        Expr::Struct(s) => {
-            return s.entries.iter().all(|entry| match &entry.expr {
-                EntryExpr::MapEntry(m) => in_text_order(&m.key, out) && in_text_order(&m.value, out),
-                EntryExpr::StructField(f) => in_text_order(&f.value, out),
-            });
-        }
+        Expr::Map(m) => return m.entries.iter().all(|entry| entry_in_text_order(&entry.expr, out)),
+        Expr::Struct(s) => return s.entries.iter().all(|entry| entry_in_text_order(&entry.expr, out)),
         Expr::Call(c) => {
             let symbol = if c.target.is_none() { operator_symbol(&c.func_name) } else { None };
             match (symbol, c.args.as_slice()) {
@@ -694,6 +684,14 @@ fn in_text_order(e: &IdedExpr, out: &mut Vec<(u64, &'static str)>) -> bool {
         }
     }
     true
+}
+
+/// [`in_text_order`] of a map's or a struct's entry: its key, then its value.
+fn entry_in_text_order(entry: &EntryExpr, out: &mut Vec<(u64, &'static str)>) -> bool {
+    match entry {
+        EntryExpr::MapEntry(m) => in_text_order(&m.key, out) && in_text_order(&m.value, out),
+        EntryExpr::StructField(f) => in_text_order(&f.value, out),
+    }
 }
 
 /// The expressions a macro's caller wrote (after its range), read back from its expansion:

@@ -298,8 +298,8 @@ pub(crate) const OUT_OF_BUDGET: &str =
 pub(crate) const RUNTIME_BUDGET: i64 = 10_000_000;
 
 /// Takes `cost` from `budget`; `false`, and the budget left negative, when it does not hold
-/// that much.
-fn spend(budget: &mut i64, cost: u64) -> bool {
+/// that much (an object's rules' budget, and each run of an admission policy's expressions).
+pub(crate) fn spend(budget: &mut i64, cost: u64) -> bool {
     match i64::try_from(cost) {
         Ok(cost) if cost <= *budget => {
             *budget -= cost;
