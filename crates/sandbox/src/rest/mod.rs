@@ -45,6 +45,7 @@
 //! | `non_resource` | the paths that name no resource, in-process and over HTTPS |
 //! | [`discovery`] | `/version`, legacy and aggregated discovery, health endpoints |
 //! | [`openapi`] | the OpenAPI v2 and v3 documents, every kind's full schema (`kubectl explain`) |
+//! | `openapi_custom` | a custom kind's published schema, for each document as apiextensions' builder writes it |
 //! | `openapi_proto` | the `/openapi/v2` document as gnostic's protobuf `Document` (what kubectl asks for) |
 //! | [`table`] | server-side printing (`as=Table`) for `kubectl get` |
 //! | [`printer_columns`] | a custom resource's Table, from its CRD's printer columns |
@@ -61,6 +62,7 @@ mod log;
 mod negotiate;
 mod non_resource;
 pub mod openapi;
+mod openapi_custom;
 mod openapi_proto;
 mod port_forward;
 pub mod printer_columns;

@@ -111,13 +111,13 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
         // kube-openapi's handler serves JSON or gnostic's protobuf encoding, by Accept, and
         // answers 406 with no body when no clause matches.
         ["openapi", "v2"] => match negotiate_openapi_v2(accept) {
-            Some(OpenApiV2::Json) => ok(&openapi::openapi_v2(&registry())),
-            Some(OpenApiV2::Protobuf) => Response::builder()
-                .status(200)
-                .header(header::CONTENT_TYPE, format!("application/{PROTOBUF_SUBTYPE}"))
-                .header(header::VARY, "Accept")
-                .body(Full::new(openapi::openapi_v2_protobuf(&registry())).boxed_unsync())
-                .expect("valid response"),
+            Some(OpenApiV2::Json) => {
+                entity(parts, &openapi::openapi_v2_json(&registry()), "application/json", false)
+            }
+            Some(OpenApiV2::Protobuf) => {
+                let served = openapi::openapi_v2_protobuf(&registry());
+                entity(parts, &served, &format!("application/{PROTOBUF_SUBTYPE}"), true)
+            }
             None => Response::builder()
                 .status(406)
                 .header(header::VARY, "Accept")
@@ -134,9 +134,90 @@ pub(crate) fn respond(shared: &SandboxState, parts: &http::request::Parts) -> Op
             )
         }
         ["openid", "v1", "jwks"] => discovery_document(token_issuer::jwks(), "application/jwk-set+json"),
-        ["openapi", "v3"] => ok(&openapi::openapi_v3_index(&registry())),
-        ["openapi", "v3", "api", v] => found(openapi::openapi_v3(&registry(), "", v).as_deref()),
-        ["openapi", "v3", "apis", g, v] => found(openapi::openapi_v3(&registry(), g, v).as_deref()),
+        ["openapi", "v3"] => entity(
+            parts,
+            &openapi::Served::json(&openapi::openapi_v3_index(&registry())),
+            "application/json",
+            false,
+        ),
+        ["openapi", "v3", "api", v] => group_version(parts, &registry(), "", v, path),
+        ["openapi", "v3", "apis", g, v] => group_version(parts, &registry(), g, v, path),
         _ => error_response(&ApiError::no_route(path)),
     })
+}
+
+/// A group/version's `/openapi/v3` document, as kube-openapi's v3 handler serves it: asked for
+/// by the `hash` the index gives, it may be cached for good (`Cache-Control: public, immutable`,
+/// expiring in a year); asked for by another hash (a client's stale one), it is a 301 to the
+/// document's current address.
+fn group_version(
+    parts: &http::request::Parts,
+    registry: &crate::registry::Registry,
+    group: &str,
+    version: &str,
+    path: &str,
+) -> Response<ResponseBody> {
+    let Some(served) = openapi::openapi_v3_json(registry, group, version) else {
+        return error_response(&ApiError::no_route(path));
+    };
+    let hash = parts
+        .uri
+        .query()
+        .into_iter()
+        .flat_map(|q| form_urlencoded::parse(q.as_bytes()))
+        .find(|(k, _)| k == "hash");
+    let Some((_, hash)) = hash.filter(|(_, h)| !h.is_empty()) else {
+        return entity(parts, &served, "application/json", true);
+    };
+    if hash != served.etag {
+        let location = openapi::v3_url(path.trim_start_matches("/openapi/v3/"), &served.etag);
+        return Response::builder()
+            .status(301)
+            .header(header::LOCATION, &location)
+            .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
+            .header(header::VARY, "Accept")
+            .body(
+                Full::new(Bytes::from(format!("<a href=\"{location}\">Moved Permanently</a>.\n\n")))
+                    .boxed_unsync(),
+            )
+            .expect("valid response");
+    }
+    let mut response = entity(parts, &served, "application/json", true);
+    let expires =
+        jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC).saturating_add(jiff::Span::new().years(1));
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, http::HeaderValue::from_static("public, immutable"));
+    if let Ok(value) = http::HeaderValue::from_str(&expires.strftime("%a, %d %b %Y %H:%M:%S UTC").to_string())
+    {
+        headers.insert(header::EXPIRES, value);
+    }
+    response
+}
+
+/// A document with its entity tag (quoted in `ETag`), as Go's `http.ServeContent` serves it: a
+/// 304 with no body when the request's `If-None-Match` names that tag (or is `*`).
+fn entity(
+    parts: &http::request::Parts,
+    served: &openapi::Served,
+    content_type: &str,
+    vary: bool,
+) -> Response<ResponseBody> {
+    let etag = format!("\"{}\"", served.etag);
+    let if_none_match = parts.headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok());
+    let matched = if_none_match
+        .flat_map(|v| v.split(','))
+        .map(|tag| tag.trim().trim_start_matches("W/"))
+        .any(|tag| tag == "*" || tag == etag);
+    let mut builder = Response::builder().header(header::ETAG, &etag);
+    if vary {
+        builder = builder.header(header::VARY, "Accept");
+    }
+    if matched {
+        return builder.status(304).body(Full::new(Bytes::new()).boxed_unsync()).expect("valid response");
+    }
+    builder
+        .status(200)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Full::new(served.body.clone()).boxed_unsync())
+        .expect("valid response")
 }

@@ -9,9 +9,14 @@
 //! that takes `fieldValidation`: kubectl then leaves validation to the server instead of
 //! downloading the protobuf OpenAPI v2.
 //!
-//! A custom resource's schema is its CRD version's `openAPIV3Schema`, under upstream's definition
-//! name (`com.example.v1.Widget` for `example.com/v1` `Widget`) with `apiVersion`, `kind` and a
-//! reference to `ObjectMeta` added, so `kubectl explain widget.spec.size` answers from the CRD.
+//! A custom kind's definition is its CRD version's `openAPIV3Schema` as apiextensions' builder
+//! publishes it (`openapi_custom`), under upstream's definition name (`com.example.v1.Widget`
+//! for `example.com/v1` `Widget`), beside its list's; so `kubectl explain widget.spec.size`
+//! answers from the CRD, and kubectl's client-side validation lets through what the schema keeps.
+//!
+//! Every document carries its entity tag (kube-openapi's: SHA-512 of the bytes); `/openapi/v3`'s
+//! index names each group/version's document by it, so a client caches the document until the
+//! kinds in it change.
 //!
 //! The built-in kinds' documents are built once, on first use; the parts for custom resources
 //! each time they are asked for, from the registry of the moment.
@@ -26,10 +31,12 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::RESOURCES;
+use crate::go_order::GoOrdered;
 use crate::patch::{self, PatchType};
 use crate::registry::Registry;
 use crate::resource::{ResourceDef, Strategy};
 use crate::rest::discovery::{GIT_VERSION, groups};
+use crate::rest::openapi_custom::{self, Document};
 use crate::rest::openapi_proto;
 
 /// The schemas of `kinds` and of everything they refer to, by definition name, with references
@@ -81,42 +88,34 @@ fn mark_merge_lists(name: &str, def: &mut Value) {
     }
 }
 
-/// Upstream's definition name of a custom kind: the group reversed, the version, the kind.
-fn custom_definition_name(r: &ResourceDef) -> String {
-    let group: Vec<&str> = r.group.split('.').rev().collect();
-    format!("{}.{}.{}", group.join("."), r.version, r.kind)
-}
-
-/// The definitions of the custom kinds among `kinds`, and (when there are any) of `ObjectMeta`
-/// and what it refers to, with references under `definitions_path`.
+/// The definitions of the custom kinds among `kinds` (each kind's and its list's, as `document`
+/// publishes them) and, when there are any, of `ObjectMeta`, `ListMeta` and what they refer to.
 fn custom_schemas<'a>(
     kinds: impl Iterator<Item = &'a ResourceDef>,
-    definitions_path: &'static str,
+    document: Document,
 ) -> Map<String, Value> {
     let mut out = Map::new();
-    let meta_ref = format!("#{definitions_path}/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
     for r in kinds {
         let Some(custom) = r.custom() else { continue };
-        let mut schema =
-            custom.version.pointer("/schema/openAPIV3Schema").cloned().unwrap_or_else(|| json!({}));
-        if !schema.is_object() {
-            continue;
-        }
-        let props = schema["properties"].as_object_mut().map(std::mem::take).unwrap_or_default();
-        let mut all = Map::new();
-        all.insert("apiVersion".into(), json!({ "type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources" }));
-        all.insert("kind".into(), json!({ "type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds" }));
-        all.insert("metadata".into(), json!({ "allOf": [{ "$ref": meta_ref }], "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata" }));
-        all.extend(props.into_iter().filter(|(k, _)| k != "metadata"));
-        schema["properties"] = Value::Object(all);
-        schema["x-kubernetes-group-version-kind"] =
-            json!([{ "group": r.group, "version": r.version, "kind": r.kind }]);
-        out.insert(custom_definition_name(r), schema);
+        let written = custom.version.pointer("/schema/openAPIV3Schema");
+        out.insert(
+            openapi_custom::definition_name(r, r.kind),
+            openapi_custom::kind_definition(r, written, document),
+        );
+        out.insert(
+            openapi_custom::definition_name(r, r.list_kind),
+            openapi_custom::list_definition(r, document),
+        );
     }
     if !out.is_empty() {
+        let definitions_path = match document {
+            Document::V2 => "/definitions",
+            Document::V3 => "/components/schemas",
+        };
         let settings = SchemaSettings::openapi3().with(|s| s.definitions_path = definitions_path.into());
         let mut generator = SchemaGenerator::new(settings);
         generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+        generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta>();
         out.extend(generator.take_definitions(true));
     }
     out
@@ -136,7 +135,7 @@ pub fn openapi_v2(registry: &Registry) -> Cow<'static, Value> {
         })
     });
     let customs = || registry.resources().iter().map(AsRef::as_ref).filter(|r| r.custom().is_some());
-    let custom = custom_schemas(customs(), "/definitions");
+    let custom = custom_schemas(customs(), Document::V2);
     if custom.is_empty() {
         return Cow::Borrowed(built_in);
     }
@@ -151,15 +150,49 @@ pub fn openapi_v2(registry: &Registry) -> Cow<'static, Value> {
     Cow::Owned(doc)
 }
 
+/// A document as it is served: its bytes and its entity tag, the SHA-512 of the bytes in
+/// upper-case hex as kube-openapi's handlers compute it (`/openapi/v3`'s index names each
+/// group/version's document by it, so a client may cache that document for good).
+#[derive(Clone, Debug)]
+pub struct Served {
+    /// The document's bytes.
+    pub body: Bytes,
+    /// Its entity tag, unquoted.
+    pub etag: String,
+}
+
+impl Served {
+    fn new(body: Vec<u8>) -> Self {
+        let digest = ring::digest::digest(&ring::digest::SHA512, &body);
+        let etag = digest.as_ref().iter().map(|b| format!("{b:02X}")).collect();
+        Served { body: Bytes::from(body), etag }
+    }
+
+    /// A JSON document as Go's `json.Marshal` writes it (no newline after it).
+    pub(crate) fn json(doc: &Value) -> Self {
+        Served::new(serde_json::to_vec(&GoOrdered::object(doc)).unwrap_or_default())
+    }
+}
+
+/// `/openapi/v2` as JSON; the built-in document's bytes are written once.
+#[must_use]
+pub fn openapi_v2_json(registry: &Registry) -> Served {
+    static JSON: OnceLock<Served> = OnceLock::new();
+    match openapi_v2(registry) {
+        Cow::Borrowed(doc) => JSON.get_or_init(|| Served::json(doc)).clone(),
+        Cow::Owned(doc) => Served::json(&doc),
+    }
+}
+
 /// `/openapi/v2` as gnostic's `openapi.v2.Document` protobuf message (what kube-openapi's handler
 /// serves kubectl): the built-in document's bytes are encoded once; with custom kinds, the
 /// document of the moment is encoded on each call.
 #[must_use]
-pub fn openapi_v2_protobuf(registry: &Registry) -> Bytes {
-    static PROTO: OnceLock<Bytes> = OnceLock::new();
+pub fn openapi_v2_protobuf(registry: &Registry) -> Served {
+    static PROTO: OnceLock<Served> = OnceLock::new();
     match openapi_v2(registry) {
-        Cow::Borrowed(doc) => PROTO.get_or_init(|| Bytes::from(openapi_proto::document(doc))).clone(),
-        Cow::Owned(doc) => Bytes::from(openapi_proto::document(&doc)),
+        Cow::Borrowed(doc) => PROTO.get_or_init(|| Served::new(openapi_proto::document(doc))).clone(),
+        Cow::Owned(doc) => Served::new(openapi_proto::document(&doc)),
     }
 }
 
@@ -272,18 +305,42 @@ fn capitalize(s: &str) -> String {
     c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
-/// `/openapi/v3`: the index of group/version documents.
+/// `/openapi/v3`: the index of group/version documents, each named with its entity tag as
+/// `hash`.
 #[must_use]
 pub fn openapi_v3_index(registry: &Registry) -> Value {
-    let mut paths = Map::new();
-    paths.insert("api/v1".into(), json!({ "serverRelativeURL": "/openapi/v3/api/v1?hash=sandbox" }));
-    for (g, v) in groups(registry) {
-        paths.insert(
-            format!("apis/{g}/{v}"),
-            json!({ "serverRelativeURL": format!("/openapi/v3/apis/{g}/{v}?hash=sandbox") }),
-        );
-    }
+    let mut gvs: Vec<(&str, &str)> = vec![("", "v1")];
+    gvs.extend(groups(registry));
+    let paths: Map<String, Value> = gvs
+        .into_iter()
+        .filter_map(|(g, v)| {
+            let path = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            let served = openapi_v3_json(registry, g, v)?;
+            Some((path.clone(), json!({ "serverRelativeURL": v3_url(&path, &served.etag) })))
+        })
+        .collect();
     json!({ "paths": paths })
+}
+
+/// Where a group/version's document of entity tag `etag` is served (`path` is `apis/apps/v1`).
+#[must_use]
+pub fn v3_url(path: &str, etag: &str) -> String {
+    format!("/openapi/v3/{path}?hash={etag}")
+}
+
+/// A group/version's `/openapi/v3` document as JSON; the built-in ones' bytes are written once.
+#[must_use]
+pub fn openapi_v3_json(registry: &Registry, group: &str, version: &str) -> Option<Served> {
+    static JSON: OnceLock<parking_lot::Mutex<HashMap<(String, String), Served>>> = OnceLock::new();
+    match openapi_v3(registry, group, version)? {
+        Cow::Borrowed(doc) => {
+            let mut cache = JSON.get_or_init(Default::default).lock();
+            let served =
+                cache.entry((group.to_owned(), version.to_owned())).or_insert_with(|| Served::json(doc));
+            Some(served.clone())
+        }
+        Cow::Owned(doc) => Some(Served::json(&doc)),
+    }
 }
 
 /// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`; `None` for one not served.
@@ -386,7 +443,7 @@ fn group_version_document(registry: &Registry, group: &str, version: &str) -> Va
         );
     }
     let mut schemas = schemas(kinds(), "/components/schemas");
-    schemas.extend(custom_schemas(kinds(), "/components/schemas"));
+    schemas.extend(custom_schemas(kinds(), Document::V3));
     json!({
         "openapi": "3.0.0",
         "info": { "title": "Kubernetes (sandbox)", "version": GIT_VERSION },

@@ -193,7 +193,7 @@ impl Kubectl {
 }
 
 /// Polls `f` every 100 ms until it holds, failing after a minute.
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     let limit = Duration::from_secs(60);
     let deadline = Instant::now() + limit;
     while !f() {

@@ -13,6 +13,7 @@ mod builtin;
 mod cluster;
 mod crd;
 mod crd_conversion;
+mod crd_openapi;
 mod fuzz;
 mod kube_runtime;
 mod kubectl;
