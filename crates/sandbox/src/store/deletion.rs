@@ -23,6 +23,17 @@ fn ref_str<'a>(r: &'a Value, field: &str) -> &'a str {
     r.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
+/// An owner as the garbage collector sees it from a dependent.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum OwnerState {
+    /// No object has the reference's uid and name.
+    Missing,
+    /// Being deleted in the foreground: it waits for its dependents to go.
+    WaitingForDependents,
+    /// There, and staying for its dependents.
+    Solid,
+}
+
 impl State {
     /// Removes an object for good, then lets its dependents, its foreground-deleting owners and
     /// its terminating namespace react.
@@ -45,15 +56,47 @@ impl State {
         }
     }
 
-    /// Deletes dependents none of whose owners exist any more (background cascading).
+    /// The dependents of an owner gone for good (background cascading).
     pub(super) fn collect_dependents(&mut self, owner_uid: &str) {
         let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
         for dep in deps {
-            let Some(obj) = self.object(&dep) else { continue };
-            if owner_refs(&obj).any(|r| self.owner_exists(&dep.1, r)) {
-                continue;
+            self.collect_dependent(&dep, Propagation::Background);
+        }
+    }
+
+    /// The garbage collector's attempt on a dependent of an owner that is gone or going
+    /// (`attemptToDeleteItem`): a dependent with an owner that stays is kept, losing its
+    /// references to the owners that are gone or waiting for their dependents; one without is
+    /// deleted with `propagation`.
+    fn collect_dependent(&mut self, dep: &Key, propagation: Propagation) {
+        let Some(obj) = self.object(dep) else { return };
+        let owners: Vec<(&str, OwnerState)> =
+            owner_refs(&obj).map(|r| (ref_str(r, "uid"), self.owner_state(&dep.1, r))).collect();
+        if !owners.iter().any(|(_, state)| *state == OwnerState::Solid) {
+            self.delete_key(dep, propagation);
+            return;
+        }
+        let going: Vec<&str> =
+            owners.iter().filter(|(_, state)| *state != OwnerState::Solid).map(|(uid, _)| *uid).collect();
+        if going.is_empty() {
+            return;
+        }
+        let mut kept = (*obj).clone();
+        if let Some(refs) = kept.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+            refs.retain(|r| !going.contains(&ref_str(r, "uid")));
+        }
+        self.commit(dep.clone(), ChangeType::Modified, kept, Some(Arc::clone(&obj)));
+    }
+
+    /// Where the owner an owner reference names stands, as the garbage collector classifies it.
+    fn owner_state(&self, dependent_ns: &str, r: &Value) -> OwnerState {
+        let owner = self.uids.get(ref_str(r, "uid")).and_then(|k| self.object(k));
+        match owner {
+            _ if !self.owner_exists(dependent_ns, r) => OwnerState::Missing,
+            Some(o) if is_deleting(&o) && finalizers(&o).iter().any(|f| f == "foregroundDeletion") => {
+                OwnerState::WaitingForDependents
             }
-            self.delete_key(&dep, Propagation::Background);
+            _ => OwnerState::Solid,
         }
     }
 
@@ -105,7 +148,7 @@ impl State {
         let marked = self.commit(key.clone(), ChangeType::Modified, marked, Some(old));
         if foreground {
             for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
-                self.delete_key(&dep, Propagation::Foreground);
+                self.collect_dependent(&dep, Propagation::Foreground);
             }
             self.finish_foreground(key);
         }

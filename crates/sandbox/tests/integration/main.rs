@@ -11,6 +11,7 @@ mod api;
 mod bad_input;
 mod builtin;
 mod cluster;
+mod conformance_api_machinery;
 mod crd;
 mod crd_conversion;
 mod crd_openapi;

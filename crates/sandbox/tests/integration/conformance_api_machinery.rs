@@ -1,0 +1,226 @@
+//! Upstream's `[sig-api-machinery]` conformance tests that need no real image, done as the
+//! e2e suite does them against the sandbox's simulated cluster through a real `kube::Client`:
+//! the garbage collector with several owners and with an ownership cycle, and aggregated
+//! discovery.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Pod, ReplicationController};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+};
+use kube_sandbox::{Sandbox, SandboxConfig, Simulation};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+fn of<K: DeserializeOwned>(v: Value) -> K {
+    serde_json::from_value(v).unwrap()
+}
+
+/// Polls `f` until it returns `Some`, yielding to the simulation in between.
+async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) -> T {
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Upstream's `newOwnerRC`: an RC of `replicas` pods labelled `labels`.
+fn owner_rc(name: &str, replicas: i32, label: &str) -> ReplicationController {
+    of(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": replicas,
+            "selector": { "gctest": label },
+            "template": {
+                "metadata": { "labels": { "gctest": label } },
+                "spec": { "containers": [{ "name": "nginx", "image": "nginx" }] },
+            },
+        },
+    }))
+}
+
+/// Delete options of upstream's GC tests: foreground, on the object of that uid only.
+fn foreground(uid: Option<String>) -> DeleteParams {
+    DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Foreground),
+        preconditions: Some(Preconditions { uid, resource_version: None }),
+        ..DeleteParams::default()
+    }
+}
+
+#[tokio::test]
+async fn a_dependent_with_another_owner_outlives_an_owner_deleted_in_the_foreground() {
+    // "Garbage collector should not delete dependents that have both valid owner and owner
+    // that's waiting for dependents to be deleted".
+    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let client = sb.client();
+    let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let (replicas, half) = (10, 5);
+    let rc1 = rcs
+        .create(&PostParams::default(), &owner_rc("simpletest-rc-to-be-deleted", replicas, "d"))
+        .await
+        .unwrap();
+    let rc2 = rcs.create(&PostParams::default(), &owner_rc("simpletest-rc-to-stay", 0, "s")).await.unwrap();
+    eventually(|| async {
+        let st = rcs.get("simpletest-rc-to-be-deleted").await.ok()?.status?;
+        (st.replicas == replicas).then_some(())
+    })
+    .await;
+
+    // Half of rc1's pods get rc2 as an owner as well, by a strategic merge patch (owner
+    // references merge by uid).
+    let listed = pods.list(&ListParams::default()).await.unwrap().items;
+    let also_rc2 = json!({ "metadata": { "ownerReferences": [{ "apiVersion": "v1", "kind": "ReplicationController",
+        "name": rc2.metadata.name, "uid": rc2.metadata.uid }] } });
+    let mut kept: Vec<String> = Vec::new();
+    for pod in &listed[..half] {
+        let name = pod.metadata.name.clone().unwrap();
+        let patched = pods.patch(&name, &PatchParams::default(), &Patch::Strategic(&also_rc2)).await.unwrap();
+        assert_eq!(patched.metadata.owner_references.unwrap().len(), 2);
+        kept.push(name);
+    }
+
+    rcs.delete("simpletest-rc-to-be-deleted", &foreground(rc1.metadata.uid.clone())).await.unwrap();
+    eventually(|| async {
+        rcs.get_opt("simpletest-rc-to-be-deleted").await.unwrap().is_none().then_some(())
+    })
+    .await;
+
+    let left = pods.list(&ListParams::default()).await.unwrap().items;
+    let mut names: Vec<String> = left.iter().filter_map(|p| p.metadata.name.clone()).collect();
+    names.sort();
+    kept.sort();
+    assert_eq!(names, kept, "the pods rc2 owns as well are kept, the others deleted");
+    for pod in &left {
+        assert!(pod.metadata.deletion_timestamp.is_none(), "{:?}", pod.metadata);
+        let owners = pod.metadata.owner_references.as_ref().unwrap();
+        assert_eq!(owners.len(), 1, "only rc2 is left as an owner: {owners:?}");
+        assert_eq!(owners[0].uid, rc2.metadata.uid.clone().unwrap());
+    }
+}
+
+#[tokio::test]
+async fn an_owner_gone_in_the_background_is_dropped_from_a_dependent_another_owner_keeps() {
+    // The same collector, for a background delete: the dependent keeps its other owner and loses
+    // its reference to the one gone.
+    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let client = sb.client();
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::default_namespaced(client.clone());
+    let owner =
+        |name: &str| of::<k8s_openapi::api::core::v1::ConfigMap>(json!({ "metadata": { "name": name } }));
+    let a = cms.create(&PostParams::default(), &owner("a")).await.unwrap();
+    let b = cms.create(&PostParams::default(), &owner("b")).await.unwrap();
+    let reference = |o: &k8s_openapi::api::core::v1::ConfigMap| json!({ "apiVersion": "v1", "kind": "ConfigMap", "name": o.metadata.name, "uid": o.metadata.uid });
+    let dependent =
+        json!({ "metadata": { "name": "both", "ownerReferences": [reference(&a), reference(&b)] } });
+    cms.create(&PostParams::default(), &of(dependent)).await.unwrap();
+    cms.delete("a", &DeleteParams::background()).await.unwrap();
+    let kept = eventually(|| async {
+        let d = cms.get("both").await.ok()?;
+        (d.metadata.owner_references.as_ref()?.len() == 1).then_some(d)
+    })
+    .await;
+    assert_eq!(kept.metadata.owner_references.unwrap()[0].uid, b.metadata.uid.unwrap());
+    assert!(kept.metadata.deletion_timestamp.is_none());
+}
+
+#[tokio::test]
+async fn an_ownership_cycle_does_not_block_a_foreground_delete() {
+    // "Garbage collector should not be blocked by dependency circle".
+    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let mut uids = Vec::new();
+    for name in ["pod1", "pod2", "pod3"] {
+        let pod = json!({ "metadata": { "name": name }, "spec": { "containers": [{ "name": "nginx", "image": "nginx" }] } });
+        uids.push(pods.create(&PostParams::default(), &of(pod)).await.unwrap().metadata.uid.unwrap());
+    }
+    // pod1 is owned by pod3, pod2 by pod1, pod3 by pod2.
+    for (pod, owner) in [(0, 2), (1, 0), (2, 1)] {
+        let patch = json!({ "metadata": { "ownerReferences": [{ "apiVersion": "v1", "kind": "Pod",
+            "name": format!("pod{}", owner + 1), "uid": uids[owner], "controller": true, "blockOwnerDeletion": true }] } });
+        pods.patch(&format!("pod{}", pod + 1), &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+            .unwrap();
+    }
+    pods.delete("pod1", &foreground(Some(uids[0].clone()))).await.unwrap();
+    eventually(|| async { pods.list(&ListParams::default()).await.unwrap().items.is_empty().then_some(()) })
+        .await;
+}
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// `/apis` or `/api` in aggregated discovery's form, as a raw GET with upstream's `Accept`.
+async fn aggregated(client: &Client, path: &str) -> Value {
+    let request = http::Request::get(path).header(http::header::ACCEPT, AGGREGATED).body(Vec::new()).unwrap();
+    serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap()
+}
+
+/// Upstream's `isGVRPresentAPIDiscovery`.
+fn lists(doc: &Value, group: &str, version: &str, resource: &str) -> bool {
+    let items = doc["items"].as_array().into_iter().flatten();
+    items.filter(|g| g["metadata"]["name"].as_str().unwrap_or("") == group).any(|g| {
+        g["versions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|v| v["version"] == version)
+            .any(|v| v["resources"].as_array().into_iter().flatten().any(|r| r["resource"] == resource))
+    })
+}
+
+#[tokio::test]
+async fn aggregated_discovery_lists_the_built_in_kinds_and_a_new_crds() {
+    // "AggregatedDiscovery should support raw aggregated discovery endpoint Accept headers" and
+    // "… raw aggregated discovery request for CRDs".
+    let sb = Sandbox::new();
+    let client = sb.client();
+    let apis = aggregated(&client, "/apis").await;
+    assert_eq!(apis["kind"], "APIGroupDiscoveryList");
+    for (group, version, resource) in [
+        ("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"),
+        ("apiextensions.k8s.io", "v1", "customresourcedefinitions"),
+        ("apiregistration.k8s.io", "v1", "apiservices"),
+        ("apps", "v1", "deployments"),
+        ("authentication.k8s.io", "v1", "tokenreviews"),
+        ("authorization.k8s.io", "v1", "selfsubjectaccessreviews"),
+        ("autoscaling", "v1", "horizontalpodautoscalers"),
+        ("autoscaling", "v2", "horizontalpodautoscalers"),
+        ("batch", "v1", "jobs"),
+        ("certificates.k8s.io", "v1", "certificatesigningrequests"),
+        ("coordination.k8s.io", "v1", "leases"),
+        ("discovery.k8s.io", "v1", "endpointslices"),
+        ("events.k8s.io", "v1", "events"),
+        ("networking.k8s.io", "v1", "ingresses"),
+        ("node.k8s.io", "v1", "runtimeclasses"),
+        ("policy", "v1", "poddisruptionbudgets"),
+        ("scheduling.k8s.io", "v1", "priorityclasses"),
+        ("storage.k8s.io", "v1", "csinodes"),
+    ] {
+        assert!(lists(&apis, group, version, resource), "{group}/{version} {resource} is not in /apis");
+    }
+    assert!(lists(&aggregated(&client, "/api").await, "", "v1", "namespaces"));
+
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = json!({
+        "metadata": { "name": "testcrds.group-x7k2q.example.com" },
+        "spec": {
+            "group": "group-x7k2q.example.com",
+            "scope": "Namespaced",
+            "names": { "plural": "testcrds", "singular": "testcrd", "kind": "testcrd", "listKind": "testcrdList" },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }],
+        },
+    });
+    crds.create(&PostParams::default(), &of(crd)).await.unwrap();
+    eventually(|| async {
+        lists(&aggregated(&client, "/apis").await, "group-x7k2q.example.com", "v1", "testcrds").then_some(())
+    })
+    .await;
+}
