@@ -21,11 +21,21 @@ pub struct ApiError {
     pub message: String,
     /// `details` of the Status (name, group, kind, causes), when known.
     pub details: Option<Value>,
+    /// `metadata.continue` of the Status: the token a 410 for an expired continue token gives
+    /// to list the rest at the latest version.
+    pub continue_token: Option<String>,
 }
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self { code, reason, message: message.into(), details: None, continue_token: None }
+    }
+
+    /// The error with `token` as its Status's `metadata.continue`.
+    #[must_use]
+    pub fn with_continue(mut self, token: String) -> Self {
+        self.continue_token = Some(token);
+        self
     }
 
     /// Adds the object's name, group and kind to the details; `StatusDetails` leaves empty strings
@@ -368,6 +378,9 @@ impl ApiError {
         }
         if let Some(d) = &self.details {
             status["details"] = d.clone();
+        }
+        if let Some(token) = &self.continue_token {
+            status["metadata"]["continue"] = json!(token);
         }
         status
     }

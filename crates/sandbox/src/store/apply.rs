@@ -166,6 +166,7 @@ fn conflict_error(conflicts: &[(String, String)]) -> ApiError {
         reason: "Conflict",
         message,
         details: Some(serde_json::json!({ "causes": causes })),
+        continue_token: None,
     }
 }
 

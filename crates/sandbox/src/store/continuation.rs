@@ -1,7 +1,9 @@
 //! Continue tokens, encoded as upstream's storage encodes them — URL-safe base64 of
 //! `{"v":"meta.k8s.io/v1","rv":…,"start":…}` — so that a client's token reads as a real server's
 //! and a token that is not one is refused in upstream's words (`DecodeContinue`). The start key
-//! is the sandbox's own: the list snapshot it continues and the offset in it.
+//! is the sandbox's own: the list snapshot it continues, the offset in it, and the key of the last
+//! object the page before gave (what a token whose snapshot expired continues from, as upstream
+//! continues a list whose revision was compacted away: at the latest version, `rv` -1).
 
 use base64::Engine;
 use base64::engine::DecodePaddingMode;
@@ -10,10 +12,29 @@ use serde_json::{Value, json};
 
 use crate::status::ApiError;
 
-/// The token for page `offset` onwards of snapshot `id`, taken at version `rv`.
-pub(super) fn encode(id: u64, offset: usize, rv: u64) -> String {
-    URL_SAFE_NO_PAD
-        .encode(json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": format!("{id}/{offset}") }).to_string())
+/// Where a token continues a list.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Continue {
+    /// At `offset` in snapshot `id`, whose page before ended at `after`.
+    Snapshot { id: u64, offset: usize, after: String },
+    /// After the key `after`, at the latest version: the token of an expired snapshot.
+    Latest { after: String },
+}
+
+/// The token for page `offset` onwards of snapshot `id`, taken at version `rv`; `after` is the
+/// key (`name`, or `namespace/name` across namespaces) of the last object already given.
+pub(super) fn encode(id: u64, offset: usize, rv: u64, after: &str) -> String {
+    token(json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": format!("{id}/{offset}/{after}\u{0}") }))
+}
+
+/// The token that continues after `after` at the latest version (upstream's `rv` -1), which a
+/// 410 for an expired token carries.
+pub(super) fn encode_latest(after: &str) -> String {
+    token(json!({ "v": "meta.k8s.io/v1", "rv": -1, "start": format!("{after}\u{0}") }))
+}
+
+fn token(content: Value) -> String {
+    URL_SAFE_NO_PAD.encode(content.to_string())
 }
 
 /// The snapshot and offset a token names.
@@ -22,7 +43,7 @@ pub(super) fn encode(id: u64, offset: usize, rv: u64) -> String {
 ///
 /// 400 `invalid continue token: …` as the etcd3 store words it: not base64, not JSON, an
 /// encoding version it does not know, or a start it did not write.
-pub(super) fn decode(token: &str) -> Result<(u64, usize), ApiError> {
+pub(super) fn decode(token: &str) -> Result<Continue, ApiError> {
     let refuse = |why: String| ApiError::bad_request(format!("invalid continue token: {why}"));
     let invalid = |why: String| refuse(format!("continue key is not valid: {why}"));
     // Go's `RawURLEncoding` is not strict: bits left over in the last character are ignored.
@@ -51,17 +72,23 @@ pub(super) fn decode(token: &str) -> Result<(u64, usize), ApiError> {
             )));
         }
     }
-    if c.get("rv").and_then(Value::as_i64).unwrap_or(0) == 0 {
+    let rv = c.get("rv").and_then(Value::as_i64).unwrap_or(0);
+    if rv == 0 {
         return Err(refuse("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".to_owned()));
     }
     let start = c.get("start").and_then(Value::as_str).unwrap_or("");
     if start.is_empty() {
         return Err(refuse("encoded start key empty (version meta.k8s.io/v1)".to_owned()));
     }
-    start
-        .split_once('/')
-        .and_then(|(id, offset)| Some((id.parse().ok()?, offset.parse().ok()?)))
-        .ok_or_else(|| invalid(format!("start key {start:?} was not written by this server")))
+    let not_ours = || invalid(format!("start key {start:?} was not written by this server"));
+    let key = start.strip_suffix('\u{0}').ok_or_else(not_ours)?;
+    if rv == -1 {
+        return Ok(Continue::Latest { after: key.to_owned() });
+    }
+    let (id, rest) = key.split_once('/').ok_or_else(not_ours)?;
+    let (offset, after) = rest.split_once('/').ok_or_else(not_ours)?;
+    let (id, offset) = id.parse().ok().zip(offset.parse().ok()).ok_or_else(not_ours)?;
+    Ok(Continue::Snapshot { id, offset, after: after.to_owned() })
 }
 
 #[cfg(test)]
@@ -70,7 +97,14 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_garbage_is_refused_as_upstream() {
-        assert_eq!(decode(&encode(7, 500, 42)).unwrap(), (7, 500));
+        assert_eq!(
+            decode(&encode(7, 500, 42, "ns/pod-0499")).unwrap(),
+            Continue::Snapshot { id: 7, offset: 500, after: "ns/pod-0499".into() }
+        );
+        assert_eq!(
+            decode(&encode_latest("pod-0499")).unwrap(),
+            Continue::Latest { after: "pod-0499".into() }
+        );
         let e = decode("garbage").unwrap_err();
         assert_eq!(
             e.message,

@@ -20,6 +20,7 @@ mod admission;
 mod allocations;
 mod apply;
 mod continuation;
+use continuation::Continue;
 mod crd;
 mod deletion;
 mod frozen;
@@ -266,6 +267,9 @@ struct Snapshot {
 }
 
 const SNAPSHOT_TTL: Duration = Duration::from_secs(300);
+
+/// The 410 of a continue token past its snapshot, as the etcd3 store words it.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 const MAX_SNAPSHOTS: usize = 64;
 
 /// Settings of a [`Store`].
@@ -935,41 +939,59 @@ impl Store {
         q: &ListQuery,
     ) -> Result<ListPage<'d>, ApiError> {
         let mut st = self.lock();
-        let (rv, items, offset, snapshot) = if let Some(token) =
-            q.continue_token.as_deref().filter(|t| !t.is_empty())
-        {
-            // etcd3's GetList: a continue token carries its own version.
-            if q.resource_version.as_deref().is_some_and(|v| !v.is_empty() && v != "0") {
-                return Err(ApiError::bad_request(
-                    "specifying resource version is not allowed when using continue",
-                ));
-            }
-            let (id, offset) = continuation::decode(token)?;
-            st.snapshots.retain(|_, s| s.made.elapsed() < SNAPSHOT_TTL);
-            let snap = st.snapshots.get(&id).ok_or_else(|| {
-                ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
-            })?;
-            (snap.rv, snap.items.clone(), offset, Some(id))
-        } else {
-            if let Some(asked) = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0") {
-                let asked = parse_list_rv(def, asked)?;
-                if asked > st.rv {
-                    return Err(ApiError::too_large_resource_version(asked, st.rv));
+        let (rv, items, offset, snapshot) =
+            if let Some(token) = q.continue_token.as_deref().filter(|t| !t.is_empty()) {
+                // etcd3's GetList: a continue token carries its own version.
+                if q.resource_version.as_deref().is_some_and(|v| !v.is_empty() && v != "0") {
+                    return Err(ApiError::bad_request(
+                        "specifying resource version is not allowed when using continue",
+                    ));
                 }
-                if q.resource_version_match.as_deref() == Some("Exact") && asked != st.rv {
-                    // etcd serves a list at any revision it has not compacted; the sandbox
-                    // rebuilds it from the resource's history, as one consistent snapshot.
-                    let items = st.list_items_at(def, ns, q, asked).ok_or_else(|| {
-                        ApiError::expired("The resourceVersion for the provided list is too old.")
-                    })?;
-                    (asked, items, 0, None)
+                st.snapshots.retain(|_, s| s.made.elapsed() < SNAPSHOT_TTL);
+                match continuation::decode(token)? {
+                    Continue::Snapshot { id, offset, after } => {
+                        // A snapshot let go is upstream's revision compacted away: a 410 carrying
+                        // the token that goes on at the latest version (`handleCompactedErrorForPaging`).
+                        let snap = st.snapshots.get(&id).ok_or_else(|| {
+                            ApiError::expired(INCONSISTENT_CONTINUE)
+                                .with_continue(continuation::encode_latest(&after))
+                        })?;
+                        (snap.rv, snap.items.clone(), offset, Some(id))
+                    }
+                    Continue::Latest { after } => {
+                        let after = after
+                            .split_once('/')
+                            .map_or((ns.unwrap_or(""), after.as_str()), |(n, name)| (n, name));
+                        let items = st
+                            .in_range(def, ns)
+                            .filter(|((_, n, name), o)| {
+                                (n.as_str(), name.as_str()) > after && storage::selected(q, o)
+                            })
+                            .map(|(_, o)| Arc::clone(o))
+                            .collect();
+                        (st.rv, items, 0, None)
+                    }
+                }
+            } else {
+                if let Some(asked) = q.resource_version.as_deref().filter(|v| !v.is_empty() && *v != "0") {
+                    let asked = parse_list_rv(def, asked)?;
+                    if asked > st.rv {
+                        return Err(ApiError::too_large_resource_version(asked, st.rv));
+                    }
+                    if q.resource_version_match.as_deref() == Some("Exact") && asked != st.rv {
+                        // etcd serves a list at any revision it has not compacted; the sandbox
+                        // rebuilds it from the resource's history, as one consistent snapshot.
+                        let items = st.list_items_at(def, ns, q, asked).ok_or_else(|| {
+                            ApiError::expired("The resourceVersion for the provided list is too old.")
+                        })?;
+                        (asked, items, 0, None)
+                    } else {
+                        (st.rv, st.list_frozen(def, ns, q), 0, None)
+                    }
                 } else {
                     (st.rv, st.list_frozen(def, ns, q), 0, None)
                 }
-            } else {
-                (st.rv, st.list_frozen(def, ns, q), 0, None)
-            }
-        };
+            };
         let end = if q.limit == 0 { items.len() } else { (offset + q.limit).min(items.len()) };
         let page: Vec<Arc<Frozen>> = items.get(offset..end).unwrap_or_default().to_vec();
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
@@ -992,7 +1014,13 @@ impl Store {
                     id
                 }
             };
-            metadata["continue"] = json!(continuation::encode(id, end, rv));
+            let last = page.last().map(|o| o.thaw()).unwrap_or_default();
+            let name = crate::object_meta::meta_str(&last, "name");
+            let after = match (ns, crate::object_meta::meta_str(&last, "namespace")) {
+                (None, namespace) if !namespace.is_empty() => format!("{namespace}/{name}"),
+                _ => name.to_owned(),
+            };
+            metadata["continue"] = json!(continuation::encode(id, end, rv, &after));
             // Upstream counts what remains only for a list without selectors.
             if q.labels.is_empty() && q.fields.is_empty() {
                 metadata["remainingItemCount"] = json!(items.len() - end);
