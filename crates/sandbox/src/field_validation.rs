@@ -155,10 +155,44 @@ impl<'de> Visitor<'de> for Walk<'_> {
 /// Removes the fields `def`'s schema does not declare from `obj`; the strict decoder's words for
 /// each (`unknown field "spec.foo"`).
 fn unknown_fields(def: &ResourceDef, obj: &mut Value) -> Vec<String> {
+    unknown_paths(def, obj).iter().map(|f| format!("unknown field {f:?}")).collect()
+}
+
+/// The paths of the fields of `obj` that `def` does not declare (`spec.x`, `spec.l[0].y`), which
+/// are taken out of it.
+fn unknown_paths(def: &ResourceDef, obj: &mut Value) -> Vec<String> {
     let Some(known) = def.known(obj) else { return Vec::new() };
     let mut unknown = Vec::new();
     prune(obj, &known, "", &mut unknown);
-    unknown.iter().map(|f| format!("unknown field {f:?}")).collect()
+    unknown
+}
+
+/// A server-side apply's body as the field manager converts it to the kind's type
+/// (`structuredMergeManager.Apply`): a field the kind does not declare is an error whatever the
+/// `fieldValidation` — upstream's unclassified 500, `failed to create typed patch object
+/// (<namespace>/<name>; <group>/<version>, Kind=<kind>): .spec.x: field not declared in schema`.
+///
+/// # Errors
+///
+/// That 500, naming every such field.
+pub fn check_applied(def: &ResourceDef, applied: &Value) -> Result<(), ApiError> {
+    let mut probe = applied.clone();
+    let unknown = unknown_paths(def, &mut probe);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let errors: Vec<String> = unknown.iter().map(|f| format!(".{f}: field not declared in schema")).collect();
+    let errors = match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    let meta = |k: &str| applied.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or("");
+    let gvk = format!("{}/{}, Kind={}", def.group, def.version, def.kind);
+    Err(ApiError::unclassified(format!(
+        "failed to create typed patch object ({}/{}; {gvk}): {errors}",
+        meta("namespace"),
+        meta("name")
+    )))
 }
 
 /// Applies `directive` to a create or update body of `def` (`raw`: the body's JSON, for

@@ -336,10 +336,21 @@ fn owner_reference_errors(obj: &Value) -> Vec<(String, String)> {
     errs
 }
 
-/// `ValidateFinalizers` (on create only) with the in-tree API's `validateKubeFinalizerName` (on
-/// create and update): qualified names, not both `orphan` and `foregroundDeletion`, and an
+/// Whose rules an object's metadata is held to: the in-tree API's (a built-in kind's) add
+/// `validateKubeFinalizerName` to apimachinery's; a custom resource is held to apimachinery's
+/// alone, an unqualified finalizer being only warned of.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Rules {
+    /// A built-in kind's.
+    InTree,
+    /// A custom resource's (or an embedded resource's in its schema).
+    Apimachinery,
+}
+
+/// `ValidateFinalizers` (on create only) with, under the in-tree rules, `validateKubeFinalizerName`
+/// (on create and update): qualified names, not both `orphan` and `foregroundDeletion`, and an
 /// unqualified one only when it is standard.
-fn finalizer_errors(obj: &Value, create: bool) -> Vec<(String, String)> {
+fn finalizer_errors(obj: &Value, create: bool, rules: Rules) -> Vec<(String, String)> {
     let mut errs = Vec::new();
     let finalizers: Vec<String> = crate::object_meta::finalizers(obj);
     for f in finalizers.iter().filter(|_| create) {
@@ -359,7 +370,7 @@ fn finalizer_errors(obj: &Value, create: bool) -> Vec<(String, String)> {
             ),
         ));
     }
-    for (i, f) in finalizers.iter().enumerate() {
+    for (i, f) in finalizers.iter().enumerate().filter(|_| rules == Rules::InTree) {
         if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
             errs.push((
                 format!("metadata.finalizers[{i}]"),
@@ -436,12 +447,12 @@ fn managed_fields_errors(obj: &Value) -> Vec<(String, String)> {
 /// (`validateObjectMetaAccessorWithOptsCommon`): generation, labels, annotations, owner
 /// references, finalizers, managed fields.
 #[must_use]
-pub fn validate(obj: &Value) -> Vec<(String, String)> {
+pub fn validate(obj: &Value, rules: Rules) -> Vec<(String, String)> {
     let mut errs = generation_errors(obj);
     errs.extend(labels_errors(obj));
     errs.extend(annotation_errors(obj));
     errs.extend(owner_reference_errors(obj));
-    errs.extend(finalizer_errors(obj, true));
+    errs.extend(finalizer_errors(obj, true, rules));
     errs.extend(managed_fields_errors(obj));
     errs
 }
@@ -451,13 +462,38 @@ pub fn validate(obj: &Value) -> Vec<(String, String)> {
 /// managed fields, then the unqualified finalizers that are not standard — the other finalizer
 /// rules are for a new object only. The rules on what the stored object fixes are the store's.
 #[must_use]
-pub fn validate_update(obj: &Value) -> Vec<(String, String)> {
+pub fn validate_update(obj: &Value, rules: Rules) -> Vec<(String, String)> {
     let mut errs = labels_errors(obj);
     errs.extend(annotation_errors(obj));
     errs.extend(owner_reference_errors(obj));
     errs.extend(managed_fields_errors(obj));
-    errs.extend(finalizer_errors(obj, false));
+    errs.extend(finalizer_errors(obj, false, rules));
     errs
+}
+
+/// The warnings of finalizers `new` adds to `old` (all of them on a create) whose names a custom
+/// resource may carry but should not (apiextensions' `generateWarningsFromObj`): what is not a
+/// qualified name, and an unqualified name that is not standard. In name order.
+#[must_use]
+pub fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
+    let before = old.map(crate::object_meta::finalizers).unwrap_or_default();
+    let mut added: Vec<String> =
+        crate::object_meta::finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+    added.sort();
+    added.dedup();
+    let mut warnings = Vec::new();
+    for f in added {
+        let quoted = crate::go_print::go_quote(&f);
+        for why in qualified_name_errors(&f) {
+            warnings.push(format!("metadata.finalizers: {quoted}: {why}"));
+        }
+        if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
+            warnings.push(format!(
+                "metadata.finalizers: {quoted}: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"
+            ));
+        }
+    }
+    warnings
 }
 
 #[cfg(test)]
@@ -499,10 +535,19 @@ mod tests {
             "annotations": { "Example.com/Note": "upper case is fine in annotation keys" },
             "finalizers": ["example.com/ok", "cleanup", "orphan", "foregroundDeletion"],
         } });
-        let fields: Vec<String> = validate(&obj).into_iter().map(|(f, _)| f).collect();
+        let fields: Vec<String> = validate(&obj, Rules::InTree).into_iter().map(|(f, _)| f).collect();
         assert_eq!(
             fields,
             ["metadata.labels", "metadata.labels", "metadata.finalizers", "metadata.finalizers[1]"]
+        );
+        // A custom resource may carry `cleanup`: it is warned of, not refused.
+        let fields: Vec<String> = validate(&obj, Rules::Apimachinery).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(fields, ["metadata.labels", "metadata.labels", "metadata.finalizers"]);
+        assert_eq!(
+            finalizer_warnings(&obj, Some(&json!({ "metadata": { "finalizers": ["orphan"] } }))),
+            [
+                "metadata.finalizers: \"cleanup\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"
+            ]
         );
     }
 
@@ -516,7 +561,7 @@ mod tests {
             ],
             "managedFields": [{ "manager": "m\u{7}", "operation": "Patch" }],
         } });
-        let got = validate(&obj);
+        let got = validate(&obj, Rules::InTree);
         let fields: Vec<&str> = got.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(
             fields,
@@ -538,9 +583,9 @@ mod tests {
     fn an_update_checks_only_the_in_tree_finalizer_rule() {
         let obj =
             json!({ "metadata": { "finalizers": ["a/b/c", "orphan", "foregroundDeletion", "custom"] } });
-        let fields: Vec<String> = validate_update(&obj).into_iter().map(|(f, _)| f).collect();
+        let fields: Vec<String> = validate_update(&obj, Rules::InTree).into_iter().map(|(f, _)| f).collect();
         assert_eq!(fields, ["metadata.finalizers[3]"]);
-        assert_eq!(validate(&obj).len(), 3);
+        assert_eq!(validate(&obj, Rules::InTree).len(), 3);
     }
 
     #[test]

@@ -456,6 +456,25 @@ impl ResourceDef {
 
     /// The custom strategy, for a resource a CRD defines.
     #[must_use]
+    /// Whose rules the kind's metadata is held to.
+    pub(crate) fn metadata_rules(&self) -> crate::metadata::Rules {
+        match &self.strategy {
+            Strategy::Custom(_) => crate::metadata::Rules::Apimachinery,
+            Strategy::BuiltIn(_) => crate::metadata::Rules::InTree,
+        }
+    }
+
+    /// Whether the kind's strategy warns of some writes (`WarningsOnCreate` / `WarningsOnUpdate`):
+    /// a custom resource of the finalizers it adds.
+    pub(crate) fn warns(&self) -> bool {
+        self.custom().is_some()
+    }
+
+    /// The strategy's warnings of a write of `new` over `old` (`None` on a create).
+    pub(crate) fn warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
+        if self.warns() { crate::metadata::finalizer_warnings(new, old) } else { Vec::new() }
+    }
+
     pub(crate) fn custom(&self) -> Option<&crate::kinds::custom::CustomStrategy> {
         match &self.strategy {
             Strategy::Custom(c) => Some(c),

@@ -163,6 +163,55 @@ fn first_yaml_document(bytes: &[u8]) -> Result<usize, String> {
     }
 }
 
+/// The keys a YAML body's first document sets twice in one mapping, as go-yaml v2's strict
+/// decoding reports them (`line 11: key "foo" already set in map`, the line of the second).
+pub(crate) fn yaml_duplicate_keys(bytes: &[u8]) -> Vec<String> {
+    use libyaml_safer::{EventData, Parser};
+    /// A collection being read: a mapping's keys so far and whether a key comes next.
+    enum Frame {
+        Mapping { keys: std::collections::HashSet<String>, key_next: bool },
+        Sequence,
+    }
+    let mut parser = Parser::new();
+    parser.set_input(bytes);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut duplicates = Vec::new();
+    while let Ok(event) = parser.parse() {
+        let starts_node = matches!(
+            event.data,
+            EventData::Scalar { .. }
+                | EventData::Alias { .. }
+                | EventData::MappingStart { .. }
+                | EventData::SequenceStart { .. }
+        );
+        if starts_node && let Some(Frame::Mapping { keys, key_next }) = stack.last_mut() {
+            if *key_next
+                && let EventData::Scalar { value, .. } = &event.data
+                && !keys.insert(value.clone())
+            {
+                let line = event.start_mark.line + 1;
+                duplicates.push(format!(
+                    "line {line}: key {} already set in map",
+                    crate::go_print::go_quote(value)
+                ));
+            }
+            *key_next = !*key_next;
+        }
+        match event.data {
+            EventData::MappingStart { .. } => {
+                stack.push(Frame::Mapping { keys: std::collections::HashSet::new(), key_next: true });
+            }
+            EventData::SequenceStart { .. } => stack.push(Frame::Sequence),
+            EventData::MappingEnd | EventData::SequenceEnd => {
+                stack.pop();
+            }
+            EventData::DocumentEnd { .. } | EventData::StreamEnd => break,
+            _ => {}
+        }
+    }
+    duplicates
+}
+
 /// The start of a body as upstream's `summarizeData` shows it in a decode error: the first 30
 /// bytes (` ...` after them when there is more) as text when it starts with `{`, else in hex; or
 /// `<empty>`.
@@ -206,6 +255,20 @@ mod tests {
         assert_eq!(err("k: \"open"), "yaml: found unexpected end of stream");
         // Only the first document is read, as go-yaml reads it.
         assert_eq!(yaml_to_json(b"a: 1\n---\nb: [").unwrap(), json!({"a": 1}));
+    }
+
+    #[test]
+    fn keys_set_twice_are_found_by_line() {
+        let yaml = b"\nkind: X\nspec:\n  foo: 1\n  bar: [1, 1]\n  foo: 2\n  sub: {a: 1, a: 2}\nkind: Y\n";
+        assert_eq!(
+            yaml_duplicate_keys(yaml),
+            [
+                r#"line 6: key "foo" already set in map"#,
+                r#"line 7: key "a" already set in map"#,
+                r#"line 8: key "kind" already set in map"#
+            ]
+        );
+        assert!(yaml_duplicate_keys(b"a: {a: {a: 1}}\nb: [{a: 1}, {a: 2}]").is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use http::Response;
 use serde_json::Value;
 
 use super::ResponseBody;
-use super::body::{json_bytes, parse_json, parse_object, yaml_to_json};
+use super::body::{json_bytes, parse_json, parse_object, yaml_duplicate_keys, yaml_to_json};
 use super::call::Call;
 use super::query::Query;
 use super::request::Verb;
@@ -54,6 +54,7 @@ pub(super) fn create(c: &mut Call) -> Result<Response<ResponseBody>, ApiError> {
         escalation.confirm(&body)?;
     }
     let mut created = c.store.create(def, ns, body, Some(&c.manager()))?;
+    warnings.extend(def.warnings(&created, None));
     if c.store.may_warn(def, ns, false) {
         warnings.extend(c.store.admission_warnings(def, ns, &created, None));
     }
@@ -85,9 +86,10 @@ pub(super) fn update(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     if let Some(escalation) = c.escalation(Some(&body))? {
         escalation.confirm(&body)?;
     }
-    let before = admission_before(c.store, def, ns, name, sub);
+    let before = before_warned_write(c.store, def, ns, name, sub);
     let (mut obj, created) = c.store.update_or_create(def, ns, name, body, sub, Some(&c.manager()))?;
     if let Some(before) = before {
+        warnings.extend(def.warnings(&obj, before.as_ref()));
         warnings.extend(c.store.admission_warnings(def, ns, &obj, before.as_ref()));
     }
     if c.req.query.dry_run && !created {
@@ -116,14 +118,21 @@ pub(super) fn patch(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     {
         e.confirm(&body)?;
     }
+    if ptype == PatchType::Apply {
+        field_validation::check_applied(def, &body)?;
+    }
     let mut check = |patched: &mut Value| {
-        warnings =
-            field_validation::check_patched(def, &c.bytes, ptype == PatchType::Json, patched, directive)?;
+        warnings = if ptype == PatchType::Apply {
+            strict_yaml(&c.bytes, directive)?
+        } else {
+            field_validation::check_patched(def, &c.bytes, ptype == PatchType::Json, patched, directive)?
+        };
         escalation.as_ref().map_or(Ok(()), |e| e.confirm(patched))
     };
-    let before = admission_before(c.store, def, ns, name, sub);
+    let before = before_warned_write(c.store, def, ns, name, sub);
     let (mut obj, created) = c.store.patch(def, ns, name, ptype, &body, sub, manager, q.force, &mut check)?;
     if let Some(before) = before {
+        warnings.extend(def.warnings(&obj, before.as_ref()));
         warnings.extend(c.store.admission_warnings(def, ns, &obj, before.as_ref()));
     }
     if q.dry_run {
@@ -144,6 +153,24 @@ fn patch_body(ptype: PatchType, bytes: &[u8]) -> Result<Value, ApiError> {
     } else {
         parse_json(bytes, "patch")
     }
+}
+
+/// An apply's body read again as strict YAML under `Strict` or `Warn` (`applyPatcher`, after the
+/// apply): a key set twice is a 400 under `Strict`, a warning under `Warn`.
+fn strict_yaml(bytes: &[u8], directive: Directive) -> Result<Vec<String>, ApiError> {
+    if directive == Directive::Ignore {
+        return Ok(Vec::new());
+    }
+    let duplicates = yaml_duplicate_keys(bytes);
+    if duplicates.is_empty() {
+        return Ok(Vec::new());
+    }
+    let why =
+        format!("error converting YAML to JSON: yaml: unmarshal errors:\n  {}", duplicates.join("\n  "));
+    if directive == Directive::Strict {
+        return Err(ApiError::bad_request(format!("error strict decoding YAML: {why}")));
+    }
+    Ok(vec![why.replace('\n', " ")])
 }
 
 /// A dry-run write answers with the version actually stored (nothing new was stored).
@@ -170,16 +197,16 @@ fn patch_type(def: &ResourceDef, content_type: &str) -> Result<PatchType, ApiErr
     })
 }
 
-/// For a write admission may warn of, the object before it (`Some(None)` when there is none yet);
-/// `None` when no warning can come of it.
-fn admission_before(
+/// For a write the kind's strategy or admission may warn of, the object before it (`Some(None)`
+/// when there is none yet); `None` when no warning can come of it.
+fn before_warned_write(
     store: &Store,
     def: &ResourceDef,
     ns: &str,
     name: &str,
     sub: Subresource,
 ) -> Option<Option<Value>> {
-    (sub == Subresource::Main && store.may_warn(def, ns, true))
+    (sub == Subresource::Main && (def.warns() || store.may_warn(def, ns, true)))
         .then(|| store.get(def, ns, name, Subresource::Main).ok())
 }
 

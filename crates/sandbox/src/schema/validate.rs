@@ -949,13 +949,12 @@ pub(crate) mod embedded {
             }
         }
         // The generation, labels, annotations, owner references, finalizers and managed fields
-        // as the generic metadata rules word them, less the in-tree API's rule on unqualified
-        // finalizer names (not part of `ValidateObjectMeta`).
+        // as the generic metadata rules word them.
         let prefix = p.strip_suffix("metadata").unwrap_or("");
-        for (field, message) in crate::metadata::validate(&json!({ "metadata": v })) {
-            if !message.contains("neither a standard finalizer name") {
-                errs.push((format!("{prefix}{field}"), message));
-            }
+        for (field, message) in
+            crate::metadata::validate(&json!({ "metadata": v }), crate::metadata::Rules::Apimachinery)
+        {
+            errs.push((format!("{prefix}{field}"), message));
         }
     }
 }

@@ -440,7 +440,7 @@ impl NewObject {
     /// rules refuse.
     fn validate(self, def: &ResourceDef) -> Result<ValidObject, ApiError> {
         let mut meta = self.name_errors.clone();
-        meta.extend(crate::metadata::validate(&self.obj));
+        meta.extend(crate::metadata::validate(&self.obj, def.metadata_rules()));
         let errs = object_errors(def, &self.obj, None, meta);
         if !errs.is_empty() {
             return Err(ApiError::invalid(
@@ -1384,7 +1384,7 @@ impl Store {
         }
         mutate(&mut new)?;
         let mut meta = metadata_update_errors(&new, old_view);
-        meta.extend(crate::metadata::validate_update(&new));
+        meta.extend(crate::metadata::validate_update(&new, def.metadata_rules()));
         let mut errs = object_errors(def, &new, Some(old_view), meta);
         if sub == Subresource::Status {
             errs.extend(def.validate_status_update(&new, old_view));
@@ -1446,8 +1446,9 @@ impl Store {
     ///
     /// `manager`: for an apply, the `fieldManager` it requires; for the other patch types, who
     /// writes (the `fieldManager` or the User-Agent's), as for [`create`](Self::create).
-    /// `check` sees the patched object of a JSON, merge or strategic patch before it is validated
-    /// (the request's `fieldValidation`: see [`crate::field_validation::check_patched`]).
+    /// `check` sees the patched object before it is validated — an apply's once its configuration
+    /// is merged — for the request's `fieldValidation` (see
+    /// [`crate::field_validation::check_patched`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn patch(
         &self,
@@ -1500,6 +1501,7 @@ impl Store {
                 meta_mut(&mut obj).insert("name".into(), json!(name));
                 let applied = manager.unwrap_or_default();
                 record_apply(&mut obj, applied, &patch::leaf_paths(body), &def.api_version());
+                check(&mut obj)?;
                 match self.create_stored(def, ns, obj, None) {
                     // Created meanwhile: the apply is an update of it.
                     Err(e) if e.reason == "AlreadyExists" => continue,
@@ -1544,6 +1546,7 @@ impl Store {
                 meta_mut(&mut merged)
                     .insert("resourceVersion".into(), json!(meta_str(&live, "resourceVersion")));
             }
+            check(&mut merged)?;
             return Ok(merged);
         }
         let mut target = if sub == Subresource::Scale { scale_of(def, stored) } else { def.present(stored)? };

@@ -295,3 +295,167 @@ async fn a_list_continued_past_its_snapshot_goes_on_inconsistently_from_the_last
     }
     assert_eq!(found, total);
 }
+
+/// Upstream's `NewRandomNameMultipleVersionCustomResourceDefinition`'s CRD (cluster-scoped,
+/// served at `v1beta1` and `v1`, in a group of its own) with `schema` for each version; created
+/// and established. Its collection's path.
+async fn noxu_crd(client: &Client, group: &str, schema: Value) -> String {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let plural = "noxus";
+    let version = |name: &str, storage: bool| json!({ "name": name, "served": true, "storage": storage, "schema": { "openAPIV3Schema": schema } });
+    let crd = json!({
+        "metadata": { "name": format!("{plural}.{group}") },
+        "spec": {
+            "group": group,
+            "scope": "Cluster",
+            "names": { "plural": plural, "singular": format!("{plural}-one"), "kind": "WishIHadChosenNoxu", "listKind": "NoxuItemList" },
+            "versions": [version("v1beta1", true), version("v1", false)],
+        },
+    });
+    crds.create(&PostParams::default(), &of(crd)).await.unwrap();
+    let path = format!("/apis/{group}/v1beta1/{plural}");
+    eventually(|| async { (get_raw(client, &path).await.0 == 200).then_some(()) }).await;
+    path
+}
+
+/// A server-side apply of the YAML `body` to `path/name` with `fieldValidation=Strict`: the code,
+/// the answer, and the warnings.
+async fn apply_strict(client: &Client, path: &str, name: &str, body: &str) -> (u16, String, Vec<String>) {
+    let uri = format!("{path}/{name}?fieldManager=field_validation_mgr&fieldValidation=Strict");
+    let request = http::Request::patch(uri)
+        .header(http::header::CONTENT_TYPE, "application/apply-patch+yaml")
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+    let response = client.send(request.map(kube::client::Body::from)).await.unwrap();
+    let code = response.status().as_u16();
+    let warnings =
+        response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    (code, String::from_utf8_lossy(&body).into_owned(), warnings)
+}
+
+/// The `ports` of upstream's field validation tests' schemas.
+fn ports_schema() -> Value {
+    json!({
+        "type": "array",
+        "x-kubernetes-list-map-keys": ["containerPort", "protocol"],
+        "x-kubernetes-list-type": "map",
+        "items": {
+            "type": "object",
+            "required": ["containerPort", "protocol"],
+            "properties": {
+                "containerPort": { "format": "int32", "type": "integer" },
+                "hostIP": { "type": "string" },
+                "hostPort": { "format": "int32", "type": "integer" },
+                "name": { "type": "string" },
+                "protocol": { "type": "string" },
+            },
+        },
+    })
+}
+
+/// A custom resource as upstream's field validation tests apply it: `extra` lines inserted
+/// before `spec`, `spec_extra` at the start of `spec`.
+fn noxu_yaml(group: &str, name: &str, meta_extra: &str, extra: &str, spec_extra: &str) -> String {
+    format!(
+        "\napiVersion: {group}/v1beta1\nkind: WishIHadChosenNoxu\nmetadata:\n  name: {name}\n{meta_extra}  finalizers:\n  - test-finalizer\n{extra}spec:\n{spec_extra}  foo: foo1\n  cronSpec: \"* * * * */5\"\n  ports:\n  - name: x\n    containerPort: 80\n    protocol: TCP"
+    )
+}
+
+#[tokio::test]
+async fn a_server_side_apply_of_a_custom_resource_is_checked_as_upstreams_field_validation() {
+    // The five "FieldValidation" conformance tests on custom resources.
+    let sb = Sandbox::new();
+    let client = sb.client();
+    let spec = |preserve: bool, extra: Value| {
+        let mut spec = json!({ "type": "object", "properties": {
+            "foo": { "type": "string" },
+            "cronSpec": { "type": "string", "pattern": "^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){4}$" },
+            "ports": ports_schema(),
+        } });
+        if preserve {
+            spec["x-kubernetes-preserve-unknown-fields"] = json!(true);
+        }
+        spec["properties"].as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        json!({ "type": "object", "properties": { "spec": spec } })
+    };
+
+    // "should create/apply a valid CR for CRD with validation schema": an unqualified finalizer
+    // is only warned of on a custom resource.
+    let strict = noxu_crd(&client, "strict.example.com", spec(false, json!({}))).await;
+    let (code, answer, warnings) =
+        apply_strict(&client, &strict, "mytest", &noxu_yaml("strict.example.com", "mytest", "", "", ""))
+            .await;
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "metadata.finalizers: \"test-finalizer\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers""#
+        ]
+    );
+
+    // "should create/apply an invalid CR with extra properties for CRD with validation schema".
+    let unknown = noxu_yaml("strict.example.com", "mytest2", "", "unknownField: unknown\n", "");
+    let (code, answer, _) = apply_strict(&client, &strict, "mytest2", &unknown).await;
+    assert_eq!(code, 500, "{answer}");
+    assert!(answer.contains(r#"failed to create typed patch object (/mytest2; strict.example.com/v1beta1, Kind=WishIHadChosenNoxu): .unknownField: field not declared in schema"#), "{answer}");
+
+    // "should create/apply a CR with unknown fields for CRD with no validation schema".
+    let open = noxu_crd(
+        &client,
+        "open.example.com",
+        json!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true }),
+    )
+    .await;
+    let (code, answer, _) = apply_strict(
+        &client,
+        &open,
+        "mytest",
+        &noxu_yaml("open.example.com", "mytest", "", "", "  unknown: uk1\n"),
+    )
+    .await;
+    assert_eq!(code, 201, "{answer}");
+    assert!(answer.contains(r#""unknown":"uk1""#), "{answer}");
+
+    // "should detect unknown metadata fields in both the root and embedded object of a CR".
+    let template = json!({ "template": { "type": "object", "x-kubernetes-embedded-resource": true, "properties": {
+        "metadata": { "type": "object", "properties": { "name": { "type": "string" } } },
+        "spec": { "type": "object" },
+    } } });
+    let embedded = noxu_crd(&client, "embedded.example.com", spec(true, template)).await;
+    let body = noxu_yaml(
+        "embedded.example.com",
+        "mytest",
+        "  unknownMeta: unknown\n",
+        "",
+        "  template:\n    apiversion: foo/v1\n    kind: Sub\n    metadata:\n        unknownSubMeta: unknown\n        name: subobject\n        namespace: default\n",
+    );
+    let (code, answer, _) = apply_strict(&client, &embedded, "mytest", &body).await;
+    assert_eq!(code, 500, "{answer}");
+    assert!(
+        answer.contains(".spec.template.metadata.unknownSubMeta: field not declared in schema")
+            || answer.contains(".metadata.unknownMeta: field not declared in schema"),
+        "{answer}"
+    );
+
+    // "should detect duplicates in a CR when preserving unknown fields".
+    let duplicates = noxu_crd(&client, "dup.example.com", spec(true, json!({}))).await;
+    let body = noxu_yaml("dup.example.com", "mytest", "", "", "  unknown: uk1\n  foo: foo1\n");
+    let (code, answer, _) = apply_strict(&client, &duplicates, "mytest", &body).await;
+    assert_eq!(code, 400, "{answer}");
+    assert!(answer.contains(r#"line 11: key \"foo\" already set in map"#), "{answer}");
+
+    // A built-in kind is held to the in-tree rule: an unqualified finalizer is refused.
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::default_namespaced(client.clone());
+    let err = cms
+        .create(
+            &PostParams::default(),
+            &of(json!({ "metadata": { "name": "f", "finalizers": ["test-finalizer"] } })),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("name is neither a standard finalizer name nor is it fully qualified"),
+        "{err}"
+    );
+}
