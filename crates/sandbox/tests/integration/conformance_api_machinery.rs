@@ -459,3 +459,129 @@ async fn a_server_side_apply_of_a_custom_resource_is_checked_as_upstreams_field_
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn quotas_count_objects_and_pods_by_scope_and_release_them() {
+    // "ResourceQuota should create a ResourceQuota and capture the life of a secret / service /
+    // replica set / replication controller", "… verify ResourceQuota with best effort scope" and
+    // "… with terminating scopes": usage goes up with each object its scope counts, and back down.
+    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let client = sb.client();
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::default_namespaced(client.clone());
+    let quota = |name: &str, hard: Value, scopes: &[&str]| {
+        of::<k8s_openapi::api::core::v1::ResourceQuota>(
+            json!({ "metadata": { "name": name }, "spec": { "hard": hard, "scopes": scopes } }),
+        )
+    };
+    let counts = json!({ "secrets": "10", "services": "10", "services.nodeports": "1",
+        "services.loadbalancers": "1", "replicationcontrollers": "5", "count/replicasets.apps": "5" });
+    quotas.create(&PostParams::default(), &quota("counts", counts, &[])).await.unwrap();
+    for (name, scope) in
+        [("be", "BestEffort"), ("nbe", "NotBestEffort"), ("term", "Terminating"), ("nterm", "NotTerminating")]
+    {
+        quotas.create(&PostParams::default(), &quota(name, json!({ "pods": "5" }), &[scope])).await.unwrap();
+    }
+    let used = |name: &'static str, resource: &'static str| {
+        let quotas = quotas.clone();
+        async move {
+            let q = quotas.get(name).await.ok()?;
+            let used = q.status?.used?;
+            used.get(resource).map(|v| v.0.clone())
+        }
+    };
+    let wait_used = |name: &'static str, resource: &'static str, want: &'static str| {
+        let used = &used;
+        async move {
+            eventually(|| async { (used(name, resource).await.as_deref() == Some(want)).then_some(()) }).await
+        }
+    };
+    // The namespace's own `kubernetes` Service counts from the start.
+    wait_used("counts", "secrets", "0").await;
+    wait_used("counts", "services", "1").await;
+
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::default_namespaced(client.clone());
+    secrets.create(&PostParams::default(), &of(json!({ "metadata": { "name": "s" } }))).await.unwrap();
+    wait_used("counts", "secrets", "1").await;
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::default_namespaced(client.clone());
+    let service = |name: &str, kind: &str| {
+        of::<k8s_openapi::api::core::v1::Service>(
+            json!({ "metadata": { "name": name }, "spec": { "type": kind, "ports": [{ "port": 80 }] } }),
+        )
+    };
+    services.create(&PostParams::default(), &service("np", "NodePort")).await.unwrap();
+    wait_used("counts", "services", "2").await;
+    wait_used("counts", "services.nodeports", "1").await;
+    // A load balancer takes a node port too: past the one the quota allows.
+    let err = services.create(&PostParams::default(), &service("lb", "LoadBalancer")).await.unwrap_err();
+    assert!(err.to_string().contains("exceeded quota: counts"), "{err}");
+    let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
+    rcs.create(&PostParams::default(), &owner_rc("rc", 0, "quota")).await.unwrap();
+    wait_used("counts", "replicationcontrollers", "1").await;
+    let sets: Api<k8s_openapi::api::apps::v1::ReplicaSet> = Api::default_namespaced(client.clone());
+    let rs = json!({ "metadata": { "name": "rs" }, "spec": { "replicas": 0, "selector": { "matchLabels": { "a": "b" } },
+        "template": { "metadata": { "labels": { "a": "b" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } } });
+    sets.create(&PostParams::default(), &of(rs)).await.unwrap();
+    wait_used("counts", "count/replicasets.apps", "1").await;
+
+    // Pods by scope: no requests is best effort; requests and limits are not; a deadline
+    // makes a pod terminating.
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let resources = json!({ "requests": { "cpu": "100m", "memory": "10Mi" }, "limits": { "cpu": "100m", "memory": "10Mi" } });
+    let pod = |name: &str, resources: Value, deadline: Option<i64>| {
+        let mut p = json!({ "metadata": { "name": name },
+            "spec": { "containers": [{ "name": "c", "image": "nginx", "resources": resources }] } });
+        if let Some(d) = deadline {
+            p["spec"]["activeDeadlineSeconds"] = json!(d);
+        }
+        of::<Pod>(p)
+    };
+    pods.create(&PostParams::default(), &pod("best-effort", json!({}), None)).await.unwrap();
+    pods.create(&PostParams::default(), &pod("burstable", resources, Some(3600))).await.unwrap();
+    wait_used("be", "pods", "1").await;
+    wait_used("nbe", "pods", "1").await;
+    wait_used("term", "pods", "1").await;
+    wait_used("nterm", "pods", "1").await;
+
+    // Every object gone, every count back to zero.
+    let gone = DeleteParams { grace_period_seconds: Some(0), ..DeleteParams::default() };
+    secrets.delete("s", &gone).await.unwrap();
+    services.delete("np", &gone).await.unwrap();
+    rcs.delete("rc", &gone).await.unwrap();
+    sets.delete("rs", &gone).await.unwrap();
+    pods.delete("best-effort", &gone).await.unwrap();
+    pods.delete("burstable", &gone).await.unwrap();
+    wait_used("counts", "services", "1").await;
+    for (name, resource) in [
+        ("counts", "secrets"),
+        ("counts", "services.nodeports"),
+        ("counts", "replicationcontrollers"),
+        ("counts", "count/replicasets.apps"),
+        ("be", "pods"),
+        ("nbe", "pods"),
+        ("term", "pods"),
+        ("nterm", "pods"),
+    ] {
+        wait_used(name, resource, "0").await;
+    }
+}
+
+#[tokio::test]
+async fn a_quota_status_patched_by_hand_is_reset_to_its_spec() {
+    // "ResourceQuota should apply changes to a resourcequota status": a /status patch is taken,
+    // the spec is not changed by it, and the quota controller sets the status back.
+    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::default_namespaced(sb.client());
+    let q = json!({ "metadata": { "name": "rq" }, "spec": { "hard": { "cpu": "1", "memory": "1Gi" } } });
+    quotas.create(&PostParams::default(), &of(q)).await.unwrap();
+    let patch = json!({ "status": { "hard": { "cpu": "2", "memory": "2Gi" } } });
+    let patched =
+        quotas.patch_status("rq", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    let hard = patched.status.unwrap().hard.unwrap();
+    assert_eq!((hard["cpu"].0.as_str(), hard["memory"].0.as_str()), ("2", "2Gi"));
+    assert_eq!(patched.spec.unwrap().hard.unwrap()["cpu"].0, "1");
+    eventually(|| async {
+        let hard = quotas.get("rq").await.ok()?.status?.hard?;
+        (hard["cpu"].0 == "1" && hard["memory"].0 == "1Gi").then_some(())
+    })
+    .await;
+}
