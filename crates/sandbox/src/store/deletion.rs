@@ -60,18 +60,25 @@ impl State {
     pub(super) fn collect_dependents(&mut self, owner_uid: &str) {
         let Some(deps) = self.dependents.get(owner_uid).cloned() else { return };
         for dep in deps {
-            self.collect_dependent(&dep, Propagation::Background);
+            self.collect_dependent(&dep, Propagation::Background, owner_uid);
         }
     }
 
-    /// The garbage collector's attempt on a dependent of an owner that is gone or going
+    /// The garbage collector's attempt on a dependent of `going`, an owner that is gone or going
     /// (`attemptToDeleteItem`): a dependent with an owner that stays is kept, losing its
     /// references to the owners that are gone or waiting for their dependents; one without is
     /// deleted with `propagation`.
-    fn collect_dependent(&mut self, dep: &Key, propagation: Propagation) {
+    fn collect_dependent(&mut self, dep: &Key, propagation: Propagation, going: &str) {
         let Some(obj) = self.object(dep) else { return };
-        let owners: Vec<(&str, OwnerState)> =
-            owner_refs(&obj).map(|r| (ref_str(r, "uid"), self.owner_state(&dep.1, r))).collect();
+        let owners: Vec<(&str, OwnerState)> = owner_refs(&obj)
+            .map(|r| {
+                let uid = ref_str(r, "uid");
+                // The owner the cascade is for is not looked up again (nor read, once per
+                // dependent).
+                let state = if uid == going { OwnerState::Missing } else { self.owner_state(&dep.1, r) };
+                (uid, state)
+            })
+            .collect();
         if !owners.iter().any(|(_, state)| *state == OwnerState::Solid) {
             self.delete_key(dep, propagation);
             return;
@@ -148,7 +155,7 @@ impl State {
         let marked = self.commit(key.clone(), ChangeType::Modified, marked, Some(old));
         if foreground {
             for dep in self.dependents.get(&uid).cloned().unwrap_or_default() {
-                self.collect_dependent(&dep, Propagation::Foreground);
+                self.collect_dependent(&dep, Propagation::Foreground, &uid);
             }
             self.finish_foreground(key);
         }
