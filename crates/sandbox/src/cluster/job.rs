@@ -27,6 +27,8 @@ use crate::store::{DeleteOptions, Propagation};
 /// The finalizer that keeps a Job's pod until the Job has counted it.
 pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 const INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The variable an indexed pod's containers find their index in.
+const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 const SOURCE: &str = "job-controller";
 
 fn condition_true(job: &Value, kind: &str) -> bool {
@@ -270,6 +272,25 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     }
 }
 
+/// Upstream's `addCompletionIndexEnvVariables`: each container and init container of an indexed
+/// pod reads its index from the pod's annotation as `JOB_COMPLETION_INDEX`, unless it sets that
+/// variable itself.
+fn with_index_env(spec: &mut Value) {
+    let var = json!({ "name": INDEX_ENV, "valueFrom": { "fieldRef": {
+        "fieldPath": format!("metadata.annotations['{INDEX}']") } } });
+    for list in ["initContainers", "containers"] {
+        let Some(Value::Array(containers)) = spec.get_mut(list) else { continue };
+        for c in containers {
+            let env = c.as_object_mut().map(|c| c.entry("env").or_insert_with(|| json!([])));
+            if let Some(Value::Array(env)) = env
+                && !env.iter().any(|e| e["name"] == INDEX_ENV)
+            {
+                env.push(var.clone());
+            }
+        }
+    }
+}
+
 /// When the next pod may be made after `failed` failures: 10 s after the latest failure,
 /// doubling with each, at most 6 min (upstream's pod failure back-off).
 fn backoff_until(pods: &[Arc<Value>], failed: i64, now: Timestamp) -> Timestamp {
@@ -331,6 +352,7 @@ fn create(
             let labels = meta.entry("labels").or_insert_with(|| json!({}));
             labels[INDEX] = json!(i.to_string());
             pod["spec"]["hostname"] = json!(format!("{name}-{i}"));
+            with_index_env(&mut pod["spec"]);
         }
         match api.create(api.defs.pods, meta_str(job, "namespace"), pod, "kube-controller-manager") {
             Ok(created) => {

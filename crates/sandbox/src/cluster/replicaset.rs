@@ -168,8 +168,12 @@ pub(crate) fn sync(api: &Api<'_>, def: &ResourceDef, queue: &Queue, timers: &mut
         }
         let mut conditions: Vec<Value> =
             owner.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        // Upstream's `calculateStatus`: the condition is put on by the first failure and kept
+        // as it was (its message that failure's) while creates keep failing; a round that
+        // fails nothing takes it off.
+        let failing = conditions.iter().any(|c| c["type"] == "ReplicaFailure");
         match &failure {
-            Some(msg) => set_condition(
+            Some(msg) if !failing => set_condition(
                 &mut conditions,
                 "ReplicaFailure",
                 true,
@@ -178,7 +182,13 @@ pub(crate) fn sync(api: &Api<'_>, def: &ResourceDef, queue: &Queue, timers: &mut
                 &api.clock.rfc3339(),
                 false,
             ),
+            Some(_) => {}
             None => conditions.retain(|c| c["type"] != "ReplicaFailure"),
+        }
+        // A refused create is tried again (upstream requeues the key rate-limited), a second of
+        // the clock on.
+        if failure.is_some() {
+            timers.at(now.saturating_add(jiff::SignedDuration::from_secs(1)).unwrap_or(now), who, ns, name);
         }
         if !conditions.is_empty() {
             status["conditions"] = json!(conditions);

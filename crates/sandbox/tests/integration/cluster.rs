@@ -23,17 +23,17 @@ use kube_sandbox::{Sandbox, SandboxConfig};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-fn cluster(sim: Simulation) -> Sandbox {
+pub(crate) fn cluster(sim: Simulation) -> Sandbox {
     Sandbox::with_config(SandboxConfig::with_cluster(sim))
 }
 
-fn of<K: DeserializeOwned>(v: Value) -> K {
+pub(crate) fn of<K: DeserializeOwned>(v: Value) -> K {
     serde_json::from_value(v).unwrap()
 }
 
 /// Waits until `cond` holds for `name`, however long a loaded machine takes (the test harness'
 /// own timeout is the only deadline).
-async fn wait_for<K>(api: &Api<K>, name: &str, cond: impl Condition<K>) -> K
+pub(crate) async fn wait_for<K>(api: &Api<K>, name: &str, cond: impl Condition<K>) -> K
 where
     K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + 'static,
 {
@@ -41,7 +41,7 @@ where
 }
 
 /// Polls `f` until it returns `Some`, yielding to the simulation in between.
-async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) -> T {
+pub(crate) async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) -> T {
     loop {
         if let Some(v) = f().await {
             return v;
@@ -50,7 +50,7 @@ async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) 
     }
 }
 
-fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
+pub(crate) fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
     of(json!({
         "metadata": { "name": name },
         "spec": {
@@ -66,20 +66,20 @@ fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
     }))
 }
 
-fn job(name: &str, spec: Value) -> Job {
+pub(crate) fn job(name: &str, spec: Value) -> Job {
     let mut spec = spec;
     spec["template"] = json!({ "spec": { "restartPolicy": "Never", "containers": [{ "name": "work", "image": "busybox:1.36" }] } });
     of(json!({ "metadata": { "name": name }, "spec": spec }))
 }
 
-fn is_ready(pod: &Pod) -> bool {
+pub(crate) fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-async fn pods_of(client: &Client, selector: &str) -> Vec<Pod> {
+pub(crate) async fn pods_of(client: &Client, selector: &str) -> Vec<Pod> {
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     pods.list(&ListParams::default().labels(selector)).await.unwrap().items
 }
@@ -774,7 +774,7 @@ async fn init_containers_run_first() {
     assert!(phases.contains(&"Running init done".to_owned()), "{phases:?}");
 }
 
-fn controller_of(obj: &impl Resource) -> Option<String> {
+pub(crate) fn controller_of(obj: &impl Resource) -> Option<String> {
     obj.meta().owner_references.as_ref()?.iter().find(|r| r.controller == Some(true)).map(|r| r.uid.clone())
 }
 
@@ -1107,7 +1107,7 @@ async fn a_cron_jobs_concurrency_policy_decides_what_runs_beside_a_run_not_finis
 }
 
 /// A simulation whose registry has no `*:non-existent` image.
-fn missing_images() -> Simulation {
+pub(crate) fn missing_images() -> Simulation {
     Simulation { missing_images: vec!["*:non-existent".into()], ..Simulation::instant() }
 }
 

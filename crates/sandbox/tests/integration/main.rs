@@ -12,6 +12,7 @@ mod bad_input;
 mod builtin;
 mod cluster;
 mod conformance_api_machinery;
+mod conformance_apps;
 mod crd;
 mod crd_conversion;
 mod crd_openapi;

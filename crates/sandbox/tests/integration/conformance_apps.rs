@@ -1,0 +1,430 @@
+//! Upstream's `[sig-apps]` conformance tests (`test/e2e/apps/*.go`) emulated against the sandbox's
+//! simulated cluster: each test does what upstream's does, step by step, and asserts what it
+//! asserts. Where a test needs the cluster to act as kube-controller-manager or the kubelet do,
+//! the sandbox is made to.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ReplicationController, ResourceQuota};
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::wait::conditions;
+use kube::{Client, ResourceExt};
+use kube_sandbox::Simulation;
+use serde_json::json;
+
+use super::cluster::{cluster, controller_of, eventually, of, pods_of, wait_for};
+
+fn phase(p: &Pod) -> &str {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// Upstream's `newRC`: `replicas` pods labelled `name: <name>`, no grace period.
+fn rc(name: &str, replicas: i32, image: &str) -> ReplicationController {
+    of(json!({ "metadata": { "name": name }, "spec": { "replicas": replicas,
+        "template": { "metadata": { "labels": { "name": name } },
+            "spec": { "terminationGracePeriodSeconds": 0, "containers": [{ "name": name, "image": image }] } } } }))
+}
+
+const WEBSERVER: &str = "registry.k8s.io/e2e-test-images/httpd:2.4.38-4";
+const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.53";
+
+// --- ReplicationController (rc.go) ------------------------------------------------------------
+
+#[tokio::test]
+async fn rc_adopts_a_matching_orphan_pod_on_creation() {
+    // Upstream's "ReplicationController should adopt matching pods on creation".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let orphan: Pod =
+        of(json!({ "metadata": { "name": "pod-adoption", "labels": { "name": "pod-adoption" } },
+        "spec": { "containers": [{ "name": "pod-adoption", "image": WEBSERVER }] } }));
+    pods.create(&PostParams::default(), &orphan).await.unwrap();
+    wait_for(&pods, "pod-adoption", conditions::is_pod_running()).await;
+
+    let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
+    let mut spec = rc("pod-adoption", 1, WEBSERVER);
+    spec.spec.as_mut().unwrap().selector = Some([("name".to_owned(), "pod-adoption".to_owned())].into());
+    let created = rcs.create(&PostParams::default(), &spec).await.unwrap();
+    let uid = created.metadata.uid.unwrap();
+    // Adopted (or deleted and replaced, which upstream also accepts).
+    let adopted = eventually(|| async {
+        match pods.get_opt("pod-adoption").await.unwrap() {
+            None => Some(false),
+            Some(p) => (controller_of(&p).as_deref() == Some(uid.as_str())).then_some(true),
+        }
+    })
+    .await;
+    assert!(adopted, "kube-controller-manager adopts the orphan; it is not deleted");
+    let status = wait_for(&rcs, "pod-adoption", |r: Option<&ReplicationController>| {
+        r.and_then(|r| r.status.as_ref()).is_some_and(|s| s.replicas == 1 && s.ready_replicas == Some(1))
+    })
+    .await;
+    assert_eq!(status.status.unwrap().replicas, 1);
+    assert_eq!(pods_of(&client, "name=pod-adoption").await.len(), 1, "no pod made beside the adopted one");
+}
+
+#[tokio::test]
+async fn rc_releases_a_pod_whose_labels_stop_matching() {
+    // Upstream's "ReplicationController should release no longer matching pods".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
+    let mut spec = rc("pod-release", 1, WEBSERVER);
+    spec.spec.as_mut().unwrap().selector = Some([("name".to_owned(), "pod-release".to_owned())].into());
+    let created = rcs.create(&PostParams::default(), &spec).await.unwrap();
+    let uid = created.metadata.uid.unwrap();
+    let first = eventually(|| async {
+        let mine = pods_of(&client, "name=pod-release").await;
+        (mine.len() == 1).then(|| mine[0].clone())
+    })
+    .await;
+    let name = first.metadata.name.clone().unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    // A get and an update, again on a conflict.
+    eventually(|| async {
+        let mut pod = pods.get(&name).await.unwrap();
+        pod.metadata.labels = Some([("name".to_owned(), "not-matching-name".to_owned())].into());
+        match pods.replace(&name, &PostParams::default(), &pod).await {
+            Ok(_) => Some(()),
+            Err(kube::Error::Api(e)) if e.code == 409 => None,
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await;
+    eventually(|| async {
+        let p = pods.get(&name).await.unwrap();
+        (controller_of(&p).as_deref() != Some(uid.as_str())).then_some(())
+    })
+    .await;
+    // The controller makes another in its place.
+    eventually(|| async {
+        let mine = pods_of(&client, "name=pod-release").await;
+        (mine.len() == 1 && mine[0].metadata.name.as_deref() != Some(name.as_str())).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn rc_surfaces_a_replica_failure_while_a_quota_refuses_its_pods() {
+    // Upstream's "ReplicationController should surface a failure condition on a common issue like
+    // exceeded quota": a quota of two pods, a controller wanting three, then scaled to two.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let quotas: Api<ResourceQuota> = Api::default_namespaced(client.clone());
+    let quota: ResourceQuota =
+        of(json!({ "metadata": { "name": "condition-test" }, "spec": { "hard": { "pods": "2" } } }));
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    wait_for(&quotas, "condition-test", |q: Option<&ResourceQuota>| {
+        q.and_then(|q| q.status.as_ref())
+            .and_then(|s| s.hard.as_ref())
+            .and_then(|h| h.get("pods"))
+            .is_some_and(|p| p.0 == "2")
+    })
+    .await;
+
+    let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
+    let created = rcs.create(&PostParams::default(), &rc("condition-test", 3, WEBSERVER)).await.unwrap();
+    let failure = |r: &ReplicationController| {
+        r.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "ReplicaFailure"))
+            .cloned()
+    };
+    let observed = |r: &ReplicationController, generation: Option<i64>| {
+        r.status.as_ref().and_then(|s| s.observed_generation) >= generation
+    };
+    let generation = created.metadata.generation;
+    let cond = eventually(|| async {
+        let r = rcs.get("condition-test").await.unwrap();
+        if !observed(&r, generation) {
+            return None;
+        }
+        failure(&r)
+    })
+    .await;
+    assert_eq!(cond.status, "True");
+    assert_eq!(cond.reason.as_deref(), Some("FailedCreate"));
+    assert!(cond.message.as_deref().unwrap_or("").contains("exceeded quota"), "{cond:?}");
+
+    // Scaled down to fit (an update retried on conflict), the condition goes.
+    let scaled = eventually(|| async {
+        let mut r = rcs.get("condition-test").await.unwrap();
+        r.spec.as_mut().unwrap().replicas = Some(2);
+        rcs.replace("condition-test", &PostParams::default(), &r).await.ok()
+    })
+    .await;
+    let generation = scaled.metadata.generation;
+    eventually(|| async {
+        let r = rcs.get("condition-test").await.unwrap();
+        (observed(&r, generation) && failure(&r).is_none()).then_some(())
+    })
+    .await;
+}
+
+// --- Deployment (deployment.go) ---------------------------------------------------------------
+
+/// Upstream's `e2edeployment.NewDeployment`: pods labelled `podLabels`, one container, no grace
+/// period.
+fn e2e_deployment(
+    name: &str,
+    replicas: i32,
+    label: &str,
+    container: &str,
+    image: &str,
+    strategy: &str,
+) -> Deployment {
+    of(json!({ "metadata": { "name": name }, "spec": { "replicas": replicas,
+        "selector": { "matchLabels": { "name": label } }, "strategy": { "type": strategy },
+        "template": { "metadata": { "labels": { "name": label } },
+            "spec": { "terminationGracePeriodSeconds": 0, "containers": [{ "name": container, "image": image }] } } } }))
+}
+
+/// Upstream's `newRS`: a ReplicaSet labelled and selecting `labels`.
+fn e2e_replica_set(
+    name: &str,
+    replicas: i32,
+    labels: serde_json::Value,
+    container: &str,
+    image: &str,
+) -> ReplicaSet {
+    of(json!({ "metadata": { "name": name, "labels": labels.clone() }, "spec": { "replicas": replicas,
+        "selector": { "matchLabels": labels.clone() },
+        "template": { "metadata": { "labels": labels },
+            "spec": { "terminationGracePeriodSeconds": 0, "containers": [{ "name": container, "image": image }] } } } }))
+}
+
+/// The ReplicaSets `d` controls.
+async fn sets_of(client: &Client, d: &Deployment) -> Vec<ReplicaSet> {
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let uid = d.metadata.uid.clone();
+    sets.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|rs| controller_of(rs) == uid)
+        .collect()
+}
+
+/// Upstream's `WaitForDeploymentComplete`: every replica updated and available, none old, the
+/// newest generation observed.
+fn complete(d: Option<&Deployment>) -> bool {
+    let Some(d) = d else { return false };
+    let want = d.spec.replicas.unwrap_or(1);
+    d.status.as_ref().is_some_and(|s| {
+        s.replicas == Some(want)
+            && s.updated_replicas == Some(want)
+            && s.available_replicas == Some(want)
+            && s.observed_generation >= d.metadata.generation
+    })
+}
+
+#[tokio::test]
+async fn a_recreate_deployment_never_runs_new_pods_beside_old_ones() {
+    // Upstream's "Deployment RecreateDeployment should delete old pods and create new ones".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let d = e2e_deployment("test-recreate-deployment", 1, "sample-pod-3", "agnhost", AGNHOST, "Recreate");
+    deployments.create(&PostParams::default(), &d).await.unwrap();
+    let done = wait_for(&deployments, "test-recreate-deployment", |d: Option<&Deployment>| {
+        complete(d)
+            && d.and_then(|d| d.metadata.annotations.as_ref())
+                .is_some_and(|a| a.get("deployment.kubernetes.io/revision").map(String::as_str) == Some("1"))
+    })
+    .await;
+    assert_eq!(done.spec.template.spec.unwrap().containers[0].image.as_deref(), Some(AGNHOST));
+
+    // A new template: the old pods go before any new one counts.
+    let updated = eventually(|| async {
+        let mut d = deployments.get("test-recreate-deployment").await.unwrap();
+        let c = &mut d.spec.template.spec.as_mut().unwrap().containers[0];
+        c.name = "httpd".into();
+        c.image = Some(WEBSERVER.into());
+        deployments.replace("test-recreate-deployment", &PostParams::default(), &d).await.ok()
+    })
+    .await;
+    let rv = updated.metadata.resource_version.clone().unwrap();
+    let wp = WatchParams::default().fields("metadata.name=test-recreate-deployment");
+    let mut stream = deployments.watch(&wp, &rv).await.unwrap().boxed();
+    loop {
+        let d = match stream.try_next().await.unwrap().expect("the watch ended") {
+            WatchEvent::Added(d) | WatchEvent::Modified(d) => d,
+            WatchEvent::Deleted(_) => panic!("deleted"),
+            WatchEvent::Bookmark(_) => continue,
+            WatchEvent::Error(e) => panic!("{e:?}"),
+        };
+        let s = d.status.clone().unwrap_or_default();
+        let updated_replicas = s.updated_replicas.unwrap_or(0);
+        assert!(
+            !(updated_replicas > 0 && s.replicas.unwrap_or(0) != updated_replicas),
+            "the deployment runs new pods alongside old pods: {s:?}"
+        );
+        let want = d.spec.replicas.unwrap_or(1);
+        if s.replicas == Some(want)
+            && updated_replicas == want
+            && s.observed_generation >= d.metadata.generation
+        {
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_deployment_with_no_revision_history_deletes_the_set_it_adopted() {
+    // Upstream's "Deployment deployment should delete old replica sets": a ReplicaSet of
+    // `name=cleanup-pod` pods, then a Deployment of that selector keeping no history.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let labels = json!({ "name": "cleanup-pod", "pod": "httpd" });
+    sets.create(
+        &PostParams::default(),
+        &e2e_replica_set("test-cleanup-controller", 1, labels, "httpd", WEBSERVER),
+    )
+    .await
+    .unwrap();
+    eventually(|| async {
+        let pods = pods_of(&client, "name=cleanup-pod").await;
+        (pods.len() == 1 && phase(&pods[0]) == "Running").then_some(())
+    })
+    .await;
+
+    // Every pod created from here on: only the Deployment's one, of its own template (the old
+    // set makes none when the Deployment adds the template hash to its selector).
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let rv = pods.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+    let mut stream = pods.watch(&WatchParams::default(), &rv).await.unwrap().boxed();
+    let added: Arc<Mutex<Vec<Pod>>> = Arc::default();
+    let collect = {
+        let added = added.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(event)) = stream.next().await {
+                if let WatchEvent::Added(p) = event {
+                    added.lock().unwrap().push(p);
+                }
+            }
+        })
+    };
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let mut d =
+        e2e_deployment("test-cleanup-deployment", 1, "cleanup-pod", "agnhost", AGNHOST, "RollingUpdate");
+    d.spec.revision_history_limit = Some(0);
+    d.spec.strategy = None;
+    let d = deployments.create(&PostParams::default(), &d).await.unwrap();
+    // No old set left: only the new one is the Deployment's.
+    eventually(|| async {
+        let mine = sets_of(&client, &d).await;
+        (mine.len() == 1
+            && mine[0].spec.template.as_ref().and_then(|t| t.spec.as_ref()).unwrap().containers[0].name
+                == "agnhost")
+            .then_some(())
+    })
+    .await;
+    assert!(sets.get_opt("test-cleanup-controller").await.unwrap().is_none(), "the adopted set is deleted");
+    wait_for(&deployments, "test-cleanup-deployment", complete).await;
+    collect.abort();
+    let added = added.lock().unwrap().clone();
+    assert_eq!(
+        added.len(),
+        1,
+        "one pod created: {:?}",
+        added.iter().map(|p| &p.metadata.name).collect::<Vec<_>>()
+    );
+    assert_eq!(added[0].spec.as_ref().unwrap().containers[0].name, "agnhost");
+}
+
+// --- CronJob (cronjob.go) ---------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_suspended_cron_job_schedules_no_jobs() {
+    // Upstream's "CronJob should not schedule jobs when suspended": every minute, suspended; no
+    // Job for five minutes. Beside it, in a namespace of its own, a cron job of the same schedule
+    // not suspended shows the controller has seen each minute go by.
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let client = sb.client();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .create(&PostParams::default(), &of(json!({ "metadata": { "name": "control" } })))
+        .await
+        .unwrap();
+    let cron_job = |name: &str, suspend: bool| -> CronJob {
+        of(json!({ "metadata": { "name": name }, "spec": { "schedule": "*/1 * * * ?", "suspend": suspend,
+            "concurrencyPolicy": "Allow", "jobTemplate": { "spec": { "template": { "spec": {
+                "restartPolicy": "OnFailure", "containers": [{ "name": "c", "image": "busybox",
+                    "command": ["sleep", "300"] }] } } } } } }))
+    };
+    let crons: Api<CronJob> = Api::default_namespaced(client.clone());
+    crons.create(&PostParams::default(), &cron_job("suspended", true)).await.unwrap();
+    let control: Api<CronJob> = Api::namespaced(client.clone(), "control");
+    control.create(&PostParams::default(), &cron_job("control", false)).await.unwrap();
+    let control_jobs: Api<Job> = Api::namespaced(client.clone(), "control");
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    for minute in 1..=5 {
+        sim.clock().advance(Duration::from_secs(60));
+        eventually(|| async {
+            let n = control_jobs.list(&ListParams::default()).await.unwrap().items.len();
+            (n >= minute).then_some(())
+        })
+        .await;
+        assert!(
+            jobs.list(&ListParams::default()).await.unwrap().items.is_empty(),
+            "a job at minute {minute}"
+        );
+    }
+    let status = crons.get("suspended").await.unwrap().status.unwrap_or_default();
+    assert!(status.active.unwrap_or_default().is_empty());
+    assert!(status.last_schedule_time.is_none());
+    crons.delete("suspended", &Default::default()).await.unwrap();
+}
+
+// --- Job (job.go) -----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn an_indexed_job_gives_each_pod_its_completion_index_and_hostname() {
+    // Upstream's "Job should create pods for an Indexed job with completion indexes and specified
+    // hostname": parallelism 2, completions 4, each pod succeeding.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let job: Job = of(json!({ "metadata": { "name": "indexed-job" }, "spec": {
+        "parallelism": 2, "completions": 4, "backoffLimit": 6, "completionMode": "Indexed",
+        "template": { "spec": { "restartPolicy": "Never", "containers": [{ "name": "c", "image": "busybox",
+            "command": ["/bin/sh", "-c", "exit 0"] }] } } } }));
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let done = wait_for(&jobs, "indexed-job", conditions::is_job_completed()).await;
+    let status = done.status.unwrap();
+    assert_eq!(status.succeeded, Some(4));
+    let complete = status.conditions.unwrap().into_iter().find(|c| c.type_ == "Complete").unwrap();
+    assert_eq!(complete.reason.as_deref(), Some("CompletionsReached"));
+    assert_eq!(status.completed_indexes.as_deref(), Some("0-3"));
+
+    let mut indexes = Vec::new();
+    for pod in pods_of(&client, "batch.kubernetes.io/job-name=indexed-job").await {
+        if phase(&pod) != "Succeeded" {
+            continue;
+        }
+        let ix: i64 = pod.annotations()["batch.kubernetes.io/job-completion-index"].parse().unwrap();
+        assert_eq!(
+            pod.spec.as_ref().unwrap().hostname.as_deref(),
+            Some(format!("indexed-job-{ix}").as_str())
+        );
+        // The index is also in each container's environment, from the annotation.
+        let env = pod.spec.as_ref().unwrap().containers[0].env.clone().unwrap_or_default();
+        let var = env.iter().find(|e| e.name == "JOB_COMPLETION_INDEX").expect("JOB_COMPLETION_INDEX");
+        let field = var.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).unwrap();
+        assert_eq!(field.field_path, "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+        indexes.push(ix);
+    }
+    indexes.sort_unstable();
+    indexes.dedup();
+    assert_eq!(indexes, [0, 1, 2, 3]);
+}
