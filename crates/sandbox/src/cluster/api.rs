@@ -203,9 +203,24 @@ impl Api<'_> {
         reason: &str,
         message: &str,
     ) -> Option<String> {
+        self.kubelet_event(pod, Some(container), warning, reason, message)
+    }
+
+    /// Records an Event about `pod` (one of its containers, or the pod as a whole), as its
+    /// node's kubelet does; the stored Event's name.
+    pub fn kubelet_event(
+        &self,
+        pod: &Value,
+        container: Option<&str>,
+        warning: bool,
+        reason: &str,
+        message: &str,
+    ) -> Option<String> {
         let mut event = self.event_of(self.defs.pods, pod, warning, reason, message, "kubelet");
         let node = pod.pointer("/spec/nodeName").cloned().unwrap_or_default();
-        event["involvedObject"]["fieldPath"] = json!(format!("spec.containers{{{container}}}"));
+        if let Some(container) = container {
+            event["involvedObject"]["fieldPath"] = json!(format!("spec.containers{{{container}}}"));
+        }
         event["source"]["host"] = node.clone();
         event["reportingInstance"] = node;
         self.store_event(event, "kubelet")

@@ -1,6 +1,11 @@
 //! The kubelets: each node's runs the pods bound to it — by their status, there being no
 //! containers.
 //!
+//! A bound pod is admitted first, as the kubelet's predicate admit handler admits it: one whose
+//! containers ask for a host port (protocol, address, port) that a pod the node already runs
+//! holds is rejected — `Failed`, reason `NodePorts`, `Pod was rejected: Predicate NodePorts
+//! failed: …` and a Warning Event — and never starts; its controller replaces it.
+//!
 //! A bound pod starts (`Running`, its `podIP` from the node's pod network, `hostIP`,
 //! `startTime`, init containers completed, each container running with an image id and a
 //! container id) and turns Ready once [`Simulation::ready_after`] has passed on the clock. A
@@ -47,6 +52,14 @@ use crate::object_meta::{is_deleting, meta_str};
 
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
 const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);
+
+/// The scheduler's `NodePorts` reason, which the kubelet's admission gives too.
+const NODE_PORTS_MISFIT: &str = "node(s) didn't have free ports for the requested pod ports";
+
+/// The pod conditions the kubelet owns (upstream's `PodConditionsByKubelet`): its status
+/// replaces them, and keeps the others.
+const KUBELET_CONDITIONS: [&str; 5] =
+    ["PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers"];
 
 /// The exit code of a container the kubelet killed: 128 + SIGKILL, as for a process that did
 /// not stop on SIGTERM.
@@ -279,6 +292,10 @@ impl Kubelets {
             .pointer("/status/startTime")
             .and_then(Value::as_str)
             .and_then(|t| t.parse::<Timestamp>().ok());
+        if started.is_none() && !admits(api, pod, node_name) {
+            self.reject(api, pod, "NodePorts", NODE_PORTS_MISFIT);
+            return;
+        }
         // Init containers run first: the pod shows `Init:0/N` for a round, then its containers
         // start.
         let initializing = has_init(pod) && !condition_is(pod, "Initialized", "True");
@@ -734,6 +751,35 @@ impl Kubelets {
         }
     }
 
+    /// Refuses a pod its admission failed (upstream's `rejectPod`): a Warning Event of the
+    /// failed predicate, and the pod `Failed` with it as reason, no container ever started.
+    fn reject(&self, api: &Api<'_>, pod: &Value, predicate: &str, why: &str) {
+        let message = format!("Predicate {predicate} failed: {why}");
+        api.kubelet_event(pod, None, true, predicate, &message);
+        let mut status = json!({
+            "phase": "Failed",
+            "reason": predicate,
+            "message": format!("Pod was rejected: {message}"),
+            "startTime": api.clock.rfc3339(),
+        });
+        if let Some(qos) = pod.pointer("/status/qosClass") {
+            status["qosClass"] = qos.clone();
+        }
+        // Conditions the kubelet does not own (a `DisruptionTarget`, say) are kept.
+        let kept: Vec<Value> = pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| !KUBELET_CONDITIONS.contains(&c["type"].as_str().unwrap_or("")))
+            .cloned()
+            .collect();
+        if !kept.is_empty() {
+            status["conditions"] = json!(kept);
+        }
+        self.store_status(api, pod, status);
+    }
+
     /// Stores the pod's status as the kubelet; whether it was.
     fn store_status(&self, api: &Api<'_>, pod: &Value, status: Value) -> bool {
         match api.write_status(api.defs.pods, pod, status, "kubelet") {
@@ -752,6 +798,51 @@ impl Kubelets {
         *n = *n % 253 + 1;
         format!("{prefix}.{}", *n + 1)
     }
+}
+
+/// The host ports a pod's containers ask for (upstream's `getContainerPorts`: its containers',
+/// not its init containers'), as (protocol, host IP, port), the IP `0.0.0.0` when not given.
+pub(crate) fn host_ports(pod: &Value) -> Vec<(String, String, i64)> {
+    containers_of(pod)
+        .iter()
+        .flat_map(|c| c["ports"].as_array().into_iter().flatten())
+        .filter_map(|p| {
+            let port = p["hostPort"].as_i64().filter(|p| *p > 0)?;
+            let protocol = p["protocol"].as_str().unwrap_or("TCP").to_owned();
+            let ip = p["hostIP"].as_str().filter(|ip| !ip.is_empty()).unwrap_or("0.0.0.0").to_owned();
+            Some((protocol, ip, port))
+        })
+        .collect()
+}
+
+/// Whether `want` conflicts with `used` (upstream's `HostPortInfo.CheckConflict`): the same
+/// protocol and port on the same address, `0.0.0.0` taking every address.
+pub(crate) fn ports_conflict(want: &(String, String, i64), used: &[(String, String, i64)]) -> bool {
+    let (protocol, ip, port) = want;
+    used.iter().any(|(p, i, n)| p == protocol && n == port && (i == ip || i == "0.0.0.0" || ip == "0.0.0.0"))
+}
+
+/// The kubelet's admission of a pod it has not started (upstream's predicate admit handler, as
+/// far as a simulated node can fail it): its host ports must be free of the pods the node's
+/// kubelet already admitted — started, not finished, not yet gone.
+fn admits(api: &Api<'_>, pod: &Value, node: &str) -> bool {
+    let want = host_ports(pod);
+    if want.is_empty() {
+        return true;
+    }
+    let uid = meta_str(pod, "uid");
+    let used: Vec<(String, String, i64)> = api
+        .list(api.defs.pods, None)
+        .iter()
+        .filter(|p| {
+            p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(node)
+                && meta_str(p, "uid") != uid
+                && p.pointer("/status/startTime").is_some()
+                && !matches!(phase(p), "Succeeded" | "Failed")
+        })
+        .flat_map(|p| host_ports(p))
+        .collect();
+    !want.iter().any(|w| ports_conflict(w, &used))
 }
 
 fn after(t: Timestamp, d: Duration) -> Timestamp {

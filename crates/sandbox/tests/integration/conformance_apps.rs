@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Namespace, Pod, ReplicationController, ResourceQuota};
-use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::wait::conditions;
 use kube::{Client, ResourceExt};
 use kube_sandbox::Simulation;
@@ -427,4 +427,81 @@ async fn an_indexed_job_gives_each_pod_its_completion_index_and_hostname() {
     indexes.sort_unstable();
     indexes.dedup();
     assert_eq!(indexes, [0, 1, 2, 3]);
+}
+
+// --- StatefulSet (statefulset.go) -------------------------------------------------------------
+
+/// Upstream's `e2estatefulset.NewStatefulSet` with no claims: `replicas` webserver pods labelled
+/// `foo: bar, baz: blah`, governed by the headless service `test`.
+fn e2e_stateful_set(name: &str, replicas: i32) -> StatefulSet {
+    let labels = json!({ "foo": "bar", "baz": "blah" });
+    of(json!({ "metadata": { "name": name, "labels": labels.clone() }, "spec": { "replicas": replicas,
+        "serviceName": "test", "selector": { "matchLabels": labels.clone() },
+        "template": { "metadata": { "labels": labels },
+            "spec": { "containers": [{ "name": "webserver", "image": WEBSERVER }] } } } }))
+}
+
+#[tokio::test]
+async fn a_stateful_pod_rejected_for_a_host_port_is_recreated_until_it_runs() {
+    // Upstream's "StatefulSet Should recreate evicted statefulset": a pod holds host port 21017
+    // on a node; the set's pod, bound to that node and asking for the same port, is rejected by
+    // the node's kubelet (Failed), deleted and made again by the controller, and runs once the
+    // first pod is gone.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let node = "sandbox-node-1";
+    let conflicting = json!({ "hostPort": 21017, "containerPort": 21017, "name": "conflict" });
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let holder: Pod = of(json!({ "metadata": { "name": "test-pod" }, "spec": { "nodeName": node,
+        "containers": [{ "name": "webserver", "image": WEBSERVER, "ports": [conflicting.clone()] }] } }));
+    pods.create(&PostParams::default(), &holder).await.unwrap();
+    wait_for(&pods, "test-pod", conditions::is_pod_running()).await;
+
+    let sets: Api<StatefulSet> = Api::default_namespaced(client.clone());
+    let mut ss = e2e_stateful_set("ss", 1);
+    let template = ss.spec.template.spec.as_mut().unwrap();
+    template.node_name = Some(node.into());
+    template.containers[0].ports = Some(vec![of(conflicting)]);
+    sets.create(&PostParams::default(), &ss).await.unwrap();
+
+    // The set's pod, watched until the controller deletes one it has seen.
+    let by_name = ListParams::default().fields("metadata.name=ss-0");
+    let listed = pods.list(&by_name).await.unwrap();
+    let mut initial = listed.items.first().and_then(|p| p.metadata.uid.clone());
+    let mut rejections = listed.items.iter().filter(|p| phase(p) == "Failed").cloned().collect::<Vec<_>>();
+    let rv = listed.metadata.resource_version.unwrap();
+    let wp = WatchParams::default().fields("metadata.name=ss-0");
+    let mut stream = pods.watch(&wp, &rv).await.unwrap().boxed();
+    loop {
+        match stream.try_next().await.unwrap().expect("the watch ended") {
+            WatchEvent::Deleted(_) if initial.is_some() => break,
+            WatchEvent::Added(p) | WatchEvent::Modified(p) => {
+                if phase(&p) == "Failed" {
+                    rejections.push(p.clone());
+                }
+                initial = p.metadata.uid;
+            }
+            _ => {}
+        }
+    }
+    drop(stream);
+    // The kubelet's rejection, as upstream's words it.
+    let rejected = rejections.first().expect("the pod deleted was rejected first");
+    let status = rejected.status.as_ref().unwrap();
+    assert_eq!(status.reason.as_deref(), Some("NodePorts"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some(
+            "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        )
+    );
+    assert!(status.container_statuses.as_ref().is_none_or(Vec::is_empty), "no container started");
+
+    pods.delete("test-pod", &DeleteParams::default().grace_period(0)).await.unwrap();
+    let running = eventually(|| async {
+        let p = pods.get_opt("ss-0").await.unwrap()?;
+        (phase(&p) == "Running" && p.metadata.uid != initial).then_some(p)
+    })
+    .await;
+    assert_eq!(running.spec.unwrap().node_name.as_deref(), Some(node));
 }
