@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Namespace, Pod, ReplicationController, ResourceQuota};
-use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, ResourceQuota};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::wait::conditions;
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use kube_sandbox::Simulation;
 use serde_json::json;
 
@@ -504,4 +504,119 @@ async fn a_stateful_pod_rejected_for_a_host_port_is_recreated_until_it_runs() {
     })
     .await;
     assert_eq!(running.spec.unwrap().node_name.as_deref(), Some(node));
+}
+
+// --- ControllerRevision (controller_revision.go) ----------------------------------------------
+
+/// Upstream's `newDaemonSetWithLabel`: an `app` container serving 9376, the DaemonSet, its
+/// selector and its pods labelled `label`.
+fn e2e_daemon_set(name: &str, label: serde_json::Value) -> DaemonSet {
+    of(json!({ "metadata": { "name": name, "labels": label.clone() }, "spec": {
+        "selector": { "matchLabels": label.clone() },
+        "template": { "metadata": { "labels": label },
+            "spec": { "containers": [{ "name": "app", "image": AGNHOST, "ports": [{ "containerPort": 9376 }] }] } } } }))
+}
+
+/// Upstream's `checkRunningOnAllNodes` and `CheckDaemonStatus`: a running pod of the set on
+/// every node, and a status that says so.
+async fn daemon_pods_on_every_node(client: &Client, name: &str, selector: &str) {
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node_count = nodes.list(&ListParams::default()).await.unwrap().items.len();
+    eventually(|| async {
+        let pods = pods_of(client, selector).await;
+        let mut on: Vec<String> = pods
+            .iter()
+            .filter(|p| phase(p) == "Running" && p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        on.sort();
+        on.dedup();
+        let s = sets.get(name).await.unwrap().status?;
+        let n = i32::try_from(node_count).unwrap();
+        (on.len() == node_count
+            && s.desired_number_scheduled == n
+            && s.current_number_scheduled == n
+            && s.number_ready == n)
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn controller_revisions_of_a_daemon_set_are_listed_patched_made_and_deleted() {
+    // Upstream's "ControllerRevision should manage the lifecycle of a ControllerRevision".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let ds_name = "e2e-x7k2p-daemon-set";
+    let selector = format!("daemonset-name={ds_name}");
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    sets.create(&PostParams::default(), &e2e_daemon_set(ds_name, json!({ "daemonset-name": ds_name })))
+        .await
+        .unwrap();
+    daemon_pods_on_every_node(&client, ds_name, &selector).await;
+    let by_label = ListParams::default().labels(&selector);
+    let all_sets: Api<DaemonSet> = Api::all(client.clone());
+    assert_eq!(all_sets.list(&by_label).await.unwrap().items.len(), 1);
+    let ds = sets.get(ds_name).await.unwrap();
+
+    let all_revisions: Api<ControllerRevision> = Api::all(client.clone());
+    let revs = all_revisions.list(&by_label).await.unwrap().items;
+    assert_eq!(revs.len(), 1, "{revs:?}");
+    let owner = &revs[0].metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), Some(&owner.uid)), ("DaemonSet", ds.metadata.uid.as_ref()));
+    let revisions: Api<ControllerRevision> = Api::default_namespaced(client.clone());
+    let initial = revisions.get(revs[0].metadata.name.as_deref().unwrap()).await.unwrap();
+    let initial_name = initial.metadata.name.clone().unwrap();
+
+    let patch = json!({ "metadata": { "labels": { initial_name.clone(): "patched" } } });
+    let patched =
+        revisions.patch(&initial_name, &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    assert_eq!(patched.labels().get(&initial_name).map(String::as_str), Some("patched"));
+
+    // A revision made by hand for the set, of the data it has now, one above.
+    let new_hash = "5d4b8c7f9";
+    let mut labels = ds.spec.template.metadata.as_ref().unwrap().labels.clone().unwrap();
+    labels.insert("controller-revision-hash".into(), new_hash.into());
+    let mut made: ControllerRevision = of(json!({ "metadata": { "name": format!("{ds_name}-{new_hash}"),
+        "labels": labels, "ownerReferences": [ds.controller_owner_ref(&()).unwrap()] },
+        "revision": initial.revision.unwrap() + 1 }));
+    made.metadata.annotations = ds.metadata.annotations.clone();
+    made.data = initial.data.clone();
+    revisions.create(&PostParams::default(), &made).await.unwrap();
+    let count = |n: usize| {
+        let revisions = revisions.clone();
+        let by_label = by_label.clone();
+        async move {
+            eventually(|| async {
+                (revisions.list(&by_label).await.unwrap().items.len() == n).then_some(())
+            })
+            .await;
+        }
+    };
+    count(2).await;
+
+    revisions.delete(&initial_name, &DeleteParams::default()).await.unwrap();
+    count(1).await;
+    let current = revisions.list(&ListParams::default()).await.unwrap().items.remove(0);
+    let current_name = current.metadata.name.clone().unwrap();
+    let updated = eventually(|| async {
+        let mut r = revisions.get(&current_name).await.unwrap();
+        r.metadata.labels.get_or_insert_default().insert(current_name.clone(), "updated".into());
+        revisions.replace(&current_name, &PostParams::default(), &r).await.ok()
+    })
+    .await;
+    assert_eq!(updated.labels().get(&current_name).map(String::as_str), Some("updated"));
+
+    // A new template: the set makes another revision.
+    let patch = json!({ "spec": { "template": { "spec": { "terminationGracePeriodSeconds": 1 } } },
+                        "updateStrategy": { "type": "RollingUpdate" } });
+    sets.patch(ds_name, &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    count(2).await;
+
+    let by_updated = ListParams::default().labels(&format!("{current_name}=updated"));
+    revisions.delete_collection(&DeleteParams::default(), &by_updated).await.unwrap();
+    count(1).await;
+    let list = revisions.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(list[0].revision, Some(3), "{list:?}");
 }
