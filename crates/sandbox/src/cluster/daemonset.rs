@@ -193,13 +193,18 @@ fn sync_one(
             api.delete(api.defs.pods, &p, None)?;
         }
     }
-    let mut status = json!({
-        "currentNumberScheduled": scheduled,
-        "desiredNumberScheduled": desired,
-        "numberMisscheduled": misscheduled,
-        "numberReady": ready,
-        "observedGeneration": generation,
-    });
+    // Upstream's `storeDaemonSetStatus`: the counts and the observed generation set on the
+    // status as it is (conditions a client put there stay).
+    let mut status = ds.get("status").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
+    for (field, n) in [
+        ("currentNumberScheduled", scheduled),
+        ("desiredNumberScheduled", desired),
+        ("numberMisscheduled", misscheduled),
+        ("numberReady", ready),
+    ] {
+        status[field] = json!(n);
+    }
+    status["observedGeneration"] = json!(generation);
     for (field, n) in [
         ("numberAvailable", available),
         ("updatedNumberScheduled", updated),
@@ -207,10 +212,9 @@ fn sync_one(
     ] {
         if n > 0 {
             status[field] = json!(n);
+        } else if let Some(s) = status.as_object_mut() {
+            s.remove(field);
         }
-    }
-    if let Some(c) = ds.pointer("/status/collisionCount") {
-        status["collisionCount"] = c.clone();
     }
     api.write_status(def, ds, status, "kube-controller-manager")
 }

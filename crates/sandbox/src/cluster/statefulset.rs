@@ -174,6 +174,27 @@ fn sync_one(api: &Api<'_>, set: &Value, timers: &mut Timers) -> Result<(), crate
             status[field] = json!(n);
         }
     }
+    // Upstream's `inconsistentStatus`: the status is written only when a field it computes
+    // differs (what else a client put there, conditions say, stays until then).
+    let counted = [
+        "observedGeneration",
+        "replicas",
+        "readyReplicas",
+        "currentReplicas",
+        "updatedReplicas",
+        "availableReplicas",
+        "currentRevision",
+        "updateRevision",
+    ];
+    let had = set.get("status").cloned().unwrap_or(Value::Null);
+    let zero = |v: Option<&Value>| v.cloned().unwrap_or(json!(0));
+    let same = counted.iter().all(|f| {
+        let (old, new) = (had.get(*f), status.get(*f));
+        if matches!(*f, "currentRevision" | "updateRevision") { old == new } else { zero(old) == zero(new) }
+    });
+    if same {
+        return Ok(());
+    }
     api.write_status(def, set, status, "kube-controller-manager")
 }
 

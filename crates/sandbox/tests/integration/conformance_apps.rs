@@ -3,6 +3,7 @@
 //! asserts. Where a test needs the cluster to act as kube-controller-manager or the kubelet do,
 //! the sandbox is made to.
 
+use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, W
 use kube::runtime::wait::conditions;
 use kube::{Client, Resource, ResourceExt};
 use kube_sandbox::Simulation;
+use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::cluster::{cluster, controller_of, eventually, of, pods_of, wait_for};
@@ -619,4 +621,370 @@ async fn controller_revisions_of_a_daemon_set_are_listed_patched_made_and_delete
     count(1).await;
     let list = revisions.list(&ListParams::default()).await.unwrap().items;
     assert_eq!(list[0].revision, Some(3), "{list:?}");
+}
+
+// --- Status subresources and lifecycles -------------------------------------------------------
+
+/// A watch read event by event, as upstream's `watchtools.Until` and `watchUntilWithoutRetry`
+/// read one.
+struct Watch<K> {
+    stream: futures::stream::BoxStream<'static, kube::Result<WatchEvent<K>>>,
+}
+
+impl<K: Clone + DeserializeOwned + Debug + Send + 'static> Watch<K> {
+    async fn start(api: &Api<K>, selector: &str, rv: &str) -> Self {
+        let wp = WatchParams::default().labels(selector);
+        Self { stream: api.watch(&wp, rv).await.unwrap().boxed() }
+    }
+
+    /// The next event for which `pred` holds (objects of Added and Modified events alike).
+    async fn until(&mut self, mut pred: impl FnMut(&str, &K) -> bool) -> (String, K) {
+        loop {
+            let (kind, obj) = match self.stream.try_next().await.unwrap().expect("the watch ended") {
+                WatchEvent::Added(o) => ("ADDED", o),
+                WatchEvent::Modified(o) => ("MODIFIED", o),
+                WatchEvent::Deleted(o) => ("DELETED", o),
+                WatchEvent::Bookmark(_) => continue,
+                WatchEvent::Error(e) => panic!("{e:?}"),
+            };
+            if pred(kind, &obj) {
+                return (kind.to_owned(), obj);
+            }
+        }
+    }
+}
+
+/// The resourceVersion of a list of `api` by `selector`, to watch from.
+async fn list_rv<K: Clone + DeserializeOwned + Debug>(api: &Api<K>, selector: &str) -> String {
+    api.list(&ListParams::default().labels(selector)).await.unwrap().metadata.resource_version.unwrap()
+}
+
+/// A condition of the type upstream's status tests add by an update of `/status`.
+fn e2e_condition() -> serde_json::Value {
+    json!({ "type": "StatusUpdate", "status": "True", "reason": "E2E", "message": "Set from e2e test" })
+}
+
+fn has_condition(obj: &impl serde::Serialize, kind: &str, by_e2e: bool) -> bool {
+    let v = serde_json::to_value(obj).unwrap();
+    v.pointer("/status/conditions").and_then(|c| c.as_array()).is_some_and(|cs| {
+        cs.iter().any(|c| {
+            c["type"] == kind && (!by_e2e || (c["reason"] == "E2E" && c["message"] == "Set from e2e test"))
+        })
+    })
+}
+
+/// Adds upstream's `StatusUpdate` condition through `/status` (get, append, update, again on a
+/// conflict); the object as updated.
+async fn add_status_condition<K>(api: &Api<K>, name: &str) -> K
+where
+    K: Clone + DeserializeOwned + Debug + serde::Serialize,
+{
+    eventually(|| async {
+        let mut v = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+        let conditions =
+            v["status"].as_object_mut().unwrap().entry("conditions").or_insert_with(|| json!([]));
+        conditions.as_array_mut().unwrap().push(e2e_condition());
+        let obj: K = serde_json::from_value(v).unwrap();
+        match api.replace_status(name, &PostParams::default(), &obj).await {
+            Ok(updated) => Some(updated),
+            Err(kube::Error::Api(e)) if e.code == 409 => None,
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_daemon_sets_status_takes_conditions_by_update_and_patch() {
+    // Upstream's "Daemon set should verify changes to a daemon set status".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let ds_name = "daemon-set";
+    let selector = format!("daemonset-name={ds_name}");
+    let sets: Api<DaemonSet> = Api::default_namespaced(client.clone());
+    let rv = list_rv(&Api::<DaemonSet>::all(client.clone()), &selector).await;
+    let mut watch = Watch::start(&sets, &selector, &rv).await;
+    sets.create(&PostParams::default(), &e2e_daemon_set(ds_name, json!({ "daemonset-name": ds_name })))
+        .await
+        .unwrap();
+    daemon_pods_on_every_node(&client, ds_name, &selector).await;
+    let status = sets.get_status(ds_name).await.unwrap();
+    assert_eq!(status.metadata.name.as_deref(), Some(ds_name));
+
+    let updated = add_status_condition(&sets, ds_name).await;
+    assert!(has_condition(&updated, "StatusUpdate", true));
+    watch.until(|_, ds| has_condition(ds, "StatusUpdate", true)).await;
+
+    let patch = json!({ "status": { "conditions": [{ "type": "StatusPatched", "status": "True" }] } });
+    sets.patch_status(ds_name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    watch.until(|_, ds| has_condition(ds, "StatusPatched", false)).await;
+    // The controller's own status writes keep what a client put there (upstream's
+    // `storeDaemonSetStatus` sets its counts on the status as it is): a pod deleted and made
+    // again changes the counts twice.
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let victim = pods_of(&client, &selector).await.remove(0);
+    pods.delete(&victim.name_any(), &DeleteParams::default()).await.unwrap();
+    eventually(|| async {
+        let pods = pods_of(&client, &selector).await;
+        pods.iter().all(|p| p.metadata.uid != victim.metadata.uid).then_some(())
+    })
+    .await;
+    daemon_pods_on_every_node(&client, ds_name, &selector).await;
+    let ds = sets.get(ds_name).await.unwrap();
+    assert!(has_condition(&ds, "StatusPatched", false), "{:?}", ds.status);
+}
+
+#[tokio::test]
+async fn a_stateful_sets_status_takes_conditions_by_update_and_patch() {
+    // Upstream's "StatefulSet should validate Statefulset Status endpoints".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let sets: Api<StatefulSet> = Api::default_namespaced(client.clone());
+    let rv = list_rv(&Api::<StatefulSet>::all(client.clone()), "e2e=testing").await;
+    let mut watch = Watch::start(&sets, "e2e=testing", &rv).await;
+    sets.create(&PostParams::default(), &e2e_stateful_set("ss", 1)).await.unwrap();
+    wait_for(&sets, "ss", |s: Option<&StatefulSet>| {
+        s.and_then(|s| s.status.as_ref()).is_some_and(|st| st.ready_replicas == Some(1) && st.replicas == 1)
+    })
+    .await;
+    let patch = json!({ "metadata": { "labels": { "e2e": "testing" } } });
+    let ss = sets.patch("ss", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    assert_eq!(ss.labels().get("e2e").map(String::as_str), Some("testing"));
+    let status = sets.get_status("ss").await.unwrap();
+    assert_eq!(status.status.unwrap().replicas, 1);
+
+    let updated = add_status_condition(&sets, "ss").await;
+    assert!(has_condition(&updated, "StatusUpdate", true));
+    watch.until(|_, s| has_condition(s, "StatusUpdate", true)).await;
+
+    let patch = json!({ "status": { "conditions": [{ "type": "StatusPatched", "status": "True" }] } });
+    let patched = sets.patch_status("ss", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert!(has_condition(&patched, "StatusPatched", false));
+    watch.until(|_, s| has_condition(s, "StatusPatched", false)).await;
+}
+
+#[tokio::test]
+async fn a_replica_set_is_scaled_by_update_and_patched_to_a_new_template() {
+    // Upstream's "ReplicaSet Replace and Patch tests": one pod, scaled to two by an update, then
+    // a strategic merge patch of a label, three replicas and a second container first in line.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let rv = list_rv(&Api::<ReplicaSet>::all(client.clone()), "test-rs=patched").await;
+    let mut watch = Watch::start(&sets, "test-rs=patched", &rv).await;
+    let labels = json!({ "name": "sample-pod", "pod": "agnhost" });
+    let created = sets
+        .create(&PostParams::default(), &e2e_replica_set("test-rs", 1, labels, "agnhost", AGNHOST))
+        .await
+        .unwrap();
+    eventually(|| async {
+        let pods = pods_of(&client, "name=sample-pod").await;
+        (pods.len() == 1 && phase(&pods[0]) == "Running").then_some(())
+    })
+    .await;
+    eventually(|| async {
+        let mut rs = sets.get("test-rs").await.unwrap();
+        rs.spec.replicas = Some(2);
+        sets.replace("test-rs", &PostParams::default(), &rs).await.ok()
+    })
+    .await;
+    let pause = "registry.k8s.io/pause:3.10";
+    let patch = json!({ "metadata": { "labels": { "test-rs": "patched" } }, "spec": { "replicas": 3,
+        "template": { "spec": { "terminationGracePeriodSeconds": 0, "containers": [{ "name": "test-rs", "image": pause }] } } } });
+    let patched = sets.patch("test-rs", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    let rv_of = |o: &ReplicaSet| o.metadata.resource_version.clone().unwrap().parse::<u64>().unwrap();
+    assert!(rv_of(&created) < rv_of(&patched), "the patched object has a larger resourceVersion");
+    let (_, rs) = watch
+        .until(|_, rs| {
+            let status = rs.status.clone().unwrap_or_default();
+            let pod = rs.spec.template.as_ref().and_then(|t| t.spec.as_ref()).unwrap();
+            rs.labels().get("test-rs").map(String::as_str) == Some("patched")
+                && status.ready_replicas == Some(3)
+                && status.available_replicas == Some(3)
+                && pod.containers[0].image.as_deref() == Some(pause)
+                && pod.termination_grace_period_seconds == Some(0)
+        })
+        .await;
+    let containers = rs.spec.template.unwrap().spec.unwrap().containers;
+    assert_eq!(containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["test-rs", "agnhost"]);
+}
+
+#[tokio::test]
+async fn a_replication_controller_lives_through_patches_of_its_labels_status_and_scale() {
+    // Upstream's "ReplicationController should test the lifecycle of a ReplicationController":
+    // the watch sees it added, four times modified and deleted.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
+    let selector = "test-rc-static=true";
+    let rv = list_rv(&rcs, selector).await;
+    let mut watch = Watch::start(&rcs, selector, &rv).await;
+    let rc: ReplicationController = of(
+        json!({ "metadata": { "name": "rc-test", "labels": { "test-rc-static": "true" } },
+        "spec": { "replicas": 1, "selector": { "test-rc-static": "true" },
+            "template": { "metadata": { "name": "rc-test", "labels": { "test-rc-static": "true" } },
+                "spec": { "containers": [{ "name": "rc-test", "image": "registry.k8s.io/e2e-test-images/nginx:1.14-4" }] } } } }),
+    );
+    rcs.create(&PostParams::default(), &rc).await.unwrap();
+    let mut seen = Vec::new();
+    let (kind, _) = watch.until(|kind, _| kind == "ADDED").await;
+    seen.push(kind);
+    let counts = |r: &ReplicationController| {
+        let s = r.status.clone().unwrap_or_default();
+        (s.replicas, s.ready_replicas.unwrap_or(0))
+    };
+    watch.until(|_, r| counts(r) == (1, 1)).await;
+
+    let patch = json!({ "metadata": { "labels": { "test-rc": "patched" } } });
+    let patched = rcs.patch("rc-test", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    assert_eq!(patched.labels().get("test-rc").map(String::as_str), Some("patched"));
+    let (kind, _) = watch.until(|kind, _| kind == "MODIFIED").await;
+    seen.push(kind);
+
+    let patch = json!({ "status": { "readyReplicas": 0, "availableReplicas": 0 } });
+    let status =
+        rcs.patch_status("rc-test", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    assert_eq!(status.status.unwrap().ready_replicas.unwrap_or(0), 0);
+    let (kind, _) = watch.until(|kind, _| kind == "MODIFIED").await;
+    seen.push(kind);
+    watch.until(|_, r| counts(r).0 == 1).await;
+    assert_eq!(rcs.get_status("rc-test").await.unwrap().status.unwrap().replicas, 1);
+
+    let scale = json!({ "spec": { "replicas": 2 } });
+    rcs.patch_scale("rc-test", &PatchParams::default(), &Patch::Strategic(&scale)).await.unwrap();
+    let (kind, _) = watch.until(|kind, _| kind == "MODIFIED").await;
+    seen.push(kind);
+    watch.until(|_, r| counts(r) == (2, 2)).await;
+    let mut rc = rcs.get("rc-test").await.unwrap();
+    assert_eq!(rc.labels().get("test-rc").map(String::as_str), Some("patched"));
+
+    let status = rc.status.get_or_insert_default();
+    status.available_replicas = Some(1);
+    status.ready_replicas = Some(1);
+    rcs.replace_status("rc-test", &PostParams::default(), &rc).await.unwrap();
+    let (kind, _) = watch.until(|kind, _| kind == "MODIFIED").await;
+    seen.push(kind);
+
+    let all: Api<ReplicationController> = Api::all(client.clone());
+    let listed = all.list(&ListParams::default().labels(selector)).await.unwrap().items;
+    assert!(listed.iter().any(|r| r.metadata.name.as_deref() == Some("rc-test")
+        && r.labels().get("test-rc").map(String::as_str) == Some("patched")));
+    rcs.delete_collection(&DeleteParams::default(), &ListParams::default().labels(selector)).await.unwrap();
+    let (kind, _) = watch.until(|kind, _| kind == "DELETED").await;
+    seen.push(kind);
+    assert_eq!(seen, ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]);
+}
+
+/// Upstream's `e2ejob.NewTestJob`: a busybox container per pod that, as `behavior` says, never
+/// ends (`notTerminate`) or exits 0 (`succeed`).
+fn e2e_job(behavior: &str, name: &str, parallelism: i32, completions: i32) -> Job {
+    let command = match behavior {
+        "notTerminate" => json!(["sleep", "1000000"]),
+        _ => json!(["/bin/sh", "-c", "exit 0"]),
+    };
+    of(json!({ "metadata": { "name": name }, "spec": {
+        "parallelism": parallelism, "completions": completions, "backoffLimit": 6,
+        "template": { "metadata": { "labels": { "job": name } }, "spec": { "restartPolicy": "Never",
+            "containers": [{ "name": "c", "image": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
+                "command": command }] } } } }))
+}
+
+#[tokio::test]
+async fn a_jobs_status_takes_a_condition_and_an_annotation_by_patch_and_update() {
+    // Upstream's "Job should apply changes to a job status".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let job = jobs
+        .create(&PostParams::default(), &e2e_job("notTerminate", "suspend-false-to-true", 2, 4))
+        .await
+        .unwrap();
+    eventually(|| async {
+        let pods = pods_of(&client, "batch.kubernetes.io/job-name=suspend-false-to-true").await;
+        (pods.iter().filter(|p| phase(p) == "Running").count() == 2).then_some(())
+    })
+    .await;
+
+    let now1 = "2026-01-02T03:04:05Z";
+    let patch = json!({ "metadata": { "annotations": { "patchedstatus": "true" } },
+        "status": { "conditions": [{ "type": "CustomConditionType", "status": "True", "lastTransitionTime": now1 }] } });
+    let patched =
+        jobs.patch_status(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let custom = |j: &Job| {
+        j.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "CustomConditionType").cloned()
+    };
+    let stamp = |j: &Job| custom(j).and_then(|c| c.last_transition_time).map(|t| t.0.to_string());
+    assert_eq!(stamp(&patched).as_deref(), Some(now1), "{:?}", patched.status);
+    assert_eq!(patched.annotations().get("patchedstatus").map(String::as_str), Some("true"));
+
+    let now2 = "2026-02-03T04:05:06Z";
+    let updated = eventually(|| async {
+        let mut j = jobs.get(&job.name_any()).await.unwrap();
+        let conditions = j.status.as_mut()?.conditions.as_mut()?;
+        let c =
+            conditions.iter_mut().find(|c| c.type_ == "CustomConditionType").expect("the patched condition");
+        c.last_transition_time = Some(of(json!(now2)));
+        match jobs.replace_status(&job.name_any(), &PostParams::default(), &j).await {
+            Ok(updated) => Some(updated),
+            Err(kube::Error::Api(e)) if e.code == 409 => None,
+            Err(e) => panic!("{e}"),
+        }
+    })
+    .await;
+    assert_eq!(stamp(&updated).as_deref(), Some(now2));
+    let gotten = jobs.get_status(&job.name_any()).await.unwrap();
+    assert_eq!(gotten.metadata.uid, job.metadata.uid);
+}
+
+#[tokio::test]
+async fn a_job_is_patched_updated_resumed_completed_and_deleted_by_collection() {
+    // Upstream's "Job should manage the lifecycle of a job".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let name = "e2e-q4n8z";
+    let selector = format!("e2e-job-label={name}");
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let rv = list_rv(&jobs, &selector).await;
+    let mut watch = Watch::start(&jobs, &selector, &rv).await;
+    let mut job = e2e_job("succeed", name, 2, 4);
+    job.metadata.labels = Some([("e2e-job-label".to_owned(), name.to_owned())].into());
+    job.spec.as_mut().unwrap().suspend = Some(true);
+    let job = jobs.create(&PostParams::default(), &job).await.unwrap();
+
+    let patch = json!({ "metadata": { "labels": { name: "patched" } } });
+    let patched = jobs.patch(name, &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    let rv_of = |j: &Job| j.metadata.resource_version.clone().unwrap().parse::<u64>().unwrap();
+    assert!(rv_of(&job) < rv_of(&patched));
+    watch
+        .until(|kind, j| kind == "MODIFIED" && j.labels().get(name).map(String::as_str) == Some("patched"))
+        .await;
+
+    let updated = eventually(|| async {
+        let mut j = jobs.get(name).await.unwrap();
+        j.spec.as_mut().unwrap().suspend = Some(false);
+        j.metadata.annotations.get_or_insert_default().insert("updated".into(), "true".into());
+        jobs.replace(name, &PostParams::default(), &j).await.ok()
+    })
+    .await;
+    assert_eq!(updated.annotations().get("updated").map(String::as_str), Some("true"));
+    watch
+        .until(|kind, j| {
+            kind == "MODIFIED" && j.annotations().get("updated").map(String::as_str) == Some("true")
+        })
+        .await;
+    let all: Api<Job> = Api::all(client.clone());
+    assert_eq!(all.list(&ListParams::default().labels(&selector)).await.unwrap().items.len(), 1);
+
+    let done = wait_for(&jobs, name, conditions::is_job_completed()).await.status.unwrap();
+    assert_eq!(done.succeeded, Some(4));
+    let complete = done.conditions.unwrap().into_iter().find(|c| c.type_ == "Complete").unwrap();
+    assert_eq!(complete.reason.as_deref(), Some("CompletionsReached"));
+
+    let background = DeleteParams {
+        propagation_policy: Some(kube::api::PropagationPolicy::Background),
+        ..Default::default()
+    };
+    jobs.delete_collection(&background, &ListParams::default().labels(&selector)).await.unwrap();
+    watch.until(|kind, _| kind == "DELETED").await;
+    assert!(all.list(&ListParams::default().labels(&selector)).await.unwrap().items.is_empty());
 }
