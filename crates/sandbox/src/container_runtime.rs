@@ -40,7 +40,8 @@ pub struct Container {
     pub command: Vec<String>,
     /// `args`.
     pub args: Vec<String>,
-    /// `env`: the variables given by value, in order (those from a source are not resolved).
+    /// `env`: the variables given by value or from a field of the pod, in order (those from a
+    /// ConfigMap, a Secret or a resource are not resolved).
     pub env: Vec<(String, String)>,
     /// The pod's IP (`status.podIP`), empty before it has one.
     pub pod_ip: String,

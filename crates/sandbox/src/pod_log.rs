@@ -142,7 +142,13 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|e| Some((e["name"].as_str()?.to_owned(), e["value"].as_str()?.to_owned())))
+            .filter_map(|e| {
+                let name = e["name"].as_str()?.to_owned();
+                match e.pointer("/valueFrom/fieldRef/fieldPath").and_then(Value::as_str) {
+                    Some(path) => Some((name, pod_field(pod, path)?)),
+                    None => Some((name, e["value"].as_str()?.to_owned())),
+                }
+            })
             .collect(),
         pod_ip: pod.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("").to_owned(),
         id: status(pod, name).and_then(|s| s["containerID"].as_str()).unwrap_or("").to_owned(),
@@ -151,6 +157,35 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
         stdin: spec["stdin"] == true,
         stdin_once: spec["stdinOnce"] == true,
         tty: spec["tty"] == true,
+    }
+}
+
+/// The value of a pod field a container's variable is given from (the kubelet's
+/// `podFieldSelectorRuntimeValue`): the pod's name, namespace, uid, a label or an annotation
+/// (`metadata.labels['k']`), its node and service account, its host and pod addresses (the
+/// plural ones comma-joined). `None` for a field the pod has not (yet) got.
+fn pod_field(pod: &Value, path: &str) -> Option<String> {
+    let text = |pointer: &str| pod.pointer(pointer).and_then(Value::as_str).map(str::to_owned);
+    let ips = |pointer: &str| {
+        let all: Vec<&str> =
+            pod.pointer(pointer)?.as_array()?.iter().filter_map(|i| i["ip"].as_str()).collect();
+        Some(all.join(","))
+    };
+    let keyed = |prefix: &str, map: &str| {
+        let key = path.strip_prefix(prefix)?.strip_suffix("']")?;
+        pod.pointer(&format!("/metadata/{map}"))?.get(key)?.as_str().map(str::to_owned)
+    };
+    match path {
+        "metadata.name" => text("/metadata/name"),
+        "metadata.namespace" => text("/metadata/namespace"),
+        "metadata.uid" => text("/metadata/uid"),
+        "spec.nodeName" => text("/spec/nodeName"),
+        "spec.serviceAccountName" => text("/spec/serviceAccountName"),
+        "status.hostIP" => text("/status/hostIP"),
+        "status.podIP" => text("/status/podIP"),
+        "status.hostIPs" => ips("/status/hostIPs"),
+        "status.podIPs" => ips("/status/podIPs"),
+        _ => keyed("metadata.labels['", "labels").or_else(|| keyed("metadata.annotations['", "annotations")),
     }
 }
 

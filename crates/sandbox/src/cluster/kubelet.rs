@@ -729,9 +729,16 @@ impl Kubelets {
             })
             .collect();
         let pod_ip = status["podIP"].as_str().unwrap_or("").to_owned();
+        // The containers started see the pod as it now is (its addresses, for variables
+        // given from them).
+        let mut now_pod = (!changes.is_empty()).then(|| pod.clone());
+        if let Some(p) = &mut now_pod {
+            p["status"] = status.clone();
+        }
         if !self.store_status(api, pod, status) || changes.is_empty() {
             return;
         }
+        let started_pod = now_pod.as_ref().unwrap_or(pod);
         let (ns, pod_name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
         for RunChange { container, stopped, started } in changes {
             if let Some(id) = stopped {
@@ -742,7 +749,7 @@ impl Kubelets {
                 pod_ip: pod_ip.clone(),
                 id: id.clone(),
                 restart,
-                ..crate::pod_log::container(pod, &container)
+                ..crate::pod_log::container(started_pod, &container)
             };
             let cluster = rt.cluster.clone();
             let exit =

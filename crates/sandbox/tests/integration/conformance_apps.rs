@@ -988,3 +988,30 @@ async fn a_job_is_patched_updated_resumed_completed_and_deleted_by_collection() 
     watch.until(|kind, _| kind == "DELETED").await;
     assert!(all.list(&ListParams::default().labels(&selector)).await.unwrap().items.is_empty());
 }
+
+#[tokio::test]
+async fn an_indexed_jobs_containers_find_their_index_in_the_environment() {
+    // What upstream's indexed Job conformance test describes beside the annotation: each
+    // container has JOB_COMPLETION_INDEX, the kubelet giving it from the pod's annotation.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let job: Job = of(json!({ "metadata": { "name": "echo-index" }, "spec": {
+        "parallelism": 2, "completions": 2, "completionMode": "Indexed",
+        "template": { "spec": { "restartPolicy": "Never", "containers": [{ "name": "c", "image": "busybox",
+            "command": ["sh", "-c", "echo index=$JOB_COMPLETION_INDEX on $NODE"],
+            "env": [{ "name": "NODE", "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } } }] }] } } } }));
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    wait_for(&jobs, "echo-index", conditions::is_job_completed()).await;
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let mut said = Vec::new();
+    for pod in pods_of(&client, "batch.kubernetes.io/job-name=echo-index").await {
+        let log = pods.logs(&pod.name_any(), &Default::default()).await.unwrap();
+        let ix = pod.annotations()["batch.kubernetes.io/job-completion-index"].clone();
+        let node = pod.spec.unwrap().node_name.unwrap();
+        assert_eq!(log.trim(), format!("index={ix} on {node}"));
+        said.push(ix);
+    }
+    said.sort();
+    assert_eq!(said, ["0", "1"]);
+}
