@@ -44,6 +44,7 @@ use serde_json::{Value, json};
 use super::api::{Api, phase};
 use super::nodes::{self, is_ready};
 use super::prober::{self, Outcome, ProbeResult, Prober};
+use super::scheduler::{HostPort, NODE_PORTS_MISFIT, host_ports, ports_conflict};
 use super::{Cluster, Controller, Queue, Simulation, Timers, log_failure};
 use crate::container_runtime::Containers;
 use crate::faults::{Probe, Target};
@@ -52,9 +53,6 @@ use crate::object_meta::{is_deleting, meta_str};
 
 /// How often a kubelet renews its node's lease (a quarter of the 40 s lease).
 const LEASE_RENEWAL: SignedDuration = SignedDuration::from_secs(10);
-
-/// The scheduler's `NodePorts` reason, which the kubelet's admission gives too.
-const NODE_PORTS_MISFIT: &str = "node(s) didn't have free ports for the requested pod ports";
 
 /// The pod conditions the kubelet owns (upstream's `PodConditionsByKubelet`): its status
 /// replaces them, and keeps the others.
@@ -807,28 +805,6 @@ impl Kubelets {
     }
 }
 
-/// The host ports a pod's containers ask for (upstream's `getContainerPorts`: its containers',
-/// not its init containers'), as (protocol, host IP, port), the IP `0.0.0.0` when not given.
-pub(crate) fn host_ports(pod: &Value) -> Vec<(String, String, i64)> {
-    containers_of(pod)
-        .iter()
-        .flat_map(|c| c["ports"].as_array().into_iter().flatten())
-        .filter_map(|p| {
-            let port = p["hostPort"].as_i64().filter(|p| *p > 0)?;
-            let protocol = p["protocol"].as_str().unwrap_or("TCP").to_owned();
-            let ip = p["hostIP"].as_str().filter(|ip| !ip.is_empty()).unwrap_or("0.0.0.0").to_owned();
-            Some((protocol, ip, port))
-        })
-        .collect()
-}
-
-/// Whether `want` conflicts with `used` (upstream's `HostPortInfo.CheckConflict`): the same
-/// protocol and port on the same address, `0.0.0.0` taking every address.
-pub(crate) fn ports_conflict(want: &(String, String, i64), used: &[(String, String, i64)]) -> bool {
-    let (protocol, ip, port) = want;
-    used.iter().any(|(p, i, n)| p == protocol && n == port && (i == ip || i == "0.0.0.0" || ip == "0.0.0.0"))
-}
-
 /// The kubelet's admission of a pod it has not started (upstream's predicate admit handler, as
 /// far as a simulated node can fail it): its host ports must be free of the pods the node's
 /// kubelet already admitted — started, not finished, not yet gone.
@@ -838,7 +814,7 @@ fn admits(api: &Api<'_>, pod: &Value, node: &str) -> bool {
         return true;
     }
     let uid = meta_str(pod, "uid");
-    let used: Vec<(String, String, i64)> = api
+    let used: Vec<HostPort> = api
         .list(api.defs.pods, None)
         .iter()
         .filter(|p| {

@@ -671,8 +671,13 @@ impl World {
             }
             "pods." => {
                 let glance = |o: &Value| PodGlance::deserialize(o).unwrap_or_default();
-                let requests = || crate::quota::pod_requests(obj.get("spec").unwrap_or(&Value::Null));
-                self.observe_pod(ns, name, &glance(obj), old.map(glance).as_ref(), kind, requests);
+                let demand = || {
+                    (
+                        crate::quota::pod_requests(obj.get("spec").unwrap_or(&Value::Null)),
+                        scheduler::host_ports(obj),
+                    )
+                };
+                self.observe_pod(ns, name, &glance(obj), old.map(glance).as_ref(), kind, demand);
             }
             "replicasets.apps" => {
                 self.enqueue(Controller::ReplicaSet, ns, name);
@@ -739,11 +744,11 @@ impl World {
         pod: &PodGlance,
         old: Option<&PodGlance>,
         kind: ChangeType,
-        requests: impl FnOnce() -> crate::quota::ResourceList,
+        demand: impl FnOnce() -> (crate::quota::ResourceList, Vec<scheduler::HostPort>),
     ) {
         let node = pod.spec.node_name.as_deref().unwrap_or("");
         let key = (ns.to_owned(), name.to_owned());
-        self.scheduler.observe_pod(key, node, pod.finished(), kind, requests);
+        self.scheduler.observe_pod(key, node, pod.finished(), kind, demand);
         if node.is_empty() {
             if kind != ChangeType::Deleted {
                 self.enqueue(Controller::Scheduler, ns, name);
@@ -1020,8 +1025,11 @@ impl World {
         };
         let pod = glance(change.object_as());
         let old = change.old_as().map(glance);
-        let requests = || crate::quota::pod_requests(change.object().get("spec").unwrap_or(&Value::Null));
-        self.observe_pod(&c.key.1, &c.key.2, &pod, old.as_ref(), c.kind, requests);
+        let demand = || {
+            let obj = change.object();
+            (crate::quota::pod_requests(obj.get("spec").unwrap_or(&Value::Null)), scheduler::host_ports(&obj))
+        };
+        self.observe_pod(&c.key.1, &c.key.2, &pod, old.as_ref(), c.kind, demand);
     }
 }
 

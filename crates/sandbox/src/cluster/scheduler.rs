@@ -3,8 +3,8 @@
 //! The filters are upstream's default ones a simulated node can fail, in upstream's order, each
 //! with upstream's reason: `NodeUnschedulable` (a cordoned node), `TaintToleration`
 //! (`NoSchedule`/`NoExecute` taints the pod does not tolerate), `NodeAffinity` (`nodeSelector`
-//! and required node affinity) and `NodeResourcesFit` (requests against what is left of
-//! allocatable cpu, memory and pods). Of the nodes that fit, the least allocated wins. A pod that
+//! and required node affinity), `NodePorts` (host ports a pod on the node holds) and
+//! `NodeResourcesFit` (requests against what is left of allocatable cpu, memory and pods). Of the nodes that fit, the least allocated wins. A pod that
 //! fits nowhere stays Pending with `PodScheduled=False`/`Unschedulable` and upstream's message
 //! (`0/3 nodes are available: 3 Insufficient cpu. preemption: …`) and a `FailedScheduling`
 //! Event, and is tried again when a node or a pod changes.
@@ -30,6 +30,8 @@ struct NodeInfo {
     unschedulable: bool,
     requested: ResourceList,
     pods: usize,
+    /// The host ports its pods hold.
+    ports: Vec<HostPort>,
 }
 
 /// Why a node does not fit a pod.
@@ -38,6 +40,7 @@ enum Misfit {
     Unschedulable,
     Taint(String, String),
     Affinity,
+    Ports,
     Insufficient(Vec<String>),
 }
 
@@ -47,13 +50,14 @@ impl Misfit {
             Self::Unschedulable => vec!["node(s) were unschedulable".into()],
             Self::Taint(k, v) => vec![format!("node(s) had untolerated taint {{{k}: {v}}}")],
             Self::Affinity => vec!["node(s) didn't match Pod's node affinity/selector".into()],
+            Self::Ports => vec![NODE_PORTS_MISFIT.into()],
             Self::Insufficient(r) => r.clone(),
         }
     }
 
-    /// Whether preempting pods could help (only a lack of resources).
+    /// Whether preempting pods could help (a lack of resources, or of free ports).
     fn preemption_may_help(&self) -> bool {
-        matches!(self, Self::Insufficient(_))
+        matches!(self, Self::Insufficient(_) | Self::Ports)
     }
 }
 
@@ -61,7 +65,7 @@ impl Misfit {
 #[derive(Default)]
 pub(crate) struct Scheduler {
     nodes: BTreeMap<String, NodeInfo>,
-    placed: HashMap<(String, String), (String, ResourceList)>,
+    placed: HashMap<(String, String), (String, ResourceList, Vec<HostPort>)>,
     unschedulable: BTreeSet<(String, String)>,
     retry: bool,
     turn: usize,
@@ -87,8 +91,8 @@ impl Scheduler {
             .flatten()
             .filter_map(|(k, v)| Some((k.clone(), Quantity::parse(v.as_str()?).ok()?)))
             .collect();
-        let (requested, pods) =
-            self.nodes.get(&name).map(|n| (n.requested.clone(), n.pods)).unwrap_or_default();
+        let (requested, pods, ports) =
+            self.nodes.get(&name).map(|n| (n.requested.clone(), n.pods, n.ports.clone())).unwrap_or_default();
         self.nodes.insert(
             name.clone(),
             NodeInfo {
@@ -103,48 +107,56 @@ impl Scheduler {
                 unschedulable: node.pointer("/spec/unschedulable") == Some(&Value::Bool(true)),
                 requested,
                 pods,
+                ports,
             },
         );
         self.retry = true;
     }
 
-    /// Pod `key` changed: on `node` (empty: not bound), `finished` or not. `requests` reads what
-    /// it asks for, when the scheduler did not place it itself.
+    /// Pod `key` changed: on `node` (empty: not bound), `finished` or not. `demand` reads what
+    /// it asks for (its requests and host ports), when the scheduler did not place it itself.
     pub(crate) fn observe_pod(
         &mut self,
         key: (String, String),
         node: &str,
         finished: bool,
         kind: ChangeType,
-        requests: impl FnOnce() -> ResourceList,
+        demand: impl FnOnce() -> (ResourceList, Vec<HostPort>),
     ) {
         let holds = kind != ChangeType::Deleted && !node.is_empty() && !finished;
         if holds {
             self.unschedulable.remove(&key);
             if !self.placed.contains_key(&key) {
-                self.place(key, node, requests());
+                let (wants, ports) = demand();
+                self.place(key, node, wants, ports);
             }
         } else {
             if kind == ChangeType::Deleted {
                 self.unschedulable.remove(&key);
             }
-            if let Some((node, wants)) = self.placed.remove(&key) {
+            if let Some((node, wants, ports)) = self.placed.remove(&key) {
                 if let Some(n) = self.nodes.get_mut(&node) {
                     n.requested = add(&n.requested, &wants, -1);
                     n.pods = n.pods.saturating_sub(1);
+                    for p in &ports {
+                        if let Some(i) = n.ports.iter().position(|q| q == p) {
+                            n.ports.swap_remove(i);
+                        }
+                    }
                 }
                 self.retry = true;
             }
         }
     }
 
-    /// Counts the pod's requests against its node.
-    fn place(&mut self, key: (String, String), node: &str, wants: ResourceList) {
+    /// Counts the pod's requests and host ports against its node.
+    fn place(&mut self, key: (String, String), node: &str, wants: ResourceList, ports: Vec<HostPort>) {
         if let Some(n) = self.nodes.get_mut(node) {
             n.requested = add(&n.requested, &wants, 1);
             n.pods += 1;
+            n.ports.extend(ports.iter().cloned());
         }
-        self.placed.insert(key, (node.to_owned(), wants));
+        self.placed.insert(key, (node.to_owned(), wants, ports));
     }
 
     /// Whether waiting pods should be tried again (something freed room or a node changed).
@@ -182,7 +194,7 @@ impl Scheduler {
                             // the next pod of this round must not be offered the same room.
                             let key = (ns.clone(), name.clone());
                             self.unschedulable.remove(&key);
-                            self.place(key, &node, wants);
+                            self.place(key, &node, wants, host_ports(&pod));
                             api.event(
                                 api.defs.pods,
                                 &pod,
@@ -323,6 +335,9 @@ fn fits(placement: &Placement<'_>, wants: &ResourceList, node: &NodeInfo) -> Res
     if !placement.admits(&node.labels, &node.name) {
         return Err(Misfit::Affinity);
     }
+    if placement.ports.iter().any(|p| ports_conflict(p, &node.ports)) {
+        return Err(Misfit::Ports);
+    }
     let mut short = Vec::new();
     let left = |r: &str| {
         let have = node.allocatable.get(r).copied().unwrap_or_else(Quantity::zero);
@@ -353,6 +368,36 @@ fn fits(placement: &Placement<'_>, wants: &ResourceList, node: &NodeInfo) -> Res
         (after / total).max(0.0)
     };
     Ok(f64::midpoint(share("cpu"), share("memory")))
+}
+
+/// A host port a container asks for: (protocol, host IP, port).
+pub(crate) type HostPort = (String, String, i64);
+
+/// The `NodePorts` filter's reason, which the kubelet's admission gives too.
+pub(crate) const NODE_PORTS_MISFIT: &str = "node(s) didn't have free ports for the requested pod ports";
+
+/// The host ports a pod's containers ask for (upstream's `getContainerPorts`: its containers',
+/// not its init containers'), as (protocol, host IP, port), the IP `0.0.0.0` when not given.
+pub(crate) fn host_ports(pod: &Value) -> Vec<HostPort> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["ports"].as_array().into_iter().flatten())
+        .filter_map(|p| {
+            let port = p["hostPort"].as_i64().filter(|p| *p > 0)?;
+            let protocol = p["protocol"].as_str().unwrap_or("TCP").to_owned();
+            let ip = p["hostIP"].as_str().filter(|ip| !ip.is_empty()).unwrap_or("0.0.0.0").to_owned();
+            Some((protocol, ip, port))
+        })
+        .collect()
+}
+
+/// Whether `want` conflicts with `used` (upstream's `HostPortInfo.CheckConflict`): the same
+/// protocol and port on the same address, `0.0.0.0` taking every address.
+pub(crate) fn ports_conflict(want: &HostPort, used: &[HostPort]) -> bool {
+    let (protocol, ip, port) = want;
+    used.iter().any(|(p, i, n)| p == protocol && n == port && (i == ip || i == "0.0.0.0" || ip == "0.0.0.0"))
 }
 
 /// Whether one of the tolerations tolerates the taint (`Toleration.ToleratesTaint`).
@@ -386,6 +431,7 @@ pub(crate) fn node_admits(pod: &Value, node: &Value) -> bool {
 /// What a pod asks of the node it runs on: the taints it tolerates, its `nodeSelector` and its
 /// required node affinity terms.
 struct Placement<'a> {
+    ports: Vec<HostPort>,
     tolerations: Vec<&'a Value>,
     selector: Option<&'a Map<String, Value>>,
     terms: Option<&'a Vec<Value>>,
@@ -394,6 +440,7 @@ struct Placement<'a> {
 impl<'a> Placement<'a> {
     fn of(pod: &'a Value) -> Self {
         Self {
+            ports: host_ports(pod),
             tolerations: pod
                 .pointer("/spec/tolerations")
                 .and_then(Value::as_array)
@@ -466,6 +513,7 @@ mod tests {
             unschedulable: false,
             requested: ResourceList::new(),
             pods: 0,
+            ports: Vec::new(),
         }
     }
 
@@ -513,6 +561,27 @@ mod tests {
             "containers": [{ "name": "c" }],
         }));
         assert_eq!(s.pick(&p, &ResourceList::new()).unwrap(), "tainted");
+    }
+
+    #[test]
+    fn host_ports_conflict_on_protocol_and_port_with_0_0_0_0_taking_every_address() {
+        let port = |protocol: &str, ip: &str, n: i64| (protocol.to_owned(), ip.to_owned(), n);
+        let used = [port("TCP", "0.0.0.0", 80), port("UDP", "10.0.0.1", 53)];
+        assert!(ports_conflict(&port("TCP", "127.0.0.1", 80), &used));
+        assert!(!ports_conflict(&port("UDP", "127.0.0.1", 80), &used));
+        assert!(ports_conflict(&port("UDP", "0.0.0.0", 53), &used));
+        assert!(!ports_conflict(&port("UDP", "10.0.0.2", 53), &used));
+        let mut s = Scheduler::default();
+        s.nodes.insert("n".into(), node("4", "110", json!({}), json!([])));
+        s.nodes.get_mut("n").unwrap().ports = used.to_vec();
+        let p = pod(
+            json!({ "containers": [{ "name": "c", "ports": [{ "containerPort": 8080, "hostPort": 80 }] }] }),
+        );
+        assert_eq!(host_ports(&p), [port("TCP", "0.0.0.0", 80)]);
+        assert_eq!(
+            s.pick(&p, &ResourceList::new()).unwrap_err(),
+            "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        );
     }
 
     #[test]

@@ -382,6 +382,41 @@ async fn a_pod_that_fits_nowhere_is_unschedulable_with_upstreams_reasons() {
 }
 
 #[tokio::test]
+async fn a_host_port_held_on_the_only_node_keeps_a_pod_asking_for_it_pending() {
+    // Upstream's sig-scheduling conformance tests on host ports: the same port and protocol
+    // conflict when one asks for 0.0.0.0 (NodePorts), another protocol does not; the pod runs
+    // once the holder is gone.
+    let sb = cluster(Simulation { nodes: 1, ..Simulation::instant() });
+    let pods: Api<Pod> = Api::default_namespaced(sb.client());
+    let with_port = |name: &str, ip: &str, protocol: &str| -> Pod {
+        of(json!({ "metadata": { "name": name }, "spec": { "containers": [{ "name": "c", "image": "agnhost",
+            "ports": [{ "containerPort": 8080, "hostPort": 54322, "hostIP": ip, "protocol": protocol }] }] } }))
+    };
+    pods.create(&PostParams::default(), &with_port("pod1", "0.0.0.0", "TCP")).await.unwrap();
+    wait_for(&pods, "pod1", conditions::is_pod_running()).await;
+    pods.create(&PostParams::default(), &with_port("pod2", "127.0.0.1", "TCP")).await.unwrap();
+    pods.create(&PostParams::default(), &with_port("pod3", "127.0.0.1", "UDP")).await.unwrap();
+    wait_for(&pods, "pod3", conditions::is_pod_running()).await;
+    let pending = wait_for(&pods, "pod2", |p: Option<&Pod>| {
+        p.and_then(|p| {
+            p.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == "PodScheduled").cloned()
+        })
+        .is_some_and(|c| c.status == "False")
+    })
+    .await;
+    let cond =
+        pending.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "PodScheduled").unwrap();
+    assert_eq!(
+        cond.message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
+    );
+    pods.delete("pod1", &DeleteParams::default().grace_period(0)).await.unwrap();
+    wait_for(&pods, "pod2", conditions::is_pod_running()).await;
+}
+
+#[tokio::test]
 async fn endpoints_and_slices_follow_the_ready_pods_a_service_selects() {
     let sb = cluster(Simulation::instant());
     let client = sb.client();
