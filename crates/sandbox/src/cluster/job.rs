@@ -70,7 +70,12 @@ fn format_indexes(set: &BTreeSet<i64>) -> String {
         while iter.peek() == Some(&(end + 1)) {
             end = iter.next().unwrap_or(end);
         }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        // Upstream's `orderedIntervals.String`: a run of two is written as two.
+        parts.push(match end - start {
+            0 => start.to_string(),
+            1 => format!("{start},{end}"),
+            _ => format!("{start}-{end}"),
+        });
     }
     parts.join(",")
 }
@@ -273,11 +278,11 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
 }
 
 /// Upstream's `addCompletionIndexEnvVariables`: each container and init container of an indexed
-/// pod reads its index from the pod's annotation as `JOB_COMPLETION_INDEX`, unless it sets that
-/// variable itself.
+/// pod reads its index from the pod's label (`PodIndexLabel`, GA) as `JOB_COMPLETION_INDEX`,
+/// unless it sets that variable itself.
 fn with_index_env(spec: &mut Value) {
     let var = json!({ "name": INDEX_ENV, "valueFrom": { "fieldRef": {
-        "fieldPath": format!("metadata.annotations['{INDEX}']") } } });
+        "fieldPath": format!("metadata.labels['{INDEX}']") } } });
     for list in ["initContainers", "containers"] {
         let Some(Value::Array(containers)) = spec.get_mut(list) else { continue };
         for c in containers {
@@ -422,7 +427,9 @@ mod tests {
     fn completed_indexes_read_and_print_as_ranges() {
         let set = parse_indexes("0-2,4,6-7");
         assert_eq!(set.iter().copied().collect::<Vec<_>>(), vec![0, 1, 2, 4, 6, 7]);
-        assert_eq!(format_indexes(&set), "0-2,4,6-7");
+        // A run of two is printed as two indexes, as upstream prints it.
+        assert_eq!(format_indexes(&set), "0-2,4,6,7");
+        assert_eq!(format_indexes(&parse_indexes("0,1")), "0,1");
         assert_eq!(format_indexes(&BTreeSet::new()), "");
     }
 }

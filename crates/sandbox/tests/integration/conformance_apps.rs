@@ -419,11 +419,11 @@ async fn an_indexed_job_gives_each_pod_its_completion_index_and_hostname() {
             pod.spec.as_ref().unwrap().hostname.as_deref(),
             Some(format!("indexed-job-{ix}").as_str())
         );
-        // The index is also in each container's environment, from the annotation.
+        // The index is also in each container's environment, from the pod's label of it.
         let env = pod.spec.as_ref().unwrap().containers[0].env.clone().unwrap_or_default();
         let var = env.iter().find(|e| e.name == "JOB_COMPLETION_INDEX").expect("JOB_COMPLETION_INDEX");
         let field = var.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).unwrap();
-        assert_eq!(field.field_path, "metadata.annotations['batch.kubernetes.io/job-completion-index']");
+        assert_eq!(field.field_path, "metadata.labels['batch.kubernetes.io/job-completion-index']");
         indexes.push(ix);
     }
     indexes.sort_unstable();
@@ -992,7 +992,7 @@ async fn a_job_is_patched_updated_resumed_completed_and_deleted_by_collection() 
 #[tokio::test]
 async fn an_indexed_jobs_containers_find_their_index_in_the_environment() {
     // What upstream's indexed Job conformance test describes beside the annotation: each
-    // container has JOB_COMPLETION_INDEX, the kubelet giving it from the pod's annotation.
+    // container has JOB_COMPLETION_INDEX, the kubelet giving it from the pod's index label.
     let sb = cluster(Simulation::instant());
     let client = sb.client();
     let jobs: Api<Job> = Api::default_namespaced(client.clone());
