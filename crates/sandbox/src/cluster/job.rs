@@ -7,9 +7,14 @@
 //! finalizer: a finished pod is added to `succeeded` or `failed`, then released. Failures past
 //! `backoffLimit` fail the Job (`BackoffLimitExceeded`), as does running past
 //! `activeDeadlineSeconds` (`DeadlineExceeded`); retries wait upstream's back-off (10 s doubling
-//! to 6 min, on the clock). A finished Job gets v1.32's conditions (`SuccessCriteriaMet` then
-//! `Complete`, or `FailureTarget` then `Failed`) and, with `ttlSecondsAfterFinished`, is deleted
-//! once that has passed.
+//! to 6 min, on the clock). With `backoffLimitPerIndex` each index is retried on its own
+//! (its pods' `job-index-failure-count`, a back-off per index) until it has failed that many
+//! times more, then counted in `failedIndexes`: more than `maxFailedIndexes` fail the Job
+//! (`MaxFailedIndexesExceeded`), as do failed indexes once every index is done
+//! (`FailedIndexes`). An indexed Job whose succeeded indexes meet a rule of its `successPolicy`
+//! completes (`SuccessPolicy`). An ending Job gets v1.32's conditions — `SuccessCriteriaMet` or
+//! `FailureTarget` at once, its running pods deleted, then `Complete` or `Failed` once none is
+//! left — and, with `ttlSecondsAfterFinished`, is deleted once that has passed.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,6 +32,8 @@ use crate::store::{DeleteOptions, Propagation};
 /// The finalizer that keeps a Job's pod until the Job has counted it.
 pub(crate) const TRACKING: &str = "batch.kubernetes.io/job-tracking";
 const INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// How often an index failed before its pod (with `backoffLimitPerIndex`).
+const FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
 /// The variable an indexed pod's containers find their index in.
 const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 const SOURCE: &str = "job-controller";
@@ -44,6 +51,54 @@ pub(crate) fn finished(job: &Value) -> bool {
 
 fn index_of(pod: &Value) -> Option<i64> {
     pod.pointer("/metadata/annotations")?.get(INDEX)?.as_str()?.parse().ok()
+}
+
+/// A pod's `job-index-failure-count` annotation (0 when missing or not a count).
+fn failure_count(pod: &Value) -> i64 {
+    pod.pointer("/metadata/annotations")
+        .and_then(|a| a.get(FAILURE_COUNT))
+        .and_then(Value::as_str)
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|n| (0..=i64::from(i32::MAX)).contains(n))
+        .unwrap_or(0)
+}
+
+/// When a pod finished: its containers' latest `finishedAt`.
+fn finished_at(pod: &Value) -> Option<Timestamp> {
+    pod.pointer("/status/containerStatuses")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| c.pointer("/state/terminated/finishedAt")?.as_str()?.parse::<Timestamp>().ok())
+        .max()
+}
+
+/// The pod failure back-off after `failures`: 10 s doubling with each, at most 6 min.
+fn back_off(failures: i64) -> SignedDuration {
+    let exp = u32::try_from(failures - 1).unwrap_or(0).min(6);
+    SignedDuration::from_secs((10i64 << exp).min(360))
+}
+
+/// Upstream's `matchSuccessPolicy`: the message of the first rule the succeeded indexes meet —
+/// all of its `succeededIndexes` (or `succeededCount` of them), or `succeededCount` indexes.
+fn success_policy_met(spec: &Value, completions: i64, done: &BTreeSet<i64>) -> Option<String> {
+    if done.is_empty() {
+        return None;
+    }
+    let rules = spec.pointer("/successPolicy/rules")?.as_array()?;
+    rules.iter().enumerate().find_map(|(i, rule)| {
+        let count = rule["succeededCount"].as_i64();
+        let met = match rule["succeededIndexes"].as_str() {
+            Some(text) => {
+                let wanted: BTreeSet<i64> =
+                    parse_indexes(text).into_iter().filter(|ix| *ix < completions).collect();
+                let have = i64::try_from(wanted.intersection(done).count()).unwrap_or(0);
+                !wanted.is_empty()
+                    && count.map_or(have == i64::try_from(wanted.len()).unwrap_or(0), |c| have >= c)
+            }
+            None => count.is_some_and(|c| i64::try_from(done.len()).unwrap_or(0) >= c),
+        };
+        met.then(|| format!("Matched rules at index {i}"))
+    })
 }
 
 /// `completedIndexes` as a set, and back ("0-2,4").
@@ -135,6 +190,10 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     let mut succeeded = old["succeeded"].as_i64().unwrap_or(0);
     let mut failed = old["failed"].as_i64().unwrap_or(0);
     let mut done_indexes = parse_indexes(old["completedIndexes"].as_str().unwrap_or(""));
+    // With `backoffLimitPerIndex`, an index whose pod failed that many times more is failed
+    // for good (upstream's `isIndexFailed`), and `backoffLimit` is unlimited unless given.
+    let per_index = spec["backoffLimitPerIndex"].as_i64().filter(|_| indexed);
+    let mut failed_indexes = parse_indexes(old["failedIndexes"].as_str().unwrap_or(""));
     for p in &newly {
         if phase(p) == "Succeeded" {
             match index_of(p) {
@@ -147,6 +206,11 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
             }
         } else {
             failed += 1;
+            if let (Some(limit), Some(i)) = (per_index, index_of(p))
+                && failure_count(p) >= limit
+            {
+                failed_indexes.insert(i);
+            }
         }
     }
     let active: Vec<Arc<Value>> = pods.iter().filter(|p| pod_active(p)).cloned().collect();
@@ -155,52 +219,96 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     let ready = active.iter().filter(|p| pod_ready(p)).count();
     let completions = spec["completions"].as_i64();
     let parallelism = spec["parallelism"].as_i64().unwrap_or(1);
-    let backoff_limit = spec["backoffLimit"].as_i64().unwrap_or(6);
+    let backoff_limit =
+        spec["backoffLimit"].as_i64().unwrap_or(if per_index.is_some() { i64::from(i32::MAX) } else { 6 });
     let suspended = spec["suspend"] == json!(true);
     let started = old["startTime"].as_str().and_then(|t| t.parse::<Timestamp>().ok());
     let was_finished = finished(job);
 
     let mut conditions: Vec<Value> = old["conditions"].as_array().cloned().unwrap_or_default();
     let mut status = json!({});
-    let mut ending: Option<(&str, &str, &str)> = None;
+    let mut ending: Option<(&str, String, String)> = None;
     let complete = match completions {
         Some(c) => succeeded >= c,
         None => succeeded > 0 && active.is_empty(),
     };
+    // An ending already decided (its interim condition written) waits for its pods to go.
+    let decided = conditions.iter().find_map(|c| {
+        let outcome = match c["type"].as_str() {
+            Some("SuccessCriteriaMet") => "Complete",
+            Some("FailureTarget") => "Failed",
+            _ => return None,
+        };
+        (c["status"] == "True").then(|| {
+            let text = |k: &str| c[k].as_str().unwrap_or("").to_owned();
+            (outcome, text("reason"), text("message"))
+        })
+    });
+    let failure = |reason: &str, message: &str| Some(("Failed", reason.to_owned(), message.to_owned()));
     if !was_finished {
-        if failed > backoff_limit {
-            ending = Some(("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"));
+        if decided.is_some() {
+            ending = decided.clone();
+        } else if failed > backoff_limit {
+            ending = failure("BackoffLimitExceeded", "Job has reached the specified backoff limit");
         } else if let (Some(limit), Some(start)) = (spec["activeDeadlineSeconds"].as_i64(), started) {
             let due = start.saturating_add(SignedDuration::from_secs(limit)).unwrap_or(Timestamp::MAX);
             if due <= now {
-                ending =
-                    Some(("Failed", "DeadlineExceeded", "Job was active longer than specified deadline"));
+                ending = failure("DeadlineExceeded", "Job was active longer than specified deadline");
             } else {
                 timers.at(due, Controller::Job, ns, name);
             }
         }
+        if let (None, Some(_), Some(c)) = (&ending, per_index, completions) {
+            let total = i64::try_from(failed_indexes.len() + done_indexes.len()).unwrap_or(i64::MAX);
+            if spec["maxFailedIndexes"]
+                .as_i64()
+                .is_some_and(|m| i64::try_from(failed_indexes.len()).unwrap_or(0) > m)
+            {
+                ending = failure(
+                    "MaxFailedIndexesExceeded",
+                    "Job has exceeded the specified maximal number of failed indexes",
+                );
+            } else if !failed_indexes.is_empty() && total >= c {
+                ending = failure("FailedIndexes", "Job has failed indexes");
+            }
+        }
+        if let (None, true, Some(c)) = (&ending, indexed, completions)
+            && let Some(message) = success_policy_met(&spec, c, &done_indexes)
+        {
+            ending = Some(("Complete", "SuccessPolicy".to_owned(), message));
+        }
         if ending.is_none() && complete {
-            ending = Some(("Complete", "CompletionsReached", "Reached expected number of succeeded pods"));
+            ending = Some((
+                "Complete",
+                "CompletionsReached".to_owned(),
+                "Reached expected number of succeeded pods".to_owned(),
+            ));
         }
     }
     let mut created = 0;
-    if let Some((outcome, reason, message)) = ending {
+    if let Some((outcome, reason, message)) = &ending {
         for p in &active {
             let _ = api.delete(api.defs.pods, p, None);
         }
-        let target = if outcome == "Complete" { "SuccessCriteriaMet" } else { "FailureTarget" };
-        set_condition(&mut conditions, target, true, reason, message, &stamp, false);
-        set_condition(&mut conditions, outcome, true, reason, message, &stamp, false);
-        for c in &mut conditions {
-            if c["type"] == outcome || c["type"] == target {
-                c["lastProbeTime"] = json!(stamp);
+        // Upstream's v1.31 order: the interim condition first, the final one once no pod of
+        // the Job runs or terminates.
+        let target = if *outcome == "Complete" { "SuccessCriteriaMet" } else { "FailureTarget" };
+        if decided.is_none() {
+            set_condition(&mut conditions, target, true, reason, message, &stamp, false);
+        }
+        if active.is_empty() && terminating == 0 {
+            set_condition(&mut conditions, outcome, true, reason, message, &stamp, false);
+            if *outcome == "Complete" {
+                status["completionTime"] = json!(stamp);
+                api.event(api.defs.jobs, job, false, "Completed", "Job completed", SOURCE);
+            } else {
+                api.event(api.defs.jobs, job, true, reason, message, SOURCE);
             }
         }
-        if outcome == "Complete" {
-            status["completionTime"] = json!(stamp);
-            api.event(api.defs.jobs, job, false, "Completed", "Job completed", SOURCE);
-        } else {
-            api.event(api.defs.jobs, job, true, reason, message, SOURCE);
+        for c in &mut conditions {
+            if (c["type"] == *outcome || c["type"] == target) && c["lastProbeTime"].is_null() {
+                c["lastProbeTime"] = json!(stamp);
+            }
         }
     } else if !was_finished && suspended {
         for p in &active {
@@ -214,12 +322,21 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
         // How many should run: no more than parallelism, nor than completions still wanted.
         let left = completions.map_or(if succeeded > 0 { 0 } else { parallelism }, |c| c - succeeded);
         let want = usize::try_from(parallelism.min(left).max(0)).unwrap_or(0);
-        let backoff = backoff_until(&pods, failed, now);
+        // Per index, its failures so far and when it may run again; the Job's as a whole
+        // otherwise.
+        let retries = per_index.map(|_| index_retries(&pods));
+        let backoff = if retries.is_some() { now } else { backoff_until(&pods, failed, now) };
+        let skip: BTreeSet<i64> = done_indexes.union(&failed_indexes).copied().collect();
         if active.len() < want {
             if backoff > now {
                 timers.at(backoff, Controller::Job, ns, name);
             } else {
-                created = create(api, job, &active, &done_indexes, want - active.len(), indexed, completions);
+                let how = Make { done: &skip, indexed, completions, retries: retries.as_ref(), now };
+                let (made, wake) = create(api, job, &active, want - active.len(), &how);
+                created = made;
+                if let Some(at) = wake {
+                    timers.at(at, Controller::Job, ns, name);
+                }
             }
         } else if active.len() > want {
             for p in to_delete(active.clone(), active.len() - want) {
@@ -237,6 +354,7 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
         }
     }
     let running = if ending.is_some() { 0 } else { active.len() + created };
+    let terminating = if ending.is_some() { terminating + active.len() } else { terminating };
     let mut put = |field: &str, n: usize| {
         if n > 0 {
             status[field] = json!(n);
@@ -253,6 +371,9 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     status["uncountedTerminatedPods"] = json!({});
     if indexed && !done_indexes.is_empty() {
         status["completedIndexes"] = json!(format_indexes(&done_indexes));
+    }
+    if per_index.is_some() {
+        status["failedIndexes"] = json!(format_indexes(&failed_indexes));
     }
     match (started, suspended && !was_finished) {
         (Some(_), _) => status["startTime"] = old["startTime"].clone(),
@@ -321,20 +442,55 @@ fn backoff_until(pods: &[Arc<Value>], failed: i64, now: Timestamp) -> Timestamp 
     last.saturating_add(SignedDuration::from_secs(delay)).unwrap_or(now)
 }
 
-/// Creates `count` pods (for the indexes not done nor running, when indexed); how many.
+/// Per index that failed: how often (its latest pod's failure count, plus one) and when it may
+/// run again (upstream's per-index back-off).
+fn index_retries(pods: &[Arc<Value>]) -> std::collections::BTreeMap<i64, (i64, Timestamp)> {
+    let mut out = std::collections::BTreeMap::new();
+    for p in pods.iter().filter(|p| phase(p) == "Failed") {
+        let (Some(i), Some(at)) = (index_of(p), finished_at(p)) else { continue };
+        let failures = failure_count(p) + 1;
+        let entry = out.entry(i).or_insert((0, at));
+        if failures > entry.0 {
+            *entry = (failures, at.saturating_add(back_off(failures)).unwrap_or(at));
+        }
+    }
+    out
+}
+
+/// What pods `create` makes: for which indexes, and when each may run again.
+struct Make<'a> {
+    /// Indexes not to run again (succeeded, or failed for good).
+    done: &'a BTreeSet<i64>,
+    indexed: bool,
+    completions: Option<i64>,
+    /// With `backoffLimitPerIndex`: per index that failed, its failures and when it may run.
+    retries: Option<&'a std::collections::BTreeMap<i64, (i64, Timestamp)>>,
+    now: Timestamp,
+}
+
+/// Creates `count` pods (for the indexes not done nor running nor backing off, when indexed);
+/// how many, and when an index backing off may run.
 fn create(
     api: &Api<'_>,
     job: &Value,
     active: &[Arc<Value>],
-    done: &BTreeSet<i64>,
     count: usize,
-    indexed: bool,
-    completions: Option<i64>,
-) -> usize {
+    how: &Make<'_>,
+) -> (usize, Option<Timestamp>) {
+    let Make { done, indexed, completions, retries, now } = *how;
     let template = job.pointer("/spec/template").cloned().unwrap_or_default();
     let name = meta_str(job, "name");
     let running: BTreeSet<i64> = active.iter().filter_map(|p| index_of(p)).collect();
-    let mut free = (0..completions.unwrap_or(0)).filter(|i| !done.contains(i) && !running.contains(i));
+    let mut wake: Option<Timestamp> = None;
+    let mut free = (0..completions.unwrap_or(0))
+        .filter(|i| !done.contains(i) && !running.contains(i))
+        .filter(|i| match retries.and_then(|r| r.get(i)) {
+            Some((_, at)) if *at > now => {
+                wake = Some(wake.map_or(*at, |w| w.min(*at)));
+                false
+            }
+            _ => true,
+        });
     let mut made = 0;
     for _ in 0..count {
         let index = if indexed {
@@ -356,6 +512,11 @@ fn create(
             annotations[INDEX] = json!(i.to_string());
             let labels = meta.entry("labels").or_insert_with(|| json!({}));
             labels[INDEX] = json!(i.to_string());
+            if let Some(retries) = retries {
+                let failures = retries.get(&i).map_or(0, |(n, _)| *n);
+                crate::object_meta::meta_mut(&mut pod).entry("annotations").or_insert_with(|| json!({}))
+                    [FAILURE_COUNT] = json!(failures.to_string());
+            }
             pod["spec"]["hostname"] = json!(format!("{name}-{i}"));
             with_index_env(&mut pod["spec"]);
         }
@@ -378,7 +539,8 @@ fn create(
             }
         }
     }
-    made
+    drop(free);
+    (made, wake)
 }
 
 /// The TTL-after-finished controller: a finished Job with `ttlSecondsAfterFinished` is deleted

@@ -8,10 +8,10 @@ use super::parse::{self, ParseError};
 use super::{Flow, Io, Shell};
 
 /// The commands, as `/bin` lists them.
-pub(crate) const COMMANDS: [&str; 36] = [
-    "[", "ash", "bash", "cat", "cd", "date", "echo", "env", "exec", "exit", "export", "false", "head",
-    "hostname", "id", "ls", "mkdir", "printenv", "printf", "pwd", "read", "rm", "seq", "sh", "sleep", "test",
-    "touch", "true", "uname", "unset", "wc", "whoami", "yes", ":", "dash", "nproc",
+pub(crate) const COMMANDS: [&str; 37] = [
+    "[", "ash", "bash", "cat", "cd", "date", "echo", "env", "exec", "exit", "export", "expr", "false",
+    "head", "hostname", "id", "ls", "mkdir", "printenv", "printf", "pwd", "read", "rm", "seq", "sh", "sleep",
+    "test", "touch", "true", "uname", "unset", "wc", "whoami", "yes", ":", "dash", "nproc",
 ];
 
 /// Runs `argv` in `shell`.
@@ -30,6 +30,7 @@ pub(crate) async fn call(shell: &mut Shell, argv: &[String], io: &mut Io<'_>) ->
         "date" => date(shell, args, io).await,
         "env" | "printenv" => env(shell, name, args, io).await,
         "seq" => seq(args, io).await,
+        "expr" => expr(args, io).await,
         "sleep" => sleep(shell, args, io).await,
         "yes" => yes(args, io).await,
         "exit" => {
@@ -386,6 +387,159 @@ async fn env(shell: &mut Shell, name: &str, args: &[String], io: &mut Io<'_>) ->
     }
     let text: String = child.environment().into_iter().map(|(k, v)| format!("{k}={v}\n")).collect();
     write(io, text).await
+}
+
+/// A value `expr` computes with: an integer when it reads as one.
+#[derive(Debug, Clone, PartialEq)]
+enum ExprValue {
+    Int(i64),
+    Text(String),
+}
+
+impl ExprValue {
+    fn of(token: &str) -> Self {
+        token.parse().map_or_else(|_| Self::Text(token.to_owned()), Self::Int)
+    }
+
+    /// Null or zero: what `|` and `&` pass over, and exit status 1.
+    fn is_null(&self) -> bool {
+        match self {
+            Self::Int(n) => *n == 0,
+            Self::Text(t) => t.is_empty() || t.parse::<i64>() == Ok(0),
+        }
+    }
+
+    fn int(&self) -> Result<i64, &'static str> {
+        match self {
+            Self::Int(n) => Ok(*n),
+            Self::Text(t) => t.parse().map_err(|_| "non-numeric argument"),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Self::Int(n) => n.to_string(),
+            Self::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// `expr`'s grammar, loosest first: `|`, `&`, comparisons, `+ -`, `* / %`, parentheses.
+struct ExprParser<'a> {
+    args: &'a [String],
+    at: usize,
+}
+
+impl ExprParser<'_> {
+    fn peek(&self) -> Option<&str> {
+        self.args.get(self.at).map(String::as_str)
+    }
+
+    fn or(&mut self) -> Result<ExprValue, &'static str> {
+        let mut left = self.and()?;
+        while self.peek() == Some("|") {
+            self.at += 1;
+            let right = self.and()?;
+            if left.is_null() {
+                left = if right.is_null() { ExprValue::Int(0) } else { right };
+            }
+        }
+        Ok(left)
+    }
+
+    fn and(&mut self) -> Result<ExprValue, &'static str> {
+        let mut left = self.compare()?;
+        while self.peek() == Some("&") {
+            self.at += 1;
+            let right = self.compare()?;
+            if left.is_null() || right.is_null() {
+                left = ExprValue::Int(0);
+            }
+        }
+        Ok(left)
+    }
+
+    fn compare(&mut self) -> Result<ExprValue, &'static str> {
+        let mut left = self.sum()?;
+        while let Some(op @ ("<" | "<=" | "=" | "==" | "!=" | ">=" | ">")) = self.peek() {
+            let op = op.to_owned();
+            self.at += 1;
+            let right = self.sum()?;
+            let order = match (left.int(), right.int()) {
+                (Ok(a), Ok(b)) => a.cmp(&b),
+                _ => left.text().cmp(&right.text()),
+            };
+            let holds = match op.as_str() {
+                "<" => order.is_lt(),
+                "<=" => order.is_le(),
+                "=" | "==" => order.is_eq(),
+                "!=" => order.is_ne(),
+                ">=" => order.is_ge(),
+                _ => order.is_gt(),
+            };
+            left = ExprValue::Int(i64::from(holds));
+        }
+        Ok(left)
+    }
+
+    fn sum(&mut self) -> Result<ExprValue, &'static str> {
+        let mut left = self.product()?;
+        while let Some(op @ ("+" | "-")) = self.peek() {
+            let plus = op == "+";
+            self.at += 1;
+            let (a, b) = (left.int()?, self.product()?.int()?);
+            left = ExprValue::Int(if plus { a.wrapping_add(b) } else { a.wrapping_sub(b) });
+        }
+        Ok(left)
+    }
+
+    fn product(&mut self) -> Result<ExprValue, &'static str> {
+        let mut left = self.primary()?;
+        while let Some(op @ ("*" | "/" | "%")) = self.peek() {
+            let op = op.to_owned();
+            self.at += 1;
+            let (a, b) = (left.int()?, self.primary()?.int()?);
+            left = ExprValue::Int(match op.as_str() {
+                "*" => a.wrapping_mul(b),
+                _ if b == 0 => return Err("division by zero"),
+                "/" => a.wrapping_div(b),
+                _ => a.wrapping_rem(b),
+            });
+        }
+        Ok(left)
+    }
+
+    fn primary(&mut self) -> Result<ExprValue, &'static str> {
+        let token = self.peek().ok_or("syntax error")?.to_owned();
+        self.at += 1;
+        if token == "(" {
+            let inner = self.or()?;
+            if self.peek() != Some(")") {
+                return Err("syntax error");
+            }
+            self.at += 1;
+            return Ok(inner);
+        }
+        Ok(ExprValue::of(&token))
+    }
+}
+
+/// `expr`: integer arithmetic, comparisons and `|`/`&` over its arguments, as busybox's: the
+/// result printed, status 1 when it is null or zero, 2 on an error.
+async fn expr(args: &[String], io: &Io<'_>) -> i32 {
+    let mut parser = ExprParser { args, at: 0 };
+    let result = parser.or().and_then(|v| if parser.at == args.len() { Ok(v) } else { Err("syntax error") });
+    match result {
+        Ok(v) => {
+            let status = i32::from(v.is_null());
+            write(io, format!("{}\n", v.text())).await;
+            status
+        }
+        Err(why) => {
+            io.stderr.write(format!("expr: {why}\n")).await;
+            2
+        }
+    }
 }
 
 async fn seq(args: &[String], io: &Io<'_>) -> i32 {

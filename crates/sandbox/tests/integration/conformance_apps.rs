@@ -878,15 +878,144 @@ async fn a_replication_controller_lives_through_patches_of_its_labels_status_and
 /// Upstream's `e2ejob.NewTestJob`: a busybox container per pod that, as `behavior` says, never
 /// ends (`notTerminate`) or exits 0 (`succeed`).
 fn e2e_job(behavior: &str, name: &str, parallelism: i32, completions: i32) -> Job {
-    let command = match behavior {
-        "notTerminate" => json!(["sleep", "1000000"]),
-        _ => json!(["/bin/sh", "-c", "exit 0"]),
+    let (command, args) = match behavior {
+        "notTerminate" => (json!(["sleep", "1000000"]), json!([])),
+        "fail" => (json!(["/bin/sh", "-c", "exit 1"]), json!([])),
+        "failOddSucceedEven" => (
+            json!(["sh", "-c"]),
+            json!([
+                "\n\t\t\tif [ $(expr ${JOB_COMPLETION_INDEX} % 2) -ne 0 ]; then\n\t\t\t\texit 1\n\t\t\telse\n\t\t\t\texit 0\n\t\t\tfi\n\t\t\t"
+            ]),
+        ),
+        "succeed" => (json!(["/bin/sh", "-c", "exit 0"]), json!([])),
+        // Any other: busybox's own `sh`, which exits 0 without input.
+        _ => (json!([]), json!([])),
     };
     of(json!({ "metadata": { "name": name }, "spec": {
         "parallelism": parallelism, "completions": completions, "backoffLimit": 6,
         "template": { "metadata": { "labels": { "job": name } }, "spec": { "restartPolicy": "Never",
             "containers": [{ "name": "c", "image": "registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
-                "command": command }] } } } }))
+                "command": command, "args": args }] } } } }))
+}
+
+/// Upstream's `WaitForJobFailed` / `WaitForJobComplete`: the Job's final condition, once there.
+async fn job_finished(jobs: &Api<Job>, name: &str, kind: &str) -> Job {
+    wait_for(jobs, name, |j: Option<&Job>| {
+        j.and_then(|j| j.status.as_ref()?.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == kind && c.status == "True"))
+    })
+    .await
+}
+
+fn reason_of(job: &Job, kind: &str) -> Option<String> {
+    job.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == kind)?.reason.clone()
+}
+
+#[tokio::test]
+async fn an_indexed_job_runs_every_index_when_some_fail_past_their_per_index_backoff_limit() {
+    // Upstream's "Job should execute all indexes despite some failing when using
+    // backoffLimitPerIndex": odd indexes fail, each tried twice (a back-off of 10 s of the
+    // clock before the second try), even ones succeed.
+    let sb = cluster(Simulation::instant());
+    let sim = sb.cluster().unwrap().clone();
+    sim.clock().pause();
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut job = e2e_job("failOddSucceedEven", "with-backoff-limit-per-index", 2, 4);
+    let spec = job.spec.as_mut().unwrap();
+    spec.backoff_limit = None;
+    spec.backoff_limit_per_index = Some(1);
+    spec.completion_mode = Some("Indexed".into());
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let failed = |n: i32| {
+        let jobs = jobs.clone();
+        async move {
+            wait_for(&jobs, "with-backoff-limit-per-index", move |j: Option<&Job>| {
+                j.and_then(|j| j.status.as_ref()).is_some_and(|s| s.failed == Some(n))
+            })
+            .await
+        }
+    };
+    // The first try of each index; the odd ones' second tries a back-off on.
+    failed(2).await;
+    sim.clock().advance(Duration::from_secs(11));
+    let done = job_finished(&jobs, "with-backoff-limit-per-index", "Failed").await;
+    assert_eq!(reason_of(&done, "Failed").as_deref(), Some("FailedIndexes"));
+    let status = done.status.unwrap();
+    assert_eq!(status.failed_indexes.as_deref(), Some("1,3"));
+    assert_eq!(status.completed_indexes.as_deref(), Some("0,2"));
+    assert_eq!(status.failed, Some(4));
+    assert_eq!(status.succeeded, Some(2));
+}
+
+#[tokio::test]
+async fn an_indexed_job_stops_once_more_indexes_failed_than_allowed() {
+    // Upstream's "Job should terminate job execution when the number of failed indexes exceeds
+    // maxFailedIndexes": one pod at a time, none retried, none allowed to fail.
+    let sb = cluster(Simulation::instant());
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut job = e2e_job("fail", "with-max-failed-indexes", 1, 4);
+    let spec = job.spec.as_mut().unwrap();
+    spec.backoff_limit = None;
+    spec.backoff_limit_per_index = Some(0);
+    spec.max_failed_indexes = Some(0);
+    spec.completion_mode = Some("Indexed".into());
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let done = job_finished(&jobs, "with-max-failed-indexes", "Failed").await;
+    assert_eq!(reason_of(&done, "Failed").as_deref(), Some("MaxFailedIndexesExceeded"));
+    let status = done.status.unwrap();
+    assert_eq!(status.failed_indexes.as_deref(), Some("0"));
+    assert_eq!(status.failed, Some(1));
+}
+
+/// Upstream's three `successPolicy` conformance tests: the Job's interim condition, then its
+/// `Complete` with reason `SuccessPolicy`, nothing left running.
+async fn a_job_meeting_its_success_policy(
+    behavior: &str,
+    name: &str,
+    completions: i32,
+    rule: serde_json::Value,
+    backoff: i32,
+) -> Job {
+    let sb = cluster(Simulation::instant());
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut job = e2e_job(behavior, name, 2, completions);
+    let spec = job.spec.as_mut().unwrap();
+    spec.backoff_limit = Some(backoff);
+    spec.completion_mode = Some("Indexed".into());
+    spec.success_policy = Some(of(json!({ "rules": [rule] })));
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let met = job_finished(&jobs, name, "SuccessCriteriaMet").await;
+    assert_eq!(reason_of(&met, "SuccessCriteriaMet").as_deref(), Some("SuccessPolicy"));
+    let done = job_finished(&jobs, name, "Complete").await;
+    assert_eq!(reason_of(&done, "Complete").as_deref(), Some("SuccessPolicy"));
+    let status = done.status.clone().unwrap();
+    assert_eq!((status.active.unwrap_or(0), status.ready, status.terminating), (0, Some(0), Some(0)));
+    done
+}
+
+#[tokio::test]
+async fn an_indexed_job_succeeds_by_its_success_policy() {
+    // Upstream's "Job with successPolicy should succeeded when all indexes succeeded".
+    let done = a_job_meeting_its_success_policy(
+        "succeeded",
+        "all-index-succeeded",
+        2,
+        json!({ "succeededCount": 2 }),
+        6,
+    )
+    .await;
+    let status = done.status.unwrap();
+    assert_eq!(status.succeeded, Some(2));
+    assert_eq!(status.failed.unwrap_or(0), 0);
+    // "with successPolicy succeededIndexes rule should succeeded even when some indexes remain
+    // pending" and "... succeededCount rule ...": index 0 is enough.
+    for (name, rule, backoff) in [
+        ("succeeded-indexed", json!({ "succeededIndexes": "0" }), 6),
+        ("succeeded-count", json!({ "succeededCount": 1 }), i32::MAX),
+    ] {
+        let done = a_job_meeting_its_success_policy("failOddSucceedEven", name, 5, rule, backoff).await;
+        assert_eq!(done.status.unwrap().completed_indexes.as_deref(), Some("0"));
+    }
 }
 
 #[tokio::test]
