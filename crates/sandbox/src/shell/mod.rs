@@ -143,6 +143,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn expr_computes_compares_and_exits_as_busybox() {
+        assert_eq!(sh("expr 7 % 2").await, (0, "1\n".into(), String::new()));
+        assert_eq!(sh("expr 2 + 3 \\* 4").await.1, "14\n");
+        assert_eq!(sh("expr \\( 2 + 3 \\) \\* 4").await.1, "20\n");
+        assert_eq!(sh("expr 4 % 2").await, (1, "0\n".into(), String::new()));
+        assert_eq!(sh("expr 3 \\< 10").await.1, "1\n");
+        assert_eq!(sh("expr 0 \\| 5").await.1, "5\n");
+        assert_eq!(sh("expr 1 / 0").await, (2, String::new(), "expr: division by zero\n".into()));
+        assert_eq!(sh("expr a + 1").await, (2, String::new(), "expr: non-numeric argument\n".into()));
+        let odd = "if [ $(expr 3 % 2) -ne 0 ]; then exit 1; else exit 0; fi";
+        assert_eq!(sh(odd).await.0, 1);
+    }
+
+    #[tokio::test]
     async fn loops_substitutions_and_variables() {
         assert_eq!(sh("for i in $(seq 1 3); do echo $i; done").await, (0, "1\n2\n3\n".into(), String::new()));
         assert_eq!(
