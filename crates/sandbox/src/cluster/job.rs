@@ -11,7 +11,9 @@
 //! (its pods' `job-index-failure-count`, a back-off per index) until it has failed that many
 //! times more, then counted in `failedIndexes`: more than `maxFailedIndexes` fail the Job
 //! (`MaxFailedIndexesExceeded`), as do failed indexes once every index is done
-//! (`FailedIndexes`). An indexed Job whose succeeded indexes meet a rule of its `successPolicy`
+//! (`FailedIndexes`). A failed pod its `podFailurePolicy` matches (an exit code, a pod
+//! condition) fails the Job (`FailJob`: `PodFailurePolicy`), its index (`FailIndex`), or is not
+//! counted (`Ignore`). An indexed Job whose succeeded indexes meet a rule of its `successPolicy`
 //! completes (`SuccessPolicy`). An ending Job gets v1.32's conditions — `SuccessCriteriaMet` or
 //! `FailureTarget` at once, its running pods deleted, then `Complete` or `Failed` once none is
 //! left — and, with `ttlSecondsAfterFinished`, is deleted once that has passed.
@@ -76,6 +78,49 @@ fn finished_at(pod: &Value) -> Option<Timestamp> {
 fn back_off(failures: i64) -> SignedDuration {
     let exp = u32::try_from(failures - 1).unwrap_or(0).min(6);
     SignedDuration::from_secs((10i64 << exp).min(360))
+}
+
+/// What a Job's `podFailurePolicy` makes of a failed pod (upstream's `matchPodFailurePolicy`):
+/// the action of the first rule it matches (`FailJob`, `FailIndex`, `Ignore`, `Count`), with the
+/// message a `FailJob` fails the Job with.
+fn pod_failure_action(spec: &Value, pod: &Value) -> Option<(String, Option<String>)> {
+    let rules = spec.pointer("/podFailurePolicy/rules")?.as_array()?;
+    let statuses = |key: &str| pod.pointer(&format!("/status/{key}")).and_then(Value::as_array).cloned();
+    let (ns, name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
+    rules.iter().enumerate().find_map(|(i, rule)| {
+        let action = rule["action"].as_str()?.to_owned();
+        let matched = if let Some(codes) = rule.get("onExitCodes").filter(|c| c.is_object()) {
+            let values: Vec<i64> = codes["values"].as_array()?.iter().filter_map(Value::as_i64).collect();
+            let matches = |code: i64| match codes["operator"].as_str() {
+                Some("In") => values.contains(&code),
+                Some("NotIn") => !values.contains(&code),
+                _ => false,
+            };
+            let container = codes["containerName"].as_str();
+            let found = [statuses("containerStatuses"), statuses("initContainerStatuses")]
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find_map(|c| {
+                    let code = c.pointer("/state/terminated/exitCode")?.as_i64()?;
+                    let named = c["name"].as_str()?;
+                    (code != 0 && container.is_none_or(|n| n == named) && matches(code))
+                        .then(|| (named.to_owned(), code))
+                })?;
+            format!("Container {} for pod {ns}/{name} failed with exit code {} matching {action} rule at index {i}", found.0, found.1)
+        } else {
+            let patterns = rule["onPodConditions"].as_array()?;
+            let found = statuses("conditions")?.into_iter().find(|c| {
+                patterns.iter().any(|p| p["type"] == c["type"] && p["status"] == c["status"])
+            })?;
+            format!("Pod {ns}/{name} has condition {} matching {action} rule at index {i}", found["type"].as_str().unwrap_or(""))
+        };
+        match action.as_str() {
+            "FailJob" => Some((action, Some(matched))),
+            "FailIndex" | "Ignore" | "Count" => Some((action, None)),
+            _ => None,
+        }
+    })
 }
 
 /// Upstream's `matchSuccessPolicy`: the message of the first rule the succeeded indexes meet —
@@ -194,6 +239,8 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     // for good (upstream's `isIndexFailed`), and `backoffLimit` is unlimited unless given.
     let per_index = spec["backoffLimitPerIndex"].as_i64().filter(|_| indexed);
     let mut failed_indexes = parse_indexes(old["failedIndexes"].as_str().unwrap_or(""));
+    // The message of the first failed pod a `FailJob` rule matched.
+    let mut fail_job: Option<String> = None;
     for p in &newly {
         if phase(p) == "Succeeded" {
             match index_of(p) {
@@ -205,9 +252,17 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
                 _ => succeeded += 1,
             }
         } else {
+            let (action, message) =
+                pod_failure_action(&spec, p).unwrap_or_else(|| ("Count".to_owned(), None));
+            if action == "Ignore" {
+                continue;
+            }
             failed += 1;
+            if fail_job.is_none() {
+                fail_job = message;
+            }
             if let (Some(limit), Some(i)) = (per_index, index_of(p))
-                && failure_count(p) >= limit
+                && (action == "FailIndex" || failure_count(p) >= limit)
             {
                 failed_indexes.insert(i);
             }
@@ -248,6 +303,8 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     if !was_finished {
         if decided.is_some() {
             ending = decided.clone();
+        } else if let Some(message) = fail_job {
+            ending = Some(("Failed", "PodFailurePolicy".to_owned(), message));
         } else if failed > backoff_limit {
             ending = failure("BackoffLimitExceeded", "Job has reached the specified backoff limit");
         } else if let (Some(limit), Some(start)) = (spec["activeDeadlineSeconds"].as_i64(), started) {

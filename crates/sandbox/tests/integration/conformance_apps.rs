@@ -967,6 +967,60 @@ async fn an_indexed_job_stops_once_more_indexes_failed_than_allowed() {
     assert_eq!(status.failed, Some(1));
 }
 
+#[tokio::test]
+async fn a_pod_failure_policy_fails_a_job_early_on_an_exit_code() {
+    // Upstream's "Job should allow to use the pod failure policy on exit code to fail the job
+    // early": `failOnce` pods on one node, the first of which exits 1, which a FailJob rule
+    // matches, far below the backoff limit.
+    let sb = cluster(Simulation::instant());
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut job = e2e_job("fail", "pod-failure-failjob", 2, 4);
+    let spec = job.spec.as_mut().unwrap();
+    let pod = spec.template.spec.as_mut().unwrap();
+    pod.node_selector = Some([("kubernetes.io/hostname".to_owned(), "sandbox-node-1".to_owned())].into());
+    pod.volumes = Some(vec![of(
+        json!({ "name": "data", "hostPath": { "path": "/tmp/job-e2e/x7k2p", "type": "DirectoryOrCreate" } }),
+    )]);
+    let c = &mut pod.containers[0];
+    c.volume_mounts = Some(vec![of(json!({ "name": "data", "mountPath": "/data" }))]);
+    c.command = Some(vec!["/bin/sh".into(), "-c".into()]);
+    c.args = Some(vec!["\n\t\t\tif [[ -r /data/foo ]]\n\t\t\tthen\n\t\t\t\texit 0\n\t\t\telse\n\t\t\t\ttouch /data/foo\n\t\t\t\texit 1\n\t\t\tfi\n\t\t".into()]);
+    spec.pod_failure_policy = Some(of(
+        json!({ "rules": [{ "action": "FailJob", "onExitCodes": { "operator": "In", "values": [1] } }] }),
+    ));
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let done = job_finished(&jobs, "pod-failure-failjob", "Failed").await;
+    assert_eq!(reason_of(&done, "Failed").as_deref(), Some("PodFailurePolicy"));
+    let failed = done.status.unwrap().conditions.unwrap().into_iter().find(|c| c.type_ == "Failed").unwrap();
+    let message = failed.message.unwrap();
+    assert!(message.starts_with("Container c for pod default/pod-failure-failjob-"), "{message}");
+    assert!(message.ends_with(" failed with exit code 1 matching FailJob rule at index 0"), "{message}");
+}
+
+#[tokio::test]
+async fn a_fail_index_rule_fails_an_index_without_retrying_it() {
+    // Upstream's "Job should mark indexes as failed when the FailIndex action is matched in
+    // podFailurePolicy": index 1 fails once and is not tried again, despite a per-index limit
+    // of 1.
+    let sb = cluster(Simulation::instant());
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut job = e2e_job("failOddSucceedEven", "matching-fail-index-action", 2, 2);
+    let spec = job.spec.as_mut().unwrap();
+    spec.backoff_limit = None;
+    spec.backoff_limit_per_index = Some(1);
+    spec.completion_mode = Some("Indexed".into());
+    spec.pod_failure_policy = Some(of(
+        json!({ "rules": [{ "action": "FailIndex", "onExitCodes": { "operator": "In", "values": [1] } }] }),
+    ));
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let done = job_finished(&jobs, "matching-fail-index-action", "Failed").await;
+    assert_eq!(reason_of(&done, "Failed").as_deref(), Some("FailedIndexes"));
+    let status = done.status.unwrap();
+    assert_eq!(status.failed_indexes.as_deref(), Some("1"));
+    assert_eq!(status.completed_indexes.as_deref(), Some("0"));
+    assert_eq!((status.failed, status.succeeded), (Some(1), Some(1)));
+}
+
 /// Upstream's three `successPolicy` conformance tests: the Job's interim condition, then its
 /// `Complete` with reason `SuccessPolicy`, nothing left running.
 async fn a_job_meeting_its_success_policy(
