@@ -57,6 +57,9 @@ pub struct Container {
     pub stdin_once: bool,
     /// `tty`: its command runs on a terminal.
     pub tty: bool,
+    /// The volumes it mounts whose files the built-in shell keeps beyond a run: (mount path,
+    /// the volume's key — `emptyDir/<namespace>/<pod>/<volume>` or `hostPath/<node>/<path>`).
+    pub volumes: Vec<(String, String)>,
 }
 
 impl Container {
@@ -277,6 +280,9 @@ pub(crate) struct Containers {
     /// The built-in shell's machine per container run (by container id), so what one exec
     /// writes the next one reads; the oldest are dropped beyond [`MACHINES_KEPT`].
     machines: Arc<Mutex<Machines>>,
+    /// The files of the volumes containers mount, by key: an `emptyDir`'s for its pod's life,
+    /// a `hostPath`'s for the sandbox's.
+    volumes: Arc<Mutex<HashMap<String, Arc<crate::shell::Files>>>>,
     /// Where a pod's ports are forwarded to: (namespace, pod, port) to a local address.
     ports: Arc<Mutex<Forwarded>>,
     /// What containers use, as tests set it, for the resource metrics.
@@ -306,6 +312,7 @@ impl Containers {
             wrote: Arc::default(),
             execs: Arc::default(),
             machines: Arc::default(),
+            volumes: Arc::default(),
             ports: Arc::default(),
             usage: Arc::default(),
             stdins: Arc::default(),
@@ -377,8 +384,22 @@ impl Containers {
 
     /// The built-in shell's machine for this run of `c`, made on its first exec.
     fn machine(&self, c: &Container) -> Arc<crate::shell::Machine> {
-        let new =
-            || Arc::new(crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), self.clock.clone()));
+        let new = || {
+            let mut volumes = self.volumes.lock();
+            let mounts = c
+                .volumes
+                .iter()
+                .map(|(at, key)| {
+                    let fs =
+                        volumes.entry(key.clone()).or_insert_with(|| Arc::new(crate::shell::Files::volume()));
+                    (at.clone(), Arc::clone(fs))
+                })
+                .collect();
+            Arc::new(
+                crate::shell::Machine::new(&c.pod, &c.pod_ip, c.env.clone(), self.clock.clone())
+                    .mounting(mounts),
+            )
+        };
         if c.id.is_empty() {
             return new();
         }
@@ -505,6 +526,9 @@ impl Containers {
     /// Stops every process of pod `namespace/pod`: it is being deleted.
     pub(crate) fn stop_pod(&self, namespace: &str, pod: &str) {
         self.machines.lock().by_id.retain(|_, ((ns, p), _)| ns != namespace || p != pod);
+        // Its emptyDir volumes go with it.
+        let prefix = format!("emptyDir/{namespace}/{pod}/");
+        self.volumes.lock().retain(|key, _| !key.starts_with(&prefix));
         self.stdins.lock().retain(|(ns, p, _), _| ns != namespace || p != pod);
         self.processes.lock().retain(|(ns, p, _), (_, task)| {
             let of_pod = ns == namespace && p == pod;

@@ -157,7 +157,32 @@ pub(crate) fn container(pod: &Value, name: &str) -> Container {
         stdin: spec["stdin"] == true,
         stdin_once: spec["stdinOnce"] == true,
         tty: spec["tty"] == true,
+        volumes: volume_mounts(pod, &spec),
     }
+}
+
+/// The container's mounts of volumes whose files outlive a run: an `emptyDir` (its pod's), a
+/// `hostPath` (its node's), as (mount path, key).
+fn volume_mounts(pod: &Value, spec: &Value) -> Vec<(String, String)> {
+    let volumes = pod.pointer("/spec/volumes").and_then(Value::as_array);
+    let (ns, name) = (meta_str(pod, "namespace"), meta_str(pod, "name"));
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or("");
+    spec["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let (vol, at) = (m["name"].as_str()?, m["mountPath"].as_str()?);
+            let v = volumes?.iter().find(|v| v["name"] == vol)?;
+            let key = if v.get("emptyDir").is_some_and(|e| !e.is_null()) {
+                format!("emptyDir/{ns}/{name}/{vol}")
+            } else {
+                let path = v.pointer("/hostPath/path")?.as_str()?;
+                format!("hostPath/{node}/{}", crate::shell::join("/", path))
+            };
+            Some((crate::shell::join("/", at), key))
+        })
+        .collect()
 }
 
 /// The value of a pod field a container's variable is given from (the kubelet's

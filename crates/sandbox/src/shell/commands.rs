@@ -8,8 +8,8 @@ use super::parse::{self, ParseError};
 use super::{Flow, Io, Shell};
 
 /// The commands, as `/bin` lists them.
-pub(crate) const COMMANDS: [&str; 37] = [
-    "[", "ash", "bash", "cat", "cd", "date", "echo", "env", "exec", "exit", "export", "expr", "false",
+pub(crate) const COMMANDS: [&str; 38] = [
+    "[", "[[", "ash", "bash", "cat", "cd", "date", "echo", "env", "exec", "exit", "export", "expr", "false",
     "head", "hostname", "id", "ls", "mkdir", "printenv", "printf", "pwd", "read", "rm", "seq", "sh", "sleep",
     "test", "touch", "true", "uname", "unset", "wc", "whoami", "yes", ":", "dash", "nproc",
 ];
@@ -75,11 +75,19 @@ pub(crate) async fn call(shell: &mut Shell, argv: &[String], io: &mut Io<'_>) ->
             };
             write(io, text).await
         }
-        "test" => test(args),
+        "test" => test(shell, args),
         "[" => match args.split_last() {
-            Some((last, rest)) if last == "]" => test(rest),
+            Some((last, rest)) if last == "]" => test(shell, rest),
             _ => {
                 io.stderr.write("sh: [: missing ]\n").await;
+                2
+            }
+        },
+        // Busybox's `[[`: `test` to a closing `]]`.
+        "[[" => match args.split_last() {
+            Some((last, rest)) if last == "]]" => test(shell, rest),
+            _ => {
+                io.stderr.write("sh: [[: missing ]]\n").await;
                 2
             }
         },
@@ -610,15 +618,20 @@ async fn yes(args: &[String], io: &Io<'_>) -> i32 {
 }
 
 /// `test` / `[ … ]`: 0 when the expression holds, 1 when not, 2 when it is malformed.
-fn test(args: &[String]) -> i32 {
-    fn eval(a: &[&str]) -> Option<bool> {
+fn test(shell: &Shell, args: &[String]) -> i32 {
+    fn eval(shell: &Shell, a: &[&str]) -> Option<bool> {
+        let files = &shell.machine.files;
         Some(match a {
             [] => false,
-            ["!", rest @ ..] => !eval(rest)?,
+            ["!", rest @ ..] => !eval(shell, rest)?,
             [s] => !s.is_empty(),
             ["-n", s] => !s.is_empty(),
             ["-z", s] => s.is_empty(),
-            ["-e" | "-f" | "-d", _] => false,
+            // As root: what exists can be read and written.
+            ["-e" | "-r" | "-w", p] => files.exists(&shell.absolute(p)),
+            ["-f", p] => files.file_size(&shell.absolute(p)).is_some(),
+            ["-s", p] => files.file_size(&shell.absolute(p)).is_some_and(|n| n > 0),
+            ["-d", p] => files.is_dir(&shell.absolute(p)),
             [l, "=" | "==", r] => l == r,
             [l, "!=", r] => l != r,
             [l, op, r] => {
@@ -637,7 +650,7 @@ fn test(args: &[String]) -> i32 {
         })
     }
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    match eval(&a) {
+    match eval(shell, &a) {
         Some(true) => 0,
         Some(false) => 1,
         None => 2,

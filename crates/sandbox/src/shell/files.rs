@@ -1,8 +1,11 @@
 //! A container's file system as the shell sees it: a few directories and files in memory, kept
-//! for the container's life so that one exec reads what another wrote. No file is on the
+//! for the container's life so that one exec reads what another wrote, and the volumes mounted
+//! in it (an `emptyDir` kept for its pod's life, across restarts; a `hostPath` shared by the
+//! pods of its node), each a file system of its own under its mount path. No file is on the
 //! machine the sandbox runs on.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -21,6 +24,8 @@ const ENOTDIR: Errno = "Not a directory";
 pub(crate) struct Files {
     files: Mutex<BTreeMap<String, Vec<u8>>>,
     dirs: Mutex<BTreeSet<String>>,
+    /// Volumes by mount path, the deepest first.
+    mounts: Vec<(String, Arc<Files>)>,
 }
 
 impl Files {
@@ -33,18 +38,68 @@ impl Files {
             all.insert(format!("/bin/{c}"), Vec::new());
         }
         all.insert("/dev/null".to_owned(), Vec::new());
-        Self { files: Mutex::new(all), dirs: Mutex::new(dirs) }
+        Self { files: Mutex::new(all), dirs: Mutex::new(dirs), mounts: Vec::new() }
+    }
+
+    /// An empty volume: its root directory alone.
+    pub(crate) fn volume() -> Self {
+        Self {
+            files: Mutex::default(),
+            dirs: Mutex::new(["/".to_owned()].into_iter().collect()),
+            mounts: Vec::new(),
+        }
+    }
+
+    /// These files with `volumes` mounted (mount path, volume), their mount points made
+    /// directories (and their parents).
+    pub(crate) fn with_mounts(mut self, volumes: Vec<(String, Arc<Files>)>) -> Self {
+        for (at, _) in &volumes {
+            let mut dir = String::new();
+            for part in at.split('/').filter(|p| !p.is_empty()) {
+                dir = format!("{dir}/{part}");
+                self.dirs.lock().insert(dir.clone());
+            }
+        }
+        self.mounts = volumes;
+        self.mounts.sort_by_key(|(at, _)| std::cmp::Reverse(at.len()));
+        self
+    }
+
+    /// The file system `path` is on, and the path there.
+    fn route(&self, path: &str) -> Option<(&Files, String)> {
+        self.mounts.iter().find_map(|(at, fs)| {
+            let rest = path.strip_prefix(at.as_str())?;
+            (rest.is_empty() || rest.starts_with('/'))
+                .then(|| (&**fs, if rest.is_empty() { "/".to_owned() } else { rest.to_owned() }))
+        })
     }
 
     pub(crate) fn is_dir(&self, path: &str) -> bool {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.is_dir(&inner);
+        }
         self.dirs.lock().contains(path)
     }
 
     pub(crate) fn exists(&self, path: &str) -> bool {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.exists(&inner);
+        }
         self.is_dir(path) || self.files.lock().contains_key(path)
     }
 
+    /// Whether `path` is a file, and its size.
+    pub(crate) fn file_size(&self, path: &str) -> Option<usize> {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.file_size(&inner);
+        }
+        self.files.lock().get(path).map(Vec::len)
+    }
+
     pub(crate) fn read(&self, path: &str) -> Result<Vec<u8>, Errno> {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.read(&inner);
+        }
         if self.is_dir(path) {
             return Err(EISDIR);
         }
@@ -56,6 +111,9 @@ impl Files {
 
     /// Writes (or appends) `data` to the file at `path`, in an existing directory.
     pub(crate) fn write(&self, path: &str, data: &[u8], append: bool) -> Result<(), Errno> {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.write(&inner, data, append);
+        }
         if path == "/dev/null" {
             return Ok(());
         }
@@ -73,6 +131,9 @@ impl Files {
     }
 
     pub(crate) fn mkdir(&self, path: &str) -> Result<(), Errno> {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.mkdir(&inner);
+        }
         if self.exists(path) {
             return Err("File exists");
         }
@@ -82,6 +143,9 @@ impl Files {
     }
 
     pub(crate) fn remove(&self, path: &str) -> Result<(), Errno> {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.remove(&inner);
+        }
         if self.is_dir(path) {
             return Err(EISDIR);
         }
@@ -90,6 +154,9 @@ impl Files {
 
     /// The names in the directory `path`, sorted; a file lists itself.
     pub(crate) fn list(&self, path: &str) -> Result<Vec<String>, Errno> {
+        if let Some((fs, inner)) = self.route(path) {
+            return fs.list(&inner);
+        }
         if !self.is_dir(path) {
             return if self.files.lock().contains_key(path) {
                 Ok(vec![path.to_owned()])
@@ -152,5 +219,18 @@ mod tests {
         assert_eq!(fs.list("/bin").unwrap(), ["echo"]);
         assert_eq!(join("/tmp", "../etc/./hosts"), "/etc/hosts");
         assert_eq!(join("/", ".."), "/");
+    }
+
+    #[test]
+    fn a_volume_is_shared_by_the_file_systems_that_mount_it() {
+        let data = Arc::new(Files::volume());
+        let one = Files::new(&[], vec![]).with_mounts(vec![("/data".into(), Arc::clone(&data))]);
+        let two = Files::new(&[], vec![]).with_mounts(vec![("/mnt/shared".into(), Arc::clone(&data))]);
+        assert!(one.is_dir("/data") && two.is_dir("/mnt") && two.is_dir("/mnt/shared"));
+        one.write("/data/foo", b"x", false).unwrap();
+        assert_eq!(two.read("/mnt/shared/foo").unwrap(), b"x");
+        assert_eq!(two.file_size("/mnt/shared/foo"), Some(1));
+        assert_eq!(two.list("/mnt/shared").unwrap(), ["foo"]);
+        assert!(!one.exists("/datafoo") && !two.exists("/data/foo"));
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::process::{Output, Process, Stdin};
-use files::Files;
+pub(crate) use files::{Files, join};
 
 /// How a command ended: with a status, or by `exit`, which ends the whole shell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +82,15 @@ impl Machine {
         );
         Self { env: all, files, hostname: hostname.to_owned(), clock }
     }
+
+    /// This machine with `volumes` (mount path, volume) mounted.
+    #[must_use]
+    pub(crate) fn mounting(self, volumes: Vec<(String, Arc<Files>)>) -> Self {
+        if volumes.is_empty() {
+            return self;
+        }
+        Self { files: self.files.with_mounts(volumes), ..self }
+    }
 }
 
 impl std::fmt::Debug for Machine {
@@ -140,6 +149,16 @@ mod tests {
 
     async fn sh(script: &str) -> (i32, String, String) {
         run(&machine(), &["sh", "-c", script], "").await
+    }
+
+    #[tokio::test]
+    async fn test_reads_the_files_and_double_brackets_test_too() {
+        let m = machine();
+        let script =
+            "touch /tmp/x; [ -f /tmp/x ] && [[ -r /tmp/x ]] && [ -d /tmp ] && ! [ -s /tmp/x ] && echo yes";
+        assert_eq!(run(&m, &["sh", "-c", script], "").await.1, "yes\n");
+        assert_eq!(run(&m, &["sh", "-c", "[[ -e /tmp/nope ]]"], "").await.0, 1);
+        assert_eq!(run(&m, &["sh", "-c", "[[ -e /tmp/x"], "").await.0, 2);
     }
 
     #[tokio::test]

@@ -967,6 +967,35 @@ async fn an_indexed_job_stops_once_more_indexes_failed_than_allowed() {
     assert_eq!(status.failed, Some(1));
 }
 
+/// Upstream's `failOnce` script: exits 0 if `/data/foo` is there, else makes it and exits 1.
+const FAIL_ONCE: &str = "\n\t\t\tif [[ -r /data/foo ]]\n\t\t\tthen\n\t\t\t\texit 0\n\t\t\telse\n\t\t\t\ttouch /data/foo\n\t\t\t\texit 1\n\t\t\tfi\n\t\t";
+
+#[tokio::test]
+async fn a_job_whose_tasks_fail_once_and_restart_in_place_completes() {
+    // Upstream's "Job should run a job to completion when tasks sometimes fail and are locally
+    // restarted": `failOnce` under `OnFailure`, the marker in the pod's emptyDir, which a
+    // restarted container finds.
+    let sb = cluster(Simulation::instant());
+    let jobs: Api<Job> = Api::default_namespaced(sb.client());
+    let mut job = e2e_job("fail", "fail-once-local", 2, 4);
+    let pod = job.spec.as_mut().unwrap().template.spec.as_mut().unwrap();
+    pod.restart_policy = Some("OnFailure".into());
+    pod.volumes = Some(vec![of(json!({ "name": "data", "emptyDir": {} }))]);
+    let c = &mut pod.containers[0];
+    c.volume_mounts = Some(vec![of(json!({ "name": "data", "mountPath": "/data" }))]);
+    c.command = Some(vec!["/bin/sh".into(), "-c".into()]);
+    c.args = Some(vec![FAIL_ONCE.into()]);
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let done = job_finished(&jobs, "fail-once-local", "Complete").await;
+    assert_eq!(reason_of(&done, "Complete").as_deref(), Some("CompletionsReached"));
+    assert_eq!(done.status.unwrap().succeeded, Some(4));
+    // Each pod's container failed once, and ran again in the same pod.
+    for p in pods_of(&sb.client(), "batch.kubernetes.io/job-name=fail-once-local").await {
+        assert_eq!(phase(&p), "Succeeded");
+        assert_eq!(p.status.unwrap().container_statuses.unwrap()[0].restart_count, 1);
+    }
+}
+
 #[tokio::test]
 async fn a_pod_failure_policy_fails_a_job_early_on_an_exit_code() {
     // Upstream's "Job should allow to use the pod failure policy on exit code to fail the job
@@ -984,7 +1013,7 @@ async fn a_pod_failure_policy_fails_a_job_early_on_an_exit_code() {
     let c = &mut pod.containers[0];
     c.volume_mounts = Some(vec![of(json!({ "name": "data", "mountPath": "/data" }))]);
     c.command = Some(vec!["/bin/sh".into(), "-c".into()]);
-    c.args = Some(vec!["\n\t\t\tif [[ -r /data/foo ]]\n\t\t\tthen\n\t\t\t\texit 0\n\t\t\telse\n\t\t\t\ttouch /data/foo\n\t\t\t\texit 1\n\t\t\tfi\n\t\t".into()]);
+    c.args = Some(vec![FAIL_ONCE.into()]);
     spec.pod_failure_policy = Some(of(
         json!({ "rules": [{ "action": "FailJob", "onExitCodes": { "operator": "In", "values": [1] } }] }),
     ));
