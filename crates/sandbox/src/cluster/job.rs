@@ -229,9 +229,17 @@ fn sync_one(api: &Api<'_>, job: &Value, timers: &mut Timers) {
     let indexed = spec["completionMode"] == "Indexed";
     let old = job.get("status").cloned().unwrap_or_else(|| json!({}));
 
+    // Upstream's `isPodFailed`: a failed pod, or — unless only failed pods are replaced (the
+    // `podReplacementPolicy` a pod failure policy defaults) — one deleted before it succeeded.
+    let only_failed = match spec["podReplacementPolicy"].as_str() {
+        Some(policy) => policy == "Failed",
+        None => spec.get("podFailurePolicy").is_some_and(|p| !p.is_null()),
+    };
+    let pod_failed =
+        |p: &Value| phase(p) == "Failed" || (!only_failed && is_deleting(p) && phase(p) != "Succeeded");
     // Count the finished pods still held, then let them go.
     let newly: Vec<&Arc<Value>> =
-        pods.iter().filter(|p| tracked(p) && matches!(phase(p), "Succeeded" | "Failed")).collect();
+        pods.iter().filter(|p| tracked(p) && (phase(p) == "Succeeded" || pod_failed(p))).collect();
     let mut succeeded = old["succeeded"].as_i64().unwrap_or(0);
     let mut failed = old["failed"].as_i64().unwrap_or(0);
     let mut done_indexes = parse_indexes(old["completedIndexes"].as_str().unwrap_or(""));

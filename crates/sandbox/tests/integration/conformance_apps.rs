@@ -1227,3 +1227,29 @@ async fn an_indexed_jobs_containers_find_their_index_in_the_environment() {
     said.sort();
     assert_eq!(said, ["0", "1"]);
 }
+
+#[tokio::test]
+async fn a_suspended_jobs_running_pods_are_deleted_and_gone() {
+    // Upstream's "Job should delete pods when suspended": its running pods are deleted, not
+    // left terminating, and the Job says it is suspended.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    jobs.create(&PostParams::default(), &e2e_job("notTerminate", "suspend-false-to-true", 2, 4))
+        .await
+        .unwrap();
+    let selector = "batch.kubernetes.io/job-name=suspend-false-to-true";
+    eventually(|| async {
+        (pods_of(&client, selector).await.iter().filter(|p| phase(p) == "Running").count() == 2).then_some(())
+    })
+    .await;
+    eventually(|| async {
+        let mut j = jobs.get("suspend-false-to-true").await.unwrap();
+        j.spec.as_mut().unwrap().suspend = Some(true);
+        jobs.replace("suspend-false-to-true", &PostParams::default(), &j).await.ok()
+    })
+    .await;
+    eventually(|| async { pods_of(&client, selector).await.is_empty().then_some(()) }).await;
+    let job = jobs.get("suspend-false-to-true").await.unwrap();
+    assert!(reason_of(&job, "Suspended").is_some());
+}
