@@ -148,6 +148,7 @@ fn evict(
     let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("");
     let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
     if matches!(phase, "Succeeded" | "Failed" | "Pending") || deleting {
+        disrupt(store, pods, ns, name)?;
         store.delete(pods, ns, name, &opts)?;
         return Ok((201, success(201)));
     }
@@ -189,6 +190,13 @@ fn evict(
             // An unready pod takes nothing from the budget, but only as it was read.
             let had_version = opts.resource_version.is_some();
             opts.resource_version.get_or_insert_with(|| meta_str(&pod, "resourceVersion").to_owned());
+            // The condition goes on only while the pod is as read; a stale read is refused
+            // by the delete's precondition below.
+            let current = store.get(pods, ns, name, Subresource::Main)?;
+            if opts.resource_version.as_deref() == Some(meta_str(&current, "resourceVersion")) {
+                disrupt(store, pods, ns, name)?;
+                opts.resource_version = None;
+            }
             return match store.delete(pods, ns, name, &opts) {
                 Err(e) if e.code == 409 && !had_version => Err(still_processing(&budget_name)),
                 Err(e) => Err(e),
@@ -197,8 +205,28 @@ fn evict(
         }
         store.modify(budgets_def, ns, &budget_name, |b| take_disruption(b, name))?;
     }
+    disrupt(store, pods, ns, name)?;
     store.delete(pods, ns, name, &opts)?;
     Ok((201, success(201)))
+}
+
+/// Upstream's `addConditionAndDeletePod`: the evicted pod is told why it goes, a
+/// `DisruptionTarget` condition, before it is deleted.
+fn disrupt(store: &Store, pods: &ResourceDef, ns: &str, name: &str) -> Result<(), ApiError> {
+    store.modify(pods, ns, name, |pod| {
+        let status = crate::object_meta::object_at(pod, "status");
+        let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+        if let Some(list) = conditions.as_array_mut()
+            && !list.iter().any(|c| c["type"] == "DisruptionTarget" && c["status"] == "True")
+        {
+            list.retain(|c| c["type"] != "DisruptionTarget");
+            list.push(
+                json!({ "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                              "message": "Eviction API: evicting", "lastTransitionTime": now_rfc3339() }),
+            );
+        }
+        Ok(())
+    })
 }
 
 fn still_processing(budget: &str) -> ApiError {

@@ -274,6 +274,14 @@ impl Kubelets {
                 .min(SignedDuration::from_secs(grace.max(0)));
             let at = seen.saturating_add(stop).unwrap_or(now);
             if at <= now {
+                // A pod a finalizer holds shows how it ended (the kubelet's terminal phase for
+                // a deleted pod), which its owner may be waiting on.
+                if !crate::object_meta::finalizers(pod).is_empty()
+                    && let Some(status) = terminal_status(pod, &api.clock.rfc3339())
+                {
+                    self.store_status(api, pod, status);
+                    return;
+                }
                 if let Err(e) = api.delete(api.defs.pods, pod, Some(0)) {
                     log_failure(Controller::Kubelet, &name, &e);
                 }
@@ -994,6 +1002,43 @@ fn container_status(pod: &Value, c: &Value, ready: bool, restarts: i64, state: V
         "started": state.get("running").is_some(),
         "state": state,
     })
+}
+
+/// The status of a deleted pod whose containers were stopped, if it is not terminal yet: each
+/// running container killed (exit code 137, `Error`), not ready; the pod `Failed` — or
+/// `Succeeded` when every container had already exited 0 — and its readiness false.
+fn terminal_status(pod: &Value, now: &str) -> Option<Value> {
+    if matches!(phase(pod), "Succeeded" | "Failed") {
+        return None;
+    }
+    let mut status = pod.get("status").cloned().unwrap_or_else(|| json!({}));
+    let mut all_zero = true;
+    for list in ["initContainerStatuses", "containerStatuses"] {
+        let Some(Value::Array(statuses)) = status.get_mut(list) else { continue };
+        for s in statuses {
+            if let Some(run) = s.pointer("/state/running").cloned() {
+                s["state"] = json!({ "terminated": { "exitCode": KILLED, "reason": "Error",
+                    "startedAt": run["startedAt"].clone(), "finishedAt": now,
+                    "containerID": s["containerID"].clone() } });
+                s["ready"] = json!(false);
+                s["started"] = json!(false);
+            }
+            all_zero &= list == "initContainerStatuses"
+                || s.pointer("/state/terminated/exitCode").and_then(Value::as_i64) == Some(0);
+        }
+    }
+    let ran = status.get("containerStatuses").and_then(Value::as_array).is_some_and(|l| !l.is_empty());
+    status["phase"] = json!(if ran && all_zero { "Succeeded" } else { "Failed" });
+    if let Some(Value::Array(conditions)) = status.get_mut("conditions") {
+        for c in conditions.iter_mut().filter(|c| c["type"] == "Ready" || c["type"] == "ContainersReady") {
+            if c["status"] != "False" {
+                c["status"] = json!("False");
+                c["reason"] = json!("PodCompleted");
+                c["lastTransitionTime"] = json!(now);
+            }
+        }
+    }
+    Some(status)
 }
 
 /// Why a container's status waits on its image (`ErrImagePull`, `ImagePullBackOff`), if it does.

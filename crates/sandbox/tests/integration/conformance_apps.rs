@@ -997,6 +997,61 @@ async fn a_job_whose_tasks_fail_once_and_restart_in_place_completes() {
 }
 
 #[tokio::test]
+async fn evicted_pods_a_pod_failure_policy_ignores_are_replaced_and_the_job_completes() {
+    // Upstream's "Job should allow to use a pod failure policy to ignore failure matching on
+    // DisruptionTarget condition": three indexes on one node, each running until evicted the
+    // first time (leaving a marker in a hostPath), succeeding the second; the evictions fail
+    // three pods, past the backoff limit of 2, but the rule ignores them.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let name = "evicted-pod-ignore-on-disruption-condition";
+    let mut job = e2e_job("fail", name, 3, 3);
+    let spec = job.spec.as_mut().unwrap();
+    spec.backoff_limit = Some(2);
+    spec.completion_mode = Some("Indexed".into());
+    spec.pod_failure_policy = Some(of(json!({ "rules": [{ "action": "Ignore",
+        "onPodConditions": [{ "type": "DisruptionTarget", "status": "True" }] }] })));
+    let pod = spec.template.spec.as_mut().unwrap();
+    pod.node_selector = Some([("kubernetes.io/hostname".to_owned(), "sandbox-node-1".to_owned())].into());
+    pod.volumes = Some(vec![of(
+        json!({ "name": "data", "hostPath": { "path": "/tmp/job-e2e/q9w3e", "type": "DirectoryOrCreate" } }),
+    )]);
+    let c = &mut pod.containers[0];
+    c.volume_mounts = Some(vec![of(json!({ "name": "data", "mountPath": "/data" }))]);
+    c.command = Some(vec!["/bin/sh".into(), "-c".into()]);
+    c.args = Some(vec![
+        "if [[ -r /data/foo-$JOB_COMPLETION_INDEX ]]; then exit 0; else touch /data/foo-$JOB_COMPLETION_INDEX; sleep 1000000; fi"
+            .into(),
+    ]);
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    wait_for(&jobs, name, |j: Option<&Job>| {
+        j.and_then(|j| j.status.as_ref()).is_some_and(|s| s.ready == Some(3))
+    })
+    .await;
+    let running: Vec<Pod> = pods_of(&client, &format!("batch.kubernetes.io/job-name={name}"))
+        .await
+        .into_iter()
+        .filter(|p| phase(p) == "Running")
+        .collect();
+    assert_eq!(running.len(), 3);
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    for p in &running {
+        pods.evict(&p.name_any(), &Default::default()).await.unwrap();
+    }
+    for p in &running {
+        eventually(|| async {
+            let now = pods.get_opt(&p.name_any()).await.unwrap();
+            now.is_none_or(|n| n.metadata.uid != p.metadata.uid).then_some(())
+        })
+        .await;
+    }
+    let done = job_finished(&jobs, name, "Complete").await;
+    assert_eq!(reason_of(&done, "Complete").as_deref(), Some("CompletionsReached"));
+    assert_eq!(done.status.unwrap().failed.unwrap_or(0), 0, "the evictions are not counted");
+}
+
+#[tokio::test]
 async fn a_pod_failure_policy_fails_a_job_early_on_an_exit_code() {
     // Upstream's "Job should allow to use the pod failure policy on exit code to fail the job
     // early": `failOnce` pods on one node, the first of which exits 1, which a FailJob rule
