@@ -181,9 +181,22 @@ fn e2e_deployment(
     image: &str,
     strategy: &str,
 ) -> Deployment {
-    of(json!({ "metadata": { "name": name }, "spec": { "replicas": replicas,
-        "selector": { "matchLabels": { "name": label } }, "strategy": { "type": strategy },
-        "template": { "metadata": { "labels": { "name": label } },
+    e2e_deployment_labelled(name, replicas, &json!({ "name": label }), container, image, strategy)
+}
+
+/// Upstream's `e2edeployment.NewDeployment` with its pod labels: the Deployment labelled as its
+/// pods.
+fn e2e_deployment_labelled(
+    name: &str,
+    replicas: i32,
+    labels: &serde_json::Value,
+    container: &str,
+    image: &str,
+    strategy: &str,
+) -> Deployment {
+    of(json!({ "metadata": { "name": name, "labels": labels }, "spec": { "replicas": replicas,
+        "selector": { "matchLabels": labels }, "strategy": { "type": strategy },
+        "template": { "metadata": { "labels": labels },
             "spec": { "terminationGracePeriodSeconds": 0, "containers": [{ "name": container, "image": image }] } } } }))
 }
 
@@ -225,6 +238,98 @@ fn complete(d: Option<&Deployment>) -> bool {
             && s.available_replicas == Some(want)
             && s.observed_generation >= d.metadata.generation
     })
+}
+
+#[tokio::test]
+async fn a_rolling_update_deployment_adopts_a_set_and_takes_the_revision_after_its() {
+    // Upstream's "Deployment RollingUpdateDeployment should delete old pods and create new
+    // ones": a ReplicaSet at revision 3546343826724305832 adopted, the Deployment's own at the
+    // next, one old set left.
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let labels = json!({ "name": "sample-pod", "pod": "httpd" });
+    let mut rs = e2e_replica_set("test-rolling-update-controller", 1, labels, "httpd", WEBSERVER);
+    let revision = ("deployment.kubernetes.io/revision".to_owned(), "3546343826724305832".to_owned());
+    rs.metadata.annotations = Some([revision].into());
+    sets.create(&PostParams::default(), &rs).await.unwrap();
+    eventually(|| async {
+        let pods = pods_of(&client, "name=sample-pod").await;
+        (pods.len() == 1 && phase(&pods[0]) == "Running").then_some(())
+    })
+    .await;
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let d = e2e_deployment(
+        "test-rolling-update-deployment",
+        1,
+        "sample-pod",
+        "agnhost",
+        AGNHOST,
+        "RollingUpdate",
+    );
+    let d = deployments.create(&PostParams::default(), &d).await.unwrap();
+    wait_for(&deployments, "test-rolling-update-deployment", |d: Option<&Deployment>| {
+        complete(d)
+            && d.and_then(|d| d.metadata.annotations.as_ref()).is_some_and(|a| {
+                a.get("deployment.kubernetes.io/revision").map(String::as_str) == Some("3546343826724305833")
+            })
+    })
+    .await;
+    let image = |rs: &ReplicaSet| {
+        rs.spec.template.as_ref().and_then(|t| t.spec.as_ref()).and_then(|p| p.containers[0].image.clone())
+    };
+    let mine = sets_of(&client, &d).await;
+    let old: Vec<&ReplicaSet> = mine.iter().filter(|rs| image(rs).as_deref() != Some(AGNHOST)).collect();
+    assert_eq!(old.len(), 1, "the adopted set is the one old set");
+    assert_eq!(old[0].metadata.name.as_deref(), Some("test-rolling-update-controller"));
+}
+
+#[tokio::test]
+async fn a_deployments_status_takes_conditions_by_update_and_patch() {
+    // Upstream's "Deployment should validate Deployment Status endpoints".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let deployments: Api<Deployment> = Api::default_namespaced(client.clone());
+    let rv = list_rv(&Api::<Deployment>::all(client.clone()), "e2e=testing").await;
+    let mut watch = Watch::start(&deployments, "e2e=testing", &rv).await;
+    let name = "test-deployment-x2k9q";
+    let labels = json!({ "name": "httpd", "e2e": "testing" });
+    let d = e2e_deployment_labelled(name, 1, &labels, "httpd", WEBSERVER, "RollingUpdate");
+    deployments.create(&PostParams::default(), &d).await.unwrap();
+    wait_for(&deployments, name, complete).await;
+    assert!(deployments.get_status(name).await.unwrap().status.is_some());
+    let updated = add_status_condition(&deployments, name).await;
+    assert!(has_condition(&updated, "StatusUpdate", true));
+    watch.until(|_, d| has_condition(d, "StatusUpdate", true)).await;
+    let patch = json!({ "status": { "conditions": [{ "type": "StatusPatched", "status": "True" }] } });
+    deployments.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    watch.until(|_, d| has_condition(d, "StatusPatched", false)).await;
+}
+
+#[tokio::test]
+async fn a_replica_sets_status_takes_conditions_by_update_and_patch() {
+    // Upstream's "ReplicaSet should validate Replicaset Status endpoints".
+    let sb = cluster(Simulation::instant());
+    let client = sb.client();
+    let sets: Api<ReplicaSet> = Api::default_namespaced(client.clone());
+    let selector = "name=sample-pod,pod=agnhost";
+    let rv = list_rv(&Api::<ReplicaSet>::all(client.clone()), selector).await;
+    let mut watch = Watch::start(&sets, selector, &rv).await;
+    let rs =
+        e2e_replica_set("test-rs", 1, json!({ "name": "sample-pod", "pod": "agnhost" }), "agnhost", AGNHOST);
+    sets.create(&PostParams::default(), &rs).await.unwrap();
+    eventually(|| async {
+        let pods = pods_of(&client, "name=sample-pod").await;
+        (pods.len() == 1 && phase(&pods[0]) == "Running").then_some(())
+    })
+    .await;
+    assert!(sets.get_status("test-rs").await.unwrap().status.is_some());
+    let updated = add_status_condition(&sets, "test-rs").await;
+    assert!(has_condition(&updated, "StatusUpdate", true));
+    watch.until(|_, rs| has_condition(rs, "StatusUpdate", true)).await;
+    let patch = json!({ "status": { "conditions": [{ "type": "StatusPatched", "status": "True" }] } });
+    sets.patch_status("test-rs", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    watch.until(|_, rs| has_condition(rs, "StatusPatched", false)).await;
 }
 
 #[tokio::test]
