@@ -464,15 +464,17 @@ impl ResourceDef {
         }
     }
 
-    /// Whether the kind's strategy warns of some writes (`WarningsOnCreate` / `WarningsOnUpdate`):
-    /// a custom resource of the finalizers it adds.
-    pub(crate) fn warns(&self) -> bool {
-        self.custom().is_some()
+    /// Whether the kind's strategy may warn of a write whose body is `body`
+    /// (`WarningsOnCreate` / `WarningsOnUpdate`): a custom resource of the finalizers it adds,
+    /// which a body can add only by naming `finalizers` (a field or a JSON patch's path).
+    pub(crate) fn warns(&self, body: &[u8]) -> bool {
+        const FIELD: &[u8] = b"finalizers";
+        self.custom().is_some() && body.windows(FIELD.len()).any(|w| w == FIELD)
     }
 
     /// The strategy's warnings of a write of `new` over `old` (`None` on a create).
     pub(crate) fn warnings(&self, new: &Value, old: Option<&Value>) -> Vec<String> {
-        if self.warns() { crate::metadata::finalizer_warnings(new, old) } else { Vec::new() }
+        if self.custom().is_some() { crate::metadata::finalizer_warnings(new, old) } else { Vec::new() }
     }
 
     pub(crate) fn custom(&self) -> Option<&crate::kinds::custom::CustomStrategy> {

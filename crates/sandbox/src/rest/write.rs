@@ -86,7 +86,7 @@ pub(super) fn update(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
     if let Some(escalation) = c.escalation(Some(&body))? {
         escalation.confirm(&body)?;
     }
-    let before = before_warned_write(c.store, def, ns, name, sub);
+    let before = before_warned_write(c.store, def, ns, name, sub, &c.bytes);
     let (mut obj, created) = c.store.update_or_create(def, ns, name, body, sub, Some(&c.manager()))?;
     if let Some(before) = before {
         warnings.extend(def.warnings(&obj, before.as_ref()));
@@ -129,7 +129,7 @@ pub(super) fn patch(c: &Call) -> Result<Response<ResponseBody>, ApiError> {
         };
         escalation.as_ref().map_or(Ok(()), |e| e.confirm(patched))
     };
-    let before = before_warned_write(c.store, def, ns, name, sub);
+    let before = before_warned_write(c.store, def, ns, name, sub, &c.bytes);
     let (mut obj, created) = c.store.patch(def, ns, name, ptype, &body, sub, manager, q.force, &mut check)?;
     if let Some(before) = before {
         warnings.extend(def.warnings(&obj, before.as_ref()));
@@ -205,8 +205,9 @@ fn before_warned_write(
     ns: &str,
     name: &str,
     sub: Subresource,
+    body: &[u8],
 ) -> Option<Option<Value>> {
-    (sub == Subresource::Main && (def.warns() || store.may_warn(def, ns, true)))
+    (sub == Subresource::Main && (def.warns(body) || store.may_warn(def, ns, true)))
         .then(|| store.get(def, ns, name, Subresource::Main).ok())
 }
 

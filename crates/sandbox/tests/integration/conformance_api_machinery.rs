@@ -3,32 +3,16 @@
 //! the garbage collector with several owners and with an ownership cycle, and aggregated
 //! discovery.
 
-use std::future::Future;
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
 };
-use kube_sandbox::{Sandbox, SandboxConfig, Simulation};
-use serde::de::DeserializeOwned;
+use kube_sandbox::{Sandbox, Simulation};
 use serde_json::{Value, json};
 
-fn of<K: DeserializeOwned>(v: Value) -> K {
-    serde_json::from_value(v).unwrap()
-}
-
-/// Polls `f` until it returns `Some`, yielding to the simulation in between.
-async fn eventually<T, F: Future<Output = Option<T>>>(mut f: impl FnMut() -> F) -> T {
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+use super::cluster::{cluster, eventually, of};
 
 /// Upstream's `newOwnerRC`: an RC of `replicas` pods labelled `labels`.
 fn owner_rc(name: &str, replicas: i32, label: &str) -> ReplicationController {
@@ -58,7 +42,7 @@ fn foreground(uid: Option<String>) -> DeleteParams {
 async fn a_dependent_with_another_owner_outlives_an_owner_deleted_in_the_foreground() {
     // "Garbage collector should not delete dependents that have both valid owner and owner
     // that's waiting for dependents to be deleted".
-    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let sb = cluster(Simulation::default());
     let client = sb.client();
     let rcs: Api<ReplicationController> = Api::default_namespaced(client.clone());
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
@@ -110,7 +94,7 @@ async fn a_dependent_with_another_owner_outlives_an_owner_deleted_in_the_foregro
 async fn an_owner_gone_in_the_background_is_dropped_from_a_dependent_another_owner_keeps() {
     // The same collector, for a background delete: the dependent keeps its other owner and loses
     // its reference to the one gone.
-    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let sb = cluster(Simulation::default());
     let client = sb.client();
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::default_namespaced(client.clone());
     let owner =
@@ -134,7 +118,7 @@ async fn an_owner_gone_in_the_background_is_dropped_from_a_dependent_another_own
 #[tokio::test]
 async fn an_ownership_cycle_does_not_block_a_foreground_delete() {
     // "Garbage collector should not be blocked by dependency circle".
-    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let sb = cluster(Simulation::default());
     let pods: Api<Pod> = Api::default_namespaced(sb.client());
     let mut uids = Vec::new();
     for name in ["pod1", "pod2", "pod3"] {
@@ -465,7 +449,7 @@ async fn quotas_count_objects_and_pods_by_scope_and_release_them() {
     // "ResourceQuota should create a ResourceQuota and capture the life of a secret / service /
     // replica set / replication controller", "… verify ResourceQuota with best effort scope" and
     // "… with terminating scopes": usage goes up with each object its scope counts, and back down.
-    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let sb = cluster(Simulation::default());
     let client = sb.client();
     let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::default_namespaced(client.clone());
     let quota = |name: &str, hard: Value, scopes: &[&str]| {
@@ -569,7 +553,7 @@ async fn quotas_count_objects_and_pods_by_scope_and_release_them() {
 async fn a_quota_status_patched_by_hand_is_reset_to_its_spec() {
     // "ResourceQuota should apply changes to a resourcequota status": a /status patch is taken,
     // the spec is not changed by it, and the quota controller sets the status back.
-    let sb = Sandbox::with_config(SandboxConfig::with_cluster(Simulation::default()));
+    let sb = cluster(Simulation::default());
     let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::default_namespaced(sb.client());
     let q = json!({ "metadata": { "name": "rq" }, "spec": { "hard": { "cpu": "1", "memory": "1Gi" } } });
     quotas.create(&PostParams::default(), &of(q)).await.unwrap();
