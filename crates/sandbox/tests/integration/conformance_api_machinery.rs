@@ -1,7 +1,9 @@
 //! Upstream's `[sig-api-machinery]` conformance tests that need no real image, done as the
-//! e2e suite does them against the sandbox's simulated cluster through a real `kube::Client`:
-//! the garbage collector with several owners and with an ownership cycle, and aggregated
-//! discovery.
+//! e2e suite does them, through a real `kube::Client` (and raw requests where the suite reads
+//! what a typed client drops): the garbage collector with several owners and with an ownership
+//! cycle, aggregated discovery, a list continued past its snapshot, field validation of custom
+//! resources and server-side apply, resource quotas, webhook match conditions, CRDs' list and
+//! status, a namespace's finalize and status, and concurrent watches.
 
 use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -568,4 +570,178 @@ async fn a_quota_status_patched_by_hand_is_reset_to_its_spec() {
         (hard["cpu"].0 == "1" && hard["memory"].0 == "1Gi").then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn webhook_configurations_with_match_conditions_that_do_not_compile_are_refused() {
+    // "AdmissionWebhook should reject validating / mutating webhook configurations with invalid
+    // match conditions".
+    let sb = Sandbox::new();
+    let client = sb.client();
+    let webhook = |name: &str| {
+        json!({ "metadata": { "name": name }, "webhooks": [{
+            "name": "deny.example.com", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "clientConfig": { "url": "https://127.0.0.1:1/x" },
+            "rules": [{ "operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"] }],
+            "matchConditions": [{ "name": "invalid-expression-1", "expression": "... [] bad expression" }],
+        }] })
+    };
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let err = validating.create(&PostParams::default(), &of(webhook("v"))).await.unwrap_err();
+    assert!(err.to_string().contains("compilation failed"), "{err}");
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client);
+    let err = mutating.create(&PostParams::default(), &of(webhook("m"))).await.unwrap_err();
+    assert!(err.to_string().contains("compilation failed"), "{err}");
+}
+
+#[tokio::test]
+async fn crds_are_listed_by_label_deleted_by_collection_and_take_status_changes() {
+    // "CustomResourceDefinition resources … listing custom resource definition objects works"
+    // and "… getting/updating/patching custom resource definition status sub-resource works".
+    let sb = Sandbox::new();
+    let crds: Api<CustomResourceDefinition> = Api::all(sb.client());
+    let crd = |n: usize| {
+        of::<CustomResourceDefinition>(json!({
+            "metadata": { "name": format!("things{n}.list.example.com"), "labels": { "e2e-list-test-uuid": "u1" } },
+            "spec": { "group": "list.example.com", "scope": "Cluster",
+                "names": { "plural": format!("things{n}"), "singular": format!("thing{n}"), "kind": format!("Thing{n}"), "listKind": format!("Thing{n}List") },
+                "versions": [{ "name": "v1", "served": true, "storage": true,
+                    "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } } }] },
+        }))
+    };
+    for n in 0..10 {
+        crds.create(&PostParams::default(), &crd(n)).await.unwrap();
+    }
+    let selected = ListParams::default().labels("e2e-list-test-uuid=u1");
+    assert_eq!(crds.list(&selected).await.unwrap().items.len(), 10);
+
+    // The status: read, a condition set by an update, another by a patch; the spec untouched.
+    let name = "things0.list.example.com";
+    let mut current = crds.get_status(name).await.unwrap();
+    let condition = |kind: &str| json!({ "type": kind, "status": "True", "reason": "E2E", "message": "Set from an e2e test", "lastTransitionTime": "2026-01-01T00:00:00Z" });
+    let status = current.status.get_or_insert_with(Default::default);
+    status.conditions.get_or_insert_with(Vec::new).push(of(condition("StatusUpdate")));
+    let updated = crds.replace_status(name, &PostParams::default(), &current).await.unwrap();
+    let types = |c: &CustomResourceDefinition| -> Vec<String> {
+        c.status.iter().flat_map(|s| s.conditions.iter().flatten()).map(|c| c.type_.clone()).collect()
+    };
+    assert!(types(&updated).contains(&"StatusUpdate".to_owned()), "{:?}", types(&updated));
+    let mut conditions = updated.status.clone().unwrap().conditions.unwrap();
+    conditions.push(of(condition("StatusPatched")));
+    let patch = json!({ "status": { "conditions": conditions } });
+    let patched = crds.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert!(types(&patched).contains(&"StatusPatched".to_owned()), "{:?}", types(&patched));
+    assert_eq!(patched.spec.names.plural, "things0");
+
+    crds.delete_collection(&DeleteParams::default(), &selected).await.unwrap();
+    eventually(|| async { crds.list(&selected).await.unwrap().items.is_empty().then_some(()) }).await;
+}
+
+#[tokio::test]
+async fn a_namespace_takes_a_finalizer_by_finalize_and_conditions_by_status() {
+    // "Namespaces should apply a finalizer to a Namespace" and "… should apply changes to a
+    // namespace status".
+    let sb = Sandbox::new();
+    let client = sb.client();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .create(&PostParams::default(), &of(json!({ "metadata": { "name": "e2e-fin" } })))
+        .await
+        .unwrap();
+    let finalize = |finalizers: Value| {
+        let client = client.clone();
+        async move {
+            let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "e2e-fin" },
+                "spec": { "finalizers": finalizers } });
+            let request = http::Request::put("/api/v1/namespaces/e2e-fin/finalize")
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(serde_json::to_vec(&body).unwrap())
+                .unwrap();
+            let answer: Value = serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap();
+            answer["spec"]["finalizers"].clone()
+        }
+    };
+    assert_eq!(
+        finalize(json!(["kubernetes", "e2e.example.com/fakeFinalizer"])).await,
+        json!(["kubernetes", "e2e.example.com/fakeFinalizer"])
+    );
+    let stored = namespaces.get("e2e-fin").await.unwrap();
+    assert_eq!(stored.spec.unwrap().finalizers.unwrap(), ["kubernetes", "e2e.example.com/fakeFinalizer"]);
+    assert_eq!(finalize(json!(["kubernetes"])).await, json!(["kubernetes"]));
+
+    let patch = json!({ "status": { "conditions": [{ "type": "StatusPatch", "status": "True", "reason": "E2E", "message": "Patched by an e2e test" }] } });
+    let patched =
+        namespaces.patch_status("e2e-fin", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    let status = patched.status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Active"));
+    assert_eq!(status.conditions.unwrap()[0].type_, "StatusPatch");
+    let read = namespaces.get_status("e2e-fin").await.unwrap();
+    assert_eq!(read.status.unwrap().conditions.unwrap()[0].reason.as_deref(), Some("E2E"));
+}
+
+#[tokio::test]
+async fn a_quota_is_updated_listed_patched_and_deleted_by_collection() {
+    // "ResourceQuota should be able to update and delete ResourceQuota" and "… should manage the
+    // lifecycle of a ResourceQuota".
+    let sb = Sandbox::new();
+    let client = sb.client();
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::default_namespaced(client.clone());
+    let q = json!({ "metadata": { "name": "test-quota", "labels": { "e2e-rq-label": "test-quota" } },
+        "spec": { "hard": { "cpu": "1", "memory": "500Mi" } } });
+    let mut created = quotas.create(&PostParams::default(), &of(q)).await.unwrap();
+    created.spec.as_mut().unwrap().hard.as_mut().unwrap().insert("cpu".into(), of(json!("2")));
+    let updated = quotas.replace("test-quota", &PostParams::default(), &created).await.unwrap();
+    assert_eq!(updated.spec.unwrap().hard.unwrap()["cpu"].0, "2");
+
+    let everywhere: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::all(client);
+    let selected = ListParams::default().labels("e2e-rq-label=test-quota");
+    assert_eq!(everywhere.list(&selected).await.unwrap().items.len(), 1);
+    let patch = json!({ "spec": { "hard": { "memory": "1Gi" } } });
+    let patched =
+        quotas.patch("test-quota", &PatchParams::default(), &Patch::Strategic(&patch)).await.unwrap();
+    let hard = patched.spec.unwrap().hard.unwrap();
+    assert_eq!((hard["cpu"].0.as_str(), hard["memory"].0.as_str()), ("2", "1Gi"));
+
+    quotas.delete_collection(&DeleteParams::default(), &selected).await.unwrap();
+    assert!(quotas.get_opt("test-quota").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn concurrent_watches_from_each_version_see_the_same_events_in_the_same_order() {
+    // "Watchers should receive events on concurrent watches in same order": watches started at
+    // each version a write made see the writes after it in one order.
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let sb = Sandbox::new();
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::default_namespaced(sb.client());
+    let mut versions = Vec::new();
+    for i in 0..20 {
+        let cm = json!({ "metadata": { "name": format!("cm-{}", i % 5) }, "data": { "i": i.to_string() } });
+        let written = match cms.get_opt(&format!("cm-{}", i % 5)).await.unwrap() {
+            Some(_) => cms.replace(&format!("cm-{}", i % 5), &PostParams::default(), &of(cm)).await.unwrap(),
+            None => cms.create(&PostParams::default(), &of(cm)).await.unwrap(),
+        };
+        versions.push(written.metadata.resource_version.unwrap());
+    }
+    let last = versions.last().unwrap().clone();
+    let mut seen = Vec::new();
+    for from in &versions[..10] {
+        let mut stream = cms.watch(&WatchParams::default(), from).await.unwrap().boxed();
+        let mut order = Vec::new();
+        while let Some(event) = stream.next().await {
+            let (WatchEvent::Added(o) | WatchEvent::Modified(o)) = event.unwrap() else { continue };
+            let rv = o.metadata.resource_version.unwrap();
+            order.push(rv.clone());
+            if rv == last {
+                break;
+            }
+        }
+        seen.push(order);
+    }
+    for (i, order) in seen.iter().enumerate() {
+        assert_eq!(order[..], versions[i + 1..], "the watch from {}", versions[i]);
+    }
 }
