@@ -328,35 +328,44 @@ pub fn v3_url(path: &str, etag: &str) -> String {
     format!("/openapi/v3/{path}?hash={etag}")
 }
 
-/// A group/version's `/openapi/v3` document as JSON; the built-in ones' bytes are written once.
-#[must_use]
-pub fn openapi_v3_json(registry: &Registry, group: &str, version: &str) -> Option<Served> {
-    static JSON: OnceLock<parking_lot::Mutex<HashMap<(String, String), Served>>> = OnceLock::new();
-    match openapi_v3(registry, group, version)? {
-        Cow::Borrowed(doc) => {
-            let mut cache = JSON.get_or_init(Default::default).lock();
-            let served =
-                cache.entry((group.to_owned(), version.to_owned())).or_insert_with(|| Served::json(doc));
-            Some(served.clone())
-        }
-        Cow::Owned(doc) => Some(Served::json(&doc)),
-    }
+/// A built-in group/version's `/openapi/v3` document, built once, and its bytes, written once
+/// when first served.
+struct BuiltInV3 {
+    doc: Value,
+    json: OnceLock<Served>,
 }
 
-/// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`; `None` for one not served.
-#[must_use]
-pub fn openapi_v3(registry: &Registry, group: &str, version: &str) -> Option<Cow<'static, Value>> {
-    static DOCS: OnceLock<HashMap<(String, String), Value>> = OnceLock::new();
+/// The built-in group/versions' `/openapi/v3` documents.
+fn built_in_v3(group: &str, version: &str) -> Option<&'static BuiltInV3> {
+    static DOCS: OnceLock<HashMap<(String, String), BuiltInV3>> = OnceLock::new();
     let docs = DOCS.get_or_init(|| {
         let built_in = Registry::new();
         let mut gvs: Vec<(&str, &str)> = vec![("", "v1")];
         gvs.extend(groups(&built_in));
         gvs.into_iter()
-            .map(|(g, v)| ((g.to_owned(), v.to_owned()), group_version_document(&built_in, g, v)))
+            .map(|(g, v)| {
+                let doc = group_version_document(&built_in, g, v);
+                ((g.to_owned(), v.to_owned()), BuiltInV3 { doc, json: OnceLock::new() })
+            })
             .collect()
     });
-    if let Some(doc) = docs.get(&(group.to_owned(), version.to_owned())) {
-        return Some(Cow::Borrowed(doc));
+    docs.get(&(group.to_owned(), version.to_owned()))
+}
+
+/// A group/version's `/openapi/v3` document as JSON; `None` for one not served.
+#[must_use]
+pub fn openapi_v3_json(registry: &Registry, group: &str, version: &str) -> Option<Served> {
+    if let Some(built_in) = built_in_v3(group, version) {
+        return Some(built_in.json.get_or_init(|| Served::json(&built_in.doc)).clone());
+    }
+    openapi_v3(registry, group, version).map(|doc| Served::json(&doc))
+}
+
+/// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`; `None` for one not served.
+#[must_use]
+pub fn openapi_v3(registry: &Registry, group: &str, version: &str) -> Option<Cow<'static, Value>> {
+    if let Some(built_in) = built_in_v3(group, version) {
+        return Some(Cow::Borrowed(&built_in.doc));
     }
     let served = registry.resources().iter().any(|r| r.group == group && r.version == version);
     served.then(|| Cow::Owned(group_version_document(registry, group, version)))

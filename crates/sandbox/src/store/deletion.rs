@@ -97,14 +97,13 @@ impl State {
 
     /// Where the owner an owner reference names stands, as the garbage collector classifies it.
     fn owner_state(&self, dependent_ns: &str, r: &Value) -> OwnerState {
-        let owner = self.uids.get(ref_str(r, "uid")).and_then(|k| self.object(k));
-        match owner {
-            _ if !self.owner_exists(dependent_ns, r) => OwnerState::Missing,
-            Some(o) if is_deleting(&o) && finalizers(&o).iter().any(|f| f == "foregroundDeletion") => {
-                OwnerState::WaitingForDependents
-            }
-            _ => OwnerState::Solid,
+        if !self.owner_exists(dependent_ns, r) {
+            return OwnerState::Missing;
         }
+        let owner = self.uids.get(ref_str(r, "uid")).and_then(|k| self.object(k));
+        let waiting = owner
+            .is_some_and(|o| is_deleting(&o) && finalizers(&o).iter().any(|f| f == "foregroundDeletion"));
+        if waiting { OwnerState::WaitingForDependents } else { OwnerState::Solid }
     }
 
     /// Whether the owner an owner reference names exists, as the garbage collector checks it
