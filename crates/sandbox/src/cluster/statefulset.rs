@@ -186,7 +186,7 @@ fn sync_one(api: &Api<'_>, set: &Value, timers: &mut Timers) -> Result<(), crate
         "currentRevision",
         "updateRevision",
     ];
-    let had = set.get("status").cloned().unwrap_or(Value::Null);
+    let had = &set["status"];
     let zero = |v: Option<&Value>| v.cloned().unwrap_or(json!(0));
     let same = counted.iter().all(|f| {
         let (old, new) = (had.get(*f), status.get(*f));
